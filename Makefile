@@ -1,0 +1,96 @@
+# shardkit: build, test, bench, install.
+#   make            build bin/shardkit, libshardkit.{a,so}, shardkit.pc
+#   make demo       pack a generated demo corpus into indexed shards
+#   make check      unit + end-to-end tests; ends with "N passed, N failed"
+#   make check-asan the same suite under AddressSanitizer + UBSan
+#   make bench      benchmarks against GNU tar, bsdtar, Python (not in check)
+#   make install PREFIX=/usr/local DESTDIR=
+VERSION  := 0.1.0
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+BUILD    ?= build
+CC       ?= cc
+PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson
+OPT      ?= -O2 -g
+SAN      ?=
+override CFLAGS += -std=c11 -D_GNU_SOURCE -DSK_VERSION='"$(VERSION)"' \
+	-Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -fPIC -pthread -Ilib \
+	$(OPT) $(SAN)
+DEPS_OK  := $(BUILD)/.deps-ok
+
+LIB_SRC  := $(sort $(wildcard lib/*.c))
+CMD_SRC  := $(sort $(wildcard cmd/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
+UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TOOLS    := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
+BIN      := $(BUILD)/shardkit
+
+all: $(BIN) $(BUILD)/libshardkit.so $(BUILD)/shardkit.pc $(TOOLS)
+
+# On a fresh machine, install what is missing once (scripts/deps is idempotent).
+$(DEPS_OK): scripts/deps
+	@mkdir -p $(BUILD)
+	@if pkg-config --exists $(PKGS) cmocka && command -v bsdtar >/dev/null \
+	   && command -v cjpeg >/dev/null && command -v zstd >/dev/null; then :; \
+	 else ./scripts/deps; fi
+	@touch $@
+
+LIBS = $(shell pkg-config --libs $(PKGS)) -lpthread -lm
+
+$(BUILD)/%.o: %.c $(wildcard lib/*.h) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libshardkit.a: $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libshardkit.so: $(LIB_OBJ)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libshardkit.so.0 -o $@ $^ $(LIBS)
+
+$(BIN): $(CMD_OBJ) $(BUILD)/libshardkit.a
+	$(CC) $(CFLAGS) -o $@ $(CMD_OBJ) $(BUILD)/libshardkit.a $(LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libshardkit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libshardkit.a $(LIBS) -lcmocka
+
+$(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libshardkit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libshardkit.a $(LIBS)
+
+$(BUILD)/shardkit.pc: shardkit.pc.in Makefile
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+	    -e 's|@PKGS@|$(PKGS)|' $< > $@
+
+check: all $(UNITS)
+	@SK_BUILD=$(BUILD) tests/run
+
+check-asan:
+	$(MAKE) BUILD=build-asan OPT='-O1 -g' \
+	    SAN='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all' check
+
+demo: all
+	@BUILD=$(BUILD) samples/demo.sh
+
+bench: all
+	@BUILD=$(BUILD) bench/run
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	    $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/doc/shardkit
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/shardkit
+	install -m 644 $(BUILD)/libshardkit.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libshardkit.so $(DESTDIR)$(PREFIX)/lib/libshardkit.so.$(VERSION)
+	ln -sf libshardkit.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libshardkit.so.0
+	ln -sf libshardkit.so.0 $(DESTDIR)$(PREFIX)/lib/libshardkit.so
+	install -m 644 lib/shardkit.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/shardkit.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/shardkit/
+
+clean:
+	rm -rf build build-asan
+
+.PHONY: all check check-asan demo bench install clean

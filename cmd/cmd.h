@@ -1,0 +1,33 @@
+/*
+ * cmd.h - what the tools in cmd/ share: their entry points, exit codes and
+ * small argument helpers.  Tools include only the public shardkit.h besides.
+ */
+#ifndef SK_CMD_H
+#define SK_CMD_H
+
+#include "shardkit.h"
+#include <stdint.h>
+#include <stdio.h>
+
+enum { SK_EXIT_OK = 0, SK_EXIT_PROBLEM = 1, SK_EXIT_USAGE = 2 };
+
+int cmd_pack(int argc, char **argv);
+
+/* Flush and close stdout; a failed write (full disk, closed pipe) turns a
+ * success into exit 1 with a message. */
+int cmd_finish_stdout(int rc);
+
+/* Parses "512M", "1.5GiB", "100000" into bytes; 0 on success. */
+int cmd_parse_size(const char *s, uint64_t *out);
+/* Parses a non-negative decimal integer; 0 on success. */
+int cmd_parse_u64(const char *s, uint64_t *out);
+
+/* Prints "shardkit <tool>: <message>" for a library error and maps its code
+ * to an exit code (usage errors give 2, everything else 1). */
+int cmd_report(const char *tool, const sk_error *err);
+
+/* Prints the usage text to stderr after a message and returns 2. */
+int cmd_usage_error(const char *tool, const char *usage, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

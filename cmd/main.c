@@ -1,0 +1,51 @@
+/*
+ * main.c - the shardkit command: a table of subcommands and one runner, in
+ * the manner of git.c.  Each tool lives in its own cmd/<name>.c and exports
+ * cmd_<name>(argc, argv); this file only dispatches and, afterwards, checks
+ * that stdout was really written (a full disk on a pipe is an error).
+ */
+#include "cmd.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {"pack", cmd_pack, "pack many small files into indexed tar shards"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: shardkit [--version] [--help] <command> [<args>]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'shardkit <command> --help' describes one command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return SK_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("shardkit %s\n", sk_version());
+        return cmd_finish_stdout(0);
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return cmd_finish_stdout(0);
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return cmd_finish_stdout(commands[i].fn(argc - 1, argv + 1));
+    fprintf(stderr, "shardkit: '%s' is not a command; see 'shardkit --help'\n", argv[1]);
+    return SK_EXIT_USAGE;
+}

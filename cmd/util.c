@@ -1,0 +1,78 @@
+/* util.c - argument parsing and reporting shared by the tools in cmd/. */
+#include "cmd.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+int cmd_finish_stdout(int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "shardkit: writing to stdout failed: %s\n", strerror(errno));
+        fclose(stdout);
+        return rc ? rc : SK_EXIT_PROBLEM;
+    }
+    if (fclose(stdout) != 0) {
+        fprintf(stderr, "shardkit: closing stdout failed: %s\n", strerror(errno));
+        return rc ? rc : SK_EXIT_PROBLEM;
+    }
+    return rc;
+}
+
+int cmd_parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    if (!s || !isdigit((unsigned char)*s)) return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+int cmd_parse_size(const char *s, uint64_t *out)
+{
+    static const struct { const char *suffix; double mult; } units[] = {
+        {"", 1}, {"b", 1},
+        {"k", 1024.0}, {"kb", 1e3}, {"kib", 1024.0},
+        {"m", 1048576.0}, {"mb", 1e6}, {"mib", 1048576.0},
+        {"g", 1073741824.0}, {"gb", 1e9}, {"gib", 1073741824.0},
+        {"t", 1099511627776.0}, {"tb", 1e12}, {"tib", 1099511627776.0},
+    };
+    char *end;
+    if (!s || !(isdigit((unsigned char)*s) || *s == '.')) return -1;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || v < 0) return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (!strcasecmp(end, units[i].suffix)) {
+            double bytes = v * units[i].mult;
+            if (bytes >= 1.8e19) return -1;
+            *out = (uint64_t)llround(bytes);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int cmd_report(const char *tool, const sk_error *err)
+{
+    fprintf(stderr, "shardkit %s: %s\n", tool,
+            err->msg[0] ? err->msg : sk_code_name(err->code));
+    return err->code == SK_E_USAGE ? SK_EXIT_USAGE : SK_EXIT_PROBLEM;
+}
+
+int cmd_usage_error(const char *tool, const char *usage, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "shardkit %s: ", tool);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n\n%s", usage);
+    return SK_EXIT_USAGE;
+}

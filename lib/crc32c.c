@@ -1,0 +1,140 @@
+/*
+ * crc32c.c - CRC32C (Castagnoli), the checksum of members, shards and S3's
+ * x-amz-checksum-crc32c.
+ *
+ * Written by hand because no maintained C library for it ships in Debian
+ * (Google's crc32c is C++ and not packaged); zlib only has CRC-32/IEEE and
+ * OpenSSL has no CRC at all.  On x86-64 with SSE4.2 the crc32 instruction
+ * runs three independent streams at once to hide its 3-cycle latency, and
+ * the streams are joined with a carry-less "shift" by multiplication in
+ * GF(2); elsewhere a slicing-by-8 table is used.
+ */
+#include "shardkit.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#define POLY 0x82f63b78u /* reflected Castagnoli polynomial */
+
+static uint32_t table[8][256];
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void table_init(void)
+{
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ POLY : c >> 1;
+        table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++)
+        for (int t = 1; t < 8; t++)
+            table[t][n] = (table[t - 1][n] >> 8) ^ table[0][table[t - 1][n] & 0xff];
+}
+
+static uint32_t crc_soft(uint32_t crc, const unsigned char *p, size_t len)
+{
+    while (len && ((uintptr_t)p & 7)) {
+        crc = (crc >> 8) ^ table[0][(crc ^ *p++) & 0xff];
+        len--;
+    }
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        w ^= crc;
+        crc = table[7][w & 0xff] ^ table[6][(w >> 8) & 0xff] ^
+              table[5][(w >> 16) & 0xff] ^ table[4][(w >> 24) & 0xff] ^
+              table[3][(w >> 32) & 0xff] ^ table[2][(w >> 40) & 0xff] ^
+              table[1][(w >> 48) & 0xff] ^ table[0][w >> 56];
+        p += 8;
+        len -= 8;
+    }
+    while (len--) crc = (crc >> 8) ^ table[0][(crc ^ *p++) & 0xff];
+    return crc;
+}
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+
+/* Multiply a (bit-reflected) by x^(8*len) mod P: what running crc over len
+ * zero bytes does to it, used to join the three streams. */
+static uint32_t gf2_multiply(uint32_t a, uint32_t b)
+{
+    uint32_t prod = 0;
+    for (int i = 0; i < 32; i++) {
+        if (b & 0x80000000u) prod ^= a;
+        b <<= 1;
+        a = a & 1 ? (a >> 1) ^ POLY : a >> 1;
+    }
+    return prod;
+}
+
+static uint32_t x_pow_8n(size_t n) /* x^(8n) mod P, reflected */
+{
+    uint32_t result = 0x80000000u, base = 0x00800000u; /* x^0, x^8 */
+    for (; n; n >>= 1) {
+        if (n & 1) result = gf2_multiply(result, base);
+        base = gf2_multiply(base, base);
+    }
+    return result;
+}
+
+#define STRIDE 4096 /* bytes per stream per round */
+static uint32_t shift_stride;
+static uint32_t shift_stride2;
+
+static void shifts_init(void)
+{
+    shift_stride = x_pow_8n(STRIDE);
+    shift_stride2 = x_pow_8n(2 * STRIDE);
+}
+static pthread_once_t shifts_once = PTHREAD_ONCE_INIT;
+
+__attribute__((target("sse4.2")))
+static uint32_t crc_hw(uint32_t crc, const unsigned char *p, size_t len)
+{
+    uint64_t c0 = crc;
+    while (len && ((uintptr_t)p & 7)) {
+        c0 = _mm_crc32_u8((uint32_t)c0, *p++);
+        len--;
+    }
+    if (len >= 3 * STRIDE) pthread_once(&shifts_once, shifts_init);
+    while (len >= 3 * STRIDE) {
+        uint64_t c1 = 0, c2 = 0;
+        for (size_t i = 0; i < STRIDE; i += 8) {
+            uint64_t a, b, c;
+            memcpy(&a, p + i, 8);
+            memcpy(&b, p + STRIDE + i, 8);
+            memcpy(&c, p + 2 * STRIDE + i, 8);
+            c0 = _mm_crc32_u64(c0, a);
+            c1 = _mm_crc32_u64(c1, b);
+            c2 = _mm_crc32_u64(c2, c);
+        }
+        /* crc(A|B|C) = shift(crc(A), 2S) ^ shift(crc(B), S) ^ crc(C) when
+         * B and C were started from zero. */
+        c0 = gf2_multiply((uint32_t)c0, shift_stride2) ^
+             gf2_multiply((uint32_t)c1, shift_stride) ^ (uint32_t)c2;
+        p += 3 * STRIDE;
+        len -= 3 * STRIDE;
+    }
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c0 = _mm_crc32_u64(c0, w);
+        p += 8;
+        len -= 8;
+    }
+    while (len--) c0 = _mm_crc32_u8((uint32_t)c0, *p++);
+    return (uint32_t)c0;
+}
+#endif
+
+uint32_t sk_crc32c(uint32_t crc, const void *data, size_t len)
+{
+    crc = ~crc;
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("sse4.2"))
+        return ~crc_hw(crc, data, len);
+#endif
+    pthread_once(&table_once, table_init);
+    return ~crc_soft(crc, data, len);
+}

@@ -1,0 +1,63 @@
+/*
+ * internal.h - helpers shared by the modules of libshardkit, never installed.
+ *
+ * The error macros keep failure paths to one line, in the manner of zstd's
+ * RETURN_ERROR_IF and s2n's GUARD: every failure both sets the caller's
+ * sk_error and returns its code.
+ */
+#ifndef SK_INTERNAL_H
+#define SK_INTERNAL_H
+
+#include "shardkit.h"
+#include <errno.h>
+#include <string.h>
+
+/* Fail with code and a formatted message when cond holds. */
+#define SK_FAIL_IF(cond, err, code, ...)                                     \
+    do {                                                                     \
+        if (cond) return sk_error_set((err), (code), __VA_ARGS__);           \
+    } while (0)
+
+/* Propagate a failure from a call that already set the error. */
+#define SK_GUARD(call)                                                       \
+    do {                                                                     \
+        int sk_guard_rc_ = (call);                                           \
+        if (sk_guard_rc_) return sk_guard_rc_;                               \
+    } while (0)
+
+#define SK_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Allocation that reports exhaustion through sk_error instead of crashing. */
+void *sk_xmalloc(size_t n, sk_error *err);
+void *sk_xrealloc(void *p, size_t n, sk_error *err);
+
+/* Little-endian stores and loads for the on-disk formats. */
+static inline void sk_put_le32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8);
+    p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
+}
+static inline void sk_put_le64(unsigned char *p, uint64_t v)
+{
+    sk_put_le32(p, (uint32_t)v);
+    sk_put_le32(p + 4, (uint32_t)(v >> 32));
+}
+static inline uint32_t sk_get_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+static inline uint64_t sk_get_le64(const unsigned char *p)
+{
+    return (uint64_t)sk_get_le32(p) | (uint64_t)sk_get_le32(p + 4) << 32;
+}
+
+
+
+/* fsutil.c */
+int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *err);
+/* The temporary name ".NAME.tmp" beside path; caller frees. */
+char *sk_tmp_name(const char *path, sk_error *err);
+/* mkdir -p. */
+int sk_mkdirs(const char *dir, sk_error *err);
+#endif /* SK_INTERNAL_H */

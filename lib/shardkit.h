@@ -1,0 +1,155 @@
+/*
+ * shardkit.h - the public API of libshardkit.
+ *
+ * libshardkit turns many small files into indexed tar (WebDataset) shards and
+ * reads them back.  This is the only header a program needs; the shardkit
+ * command line tool itself includes nothing else from lib/.
+ *
+ * Conventions, for every call below:
+ *   - Functions return 0 (SK_OK) on success or a positive sk_code on failure,
+ *     and fill the caller's sk_error with a message that names the file or
+ *     URL and the cause.  Passing a NULL sk_error is allowed.
+ *   - Handles are opaque, created by an _open or _new call and released by
+ *     the matching _close or _free, which accepts NULL.
+ */
+#ifndef SHARDKIT_H
+#define SHARDKIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- version */
+
+#define SK_VERSION_MAJOR 0
+#define SK_VERSION_MINOR 1
+#define SK_VERSION_PATCH 0
+/* The library's version at run time, "MAJOR.MINOR.PATCH". */
+const char *sk_version(void);
+
+/* ----------------------------------------------------------------- errors */
+
+typedef enum sk_code {
+    SK_OK = 0,
+    SK_E_USAGE = 1,   /* bad argument or option */
+    SK_E_IO = 2,      /* a read, write, open or rename failed */
+    SK_E_INPUT = 3,   /* input breaks a rule (no key, duplicate member...) */
+    SK_E_CORRUPT = 4, /* a shard, index or manifest is damaged or truncated */
+    SK_E_NOMEM = 5,
+    SK_E_NET = 6,     /* connection, DNS, TLS or timeout */
+    SK_E_REMOTE = 7,  /* the server answered with an error */
+    SK_E_NOTFOUND = 8,
+    SK_E_MISMATCH = 9 /* checksums, sizes or counts disagree */
+} sk_code;
+
+#define SK_ERROR_MAX 1024
+typedef struct sk_error {
+    int code;               /* sk_code, 0 when no error */
+    char msg[SK_ERROR_MAX]; /* names the file or URL and the cause */
+} sk_error;
+#define SK_ERROR_INIT {0, {0}}
+
+/* A short, constant name for an sk_code ("I/O error", ...). */
+const char *sk_code_name(int code);
+/* Sets *err (when not NULL) and returns code, so a caller can write
+ * `return sk_error_set(err, SK_E_IO, "%s: %s", path, strerror(errno));`. */
+int sk_error_set(sk_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* --------------------------------------------------------------- checksums */
+
+/* CRC32C (Castagnoli), the checksum S3 calls x-amz-checksum-crc32c.
+ * Start with crc = 0 and feed the previous result to continue a stream. */
+uint32_t sk_crc32c(uint32_t crc, const void *data, size_t len);
+
+/* ------------------------------------------------------------ sample keys */
+
+/* The WebDataset rule: the key of "a/b.seg.png" is "a/b" (key_len 3) and its
+ * extension "seg.png" starts at ext_off 4.  Returns SK_E_INPUT when the
+ * basename holds no key (no dot, a leading dot, or nothing after the dot).
+ * Extensions compare lowercased: see sk_ext_cmp. */
+int sk_sample_split(const char *path, size_t n, size_t *key_len, size_t *ext_off);
+/* Compares two extensions bytewise after ASCII lowercasing; <0, 0 or >0. */
+int sk_ext_cmp(const char *a, size_t an, const char *b, size_t bn);
+
+/* ------------------------------------------------------------------ index */
+/* The sidecar index beside each shard ("<shard>.idx"); layout in
+ * docs/format.md.  Ordinals are positions within the shard. */
+
+typedef struct sk_index_shard_info {
+    uint64_t size;               /* bytes of the shard file */
+    uint32_t crc32c;             /* CRC32C of the whole shard file */
+    uint32_t first_block_crc32c; /* CRC32C of its first 512 bytes */
+    uint32_t flags;              /* SK_INDEX_ZSTD when the shard is .tar.zst */
+} sk_index_shard_info;
+#define SK_INDEX_ZSTD 1u
+
+typedef struct sk_sample_ref {
+    uint64_t ordinal;
+    const char *key;        /* not NUL-terminated in general; use key_len */
+    size_t key_len;
+    uint64_t offset;        /* first header byte, in the tar stream */
+    uint64_t span;          /* bytes from offset to the end of the last member */
+    uint64_t stored_offset; /* where to read in the shard file (differs from */
+    uint64_t stored_span;   /* offset/span only in compressed shards) */
+    uint32_t first_member, member_count;
+} sk_sample_ref;
+
+typedef struct sk_member_ref {
+    const char *ext; /* lowercase extension, ext_len bytes */
+    size_t ext_len;
+    uint64_t data_offset; /* first data byte, in the tar stream */
+    uint64_t size;
+    uint32_t header_len; /* header bytes (pax + ustar) before data_offset */
+    uint32_t crc32c;
+} sk_member_ref;
+
+typedef struct sk_index_builder sk_index_builder;
+sk_index_builder *sk_index_builder_new(void);
+void sk_index_builder_free(sk_index_builder *b);
+/* Forgets all records, keeping the buffers, to build the next shard's. */
+void sk_index_builder_reset(sk_index_builder *b);
+uint64_t sk_index_builder_samples(const sk_index_builder *b);
+/* Starts the next sample (ordinal = samples added so far). */
+int sk_index_add_sample(sk_index_builder *b, const char *key, size_t key_len,
+                        uint64_t offset, uint64_t span, uint64_t stored_offset,
+                        uint64_t stored_span, sk_error *err);
+/* Adds a member to the sample added last. */
+int sk_index_add_member(sk_index_builder *b, const char *ext, size_t ext_len,
+                        uint64_t data_offset, uint64_t size, uint32_t header_len,
+                        uint32_t crc32c, sk_error *err);
+/* Writes the index to path through a temporary name and a rename. */
+int sk_index_builder_write(sk_index_builder *b, const char *path,
+                           const sk_index_shard_info *shard, sk_error *err);
+
+typedef struct sk_index sk_index;
+/* Skip the body checksum at open, so opening costs O(1) whatever the size;
+ * every record is still bounds-checked as it is read. */
+#define SK_INDEX_TRUST_BODY 1u
+/* Maps and validates an index (header checksum, version, section table,
+ * size, and the body checksum unless SK_INDEX_TRUST_BODY). */
+int sk_index_open(sk_index **out, const char *path, unsigned flags, sk_error *err);
+/* The same over bytes the caller keeps alive (e.g. fetched from S3); name
+ * is used in messages. */
+int sk_index_from_memory(sk_index **out, const void *data, size_t size,
+                         const char *name, unsigned flags, sk_error *err);
+void sk_index_close(sk_index *ix);
+const sk_index_shard_info *sk_index_shard(const sk_index *ix);
+uint64_t sk_index_sample_count(const sk_index *ix);
+uint64_t sk_index_member_count(const sk_index *ix);
+/* Sample by ordinal, O(1). */
+int sk_index_sample(const sk_index *ix, uint64_t ordinal, sk_sample_ref *out, sk_error *err);
+/* Member i of the shard (a sample's are first_member .. +member_count). */
+int sk_index_member(const sk_index *ix, uint64_t i, sk_member_ref *out, sk_error *err);
+/* Ordinal of the sample with this key, O(log n); SK_E_NOTFOUND if none. */
+int sk_index_find(const sk_index *ix, const char *key, size_t key_len, uint64_t *ordinal,
+                  sk_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SHARDKIT_H */
