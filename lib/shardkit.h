@@ -149,6 +149,50 @@ int sk_index_member(const sk_index *ix, uint64_t i, sk_member_ref *out, sk_error
 int sk_index_find(const sk_index *ix, const char *key, size_t key_len, uint64_t *ordinal,
                   sk_error *err);
 
+/* --------------------------------------------------------------- manifest */
+/* manifest.json: the dataset's shards in order, with their first global
+ * ordinals, sizes and checksums; layout in docs/format.md. */
+
+typedef struct sk_manifest_shard {
+    char *url;       /* relative to the manifest's location */
+    char *index_url; /* NULL when the shard has no index */
+    uint64_t bytes, samples;
+    uint64_t first_ordinal; /* set by sk_manifest_add_shard */
+    uint32_t crc32c;        /* of the whole shard file */
+    int part;               /* which --part wrote it (when parts > 0) */
+} sk_manifest_shard;
+
+typedef struct sk_manifest_ext {
+    char *ext;
+    uint64_t count;
+} sk_manifest_ext;
+
+typedef struct sk_manifest {
+    char *tool;         /* "shardkit X.Y.Z"; NULL writes this build's */
+    char *options_json; /* JSON object of the options that shaped the output */
+    int part, parts;    /* parts = 0 when the run was not split */
+    sk_manifest_shard *shards;
+    size_t nshards, cap_shards;
+    sk_manifest_ext *exts;
+    size_t nexts;
+    uint64_t samples, members, bytes; /* totals */
+} sk_manifest;
+
+sk_manifest *sk_manifest_new(void);
+void sk_manifest_free(sk_manifest *m);
+/* Appends a shard (strings are copied); its first_ordinal is the number of
+ * samples before it. */
+int sk_manifest_add_shard(sk_manifest *m, const sk_manifest_shard *s, sk_error *err);
+/* Adds count members with this extension to the totals. */
+int sk_manifest_count_ext(sk_manifest *m, const char *ext, size_t ext_len, uint64_t count,
+                          sk_error *err);
+/* Writes the manifest through a temporary name and a rename. */
+int sk_manifest_write(sk_manifest *m, const char *path, sk_error *err);
+int sk_manifest_load(sk_manifest **out, const char *path, sk_error *err);
+/* Parses manifest text (e.g. fetched from S3); name is used in messages. */
+int sk_manifest_parse(sk_manifest **out, const char *text, size_t len, const char *name,
+                      sk_error *err);
+
 #ifdef __cplusplus
 }
 #endif
