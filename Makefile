@@ -14,7 +14,7 @@ PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson
 OPT      ?= -O2 -g
 SAN      ?=
 override CFLAGS += -std=c11 -D_GNU_SOURCE -DSK_VERSION='"$(VERSION)"' \
-	-Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -fPIC -pthread -Ilib \
+	-Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-truncation -fPIC -pthread -Ilib \
 	$(OPT) $(SAN)
 DEPS_OK  := $(BUILD)/.deps-ok
 
@@ -42,7 +42,7 @@ LIBS = $(shell pkg-config --libs $(PKGS)) -lpthread -lm
 
 $(BUILD)/%.o: %.c $(wildcard lib/*.h) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	@echo "  CC $<"; $(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libshardkit.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^

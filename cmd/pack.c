@@ -1,3 +1,207 @@
-/* pack.c - placeholder replaced below */
+/*
+ * pack.c - `shardkit pack`: many small files into indexed tar shards.
+ * Parses options, hands the sources to the library, prints progress on a
+ * terminal and a summary with --json.
+ */
 #include "cmd.h"
-int cmd_pack(int argc, char **argv) { (void)argc; (void)argv; return 2; }
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: shardkit pack [options] SOURCE... -o PATTERN\n"
+    "\n"
+    "Packs the files under each SOURCE directory (and any --files-from list or\n"
+    "--from-archive archive) into tar shards named by PATTERN, e.g.\n"
+    "out/train-%06d.tar, each with an index beside it (.idx), plus manifest.json.\n"
+    "Files group into samples by WebDataset key: a/b.seg.png is key a/b, ext seg.png.\n"
+    "\n"
+    "  -o, --output PATTERN     shard names: a printf pattern with one integer field\n"
+    "      --files-from FILE    also pack the paths listed in FILE ('-' = stdin)\n"
+    "      --root DIR           directory the listed paths are relative to (default .)\n"
+    "  -0, --null               the list is NUL-separated (find -print0)\n"
+    "      --from-archive FILE  also pack each member of FILE (tar, zip, 7z, ...)\n"
+    "      --max-size SIZE      roll over before a shard passes SIZE (default 512M)\n"
+    "      --max-count N        at most N samples per shard\n"
+    "      --start N            number of the first shard (default 0)\n"
+    "      --shuffle            seeded random sample order instead of key order\n"
+    "      --seed N             seed for --shuffle (default 0)\n"
+    "      --mtime N            modification time in every header (default 0)\n"
+    "  -j, --jobs N             reader threads (default: number of cores)\n"
+    "      --resume             keep complete shards of an earlier run of the same job\n"
+    "      --on-error fail|skip stop at an unreadable input (default) or skip it\n"
+    "      --follow-symlinks    pack what symbolic links point to\n"
+    "      --manifest PATH      write the manifest there (default: beside the shards)\n"
+    "      --tmp-dir DIR        spool archive members there (default $TMPDIR)\n"
+    "      --json               print a JSON summary on stdout\n"
+    "  -q, --quiet              no progress line\n"
+    "  -h, --help               this text\n"
+    "\n"
+    "Exit status: 0 done, 1 an input or output problem, 2 usage error.\n";
+
+enum {
+    OPT_FILES_FROM = 256, OPT_ROOT, OPT_FROM_ARCHIVE, OPT_MAX_SIZE, OPT_MAX_COUNT, OPT_START,
+    OPT_SHUFFLE, OPT_SEED, OPT_MTIME, OPT_RESUME, OPT_ON_ERROR, OPT_FOLLOW, OPT_MANIFEST,
+    OPT_TMP_DIR, OPT_JSON,
+};
+
+static const struct option options[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"files-from", required_argument, NULL, OPT_FILES_FROM},
+    {"root", required_argument, NULL, OPT_ROOT},
+    {"null", no_argument, NULL, '0'},
+    {"from-archive", required_argument, NULL, OPT_FROM_ARCHIVE},
+    {"max-size", required_argument, NULL, OPT_MAX_SIZE},
+    {"max-count", required_argument, NULL, OPT_MAX_COUNT},
+    {"start", required_argument, NULL, OPT_START},
+    {"shuffle", no_argument, NULL, OPT_SHUFFLE},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"mtime", required_argument, NULL, OPT_MTIME},
+    {"jobs", required_argument, NULL, 'j'},
+    {"resume", no_argument, NULL, OPT_RESUME},
+    {"on-error", required_argument, NULL, OPT_ON_ERROR},
+    {"follow-symlinks", no_argument, NULL, OPT_FOLLOW},
+    {"manifest", required_argument, NULL, OPT_MANIFEST},
+    {"tmp-dir", required_argument, NULL, OPT_TMP_DIR},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+struct ui {
+    int progress_shown;
+};
+
+static void on_warn(void *ctx, const char *msg)
+{
+    struct ui *ui = ctx;
+    if (ui->progress_shown) fputs("\r\033[K", stderr);
+    fprintf(stderr, "shardkit pack: warning: %s\n", msg);
+}
+
+static void on_progress(void *ctx, const sk_pack_stats *st)
+{
+    struct ui *ui = ctx;
+    double mb = (double)st->bytes_done / 1e6, rate = st->seconds > 0 ? mb / st->seconds : 0;
+    double left = rate > 0 ? ((double)(st->bytes_total - st->bytes_done) / 1e6) / rate : 0;
+    fprintf(stderr, "\r\033[K%llu/%llu files  %llu shards  %.1f MB  %.1f MB/s  ETA %.0fs",
+            (unsigned long long)st->files_done, (unsigned long long)st->files_total,
+            (unsigned long long)st->shards, mb, rate, left);
+    ui->progress_shown = 1;
+}
+
+struct source { int kind; const char *path; };
+enum { SRC_DIR, SRC_LIST, SRC_ARCHIVE };
+
+int cmd_pack(int argc, char **argv)
+{
+    sk_pack_options o = {0};
+    struct ui ui = {0};
+    const char *root = NULL;
+    int nul = 0, json = 0, quiet = 0, c;
+    uint64_t v;
+    struct source *srcs = calloc((size_t)argc + 1, sizeof *srcs);
+    size_t nsrcs = 0;
+    if (!srcs) return SK_EXIT_PROBLEM;
+
+    while ((c = getopt_long(argc, argv, "o:0j:qh", options, NULL)) != -1) {
+        switch (c) {
+        case 'o': o.pattern = optarg; break;
+        case OPT_FILES_FROM: srcs[nsrcs++] = (struct source){SRC_LIST, optarg}; break;
+        case OPT_ROOT: root = optarg; break;
+        case '0': nul = 1; break;
+        case OPT_FROM_ARCHIVE: srcs[nsrcs++] = (struct source){SRC_ARCHIVE, optarg}; break;
+        case OPT_MAX_SIZE:
+            if (cmd_parse_size(optarg, &o.max_size) || o.max_size < 4096)
+                return free(srcs), cmd_usage_error("pack", usage, "--max-size '%s': want a size of at least 4K such as 512M", optarg);
+            break;
+        case OPT_MAX_COUNT:
+            if (cmd_parse_u64(optarg, &o.max_count) || !o.max_count)
+                return free(srcs), cmd_usage_error("pack", usage, "--max-count '%s': want a positive integer", optarg);
+            break;
+        case OPT_START:
+            if (cmd_parse_u64(optarg, &o.start))
+                return free(srcs), cmd_usage_error("pack", usage, "--start '%s': want an integer", optarg);
+            break;
+        case OPT_SHUFFLE: o.shuffle = 1; break;
+        case OPT_SEED:
+            if (cmd_parse_u64(optarg, &o.seed))
+                return free(srcs), cmd_usage_error("pack", usage, "--seed '%s': want an integer", optarg);
+            break;
+        case OPT_MTIME:
+            if (cmd_parse_u64(optarg, &o.mtime))
+                return free(srcs), cmd_usage_error("pack", usage, "--mtime '%s': want seconds since 1970", optarg);
+            break;
+        case 'j':
+            if (cmd_parse_u64(optarg, &v) || !v || v > 256)
+                return free(srcs), cmd_usage_error("pack", usage, "--jobs '%s': want 1..256", optarg);
+            o.jobs = (int)v;
+            break;
+        case OPT_RESUME: o.resume = 1; break;
+        case OPT_ON_ERROR:
+            if (!strcmp(optarg, "skip")) o.skip_errors = 1;
+            else if (strcmp(optarg, "fail"))
+                return free(srcs), cmd_usage_error("pack", usage, "--on-error '%s': want fail or skip", optarg);
+            break;
+        case OPT_FOLLOW: o.follow_symlinks = 1; break;
+        case OPT_MANIFEST: o.manifest = optarg; break;
+        case OPT_TMP_DIR: o.tmp_dir = optarg; break;
+        case OPT_JSON: json = 1; break;
+        case 'q': quiet = 1; break;
+        case 'h': free(srcs); fputs(usage, stdout); return SK_EXIT_OK;
+        default: free(srcs); fputs(usage, stderr); return SK_EXIT_USAGE;
+        }
+    }
+    for (int i = optind; i < argc; i++) srcs[nsrcs++] = (struct source){SRC_DIR, argv[i]};
+    if (!o.pattern) return free(srcs), cmd_usage_error("pack", usage, "no output: give -o PATTERN");
+    if (!nsrcs) return free(srcs), cmd_usage_error("pack", usage, "no SOURCE to pack");
+
+    o.warn = on_warn;
+    o.progress = !quiet && isatty(2) ? on_progress : NULL;
+    o.ctx = &ui;
+    sk_error err = SK_ERROR_INIT;
+    sk_pack *p = NULL;
+    sk_pack_stats st = {0};
+    int rc = sk_pack_new(&p, &o, &err);
+    for (size_t i = 0; !rc && i < nsrcs; i++) {
+        const char *path = srcs[i].path;
+        struct stat sb;
+        switch (srcs[i].kind) {
+        case SRC_DIR:
+            if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
+                rc = sk_error_set(&err, SK_E_USAGE, "%s: not a directory (an archive goes after "
+                                  "--from-archive, a list after --files-from)", path);
+            else
+                rc = sk_pack_add_dir(p, path, &err);
+            break;
+        case SRC_ARCHIVE: rc = sk_pack_add_archive(p, path, &err); break;
+        case SRC_LIST: {
+            FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+            if (!f) {
+                rc = sk_error_set(&err, SK_E_IO, "%s: cannot open file list: %m", path);
+                break;
+            }
+            rc = sk_pack_add_list(p, f, strcmp(path, "-") ? path : "stdin", root, nul, &err);
+            if (f != stdin) fclose(f);
+            break;
+        }
+        }
+    }
+    if (!rc) rc = sk_pack_run(p, &st, &err);
+    if (ui.progress_shown) fputs("\n", stderr);
+    sk_pack_free(p);
+    free(srcs);
+    if (rc) return cmd_report("pack", &err);
+    if (json)
+        printf("{\"shards\": %llu, \"shards_resumed\": %llu, \"samples\": %llu, \"files\": %llu, "
+               "\"bytes\": %llu, \"output_bytes\": %llu, \"seconds\": %.3f, \"skipped\": %llu}\n",
+               (unsigned long long)st.shards, (unsigned long long)st.shards_resumed,
+               (unsigned long long)st.samples, (unsigned long long)st.files_done,
+               (unsigned long long)st.bytes_done, (unsigned long long)st.output_bytes,
+               st.seconds, (unsigned long long)st.skipped);
+    return SK_EXIT_OK;
+}

@@ -7,7 +7,8 @@
  * OpenSSL has no CRC at all.  On x86-64 with SSE4.2 the crc32 instruction
  * runs three independent streams at once to hide its 3-cycle latency, and
  * the streams are joined with a carry-less "shift" by multiplication in
- * GF(2); elsewhere a slicing-by-8 table is used.
+ * GF(2); elsewhere a slicing-by-8 table is used.  The same shift joins
+ * CRCs of adjacent pieces computed by different threads (sk_crc32c_combine).
  */
 #include "shardkit.h"
 
@@ -52,9 +53,6 @@ static uint32_t crc_soft(uint32_t crc, const unsigned char *p, size_t len)
     return crc;
 }
 
-#if defined(__x86_64__)
-#include <nmmintrin.h>
-
 /* Multiply a (bit-reflected) by x^(8*len) mod P: what running crc over len
  * zero bytes does to it, used to join the three streams. */
 static uint32_t gf2_multiply(uint32_t a, uint32_t b)
@@ -77,6 +75,9 @@ static uint32_t x_pow_8n(size_t n) /* x^(8n) mod P, reflected */
     }
     return result;
 }
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
 
 #define STRIDE 4096 /* bytes per stream per round */
 static uint32_t shift_stride;
@@ -137,4 +138,11 @@ uint32_t sk_crc32c(uint32_t crc, const void *data, size_t len)
 #endif
     pthread_once(&table_once, table_init);
     return ~crc_soft(crc, data, len);
+}
+
+uint32_t sk_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+    /* The register after A|B is A's register advanced over len_b zero bytes,
+     * xor B's register started from zero; the pre/post inversions cancel. */
+    return gf2_multiply(crc_a, x_pow_8n(len_b)) ^ crc_b;
 }

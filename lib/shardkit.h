@@ -65,6 +65,8 @@ int sk_error_set(sk_error *err, int code, const char *fmt, ...)
 /* CRC32C (Castagnoli), the checksum S3 calls x-amz-checksum-crc32c.
  * Start with crc = 0 and feed the previous result to continue a stream. */
 uint32_t sk_crc32c(uint32_t crc, const void *data, size_t len);
+/* The CRC32C of A followed by B, from crc(A), crc(B) and B's length. */
+uint32_t sk_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
 /* ------------------------------------------------------------ sample keys */
 
@@ -192,6 +194,58 @@ int sk_manifest_load(sk_manifest **out, const char *path, sk_error *err);
 /* Parses manifest text (e.g. fetched from S3); name is used in messages. */
 int sk_manifest_parse(sk_manifest **out, const char *text, size_t len, const char *name,
                       sk_error *err);
+
+/* ------------------------------------------------------------------- pack */
+/* Many small files -> indexed tar shards and a manifest.  Inputs are sorted
+ * by WebDataset key (or shuffled with a seed), grouped into samples, and
+ * cut into shards before a sample would pass max_size or max_count. */
+
+typedef struct sk_pack_stats {
+    uint64_t files_total, files_done;
+    uint64_t bytes_total, bytes_done; /* input bytes */
+    uint64_t samples, shards, shards_resumed;
+    uint64_t skipped; /* inputs skipped: unreadable (with skip_errors), links, devices */
+    uint64_t output_bytes;
+    double seconds;
+} sk_pack_stats;
+
+typedef struct sk_pack_options {
+    const char *pattern;  /* printf-style shard path with one integer field */
+    const char *manifest; /* NULL: manifest.json beside the shards */
+    uint64_t max_size;    /* bytes per shard, headers included; 0 = 512 MiB */
+    uint64_t max_count;   /* samples per shard; 0 = no limit */
+    uint64_t start;       /* number of the first shard */
+    int shuffle;          /* seeded shuffle of samples instead of key order */
+    uint64_t seed;
+    uint64_t mtime;       /* mtime in every header (default 0) */
+    int jobs;             /* reader threads; 0 = number of cores */
+    int resume;           /* keep complete shards that match the plan */
+    int skip_errors;      /* skip unreadable inputs instead of stopping */
+    int follow_symlinks;
+    const char *tmp_dir;  /* where archive members are spooled */
+    /* Called with each warning (skipped input, oversized sample). */
+    void (*warn)(void *ctx, const char *msg);
+    /* Called about twice a second and once at the end. */
+    void (*progress)(void *ctx, const sk_pack_stats *stats);
+    void *ctx;
+} sk_pack_options;
+
+typedef struct sk_pack sk_pack;
+int sk_pack_new(sk_pack **out, const sk_pack_options *opts, sk_error *err);
+void sk_pack_free(sk_pack *p);
+/* Adds every regular file under dir, named relative to dir. */
+int sk_pack_add_dir(sk_pack *p, const char *dir, sk_error *err);
+/* Adds the files listed in list (newline- or NUL-separated paths relative
+ * to root, or absolute); list_name is used in messages. */
+int sk_pack_add_list(sk_pack *p, FILE *list, const char *list_name, const char *root,
+                     int nul_separated, sk_error *err);
+/* Adds every regular member of an archive libarchive can read. */
+int sk_pack_add_archive(sk_pack *p, const char *path, sk_error *err);
+/* Plans and writes the shards, their indexes and the manifest. */
+int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err);
+/* Formats a shard name from a pattern; fails on a pattern without exactly
+ * one integer conversion (%d, %06d, %u, %x...). */
+int sk_shard_name(const char *pattern, uint64_t n, char *buf, size_t cap, sk_error *err);
 
 #ifdef __cplusplus
 }

@@ -55,12 +55,26 @@ static void test_streaming_equals_one_shot(void **state)
     assert_int_equal(c, whole);
 }
 
+static void test_combine(void **state)
+{
+    (void)state;
+    unsigned char buf[70000];
+    for (size_t i = 0; i < sizeof buf; i++) buf[i] = (unsigned char)(i * 131 + (i >> 9));
+    size_t cuts[] = {0, 1, 511, 512, 4096, 12345, 69999, 70000};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        size_t k = cuts[i];
+        uint32_t a = sk_crc32c(0, buf, k), b = sk_crc32c(0, buf + k, sizeof buf - k);
+        assert_int_equal(sk_crc32c_combine(a, b, sizeof buf - k), sk_crc32c(0, buf, sizeof buf));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_vectors),
         cmocka_unit_test(test_matches_definition_all_paths),
         cmocka_unit_test(test_streaming_equals_one_shot),
+        cmocka_unit_test(test_combine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,840 @@
+/*
+ * pack.c - shardkit pack: the catalog of inputs becomes a plan of shards,
+ * and the plan becomes files.
+ *
+ * Many small files are bound by open/read/close, not bandwidth, so reader
+ * threads ("jobs") each take the next sample in plan order, build its tar
+ * bytes (headers, data, padding) and CRC32Cs in a slot of a bounded ring,
+ * and the main thread only writes finished slots in order with writev.
+ * Output therefore does not depend on the number of jobs.  A sample too
+ * big for a slot is copied by the main thread itself in bounded pieces.
+ * Memory: the catalog's names plus ring slots of at most SLOT_MAX bytes.
+ */
+#include "catalog.h"
+#include "tar.h"
+#include "writer.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_MAX_SIZE (512ULL << 20)
+#define SLOT_MAX (4u << 20)   /* bigger samples are streamed by the writer */
+#define STREAM_PIECE (1u << 20)
+#define BATCH_BYTES (1u << 20)
+#define BATCH_IOV 64
+
+struct member_out {
+    uint64_t data_off; /* within the slot's bytes */
+    uint64_t size;
+    uint32_t crc, header_len;
+    int skipped;
+};
+
+struct slot {
+    int state; /* FREE, FILLING, READY */
+    unsigned char *buf;
+    size_t len, cap;
+    uint32_t crc;
+    int stream;  /* too big: the writer copies it */
+    int failed;
+    sk_error err;
+    char *warnings; /* skip messages, in member order */
+    struct member_out *m;
+    size_t mcap;
+};
+enum { FREE, FILLING, READY };
+
+struct shard_plan {
+    uint64_t first;   /* position in the sample order */
+    uint64_t count;   /* samples */
+    uint64_t bytes;   /* planned size, end-of-archive included */
+    int done;         /* kept from an earlier run (--resume) */
+    sk_index_shard_info info;
+};
+
+struct sk_pack {
+    sk_pack_options o;
+    sk_catalog cat;
+    uint32_t *order;          /* sample ids in output order */
+    struct shard_plan *shards;
+    size_t nshards;
+    uint64_t *todo;           /* positions still to write, in order */
+    uint64_t ntodo;
+    /* the ring */
+    pthread_mutex_t mu;
+    pthread_cond_t slot_ready, slot_free;
+    struct slot *slots;
+    size_t nslots;
+    uint64_t next_claim, released;
+    int stop;
+    sk_pack_stats st;
+    struct timespec t0, last_progress;
+};
+
+/* ---------------------------------------------------------- shard names */
+
+int sk_shard_name(const char *pattern, uint64_t n, char *buf, size_t cap, sk_error *err)
+{
+    /* Formatted by hand: a user's pattern never reaches printf, so "%s" or
+     * "%n" in it cannot do harm; exactly one integer field is allowed. */
+    size_t o = 0;
+    int fields = 0;
+    for (const char *p = pattern; *p; p++) {
+        char tmp[32];
+        const char *piece = p;
+        size_t plen = 1;
+        if (*p == '%') {
+            if (p[1] == '%') {
+                piece = "%";
+                p++;
+            } else {
+                const char *q = p + 1;
+                int zero = 0, width = 0;
+                if (*q == '0') zero = 1, q++;
+                while (*q >= '0' && *q <= '9' && width < 100) width = width * 10 + (*q++ - '0');
+                if (*q == 'l') q++;
+                if (*q == 'l') q++;
+                SK_FAIL_IF(!strchr("diux", *q) || !*q, err, SK_E_USAGE,
+                           "output pattern '%s': only an integer field (%%d, %%06d, %%u, %%x) "
+                           "is allowed", pattern);
+                snprintf(tmp, sizeof tmp, *q == 'x' ? (zero ? "%0*llx" : "%*llx")
+                                                    : (zero ? "%0*llu" : "%*llu"),
+                         width, (unsigned long long)n);
+                piece = tmp;
+                fields++;
+                p = q;
+            }
+            plen = strlen(piece);
+        }
+        SK_FAIL_IF(o + plen >= cap, err, SK_E_USAGE, "output pattern '%s': name too long", pattern);
+        memcpy(buf + o, piece, plen);
+        o += plen;
+    }
+    buf[o] = 0;
+    SK_FAIL_IF(fields != 1, err, SK_E_USAGE,
+               "output pattern '%s' needs exactly one integer field such as %%06d", pattern);
+    return SK_OK;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+int sk_pack_new(sk_pack **out, const sk_pack_options *opts, sk_error *err)
+{
+    char probe[4096];
+    *out = NULL;
+    SK_FAIL_IF(!opts->pattern, err, SK_E_USAGE, "no output pattern");
+    SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
+    sk_pack *p = calloc(1, sizeof *p);
+    SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
+    p->o = *opts;
+    if (!p->o.max_size) p->o.max_size = DEFAULT_MAX_SIZE;
+    if (p->o.jobs <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        p->o.jobs = n > 0 ? (int)n : 1;
+    }
+    if (p->o.jobs > 256) p->o.jobs = 256;
+    sk_catalog_init(&p->cat);
+    p->cat.follow_symlinks = opts->follow_symlinks;
+    p->cat.skip_errors = opts->skip_errors;
+    p->cat.tmp_dir = opts->tmp_dir;
+    p->cat.warn = opts->warn;
+    p->cat.warn_ctx = opts->ctx;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->slot_ready, NULL);
+    pthread_cond_init(&p->slot_free, NULL);
+    *out = p;
+    return SK_OK;
+}
+
+void sk_pack_free(sk_pack *p)
+{
+    if (!p) return;
+    for (size_t i = 0; i < p->nslots; i++) {
+        free(p->slots[i].buf);
+        free(p->slots[i].m);
+        free(p->slots[i].warnings);
+    }
+    free(p->slots);
+    free(p->order);
+    free(p->shards);
+    free(p->todo);
+    sk_catalog_release(&p->cat);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->slot_ready);
+    pthread_cond_destroy(&p->slot_free);
+    free(p);
+}
+
+int sk_pack_add_dir(sk_pack *p, const char *dir, sk_error *err)
+{
+    return sk_catalog_add_dir(&p->cat, dir, err);
+}
+
+int sk_pack_add_list(sk_pack *p, FILE *list, const char *list_name, const char *root,
+                     int nul_separated, sk_error *err)
+{
+    return sk_catalog_add_list(&p->cat, list, list_name, root, nul_separated, err);
+}
+
+int sk_pack_add_archive(sk_pack *p, const char *path, sk_error *err)
+{
+    return sk_catalog_add_archive(&p->cat, path, err);
+}
+
+static void warnf(sk_pack *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warnf(sk_pack *p, const char *fmt, ...)
+{
+    char msg[SK_ERROR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (p->o.warn) p->o.warn(p->o.ctx, msg);
+}
+
+/* ------------------------------------------------------------- planning */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n) without modulo bias (rejection of the short tail). */
+static uint64_t uniform_below(uint64_t *s, uint64_t n)
+{
+    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t r;
+    do r = splitmix64(s);
+    while (r >= limit);
+    return r % n;
+}
+
+static uint64_t member_bytes(const sk_catalog *c, const sk_item *it)
+{
+    char name[SK_TAR_NAME_MAX + 1];
+    size_t n = sk_item_name(c, it, name);
+    return sk_tar_header_size(name, n, it->size) + sk_tar_pad(it->size);
+}
+
+static uint64_t sample_bytes(const sk_catalog *c, uint32_t s)
+{
+    uint64_t b = 0;
+    size_t first = c->samples[s], k = sk_sample_members(c, s);
+    for (size_t i = 0; i < k; i++) b += member_bytes(c, &c->items[first + i]);
+    return b;
+}
+
+static int plan(sk_pack *p, sk_error *err)
+{
+    sk_catalog *c = &p->cat;
+    SK_GUARD(sk_catalog_group(c, err));
+    p->order = sk_xmalloc((c->nsamples + 1) * sizeof *p->order, err);
+    if (!p->order) return SK_E_NOMEM;
+    for (size_t i = 0; i < c->nsamples; i++) p->order[i] = (uint32_t)i;
+    if (p->o.shuffle) {
+        uint64_t s = p->o.seed;
+        for (size_t i = c->nsamples; i > 1; i--) {
+            size_t j = (size_t)uniform_below(&s, i);
+            uint32_t t = p->order[i - 1];
+            p->order[i - 1] = p->order[j];
+            p->order[j] = t;
+        }
+    }
+    size_t cap = 16;
+    p->shards = sk_xmalloc(cap * sizeof *p->shards, err);
+    if (!p->shards) return SK_E_NOMEM;
+    struct shard_plan cur = {0};
+    const uint64_t eoa = 2 * SK_TAR_BLOCK;
+    for (uint64_t pos = 0; pos < c->nsamples; pos++) {
+        uint64_t b = sample_bytes(c, p->order[pos]);
+        if (cur.count && (cur.bytes + b + eoa > p->o.max_size ||
+                          (p->o.max_count && cur.count >= p->o.max_count))) {
+            if (p->nshards == cap) {
+                struct shard_plan *q = sk_xrealloc(p->shards, (cap *= 2) * sizeof *q, err);
+                if (!q) return SK_E_NOMEM;
+                p->shards = q;
+            }
+            cur.bytes += eoa;
+            p->shards[p->nshards++] = cur;
+            memset(&cur, 0, sizeof cur);
+            cur.first = pos;
+        }
+        if (b + eoa > p->o.max_size) {
+            char name[SK_TAR_NAME_MAX + 1];
+            sk_item_name(c, &c->items[c->samples[p->order[pos]]], name);
+            warnf(p, "sample of %s is %llu bytes, more than --max-size alone; it gets a shard "
+                     "of its own", name, (unsigned long long)b);
+        }
+        cur.bytes += b;
+        cur.count++;
+        p->st.bytes_total += 0;
+    }
+    if (cur.count) {
+        if (p->nshards == cap) {
+            struct shard_plan *q = sk_xrealloc(p->shards, (cap + 1) * sizeof *q, err);
+            if (!q) return SK_E_NOMEM;
+            p->shards = q;
+        }
+        cur.bytes += eoa;
+        p->shards[p->nshards++] = cur;
+    }
+    p->st.files_total = c->nitems;
+    for (size_t i = 0; i < c->nitems; i++) p->st.bytes_total += c->items[i].size;
+    return SK_OK;
+}
+
+/* The key of sample s ("dir/" + basename up to its first dot). */
+static size_t sample_key(const sk_catalog *c, uint32_t s, char *buf)
+{
+    const sk_item *it = &c->items[c->samples[s]];
+    size_t dl = c->dir_lens[it->dir];
+    memcpy(buf, c->arena + c->dirs[it->dir], dl);
+    memcpy(buf + dl, c->arena + it->base, it->key_end);
+    return dl + it->key_end;
+}
+
+static int index_path(const char *shard, char *buf, size_t cap)
+{
+    return snprintf(buf, cap, "%s.idx", shard) >= (int)cap ? -1 : 0;
+}
+
+/* --resume: a shard is kept when its index is sound, agrees with the file
+ * and holds exactly the planned samples (count, first and last key). */
+static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *path)
+{
+    char ipath[4200], key[SK_TAR_NAME_MAX + 1];
+    struct stat st;
+    sk_index *ix = NULL;
+    sk_sample_ref first, last;
+    int ok = 0;
+    if (stat(path, &st) != 0 || index_path(path, ipath, sizeof ipath)) return 0;
+    if (sk_index_open(&ix, ipath, 0, NULL) != SK_OK) return 0;
+    const sk_index_shard_info *info = sk_index_shard(ix);
+    if (info->size == (uint64_t)st.st_size && sk_index_sample_count(ix) == sp->count &&
+        sp->count && !sk_index_sample(ix, 0, &first, NULL) &&
+        !sk_index_sample(ix, sp->count - 1, &last, NULL)) {
+        size_t k = sample_key(&p->cat, p->order[sp->first], key);
+        ok = k == first.key_len && !memcmp(key, first.key, k);
+        k = sample_key(&p->cat, p->order[sp->first + sp->count - 1], key);
+        ok = ok && k == last.key_len && !memcmp(key, last.key, k);
+    }
+    if (ok) sp->info = *info;
+    sk_index_close(ix);
+    return ok;
+}
+
+/* ------------------------------------------------------------- readers */
+
+static int open_input(const sk_source *src, const char *name)
+{
+    int fd = openat(src->fd, name, O_RDONLY | O_CLOEXEC | O_NOATIME);
+    if (fd < 0 && errno == EPERM) /* O_NOATIME needs ownership */
+        fd = openat(src->fd, name, O_RDONLY | O_CLOEXEC);
+    return fd;
+}
+
+/* Reads exactly want bytes of an input into dst.  Files are read with one
+ * request of want+1 bytes: a short read of a regular file means end of
+ * file, so a file that grew or shrank since it was listed is caught
+ * without another system call.  dst must have room for want+1 bytes. */
+static int read_input(const sk_catalog *c, const sk_item *it, const char *name, int fd,
+                      uint64_t at, unsigned char *dst, uint64_t want, int probe, sk_error *err)
+{
+    const sk_source *src = &c->srcs[it->src];
+    if (src->is_spool) {
+        uint64_t got = 0;
+        while (got < want) {
+            ssize_t r = pread(src->fd, dst + got, want - got, (off_t)(it->spool_off + at + got));
+            if (r < 0 && errno == EINTR) continue;
+            SK_FAIL_IF(r <= 0, err, SK_E_IO, "%s: %s: reading spooled member failed: %s",
+                       src->label, name, r < 0 ? strerror(errno) : "short read");
+            got += (uint64_t)r;
+        }
+        return SK_OK;
+    }
+    uint64_t ask = want + (probe ? 1 : 0), got = 0;
+    while (got < ask) {
+        ssize_t r = read(fd, dst + got, ask - got);
+        if (r < 0 && errno == EINTR) continue;
+        SK_FAIL_IF(r < 0, err, SK_E_IO, "%s/%s: read failed: %s", src->label, name, strerror(errno));
+        uint64_t asked = ask - got;
+        got += (uint64_t)r;
+        if ((uint64_t)r < asked) break; /* a short read: end of file */
+    }
+    SK_FAIL_IF(got != want, err, SK_E_INPUT, "%s/%s: file %s while being packed (listed as %llu "
+               "bytes)", src->label, name, got < want ? "shrank" : "grew",
+               (unsigned long long)it->size);
+    return SK_OK;
+}
+
+static void append_warning(struct slot *s, const char *msg)
+{
+    size_t old = s->warnings ? strlen(s->warnings) : 0, n = strlen(msg);
+    char *w = realloc(s->warnings, old + n + 2);
+    if (!w) return;
+    memcpy(w + old, msg, n);
+    w[old + n] = '\n';
+    w[old + n + 1] = 0;
+    s->warnings = w;
+}
+
+/* Builds sample s's tar bytes into slot. */
+static void fill_slot(sk_pack *p, struct slot *sl, uint32_t s)
+{
+    const sk_catalog *c = &p->cat;
+    size_t first = c->samples[s], k = sk_sample_members(c, s);
+    char name[SK_TAR_NAME_MAX + 1];
+    sl->len = 0;
+    sl->crc = 0;
+    sl->stream = 0;
+    sl->failed = 0;
+    free(sl->warnings);
+    sl->warnings = NULL;
+    if (k > sl->mcap) {
+        struct member_out *m = realloc(sl->m, k * sizeof *m);
+        if (!m) goto nomem;
+        sl->m = m;
+        sl->mcap = k;
+    }
+    uint64_t need = sample_bytes(c, s) + 1;
+    if (need > SLOT_MAX) {
+        sl->stream = 1;
+        return;
+    }
+    if (need > sl->cap) {
+        unsigned char *b = realloc(sl->buf, need);
+        if (!b) goto nomem;
+        sl->buf = b;
+        sl->cap = need;
+    }
+    for (size_t i = 0; i < k; i++) {
+        const sk_item *it = &c->items[first + i];
+        struct member_out *mo = &sl->m[i];
+        size_t n = sk_item_name(c, it, name);
+        size_t hl = sk_tar_header(sl->buf + sl->len, name, n, it->size, p->o.mtime);
+        unsigned char *data = sl->buf + sl->len + hl;
+        int fd = -1, rc;
+        sk_error e = SK_ERROR_INIT;
+        if (!c->srcs[it->src].is_spool && (fd = open_input(&c->srcs[it->src], name)) < 0)
+            rc = sk_error_set(&e, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
+                              "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
+                              errno == ENOENT ? "file vanished since it was listed" : strerror(errno));
+        else
+            rc = read_input(c, it, name, fd, 0, data, it->size, 1, &e);
+        if (fd >= 0) close(fd);
+        mo->skipped = 0;
+        if (rc) {
+            if (!p->o.skip_errors) {
+                sl->failed = 1;
+                sl->err = e;
+                return;
+            }
+            mo->skipped = 1;
+            append_warning(sl, e.msg);
+            continue;
+        }
+        uint64_t pad = sk_tar_pad(it->size) - it->size;
+        memset(data + it->size, 0, pad);
+        mo->crc = sk_crc32c(0, data, it->size);
+        mo->header_len = (uint32_t)hl;
+        mo->data_off = sl->len + hl;
+        mo->size = it->size;
+        sl->crc = sk_crc32c(sl->crc, sl->buf + sl->len, hl);
+        sl->crc = sk_crc32c_combine(sl->crc, mo->crc, it->size);
+        sl->crc = sk_crc32c(sl->crc, data + it->size, pad);
+        sl->len += hl + it->size + pad;
+    }
+    return;
+nomem:
+    sl->failed = 1;
+    sk_error_set(&sl->err, SK_E_NOMEM, "out of memory reading a sample");
+}
+
+static void *reader_main(void *arg)
+{
+    sk_pack *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        if (p->stop || p->next_claim >= p->ntodo) break;
+        uint64_t seq = p->next_claim++;
+        while (!p->stop && seq >= p->released + p->nslots)
+            pthread_cond_wait(&p->slot_free, &p->mu);
+        if (p->stop) break;
+        struct slot *sl = &p->slots[seq % p->nslots];
+        sl->state = FILLING;
+        pthread_mutex_unlock(&p->mu);
+        fill_slot(p, sl, p->order[p->todo[seq]]);
+        pthread_mutex_lock(&p->mu);
+        sl->state = READY;
+        pthread_cond_broadcast(&p->slot_ready);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* ------------------------------------------------------------- writing */
+
+static double since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void progress(sk_pack *p, int final)
+{
+    if (!p->o.progress) return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double dt = (double)(now.tv_sec - p->last_progress.tv_sec) +
+                (double)(now.tv_nsec - p->last_progress.tv_nsec) / 1e9;
+    if (!final && dt < 0.5) return;
+    p->last_progress = now;
+    p->st.seconds = since(&p->t0);
+    p->o.progress(p->o.ctx, &p->st);
+}
+
+static int add_index_records(sk_pack *p, sk_shard_out *out, uint32_t s, uint64_t sample_off,
+                             const struct member_out *m, sk_manifest *man, sk_error *err)
+{
+    const sk_catalog *c = &p->cat;
+    size_t first = c->samples[s], k = sk_sample_members(c, s), written = 0;
+    char key[SK_TAR_NAME_MAX + 1], ext[SK_TAR_NAME_MAX + 1];
+    uint64_t span = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!m[i].skipped) span = m[i].data_off + sk_tar_pad(m[i].size), written++;
+    if (!written) return SK_OK; /* every member skipped: no sample */
+    size_t kl = sample_key(c, s, key);
+    SK_GUARD(sk_index_add_sample(out->index, key, kl, sample_off, span, sample_off, span, err));
+    for (size_t i = 0; i < k; i++) {
+        if (m[i].skipped) continue;
+        const sk_item *it = &c->items[first + i];
+        const char *e = c->arena + it->base + it->key_end + 1;
+        size_t el = strlen(e);
+        for (size_t j = 0; j < el; j++)
+            ext[j] = e[j] >= 'A' && e[j] <= 'Z' ? (char)(e[j] + 32) : e[j];
+        SK_GUARD(sk_index_add_member(out->index, ext, el, sample_off + m[i].data_off, m[i].size,
+                                     m[i].header_len, m[i].crc, err));
+        SK_GUARD(sk_manifest_count_ext(man, ext, el, 1, err));
+        p->st.files_done++;
+        p->st.bytes_done += m[i].size;
+    }
+    p->st.samples++;
+    return SK_OK;
+}
+
+/* The writer's own copy of a sample too big for a slot, in bounded pieces. */
+static int stream_sample(sk_pack *p, sk_shard_out *out, uint32_t s, struct slot *sl,
+                         sk_error *err)
+{
+    const sk_catalog *c = &p->cat;
+    size_t first = c->samples[s], k = sk_sample_members(c, s);
+    char name[SK_TAR_NAME_MAX + 1];
+    unsigned char hdr[SK_TAR_HEADER_MAX];
+    unsigned char *buf = malloc(STREAM_PIECE + 1);
+    uint64_t sample_off = out->bytes;
+    int rc = SK_OK;
+    SK_FAIL_IF(!buf, err, SK_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < k && !rc; i++) {
+        const sk_item *it = &c->items[first + i];
+        struct member_out *mo = &sl->m[i];
+        uint64_t start = out->bytes;
+        uint32_t start_crc = out->crc;
+        size_t n = sk_item_name(c, it, name);
+        size_t hl = sk_tar_header(hdr, name, n, it->size, p->o.mtime);
+        struct iovec iov = {hdr, hl};
+        sk_error e = SK_ERROR_INIT;
+        int fd = -1;
+        mo->skipped = 0;
+        if ((rc = sk_shard_out_writev(out, &iov, 1, hl, sk_crc32c(0, hdr, hl), err))) break;
+        if (!c->srcs[it->src].is_spool && (fd = open_input(&c->srcs[it->src], name)) < 0) {
+            rc = sk_error_set(&e, SK_E_IO, "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
+                              strerror(errno));
+        } else {
+            uint32_t crc = 0;
+            for (uint64_t at = 0; at < it->size && !rc;) {
+                uint64_t want = it->size - at < STREAM_PIECE ? it->size - at : STREAM_PIECE;
+                int last = at + want == it->size;
+                rc = read_input(c, it, name, fd, at, buf, want, last, &e);
+                if (rc) break;
+                uint32_t pc = sk_crc32c(0, buf, want);
+                crc = sk_crc32c_combine(crc, pc, want);
+                iov.iov_base = buf;
+                iov.iov_len = want;
+                if ((rc = sk_shard_out_writev(out, &iov, 1, want, pc, err))) {
+                    if (fd >= 0) close(fd);
+                    goto done;
+                }
+                at += want;
+            }
+            mo->crc = crc;
+        }
+        if (fd >= 0) close(fd);
+        if (rc) {
+            if (!p->o.skip_errors) {
+                *err = e;
+                break;
+            }
+            append_warning(sl, e.msg);
+            mo->skipped = 1;
+            rc = sk_shard_out_truncate(out, start, start_crc, err);
+            continue;
+        }
+        uint64_t pad = sk_tar_pad(it->size) - it->size;
+        memset(buf, 0, pad);
+        iov.iov_base = buf;
+        iov.iov_len = pad;
+        if (pad && (rc = sk_shard_out_writev(out, &iov, 1, pad, sk_crc32c(0, buf, pad), err))) break;
+        mo->header_len = (uint32_t)hl;
+        mo->data_off = start + hl - sample_off;
+        mo->size = it->size;
+    }
+done:
+    free(buf);
+    if (!rc) sl->len = out->bytes - sample_off;
+    return rc;
+}
+
+static void print_warnings(sk_pack *p, struct slot *sl)
+{
+    if (!sl->warnings) return;
+    char *save = NULL;
+    for (char *line = strtok_r(sl->warnings, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        p->st.skipped++;
+        warnf(p, "skipped: %s", line);
+    }
+    free(sl->warnings);
+    sl->warnings = NULL;
+}
+
+/* Writes planned shard sp from todo positions [*seq, ...): waits for each
+ * slot in order, batches ready slots into one writev. */
+static int write_shard(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk_shard_out *out,
+                       sk_manifest *man, sk_error *err)
+{
+    uint64_t end = *seq + sp->count;
+    struct iovec iov[BATCH_IOV];
+    uint64_t batch_first = *seq;
+    int rc = SK_OK;
+    while (*seq < end && !rc) {
+        /* gather a batch of ready slots */
+        int n = 0;
+        uint64_t bytes = 0;
+        uint32_t crc = 0;
+        batch_first = *seq;
+        pthread_mutex_lock(&p->mu);
+        while (p->slots[*seq % p->nslots].state != READY)
+            pthread_cond_wait(&p->slot_ready, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+        uint64_t off = out->bytes;
+        for (;;) {
+            struct slot *sl = &p->slots[*seq % p->nslots];
+            if (sl->failed) {
+                *err = sl->err;
+                rc = err->code ? err->code : SK_E_IO;
+                break;
+            }
+            if (sl->stream) break;
+            print_warnings(p, sl);
+            iov[n].iov_base = sl->buf;
+            iov[n].iov_len = sl->len;
+            crc = sk_crc32c_combine(crc, sl->crc, sl->len);
+            if ((rc = add_index_records(p, out, p->order[p->todo[*seq]], off + bytes, sl->m, man, err)))
+                break;
+            bytes += sl->len;
+            n++;
+            (*seq)++;
+            if (*seq >= end || n == BATCH_IOV || bytes >= BATCH_BYTES) break;
+            pthread_mutex_lock(&p->mu);
+            int ready = p->slots[*seq % p->nslots].state == READY;
+            pthread_mutex_unlock(&p->mu);
+            if (!ready) break;
+        }
+        if (!rc && n) rc = sk_shard_out_writev(out, iov, n, bytes, crc, err);
+        if (!rc && !n) { /* the slot at *seq is a big sample to stream */
+            struct slot *sl = &p->slots[*seq % p->nslots];
+            uint64_t at = out->bytes;
+            rc = stream_sample(p, out, p->order[p->todo[*seq]], sl, err);
+            if (!rc) rc = add_index_records(p, out, p->order[p->todo[*seq]], at, sl->m, man, err);
+            print_warnings(p, sl);
+            (*seq)++;
+        }
+        pthread_mutex_lock(&p->mu);
+        for (uint64_t q = batch_first; q < *seq; q++) p->slots[q % p->nslots].state = FREE;
+        p->released = *seq;
+        pthread_cond_broadcast(&p->slot_free);
+        pthread_mutex_unlock(&p->mu);
+        progress(p, 0);
+    }
+    return rc;
+}
+
+static int shard_url(const sk_pack *p, const char *shard, const char *manifest_dir, char *buf,
+                     size_t cap)
+{
+    /* Relative to the manifest when the shard sits under its directory;
+     * otherwise the path as given. */
+    size_t dl = strlen(manifest_dir);
+    const char *rel = shard;
+    if (dl && !strncmp(shard, manifest_dir, dl) && shard[dl] == '/') rel = shard + dl + 1;
+    else if (!dl && !strncmp(shard, "./", 2)) rel = shard + 2;
+    (void)p;
+    return snprintf(buf, cap, "%s", rel) >= (int)cap ? -1 : 0;
+}
+
+static int options_json(const sk_pack *p, char *buf, size_t cap)
+{
+    const char *base = strrchr(p->o.pattern, '/');
+    base = base ? base + 1 : p->o.pattern;
+    /* The pattern's basename only: no machine paths in the manifest. */
+    char esc[1024];
+    size_t o = 0;
+    for (const char *s = base; *s && o + 7 < sizeof esc; s++) {
+        if (*s == '"' || *s == '\\') esc[o++] = '\\', esc[o++] = *s;
+        else if ((unsigned char)*s < 0x20) o += (size_t)snprintf(esc + o, 7, "\\u%04x", *s);
+        else esc[o++] = *s;
+    }
+    esc[o] = 0;
+    int n = snprintf(buf, cap,
+                     "{\"pattern\":\"%s\",\"start\":%llu,\"max_size\":%llu,\"max_count\":%llu,"
+                     "\"order\":\"%s\",\"seed\":%llu,\"mtime\":%llu,\"compress\":null}",
+                     esc, (unsigned long long)p->o.start, (unsigned long long)p->o.max_size,
+                     (unsigned long long)p->o.max_count, p->o.shuffle ? "shuffle" : "key",
+                     (unsigned long long)(p->o.shuffle ? p->o.seed : 0),
+                     (unsigned long long)p->o.mtime);
+    return n >= (int)cap ? -1 : 0;
+}
+
+static int count_exts_from_index(const char *shard, sk_manifest *man, sk_error *err)
+{
+    char ipath[4200];
+    sk_index *ix;
+    SK_FAIL_IF(index_path(shard, ipath, sizeof ipath), err, SK_E_USAGE, "%s: name too long", shard);
+    SK_GUARD(sk_index_open(&ix, ipath, 0, err));
+    int rc = SK_OK;
+    for (uint64_t i = 0; i < sk_index_member_count(ix) && !rc; i++) {
+        sk_member_ref m;
+        if (!(rc = sk_index_member(ix, i, &m, err))) rc = sk_manifest_count_ext(man, m.ext, m.ext_len, 1, err);
+    }
+    sk_index_close(ix);
+    return rc;
+}
+
+int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
+{
+    char path[4200], url[4200], mpath[4200], mdir[4200], opts[2048];
+    sk_manifest *man = NULL;
+    sk_shard_out out = {.fd = -1};
+    pthread_t *threads = NULL;
+    int nthreads = 0, rc;
+    clock_gettime(CLOCK_MONOTONIC, &p->t0);
+    p->last_progress = p->t0;
+
+    if ((rc = plan(p, err))) goto cleanup;
+    /* where the manifest goes, and the output directory */
+    const char *slash = strrchr(p->o.pattern, '/');
+    snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern);
+    if (mdir[0] && (rc = sk_mkdirs(mdir, err))) goto cleanup;
+    if (p->o.manifest) {
+        snprintf(mpath, sizeof mpath, "%s", p->o.manifest);
+        const char *ms = strrchr(mpath, '/');
+        snprintf(mdir, sizeof mdir, "%.*s", ms ? (int)(ms - mpath) : 0, mpath);
+    } else {
+        snprintf(mpath, sizeof mpath, "%s%smanifest.json", mdir, mdir[0] ? "/" : "");
+    }
+    man = sk_manifest_new();
+    if (!man || options_json(p, opts, sizeof opts)) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
+    man->options_json = strdup(opts);
+
+    /* which planned shards are already complete (--resume) */
+    p->todo = sk_xmalloc((p->cat.nsamples + 1) * sizeof *p->todo, err);
+    if (!p->todo) { rc = SK_E_NOMEM; goto cleanup; }
+    for (size_t i = 0; i < p->nshards; i++) {
+        struct shard_plan *sp = &p->shards[i];
+        if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
+        if (p->o.resume && shard_matches_plan(p, sp, path)) {
+            sp->done = 1;
+            p->st.shards_resumed++;
+            for (uint64_t k = 0; k < sp->count; k++) {
+                uint32_t s = p->order[sp->first + k];
+                p->st.files_done += sk_sample_members(&p->cat, s);
+                for (size_t m = 0; m < sk_sample_members(&p->cat, s); m++)
+                    p->st.bytes_done += p->cat.items[p->cat.samples[s] + m].size;
+            }
+            continue;
+        }
+        for (uint64_t k = 0; k < sp->count; k++) p->todo[p->ntodo++] = sp->first + k;
+    }
+
+    /* the ring and its readers */
+    p->nslots = (size_t)p->o.jobs * 4 + 4;
+    p->slots = calloc(p->nslots, sizeof *p->slots);
+    threads = calloc((size_t)p->o.jobs, sizeof *threads);
+    if (!p->slots || !threads) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
+    for (int t = 0; t < p->o.jobs && p->ntodo; t++) {
+        if (pthread_create(&threads[t], NULL, reader_main, p) != 0) {
+            rc = sk_error_set(err, SK_E_NOMEM, "cannot start reader thread: %s", strerror(errno));
+            goto cleanup;
+        }
+        nthreads++;
+    }
+
+    uint64_t seq = 0;
+    for (size_t i = 0; i < p->nshards; i++) {
+        struct shard_plan *sp = &p->shards[i];
+        if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
+        if (!sp->done) {
+            if ((rc = sk_shard_out_begin(&out, path, err))) goto cleanup;
+            if ((rc = write_shard(p, sp, &seq, &out, man, err))) goto cleanup;
+            if ((rc = sk_shard_out_finish(&out, &sp->info, err))) goto cleanup;
+            p->st.output_bytes += sp->info.size;
+        } else if ((rc = count_exts_from_index(path, man, err))) {
+            goto cleanup;
+        }
+        char ipath[4200];
+        index_path(path, ipath, sizeof ipath);
+        sk_manifest_shard ms = {0};
+        char iurl[4200];
+        if (shard_url(p, path, mdir, url, sizeof url) || shard_url(p, ipath, mdir, iurl, sizeof iurl)) {
+            rc = sk_error_set(err, SK_E_USAGE, "%s: name too long", path);
+            goto cleanup;
+        }
+        ms.url = url;
+        ms.index_url = iurl;
+        ms.bytes = sp->info.size;
+        ms.crc32c = sp->info.crc32c;
+        if (sp->done) {
+            ms.samples = sp->count;
+            p->st.samples += sp->count;
+        } else {
+            ms.samples = sk_index_builder_samples(out.index);
+        }
+        if ((rc = sk_manifest_add_shard(man, &ms, err))) goto cleanup;
+        p->st.shards++;
+    }
+    if (!(rc = sk_manifest_write(man, mpath, err))) progress(p, 1);
+
+cleanup:
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->slot_free);
+    pthread_mutex_unlock(&p->mu);
+    for (int t = 0; t < nthreads; t++) pthread_join(threads[t], NULL);
+    free(threads);
+    if (rc) sk_shard_out_abort(&out);
+    sk_shard_out_release(&out);
+    sk_manifest_free(man);
+    p->st.seconds = since(&p->t0);
+    p->st.skipped += p->cat.skipped;
+    if (stats) *stats = p->st;
+    return rc;
+}
