@@ -1,0 +1,189 @@
+# tests/e2e/lib.sh - small shared library for the end-to-end scripts.
+#
+# Source it first thing:   . "$(dirname "$0")/lib.sh"
+#
+# Conventions of tests/run: exit 0 = pass, 77 = skip (the reason is the last
+# line of output), anything else = fail.  The runner exports SK_BIN (the
+# shardkit binary, absolute), SK_ROOT (repo root) and SK_TOOLS (build tools
+# dir); when a script is run by hand they default to the build/ tree.
+#
+# Helpers:
+#   die MSG...            fail the test with MSG (exit 1)
+#   skip REASON...        skip the test (prints REASON last, exit 77)
+#   need CMD...           skip unless every CMD is on PATH
+#   tmpdir [VAR]          make a temporary directory, store its path in VAR
+#                         (default T), removed at exit (even if chmod 000)
+#   at_exit CMD           run CMD (a string, eval'd) at exit, before removal
+#   run CMD...            run CMD with stdout in $OUT and stderr in $ERR
+#                         (files), exit status in $RC; never fails itself
+#   expect_ok CMD...      run, and die unless it exits 0
+#   expect_fail CODE SUBSTR CMD...
+#                         run, and die unless it exits with CODE and its
+#                         stderr contains SUBSTR (a fixed string; "" = any)
+#   assert_contains FILE SUBSTR [WHAT]   fixed-string search, dies if absent
+#   assert_not_contains FILE SUBSTR [WHAT]
+#   assert_eq GOT WANT WHAT
+#   step MSG...           prints a progress line (shows in the failure log)
+#
+# Shard helpers (any tool that writes indexed shards):
+#   idx_size IDX          the shard size recorded in an index sidecar
+#   check_shards DIR      every DIR/*.tar is complete: `tar tf` reads it, its
+#                         .idx exists and records exactly its size, and (when
+#                         DIR/manifest.json exists) the manifest's bytes agree;
+#                         and no temporary .*.tmp file is left in DIR
+#   assert_no_tmp DIR     no .*.tmp left in DIR
+set -u
+
+# Executed rather than sourced (e.g. by a runner globbing *.sh): not a test.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    echo "lib.sh is a library for the e2e tests, not a test"
+    exit 77
+fi
+
+SK_ROOT=${SK_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+SK_BIN=${SK_BIN:-$SK_ROOT/build/shardkit}
+SK_TOOLS=${SK_TOOLS:-$SK_ROOT/build/tools}
+export SK_ROOT SK_BIN SK_TOOLS
+
+_sk_exit_cmds=()
+_sk_tmpdirs=()
+
+_sk_cleanup()
+{
+    local rc=$? c d
+    for c in "${_sk_exit_cmds[@]+"${_sk_exit_cmds[@]}"}"; do eval "$c" >/dev/null 2>&1 || :; done
+    for d in "${_sk_tmpdirs[@]+"${_sk_tmpdirs[@]}"}"; do
+        [ -d "$d" ] || continue
+        chmod -R u+rwx "$d" 2>/dev/null || :
+        rm -rf "$d" 2>/dev/null || :
+    done
+    exit "$rc"
+}
+trap _sk_cleanup EXIT
+trap 'exit 130' INT TERM
+
+die()
+{
+    echo "FAIL: $*" >&2
+    if [ -n "${OUT:-}" ] && [ -s "$OUT" ]; then echo "--- last stdout:" >&2; tail -20 "$OUT" >&2; fi
+    if [ -n "${ERR:-}" ] && [ -s "$ERR" ]; then echo "--- last stderr:" >&2; tail -20 "$ERR" >&2; fi
+    exit 1
+}
+
+skip()
+{
+    echo "$*"
+    exit 77
+}
+
+step()
+{
+    echo "== $*"
+}
+
+need()
+{
+    local c
+    for c in "$@"; do
+        command -v "$c" >/dev/null 2>&1 || skip "needs $c, which is not installed"
+    done
+}
+
+at_exit()
+{
+    _sk_exit_cmds+=("$1")
+}
+
+tmpdir()
+{
+    local var=${1:-T} d
+    d=$(mktemp -d "${TMPDIR:-/tmp}/sk-e2e.XXXXXX") || die "mktemp failed"
+    _sk_tmpdirs+=("$d")
+    printf -v "$var" '%s' "$d"
+    # run's capture files live in the first temporary directory
+    if [ -z "${_sk_cap:-}" ]; then
+        _sk_cap=$d/.capture
+        mkdir -p "$_sk_cap"
+        OUT=$_sk_cap/stdout ERR=$_sk_cap/stderr
+    fi
+}
+
+run()
+{
+    if [ -z "${_sk_cap:-}" ]; then local _t; tmpdir _t; fi
+    "$@" >"$OUT" 2>"$ERR" && RC=0 || RC=$?
+    return 0
+}
+
+expect_ok()
+{
+    run "$@"
+    [ "$RC" -eq 0 ] || die "expected exit 0, got $RC: $*"
+}
+
+expect_fail()
+{
+    local code=$1 sub=$2
+    shift 2
+    run "$@"
+    [ "$RC" -eq "$code" ] || die "expected exit $code, got $RC: $*"
+    if [ -n "$sub" ]; then
+        grep -qF -- "$sub" "$ERR" || die "stderr lacks '$sub': $*"
+    fi
+}
+
+assert_contains()
+{
+    grep -qF -- "$2" "$1" || die "${3:-$1} lacks '$2'"
+}
+
+assert_not_contains()
+{
+    ! grep -qF -- "$2" "$1" || die "${3:-$1} contains '$2'"
+}
+
+assert_eq()
+{
+    [ "$1" = "$2" ] || die "${3:-value}: got '$1', want '$2'"
+}
+
+idx_size()
+{
+    # little-endian u64 at offset 16 of the index header (docs/format.md)
+    od -An -t u8 -j 16 -N 8 "$1" | tr -d ' '
+}
+
+assert_no_tmp()
+{
+    local left
+    left=$(find "$1" -name '.*.tmp' 2>/dev/null)
+    [ -z "$left" ] || die "temporary file(s) left behind: $left"
+}
+
+check_shards()
+{
+    local dir=$1 t size rec n=0
+    for t in "$dir"/*.tar; do
+        [ -e "$t" ] || continue
+        n=$((n + 1))
+        tar tf "$t" >/dev/null 2>&1 || die "$t: tar cannot list it (incomplete shard under a final name)"
+        [ -f "$t.idx" ] || die "$t: no index beside it"
+        size=$(stat -c %s "$t")
+        rec=$(idx_size "$t.idx")
+        [ "$size" = "$rec" ] || die "$t: $size bytes but its index records $rec"
+        [ $((size % 512)) -eq 0 ] || die "$t: $size bytes, not whole tar blocks"
+    done
+    if [ -f "$dir/manifest.json" ]; then
+        python3 - "$dir" <<'PY' || die "$dir/manifest.json disagrees with the shards"
+import json, os, sys
+d = sys.argv[1]
+m = json.load(open(os.path.join(d, "manifest.json")))
+for s in m["shards"]:
+    p = os.path.join(d, s["url"])
+    if os.path.getsize(p) != s["bytes"]:
+        sys.exit("%s: %d bytes, manifest says %d" % (p, os.path.getsize(p), s["bytes"]))
+PY
+    fi
+    assert_no_tmp "$dir"
+    SHARDS=$n
+}
