@@ -30,6 +30,8 @@
 #   check_shards DIR      every DIR/*.tar is complete: `tar tf` reads it, its
 #                         .idx exists and records exactly its size, and (when
 #                         DIR/manifest.json exists) the manifest's bytes agree;
+#                         with python3, every index record matches its tar
+#                         member (offsets, sizes, keys, CRC32C of small ones);
 #                         and no temporary .*.tmp file is left in DIR
 #   assert_no_tmp DIR     no .*.tmp left in DIR
 set -u
@@ -172,6 +174,48 @@ check_shards()
         rec=$(idx_size "$t.idx")
         [ "$size" = "$rec" ] || die "$t: $size bytes but its index records $rec"
         [ $((size % 512)) -eq 0 ] || die "$t: $size bytes, not whole tar blocks"
+        if command -v python3 >/dev/null; then
+            python3 - "$t" <<'PY' || die "$t: its index disagrees with the tar members"
+import struct, sys, tarfile
+shard = sys.argv[1]
+ix = open(shard + ".idx", "rb").read()
+assert ix[:8] == b"SKIDX\0\r\n", "bad magic"
+S, M = struct.unpack_from("<QQ", ix, 32)
+soff, moff, _, stroff = struct.unpack_from("<QQQQ", ix, 56)
+T = [0] * 256
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    T[i] = c
+def crc32c(b):
+    c = 0xFFFFFFFF
+    for x in b:
+        c = T[(c ^ x) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+with tarfile.open(shard, encoding="utf-8", errors="surrogateescape") as t:
+    members = t.getmembers()
+    assert len(members) == M, "index has %d members, tar %d" % (M, len(members))
+    mi = 0
+    for s in range(S):
+        off, span, _, _, koff, klen, first, cnt = struct.unpack_from("<QQQQIIII", ix, soff + 48 * s)
+        key = ix[stroff + koff: stroff + koff + klen]
+        assert first == mi and cnt > 0, "sample %d: members %d+%d" % (s, first, cnt)
+        assert members[mi].offset == off, "sample %d offset %d, tar %d" % (s, off, members[mi].offset)
+        for k in range(cnt):
+            m = members[mi + k]
+            doff, size, crc, eoff, elen, hl = struct.unpack_from("<QQIIII", ix, moff + 32 * (mi + k))
+            name = m.name.encode("utf-8", "surrogateescape")
+            ext = ix[stroff + eoff: stroff + eoff + elen]
+            assert name == key + b"." + ext or name.lower() == (key + b"." + ext).lower(), (name, key, ext)
+            assert doff == m.offset_data and size == m.size, (name, doff, size, m.offset_data, m.size)
+            assert hl == m.offset_data - m.offset, (name, hl)
+            if size <= 65536:
+                assert crc == crc32c(t.extractfile(m).read()), "%r: CRC32C differs" % name
+        mi += cnt
+    assert mi == M
+PY
+        fi
     done
     if [ -f "$dir/manifest.json" ]; then
         python3 - "$dir" <<'PY' || die "$dir/manifest.json disagrees with the shards"

@@ -60,6 +60,23 @@ assert_contains "$OUT" '"skipped": 1'
 check_shards "$T/w/out5"
 chmod 755 "$T/in/locked"; rm -r "$T/in/locked"
 
+step "unreadable big file (streamed by the writer, not built in a slot)"
+mkdir -p "$T/big/b"
+for i in 1 2 3; do echo $i >"$T/big/b/m$i.cls"; head -c 5000 /dev/urandom >"$T/big/b/m$i.bin"; done
+head -c $((5 * 1024 * 1024)) /dev/urandom >"$T/big/b/m2.huge"
+chmod -R a+rX "$T/big"; chmod 000 "$T/big/b/m2.huge"
+expect_fail 1 "b/m2.huge" "${NOBODY[@]}" "$SK_BIN" pack "$T/big" -o "$T/w/big1/s-%03d.tar"
+check_shards "$T/w/big1"
+[ "$SHARDS" -eq 0 ] || die "a shard was published although the run failed"
+expect_ok "${NOBODY[@]}" "$SK_BIN" pack "$T/big" -o "$T/w/big2/s-%03d.tar" --on-error skip --json
+assert_contains "$ERR" "b/m2.huge"
+assert_contains "$OUT" '"skipped": 1'
+check_shards "$T/w/big2"
+assert_eq "$(tar tf "$T/w/big2/s-000.tar" | tr '\n' ' ')" "b/m1.bin b/m1.cls b/m2.bin b/m2.cls b/m3.bin b/m3.cls " "members"
+mkdir "$T/xb" && tar xf "$T/w/big2/s-000.tar" -C "$T/xb"
+chmod 644 "$T/big/b/m2.huge"; rm "$T/big/b/m2.huge"
+diff -r "$T/big" "$T/xb" >/dev/null || die "extracted members differ"
+
 step "output directory not writable: exit 1 naming it"
 mkdir -p "$T/ro/out" && chmod 555 "$T/ro/out" "$T/ro"
 expect_fail 1 "$T/ro/out" "${NOBODY[@]}" "$SK_BIN" pack "$T/in" -o "$T/ro/out/s-%03d.tar"
