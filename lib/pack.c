@@ -653,7 +653,10 @@ static int write_shard(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk_shar
             bytes += sl->len;
             n++;
             (*seq)++;
-            if (*seq >= end || n == BATCH_IOV || bytes >= BATCH_BYTES) break;
+            /* A batch never wraps the ring: the slot after the last one is
+             * the batch's own first slot, still READY until freed below. */
+            if (*seq >= end || n == BATCH_IOV || (size_t)n >= p->nslots || bytes >= BATCH_BYTES)
+                break;
             pthread_mutex_lock(&p->mu);
             int ready = p->slots[*seq % p->nslots].state == READY;
             pthread_mutex_unlock(&p->mu);
