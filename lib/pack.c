@@ -86,7 +86,7 @@ int sk_shard_name(const char *pattern, uint64_t n, char *buf, size_t cap, sk_err
     size_t o = 0;
     int fields = 0;
     for (const char *p = pattern; *p; p++) {
-        char tmp[32];
+        char tmp[1024]; /* widths up to 999 parse below; all of them must fit */
         const char *piece = p;
         size_t plen = 1;
         if (*p == '%') {
