@@ -49,6 +49,21 @@ for f in s1.txt s1.json s2.txt s2.json s3.txt s4.txt s4.json; do
     cmp "$T/in/d/$f" "$T/x/d/$f" || die "d/$f differs after extraction"
 done
 
+step "--on-error skip, a sample whose only member is unreadable: no sample, not an empty one"
+echo lonely >"$T/in/d/s5.txt"; chmod 000 "$T/in/d/s5.txt"
+expect_ok "${NOBODY[@]}" "$SK_BIN" pack "$T/in" -o "$T/w/out6/s-%03d.tar" --on-error skip --json -j 2
+assert_contains "$ERR" "d/s5.txt"
+python3 - "$OUT" "$T/w/out6/manifest.json" <<'PY' || die "counts wrong: $(cat "$OUT")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["skipped"] == 2 and j["samples"] == 4 and j["files"] == 7, j
+m = json.load(open(sys.argv[2]))
+assert m["totals"]["samples"] == 4 and m["totals"]["members"] == 7, m["totals"]
+assert sum(s["samples"] for s in m["shards"]) == 4
+PY
+check_shards "$T/w/out6"
+rm -f "$T/in/d/s5.txt"
+
 step "unreadable directory: default fails naming it; skip packs the rest"
 chmod 644 "$T/in/d/s3.json"
 mkdir -p "$T/in/locked" && echo x >"$T/in/locked/k.txt" && chmod 000 "$T/in/locked"
