@@ -238,10 +238,31 @@ static void write_all(int dfd, const char *dir, const char *name, const void *da
         die("%s/%s: close failed: %s", dir, name, strerror(errno));
 }
 
-/* Makes DIR if missing; refuses a DIR that holds anything. */
+/* mkdir -p: makes path and any missing parents. */
+static int mkdir_p(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0755);
+}
+
+/* Makes DIR (and its parents) if missing; refuses a DIR that holds anything. */
 static void prepare_root(const char *root)
 {
-    if (mkdir(root, 0755) == 0)
+    if (mkdir_p(root) == 0)
         return;
     if (errno != EEXIST)
         die("%s: cannot create directory: %s", root, strerror(errno));
