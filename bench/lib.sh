@@ -129,7 +129,7 @@ measure() {
 fmt_rate() {
     awk -v c="$1" -v s="$2" -v d="${3:-1}" 'BEGIN { if (s <= 0) s = 0.001; printf "%.0f", c / s / d }'
 }
-# fmt_ratio A B: A/B to two decimals, "n/a" when B is zero or empty.
+# fmt_ratio A B: A/B to two decimals, "n/a" when A is empty or B zero or empty.
 fmt_ratio() {
-    awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 <= 0) print "n/a"; else printf "%.2f", a / b }'
+    awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b + 0 <= 0) print "n/a"; else printf "%.2f", a / b }'
 }
