@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sets globals (M_*, C_*) for callers
 # bench/lib.sh - shared helpers for the bench/bench_*.sh scripts (sourced,
 # not run).  It gives every benchmark the same method, documented in
 # docs/benchmarks.md:
