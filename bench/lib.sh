@@ -1,4 +1,3 @@
-# shellcheck shell=bash disable=SC2034  # sets globals (M_*, C_*) for callers
 # bench/lib.sh - shared helpers for the bench/bench_*.sh scripts (sourced,
 # not run).  It gives every benchmark the same method, documented in
 # docs/benchmarks.md:
@@ -19,6 +18,7 @@
 # sets them; BENCH_DIR (default /tmp/shardkit-bench) holds corpora and
 # outputs; BENCH_RUNS (default 3) timed runs per command; BENCH_SEED (0).
 
+# shellcheck shell=bash disable=SC2034  # sets globals (M_*, C_*) for callers
 SK_ROOT=${SK_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 BUILD=${BUILD:-build}
 SK_BIN=${SK_BIN:-$SK_ROOT/$BUILD/shardkit}
