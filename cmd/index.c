@@ -194,7 +194,7 @@ int cmd_index(int argc, char **argv)
             if (!quiet)
                 printf("%s: %llu samples, %llu members%s\n", shard, (unsigned long long)st.samples,
                        (unsigned long long)st.members, fast ? " (headers only)" : "");
-            if (st.meta || st.links || st.unkeyed)
+            if (!quiet && (st.meta || st.links || st.unkeyed))
                 fprintf(stderr, "shardkit index: %s: skipped %llu metadata, %llu link and %llu "
                         "unkeyed members\n", shard, (unsigned long long)st.meta,
                         (unsigned long long)st.links, (unsigned long long)st.unkeyed);

@@ -499,7 +499,7 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
     sk_build_stats *st = stats ? stats : &dummy;
     memset(st, 0, sizeof *st);
     SK_FAIL_IF(!strncmp(shard, "s3://", 5), err, SK_E_USAGE,
-               "%s: s3:// shards are not supported by shardkit index yet", shard);
+               "%s: s3:// shards are not supported yet (local files only)", shard);
     int fd = open(shard, O_RDONLY | O_CLOEXEC);
     SK_FAIL_IF(fd < 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s",
                shard, strerror(errno));
