@@ -58,25 +58,24 @@ static char *dir_of(const char *path)
 /* target relative to dir (both absolute, normalised). */
 static char *rel_path(const char *dir, const char *target)
 {
-    size_t i = 0, common = 0;
-    while (dir[i] && target[i] && dir[i] == target[i]) {
+    size_t i = 0, common = 0, ups = 0;
+    const char *rest;
+    while (dir[i] && dir[i] == target[i]) {
         i++;
         if (dir[i - 1] == '/') common = i;
     }
-    if (!dir[i] && (target[i] == '/' || !target[i])) common = i + (target[i] == '/');
-    else if (!strcmp(dir, "/")) common = 1;
-    size_t ups = 0;
-    for (const char *p = dir + common; *p;) {
-        ups++;
-        const char *sl = strchr(p, '/');
-        if (!sl) break;
-        p = sl + 1;
+    if (!dir[i] && (target[i] == '/' || !target[i])) {
+        rest = target + i + (target[i] == '/'); /* target lies under dir */
+    } else {
+        rest = target + common;
+        const char *p = dir + common;
+        if (*p) ups = 1;
+        for (; *p; p++) ups += *p == '/';
     }
-    size_t n = ups * 3 + strlen(target + common) + 1;
-    char *out = malloc(n), *o = out;
+    char *out = malloc(ups * 3 + strlen(rest) + 1), *o = out;
     if (!out) return NULL;
     for (size_t k = 0; k < ups; k++) o += sprintf(o, "../");
-    strcpy(o, target + common);
+    strcpy(o, rest);
     return out;
 }
 
