@@ -25,6 +25,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -71,6 +72,24 @@ static int pread_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *g
     p->win_off = pos;
     *got = p->win_len < n ? p->win_len : n;
     memcpy(buf, p->win, *got);
+    return SK_OK;
+}
+
+/* A mapped plain tar for --fast: headers are read straight from the page
+ * cache, no system call per header (only a minor fault per new page,
+ * which the kernel batches with fault-around); data pages are never
+ * touched. */
+struct map_src {
+    const unsigned char *map;
+    uint64_t size;
+};
+
+static int map_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct map_src *m = ctx;
+    (void)err;
+    *got = pos >= m->size ? 0 : (m->size - pos < n ? (size_t)(m->size - pos) : n);
+    memcpy(buf, m->map + pos, *got);
     return SK_OK;
 }
 
@@ -444,36 +463,46 @@ static int add_entry(struct state *s, const sk_tar_entry *e, sk_error *err)
     return SK_OK;
 }
 
-static int key_cmp(const void *a, const void *b, void *ctx)
+/* Keys that appear as several samples (members of one key not adjacent):
+ * WebDataset yields them as separate samples; we index them so, and warn.
+ * An open-addressing hash set over the shard's keys: O(n), no sort. */
+static int same_key(const struct state *s, size_t i, size_t j)
 {
-    const struct state *s = ctx;
-    size_t i = *(const size_t *)a, j = *(const size_t *)b;
-    size_t li = s->key_len[i], lj = s->key_len[j];
-    int d = memcmp(s->keys + s->key_at[i], s->keys + s->key_at[j], li < lj ? li : lj);
-    return d ? d : (li > lj) - (li < lj);
+    return s->key_len[i] == s->key_len[j] &&
+           !memcmp(s->keys + s->key_at[i], s->keys + s->key_at[j], s->key_len[i]);
 }
 
-/* Keys that appear as several samples (members of one key not adjacent):
- * WebDataset yields them as separate samples; we index them so, and warn. */
 static int check_split_keys(struct state *s, sk_error *err)
 {
     if (s->nkeys < 2) return SK_OK;
-    size_t *ord = sk_xmalloc(s->nkeys * sizeof *ord, err);
-    if (!ord) return SK_E_NOMEM;
-    for (size_t i = 0; i < s->nkeys; i++) ord[i] = i;
-    qsort_r(ord, s->nkeys, sizeof *ord, key_cmp, s);
+    size_t cap = 16;
+    while (cap < s->nkeys * 2) cap *= 2;
+    size_t *slot = sk_xmalloc(cap * sizeof *slot, err);
+    unsigned char *counted = calloc(s->nkeys, 1);
+    if (!slot || !counted) {
+        free(slot);
+        free(counted);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < cap; i++) slot[i] = SIZE_MAX;
     size_t first = SIZE_MAX;
-    for (size_t i = 1; i < s->nkeys; i++)
-        if (!key_cmp(&ord[i - 1], &ord[i], s)) {
-            if (i == 1 || key_cmp(&ord[i - 2], &ord[i - 1], s)) s->st->split_keys++;
-            if (first == SIZE_MAX) first = ord[i];
+    for (size_t i = 0; i < s->nkeys; i++) {
+        size_t h = sk_crc32c(0, s->keys + s->key_at[i], s->key_len[i]) & (cap - 1);
+        while (slot[h] != SIZE_MAX && !same_key(s, slot[h], i)) h = (h + 1) & (cap - 1);
+        if (slot[h] == SIZE_MAX) {
+            slot[h] = i;
+        } else {
+            if (!counted[slot[h]]++) s->st->split_keys++;
+            if (first == SIZE_MAX) first = i;
         }
+    }
     if (s->st->split_keys)
         warn(s, "%s: %llu key(s) occur as non-adjacent members, indexed as separate samples "
                 "(e.g. '%.*s'); lookup by key finds one of them",
              s->shard, (unsigned long long)s->st->split_keys, (int)s->key_len[first],
              s->keys + s->key_at[first]);
-    free(ord);
+    free(slot);
+    free(counted);
     return SK_OK;
 }
 
@@ -506,6 +535,7 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
     struct state s = {.shard = shard, .o = o, .st = st};
     struct stream sm = {.fd = fd, .path = shard};
     struct pread_src ps = {.fd = fd, .path = shard};
+    struct map_src ms = {0};
     sk_tar_reader r;
     int rc = SK_OK, tar_rc = SK_OK, have_reader = 0;
     char *idx_path = NULL, *dali_tmp = NULL;
@@ -551,6 +581,13 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
         src.ctx = &ps;
         src.read_at = pread_read_at;
         src.size = s.file_size;
+        void *map = s.file_size ? mmap(NULL, s.file_size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+        if (map != MAP_FAILED) { /* else pread, which works on any file */
+            ms.map = map;
+            ms.size = s.file_size;
+            src.ctx = &ms;
+            src.read_at = map_read_at;
+        }
         info.flags |= SK_INDEX_NO_CRC;
     } else {
         sm.kind = s.kind;
@@ -635,6 +672,7 @@ cleanup:
     if (sm.z) ZSTD_freeDStream(sm.z);
     free(sm.buf);
     free(sm.in);
+    if (ms.map) munmap((void *)ms.map, ms.size);
     free(s.frames);
     free(s.pm);
     free(s.names);

@@ -101,12 +101,19 @@ static int checksum_ok(const unsigned char *b)
 {
     uint64_t stored;
     if (parse_num(b + 148, 8, &stored)) return 0;
+    /* Branch-free sums over the whole block (vectorised by the compiler),
+     * then the checksum field swapped for the eight spaces it counts as. */
     long us = 0, ss = 0;
     for (int i = 0; i < SK_TAR_BLOCK; i++) {
-        unsigned char c = (i >= 148 && i < 156) ? ' ' : b[i];
-        us += c;
-        ss += (signed char)c;
+        us += b[i];
+        ss += (signed char)b[i];
     }
+    for (int i = 148; i < 156; i++) {
+        us -= b[i];
+        ss -= (signed char)b[i];
+    }
+    us += 8 * ' ';
+    ss += 8 * ' ';
     return (long)stored == us || (long)stored == ss;
 }
 
