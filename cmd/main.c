@@ -19,6 +19,8 @@ struct command {
 
 static const struct command commands[] = {
     {"pack", cmd_pack, "pack many small files into indexed tar shards"},
+    {"index", cmd_index, "index existing shards; export DALI/wids; merge manifests"},
+    {"get", cmd_get, "fetch one sample by key or #ordinal through the index"},
 };
 
 static void usage(FILE *out)

@@ -215,6 +215,7 @@ struct sk_index {
     uint64_t nsamples, nmembers, nstrings;
     const unsigned char *samples, *members, *order, *strings;
     char *path;
+    int mapped; /* 1 when sk_index_open mapped it; from_memory bytes are the caller's */
 };
 
 int sk_index_open(sk_index **out, const char *path, unsigned flags, sk_error *err)
@@ -242,6 +243,7 @@ int sk_index_open(sk_index **out, const char *path, unsigned flags, sk_error *er
         munmap(map, (size_t)st.st_size);
         return rc;
     }
+    (*out)->mapped = 1;
     return SK_OK;
 }
 
@@ -274,6 +276,10 @@ int sk_index_from_memory(sk_index **out, const void *data, size_t size,
     sk_index *ix = calloc(1, sizeof *ix);
     SK_FAIL_IF(!ix, err, SK_E_NOMEM, "out of memory");
     ix->path = strdup(name);
+    if (!ix->path) {
+        free(ix);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
     ix->map = h;
     ix->map_size = size;
     ix->shard.flags = sk_get_le32(h + 12);
@@ -294,7 +300,7 @@ int sk_index_from_memory(sk_index **out, const void *data, size_t size,
 void sk_index_close(sk_index *ix)
 {
     if (!ix) return;
-    munmap((void *)ix->map, ix->map_size);
+    if (ix->mapped) munmap((void *)ix->map, ix->map_size);
     free(ix->path);
     free(ix);
 }

@@ -246,6 +246,108 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err);
 /* Formats a shard name from a pattern; fails on a pattern without exactly
  * one integer conversion (%d, %06d, %u, %x...). */
 int sk_shard_name(const char *pattern, uint64_t n, char *buf, size_t cap, sk_error *err);
+/* ---------------------------------------------- index building and lookup */
+
+/* Brace patterns as WebDataset users write shard lists:
+ * "train-{000000..000099}.tar" (a numeric range, zero padded to the width
+ * of its first bound) and "{train,val}.tar" (alternatives); several groups
+ * multiply out, left to right.  *out is a NULL-terminated array the caller
+ * releases with sk_brace_free; *count (may be NULL) its length.  A string
+ * without braces expands to itself. */
+int sk_brace_expand(const char *pattern, char ***out, size_t *count, sk_error *err);
+void sk_brace_free(char **list);
+
+/* More sk_index_shard_info.flags: */
+#define SK_INDEX_GZIP 2u   /* compressed through libarchive (gzip, bzip2, xz): */
+                           /* read by streaming from stored_offset 0 */
+#define SK_INDEX_NO_CRC 4u /* built header-only (--fast): every crc32c is 0, */
+                           /* meaning unknown, and is not verified */
+
+/* Build flags for sk_index_build. */
+#define SK_BUILD_FAST 1u /* plain .tar only: read headers, never data; no CRCs */
+
+typedef struct sk_build_opts {
+    unsigned flags;         /* SK_BUILD_* */
+    const char *index_path; /* NULL: "<shard>.idx" */
+    const char *dali_path;  /* NULL: none; else write DALI's wds2idx v1.2 here */
+    /* Called with a warning (non-adjacent members of one key, skipped
+     * names); NULL prints nothing. */
+    void (*warn)(void *ctx, const char *msg);
+    void *warn_ctx;
+} sk_build_opts;
+
+typedef struct sk_build_stats {
+    uint64_t samples, members, bytes; /* bytes: the shard file */
+    uint32_t crc32c, flags;           /* as written into the index header */
+    uint64_t dirs, links, meta, unkeyed; /* entries skipped, by kind */
+    uint64_t split_keys; /* keys that occur as more than one sample */
+} sk_build_stats;
+
+/* Indexes an existing shard (.tar, .tar.gz, .tar.zst, told apart by their
+ * magic bytes) and writes its sidecar.  A truncated shard is indexed up to
+ * its last complete member, the index is written, and SK_E_CORRUPT names
+ * the offset.  s3:// is not supported yet (SK_E_USAGE). */
+int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats *stats,
+                   sk_error *err);
+
+/* How lookups read shard bytes: a local file now, an S3 ranged GET later.
+ * read_at fills buf with n bytes at off, *got < n only at the end. */
+typedef struct sk_range_reader {
+    void *ctx;
+    int (*read_at)(void *ctx, uint64_t off, void *buf, size_t n, size_t *got, sk_error *err);
+    uint64_t size;     /* bytes of the object */
+    void (*close)(void *ctx);
+} sk_range_reader;
+/* Opens a local file as a range reader (pread). */
+int sk_range_reader_file(sk_range_reader *rr, const char *path, sk_error *err);
+/* Opens url; a hook the S3 client replaces; today local paths only. */
+typedef int (*sk_range_open_fn)(sk_range_reader *rr, const char *url, sk_error *err);
+extern sk_range_open_fn sk_range_open;
+
+/* A dataset: a manifest, a directory (its manifest.json, or every
+ * *.tar / *.tar.gz / *.tar.zst in it with a sidecar), or one shard. */
+typedef struct sk_dataset sk_dataset;
+/* flags: SK_INDEX_TRUST_BODY opens every index in O(1); without it each
+ * index's body checksum is verified once, when first used. */
+int sk_dataset_open(sk_dataset **out, const char *path, unsigned flags, sk_error *err);
+void sk_dataset_close(sk_dataset *ds);
+/* Opens every index now (so the count is known); returns the sample count. */
+int sk_dataset_samples(sk_dataset *ds, uint64_t *count, sk_error *err);
+
+typedef struct sk_hit {
+    size_t shard;            /* position of the shard in the dataset */
+    const char *shard_path;  /* valid while the dataset is open */
+    uint64_t global_ordinal; /* across the dataset */
+    sk_sample_ref sample;    /* within the shard; sample.key valid while open */
+} sk_hit;
+/* The sample with this key (shards searched in order, each O(log n)). */
+int sk_dataset_find(sk_dataset *ds, const char *key, size_t key_len, sk_hit *out, sk_error *err);
+/* The sample at a global ordinal (O(log shards) with a manifest). */
+int sk_dataset_at(sk_dataset *ds, uint64_t ordinal, sk_hit *out, sk_error *err);
+/* Member i (0 .. member_count-1) of a sample. */
+int sk_dataset_member(sk_dataset *ds, const sk_hit *h, uint32_t i, sk_member_ref *out,
+                      sk_error *err);
+/* Reads member i's data into buf (cap >= its size): one pread for a plain
+ * tar; verified against its CRC32C (SK_E_MISMATCH names member and shard).
+ * The first read from a shard checks that the index belongs to it (size
+ * and first-block CRC32C), else SK_E_MISMATCH. */
+int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size_t cap,
+                    sk_error *err);
+/* Writes the sample as a one-sample tar (members named key.ext, verified
+ * data, end blocks) to fd. */
+int sk_dataset_write_tar(sk_dataset *ds, const sk_hit *h, int fd, const char *fd_name,
+                         sk_error *err);
+
+/* Joins manifests of parallel runs into one with continuous ordinals;
+ * shard and index URLs are rewritten relative to out_path's directory.
+ * Duplicate shard URLs, duplicate keys across shards (checked through
+ * their indexes), and missing or repeated parts are errors naming them. */
+int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, sk_error *err);
+
+/* Writes wids' shard-index JSON (wids-shard-index-v1) for a manifest's
+ * shards, URLs relative to out_path's directory. */
+int sk_manifest_write_wids(const sk_manifest *m, const char *manifest_path,
+                           const char *out_path, sk_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# bench_index.sh - `shardkit index` against `tar tf` and a Python tarfile
+# scan (what wids and ratarmount do) on a benchmark shard set made by GNU
+# tar; lookup latency p50/p99 over random keys on a warm cache; index open
+# time for a small and a large index.  Standalone or run by bench/run
+# (env SK_BIN, BUILD, SK_ROOT).  Cache: ${BENCH_DIR:-/tmp/shardkit-bench}.
+#   SAMPLES=300000 SHARDS=8 LOOKUPS=100000 bench/bench_index.sh
+set -eu
+SK_ROOT=${SK_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$SK_ROOT/$BUILD ;; esac
+SK_BIN=${SK_BIN:-$BUILD/shardkit}
+TOOLS=$BUILD/tools
+SAMPLES=${SAMPLES:-300000} SHARDS=${SHARDS:-8} LOOKUPS=${LOOKUPS:-100000}
+B=${BENCH_DIR:-/tmp/shardkit-bench}/index-$SAMPLES-$SHARDS
+MC=$SK_ROOT/../shared/bench/make-corpus
+mkdir -p "$B"
+if [ ! -f "$B/corpus.done" ]; then
+    [ -x "$MC" ] || { echo "make-corpus not found at $MC"; exit 77; }
+    rm -rf "$B/corpus"
+    "$MC" "$B/corpus" --samples "$SAMPLES" >/dev/null
+    touch "$B/corpus.done"
+fi
+if [ ! -f "$B/shards.done" ]; then
+    (cd "$B/corpus" && find . -type f | sed 's|^\./||' | LC_ALL=C sort > "$B/files")
+    per=$(( ($(wc -l < "$B/files") + SHARDS - 1) / SHARDS / 3 * 3 ))
+    rm -f "$B"/shard-*; split -d -a 6 -l "$per" "$B/files" "$B/list-"
+    i=0
+    for l in "$B"/list-*; do
+        tar --format=gnu -cf "$(printf '%s/shard-%06d.tar' "$B" $i)" -C "$B/corpus" -T "$l"
+        i=$((i + 1))
+    done
+    rm -f "$B"/list-*
+    touch "$B/shards.done"
+fi
+cd "$B"
+last=$(printf 'shard-%06d.tar' $((SHARDS - 1)))
+pattern="shard-{000000..$(printf '%06d' $((SHARDS - 1)))}.tar"
+bytes=$(cat shard-*.tar | wc -c)
+members=$(wc -l < files)
+cat shard-*.tar > /dev/null   # warm cache: every figure below is CPU + page cache
+t() { local s e; s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N); echo "$e - $s" | bc; }
+echo "shard set: $SHARDS GNU tar shards, $SAMPLES samples, $members members, $((bytes / 1048576)) MiB"
+fast=$(t "$SK_BIN" index --fast -q "$pattern")
+full=$(t "$SK_BIN" index -q "$pattern")
+tartf=$(t sh -c 'for f in shard-*.tar; do tar tf "$f"; done')
+pyscan=$(t python3 -c '
+import glob, tarfile
+n = 0
+for f in sorted(glob.glob("shard-*.tar")):
+    with tarfile.open(f) as tf:
+        for m in tf:
+            n += m.isreg() and m.offset_data >= 0
+print(n)')
+printf '%-44s %8.2f s\n' "shardkit index --fast (headers only)" "$fast" \
+    "shardkit index (reads data: member + shard CRC32C)" "$full" \
+    "tar tf (GNU tar 1.34)" "$tartf" "Python tarfile scan" "$pyscan"
+echo "speedup of --fast: $(echo "scale=1; $tartf / $fast" | bc)x over tar tf, $(echo "scale=1; $pyscan / $fast" | bc)x over Python"
+echo "speedup of default: $(echo "scale=1; $tartf / $full" | bc)x over tar tf, $(echo "scale=1; $pyscan / $full" | bc)x over Python"
+# a small index for the O(1) open figure
+mkdir -p small && (cd small && [ -f s.tar ] || { printf a > a.txt; tar -cf s.tar a.txt; }) && "$SK_BIN" index -q --no-manifest small/s.tar
+"$TOOLS/bench_lookup" manifest.json "$LOOKUPS" small/s.tar.idx "$last.idx"

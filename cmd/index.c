@@ -1,0 +1,232 @@
+/*
+ * index.c - `shardkit index`: build the sidecar index and a manifest for
+ * shards anyone made, optionally DALI and wids exports; and
+ * `shardkit index merge`, which joins the manifests of parallel runs.
+ * Thin: options, then sk_index_build / sk_manifest_* per shard.
+ */
+#include "cmd.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: shardkit index [options] SHARD...\n"
+    "       shardkit index merge MANIFEST... -o OUT.json\n"
+    "\n"
+    "Writes SHARD.idx beside each shard (.tar, .tar.gz, .tar.zst; brace\n"
+    "patterns like train-{000000..000099}.tar expand) and a manifest.json.\n"
+    "\n"
+    "  -o, --manifest PATH  manifest to write (default: manifest.json in the\n"
+    "                       shards' common directory)\n"
+    "      --no-manifest    write the indexes only\n"
+    "      --fast           plain .tar: read headers only, never data; member and\n"
+    "                       shard CRC32C are left unknown (0)\n"
+    "      --dali           also write DALI's wds2idx v1.2 index, SHARD.dali.idx\n"
+    "      --wids[=PATH]    also write wids' shard index JSON (default: wids.json\n"
+    "                       beside the manifest)\n"
+    "  -q, --quiet          print nothing but errors and warnings\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "merge: -o, --output PATH  the merged manifest (required)\n"
+    "\n"
+    "Exit status: 0 all indexed, 1 a shard could not be (fully) indexed, 2 usage.\n";
+
+enum { OPT_FAST = 256, OPT_DALI, OPT_WIDS, OPT_NO_MANIFEST };
+
+static void warn_cb(void *ctx, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "shardkit index: warning: %s\n", msg);
+}
+
+/* Directory part of p ("." when none). */
+static char *dirname_of(const char *p)
+{
+    const char *sl = strrchr(p, '/');
+    if (!sl) return strdup(".");
+    if (sl == p) return strdup("/");
+    return strndup(p, (size_t)(sl - p));
+}
+
+/* Longest common directory of two directories, in place in a. */
+static void common_dir(char *a, const char *b)
+{
+    int abs = a[0] == '/';
+    size_t i = 0;
+    while (a[i] && a[i] == b[i]) i++;
+    if (!((a[i] == 0 || a[i] == '/') && (b[i] == 0 || b[i] == '/'))) {
+        while (i > 0 && a[i - 1] != '/') i--;
+        if (i > 0) i--;
+    }
+    a[i] = 0;
+    if (!a[0]) strcpy(a, abs ? "/" : ".");
+}
+
+/* p relative to dir when it lies under it, else p itself. */
+static const char *under(const char *p, const char *dir)
+{
+    size_t n = strlen(dir);
+    if (!strcmp(dir, ".")) return p;
+    if (!strncmp(p, dir, n) && p[n] == '/') return p + n + 1;
+    return p;
+}
+
+static int add_exts(sk_manifest *m, const char *idx_path, sk_error *err)
+{
+    sk_index *ix;
+    int rc = sk_index_open(&ix, idx_path, SK_INDEX_TRUST_BODY, err);
+    for (uint64_t i = 0; !rc && i < sk_index_member_count(ix); i++) {
+        sk_member_ref r;
+        if (!(rc = sk_index_member(ix, i, &r, err))) rc = sk_manifest_count_ext(m, r.ext, r.ext_len, 1, err);
+    }
+    if (ix) sk_index_close(ix);
+    return rc;
+}
+
+static int run_merge(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"output", required_argument, NULL, 'o'},
+        {"manifest", required_argument, NULL, 'o'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *out = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': fputs(usage, stdout); return SK_EXIT_OK;
+        case 'o': out = optarg; break;
+        default: return cmd_usage_error("index merge", usage, "unknown option");
+        }
+    }
+    if (!out) return cmd_usage_error("index merge", usage, "-o OUT.json is required");
+    if (optind >= argc) return cmd_usage_error("index merge", usage, "no manifests given");
+    sk_error err = SK_ERROR_INIT;
+    if (sk_manifest_merge((const char *const *)argv + optind, (size_t)(argc - optind), out, &err))
+        return cmd_report("index merge", &err);
+    return SK_EXIT_OK;
+}
+
+int cmd_index(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "merge")) return run_merge(argc - 1, argv + 1);
+    static const struct option opts[] = {
+        {"dali", no_argument, NULL, OPT_DALI},
+        {"fast", no_argument, NULL, OPT_FAST},
+        {"help", no_argument, NULL, 'h'},
+        {"manifest", required_argument, NULL, 'o'},
+        {"no-manifest", no_argument, NULL, OPT_NO_MANIFEST},
+        {"quiet", no_argument, NULL, 'q'},
+        {"wids", optional_argument, NULL, OPT_WIDS},
+        {NULL, 0, NULL, 0},
+    };
+    const char *manifest_path = NULL, *wids_path = NULL;
+    int fast = 0, dali = 0, wids = 0, quiet = 0, no_manifest = 0, c;
+    while ((c = getopt_long(argc, argv, "ho:q", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': fputs(usage, stdout); return SK_EXIT_OK;
+        case 'o': manifest_path = optarg; break;
+        case 'q': quiet = 1; break;
+        case OPT_FAST: fast = 1; break;
+        case OPT_DALI: dali = 1; break;
+        case OPT_WIDS: wids = 1; wids_path = optarg; break;
+        case OPT_NO_MANIFEST: no_manifest = 1; break;
+        default: return cmd_usage_error("index", usage, "unknown option");
+        }
+    }
+    if (optind >= argc) return cmd_usage_error("index", usage, "no shards given");
+    if (no_manifest && (manifest_path || wids))
+        return cmd_usage_error("index", usage, "--no-manifest conflicts with -o and --wids");
+
+    sk_error err = SK_ERROR_INIT;
+    char **shards = NULL;
+    size_t nshards = 0;
+    for (int i = optind; i < argc; i++) { /* expand brace patterns */
+        char **list;
+        size_t n;
+        if (sk_brace_expand(argv[i], &list, &n, &err)) return cmd_report("index", &err);
+        char **p = realloc(shards, (nshards + n + 1) * sizeof *p);
+        if (!p) { sk_brace_free(list); fprintf(stderr, "shardkit index: out of memory\n"); return SK_EXIT_PROBLEM; }
+        shards = p;
+        for (size_t k = 0; k < n; k++) shards[nshards++] = list[k];
+        free(list); /* strings moved */
+    }
+    sk_manifest *m = sk_manifest_new();
+    char *mdir = NULL, *mpath = NULL;
+    int status = SK_EXIT_OK;
+    if (!m) { fprintf(stderr, "shardkit index: out of memory\n"); status = SK_EXIT_PROBLEM; goto done; }
+    if (manifest_path) mpath = strdup(manifest_path);
+    else {
+        mdir = dirname_of(shards[0]);
+        for (size_t i = 1; i < nshards; i++) {
+            char *d = dirname_of(shards[i]);
+            common_dir(mdir, d);
+            free(d);
+        }
+        if (asprintf(&mpath, "%s/manifest.json", mdir) < 0) mpath = NULL;
+        free(mdir);
+    }
+    mdir = mpath ? dirname_of(mpath) : NULL;
+    if (!mpath || !mdir) { fprintf(stderr, "shardkit index: out of memory\n"); status = SK_EXIT_PROBLEM; goto done; }
+    m->options_json = strdup(fast ? "{\"index\":{\"fast\":true}}" : "{\"index\":{\"fast\":false}}");
+
+    for (size_t i = 0; i < nshards; i++) {
+        const char *shard = shards[i];
+        char *idx = NULL, *dpath = NULL;
+        sk_build_opts bo = {.flags = fast ? SK_BUILD_FAST : 0, .warn = warn_cb};
+        sk_build_stats st;
+        if (asprintf(&idx, "%s.idx", shard) < 0 || (dali && asprintf(&dpath, "%s.dali.idx", shard) < 0)) {
+            fprintf(stderr, "shardkit index: out of memory\n");
+            status = SK_EXIT_PROBLEM;
+            free(idx);
+            break;
+        }
+        bo.index_path = idx;
+        bo.dali_path = dpath;
+        err = (sk_error)SK_ERROR_INIT;
+        if (sk_index_build(shard, &bo, &st, &err)) {
+            int rc = cmd_report("index", &err);
+            if (rc > status) status = rc;
+        } else {
+            if (!quiet)
+                printf("%s: %llu samples, %llu members%s\n", shard, (unsigned long long)st.samples,
+                       (unsigned long long)st.members, fast ? " (headers only)" : "");
+            if (!quiet && (st.meta || st.links || st.unkeyed))
+                fprintf(stderr, "shardkit index: %s: skipped %llu metadata, %llu link and %llu "
+                        "unkeyed members\n", shard, (unsigned long long)st.meta,
+                        (unsigned long long)st.links, (unsigned long long)st.unkeyed);
+            sk_manifest_shard ms = {.url = (char *)under(shard, mdir),
+                                    .index_url = (char *)under(idx, mdir), .bytes = st.bytes,
+                                    .samples = st.samples, .crc32c = st.crc32c};
+            if (!no_manifest && (sk_manifest_add_shard(m, &ms, &err) || add_exts(m, idx, &err))) {
+                cmd_report("index", &err);
+                status = SK_EXIT_PROBLEM;
+            }
+        }
+        free(idx);
+        free(dpath);
+    }
+    if (status == SK_EXIT_OK && !no_manifest) {
+        err = (sk_error)SK_ERROR_INIT;
+        if (sk_manifest_write(m, mpath, &err)) status = cmd_report("index", &err);
+        else if (wids) {
+            char *wp = NULL;
+            if (wids_path) wp = strdup(wids_path);
+            else if (asprintf(&wp, "%s/wids.json", mdir) < 0) wp = NULL;
+            if (!wp || sk_manifest_write_wids(m, mpath, wp, &err)) status = cmd_report("index", &err);
+            free(wp);
+        }
+    } else if (status != SK_EXIT_OK && !no_manifest) {
+        fprintf(stderr, "shardkit index: manifest not written because of the errors above\n");
+    }
+done:
+    for (size_t i = 0; i < nshards; i++) free(shards[i]);
+    free(shards);
+    free(mpath);
+    free(mdir);
+    sk_manifest_free(m);
+    return status;
+}

@@ -1,0 +1,686 @@
+/*
+ * indexer.c - builds the sidecar index of a shard that anyone made: a plain
+ * .tar, a .tar.gz (or any filter libarchive reads) or a .tar.zst, told apart
+ * by magic bytes, not names.  Members are grouped into samples by the
+ * WebDataset rule (key up to the first dot of the basename, extension
+ * lowercased, a sample = a run of adjacent members with one key).
+ *
+ * Two ways to read a plain tar:
+ *   default  one sequential pass reads every byte once, giving each
+ *            member's CRC32C and the whole-shard CRC32C (CRC32C runs at
+ *            several GB/s, so this costs about one read of the file);
+ *   --fast   pread of the header blocks only, never the data, so it runs at
+ *            header speed; CRCs are 0 and the index says SK_INDEX_NO_CRC.
+ * Compressed shards are always streamed (the data must be decompressed to
+ * find the next header), so they always get CRCs.  For .tar.zst with a
+ * zstd seekable-format seek table, each sample records the compressed
+ * frames that hold it; otherwise stored_offset 0 / stored_span = file size
+ * ("stream from the start").
+ */
+#include "internal.h"
+#include "tar.h"
+
+#include <archive.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#define STREAM_BUF (1u << 20)
+
+enum kind { K_PLAIN, K_ARCHIVE, K_ZSTD };
+
+/* ------------------------------------------------------------ pread source */
+
+struct pread_src {
+    int fd;
+    const char *path;
+    unsigned char win[4096]; /* headers of small members share one read */
+    uint64_t win_off;
+    size_t win_len;
+};
+
+static int pread_full(int fd, uint64_t off, void *buf, size_t n, size_t *got, const char *path,
+                      sk_error *err)
+{
+    *got = 0;
+    while (*got < n) {
+        ssize_t k = pread(fd, (unsigned char *)buf + *got, n - *got, (off_t)(off + *got));
+        if (k < 0 && errno == EINTR) continue;
+        SK_FAIL_IF(k < 0, err, SK_E_IO, "%s: read failed at offset %llu: %s", path,
+                   (unsigned long long)(off + *got), strerror(errno));
+        if (k == 0) break;
+        *got += (size_t)k;
+    }
+    return SK_OK;
+}
+
+static int pread_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct pread_src *p = ctx;
+    if (pos >= p->win_off && pos + n <= p->win_off + p->win_len) {
+        memcpy(buf, p->win + (pos - p->win_off), n);
+        *got = n;
+        return SK_OK;
+    }
+    if (n >= sizeof p->win) return pread_full(p->fd, pos, buf, n, got, p->path, err);
+    SK_GUARD(pread_full(p->fd, pos, p->win, sizeof p->win, &p->win_len, p->path, err));
+    p->win_off = pos;
+    *got = p->win_len < n ? p->win_len : n;
+    memcpy(buf, p->win, *got);
+    return SK_OK;
+}
+
+/* A mapped plain tar for --fast: headers are read straight from the page
+ * cache, no system call per header (only a minor fault per new page,
+ * which the kernel batches with fault-around); data pages are never
+ * touched. */
+struct map_src {
+    const unsigned char *map;
+    uint64_t size;
+};
+
+static int map_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct map_src *m = ctx;
+    (void)err;
+    *got = pos >= m->size ? 0 : (m->size - pos < n ? (size_t)(m->size - pos) : n);
+    memcpy(buf, m->map + pos, *got);
+    return SK_OK;
+}
+
+/* ----------------------------------------------------------- stream source */
+
+struct stream {
+    enum kind kind;
+    int fd;
+    const char *path;
+    uint32_t file_crc; /* of every file byte read so far */
+    uint64_t file_read;
+    unsigned char *in; /* compressed input */
+    struct archive *a;
+    ZSTD_DStream *z;
+    ZSTD_inBuffer zin;
+    size_t zlast; /* last ZSTD_decompressStream result: 0 = frame complete */
+    unsigned char *buf; /* decompressed (or plain) bytes [buf_pos, buf_pos+len) */
+    uint64_t buf_pos;
+    size_t len;
+    int eof;
+    sk_error *err; /* where the libarchive callback reports */
+    int cb_rc;
+};
+
+static int file_read(struct stream *s, void *dst, size_t n, size_t *got, sk_error *err)
+{
+    for (;;) {
+        ssize_t k = read(s->fd, dst, n);
+        if (k < 0 && errno == EINTR) continue;
+        SK_FAIL_IF(k < 0, err, SK_E_IO, "%s: read failed: %s", s->path, strerror(errno));
+        s->file_crc = sk_crc32c(s->file_crc, dst, (size_t)k);
+        s->file_read += (uint64_t)k;
+        *got = (size_t)k;
+        return SK_OK;
+    }
+}
+
+static la_ssize_t archive_cb(struct archive *a, void *ctx, const void **out)
+{
+    struct stream *s = ctx;
+    size_t got = 0;
+    (void)a;
+    if ((s->cb_rc = file_read(s, s->in, STREAM_BUF, &got, s->err))) return -1;
+    *out = s->in;
+    return (la_ssize_t)got;
+}
+
+/* Fills dst with the next bytes of the tar stream; *got = 0 at its end. */
+static int produce(struct stream *s, unsigned char *dst, size_t cap, size_t *got, sk_error *err)
+{
+    *got = 0;
+    if (s->eof) return SK_OK;
+    if (s->kind == K_PLAIN) {
+        SK_GUARD(file_read(s, dst, cap, got, err));
+    } else if (s->kind == K_ARCHIVE) {
+        s->err = err;
+        la_ssize_t k = archive_read_data(s->a, dst, cap);
+        if (k < 0) {
+            if (s->cb_rc) return s->cb_rc;
+            return sk_error_set(err, SK_E_CORRUPT, "%s: %s (near compressed offset %llu)",
+                                s->path, archive_error_string(s->a),
+                                (unsigned long long)s->file_read);
+        }
+        *got = (size_t)k;
+    } else {
+        ZSTD_outBuffer out = {dst, cap, 0};
+        while (out.pos == 0) {
+            if (s->zin.pos == s->zin.size) {
+                size_t k;
+                SK_GUARD(file_read(s, s->in, STREAM_BUF, &k, err));
+                if (k == 0) {
+                    SK_FAIL_IF(s->zlast != 0, err, SK_E_CORRUPT,
+                               "%s: zstd stream truncated at compressed offset %llu", s->path,
+                               (unsigned long long)s->file_read);
+                    break;
+                }
+                s->zin.src = s->in;
+                s->zin.size = k;
+                s->zin.pos = 0;
+            }
+            size_t r = ZSTD_decompressStream(s->z, &out, &s->zin);
+            SK_FAIL_IF(ZSTD_isError(r), err, SK_E_CORRUPT,
+                       "%s: zstd: %s (near compressed offset %llu)", s->path,
+                       ZSTD_getErrorName(r), (unsigned long long)s->file_read);
+            s->zlast = r;
+        }
+        *got = out.pos;
+    }
+    if (*got == 0) s->eof = 1;
+    return SK_OK;
+}
+
+static int stream_read_at(void *ctx, uint64_t pos, void *dst, size_t n, size_t *got,
+                          sk_error *err)
+{
+    struct stream *s = ctx;
+    *got = 0;
+    SK_FAIL_IF(pos < s->buf_pos, err, SK_E_IO, "%s: internal error: backward read", s->path);
+    while (*got < n) {
+        uint64_t p = pos + *got;
+        if (p < s->buf_pos + s->len) {
+            size_t k = (size_t)(s->buf_pos + s->len - p);
+            if (k > n - *got) k = n - *got;
+            memcpy((unsigned char *)dst + *got, s->buf + (p - s->buf_pos), k);
+            *got += k;
+            continue;
+        }
+        s->buf_pos += s->len;
+        s->len = 0;
+        size_t k;
+        SK_GUARD(produce(s, s->buf, STREAM_BUF, &k, err));
+        if (k == 0) break;
+        s->len = k;
+    }
+    return SK_OK;
+}
+
+/* Reads the rest of the file into the whole-shard CRC. */
+static int drain(struct stream *s, sk_error *err)
+{
+    for (;;) {
+        size_t k;
+        SK_GUARD(file_read(s, s->buf, STREAM_BUF, &k, err));
+        if (!k) return SK_OK;
+    }
+}
+
+/* --------------------------------------------------------- zstd seek table */
+
+int sk_zstd_seek_table(const sk_tar_src *f, sk_zstd_frame **frames, size_t *nframes,
+                       sk_error *err)
+{
+    unsigned char foot[9], hdr[8];
+    size_t got;
+    *frames = NULL;
+    *nframes = 0;
+    if (f->size < 17) return SK_OK;
+    SK_GUARD(f->read_at(f->ctx, f->size - 9, foot, 9, &got, err));
+    if (got < 9 || sk_get_le32(foot + 5) != 0x8F92EAB1u) return SK_OK;
+    uint32_t n = sk_get_le32(foot);
+    unsigned desc = foot[4];
+    SK_FAIL_IF(desc & 0x7c, err, SK_E_CORRUPT, "%s: zstd seek table descriptor has reserved bits set",
+               f->name);
+    size_t esize = desc & 0x80 ? 12 : 8;
+    uint64_t tsize = (uint64_t)n * esize + 9;
+    SK_FAIL_IF(tsize + 8 > f->size, err, SK_E_CORRUPT, "%s: zstd seek table larger than the file",
+               f->name);
+    uint64_t start = f->size - tsize - 8;
+    SK_GUARD(f->read_at(f->ctx, start, hdr, 8, &got, err));
+    SK_FAIL_IF(got < 8 || sk_get_le32(hdr) != 0x184D2A5Eu || sk_get_le32(hdr + 4) != tsize, err,
+               SK_E_CORRUPT, "%s: zstd seek table frame header is wrong", f->name);
+    unsigned char *t = sk_xmalloc(tsize, err);
+    if (!t) return SK_E_NOMEM;
+    sk_zstd_frame *fr = n ? sk_xmalloc(n * sizeof *fr, err) : NULL;
+    int rc = (n && !fr) ? SK_E_NOMEM : f->read_at(f->ctx, start + 8, t, (size_t)tsize, &got, err);
+    if (!rc && got < tsize) rc = sk_error_set(err, SK_E_CORRUPT, "%s: zstd seek table truncated", f->name);
+    uint64_t c = 0, d = 0;
+    for (uint32_t i = 0; !rc && i < n; i++) {
+        fr[i].c_off = c;
+        fr[i].d_off = d;
+        fr[i].c_size = sk_get_le32(t + i * esize);
+        fr[i].d_size = sk_get_le32(t + i * esize + 4);
+        c += fr[i].c_size;
+        d += fr[i].d_size;
+    }
+    if (!rc && c > start)
+        rc = sk_error_set(err, SK_E_CORRUPT, "%s: zstd seek table frames run past the table",
+                          f->name);
+    free(t);
+    if (rc) {
+        free(fr);
+        return rc;
+    }
+    *frames = fr;
+    *nframes = n;
+    return SK_OK;
+}
+
+/* Frame holding decompressed position pos (frames sorted, pos < total). */
+static size_t frame_at(const sk_zstd_frame *f, size_t n, uint64_t pos)
+{
+    size_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (f[mid].d_off <= pos) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* ------------------------------------------------------------------ build */
+
+struct pending { /* a member of the sample being collected */
+    uint64_t data_offset, size;
+    uint32_t header_len, crc;
+    size_t name_off, name_len, ext_off; /* in the names pool */
+};
+
+struct state {
+    const char *shard;
+    const sk_build_opts *o;
+    sk_build_stats *st;
+    sk_index_builder *b;
+    FILE *dali; /* memory stream: lines follow the header, which needs the count */
+    char *dali_buf;
+    size_t dali_len;
+    enum kind kind;
+    uint64_t file_size;
+    sk_zstd_frame *frames;
+    size_t nframes;
+    /* the open sample */
+    int open;
+    uint64_t s_off, s_end;
+    struct pending *pm;
+    size_t npm, cap_pm;
+    char *names; /* names of the open sample's members */
+    size_t nnames, cap_names;
+    /* every sample's key, to find keys split over several samples */
+    char *keys;
+    size_t nkeys_bytes, cap_keys;
+    uint64_t *key_at; /* offset << 20 | len would not fit long keys: two arrays */
+    uint32_t *key_len;
+    size_t nkeys, cap_key_at;
+    int warned_unkeyed;
+};
+
+static void warn(struct state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(struct state *s, const char *fmt, ...)
+{
+    if (!s->o->warn) return;
+    char msg[SK_ERROR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->o->warn(s->o->warn_ctx, msg);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t unit, sk_error *err)
+{
+    if (need <= *cap) return SK_OK;
+    size_t n = *cap ? *cap : 64;
+    while (n < need) n *= 2;
+    void *q = sk_xrealloc(*p, n * unit, err);
+    if (!q) return SK_E_NOMEM;
+    *p = q;
+    *cap = n;
+    return SK_OK;
+}
+
+static int close_sample(struct state *s, sk_error *err)
+{
+    if (!s->open) return SK_OK;
+    s->open = 0;
+    const char *key = s->names + s->pm[0].name_off;
+    size_t klen = s->pm[0].ext_off - 1;
+    uint64_t so = s->s_off, ss = s->s_end - s->s_off;
+    if (s->kind != K_PLAIN) {
+        so = 0;
+        ss = s->file_size;
+        if (s->nframes) {
+            const sk_zstd_frame *l = &s->frames[s->nframes - 1];
+            if (s->s_end <= l->d_off + l->d_size) {
+                size_t a = frame_at(s->frames, s->nframes, s->s_off);
+                size_t z = frame_at(s->frames, s->nframes, s->s_end - 1);
+                so = s->frames[a].c_off;
+                ss = s->frames[z].c_off + s->frames[z].c_size - so;
+            }
+        }
+    }
+    SK_GUARD(sk_index_add_sample(s->b, key, klen, s->s_off, s->s_end - s->s_off,
+                                 so, ss, err));
+    for (size_t i = 0; i < s->npm; i++) {
+        const struct pending *m = &s->pm[i];
+        const char *ext = s->names + m->name_off + m->ext_off;
+        size_t elen = m->name_len - m->ext_off;
+        char lower[512];
+        char *lx = elen <= sizeof lower ? lower : malloc(elen);
+        SK_FAIL_IF(!lx, err, SK_E_NOMEM, "out of memory");
+        for (size_t k = 0; k < elen; k++)
+            lx[k] = (char)(ext[k] >= 'A' && ext[k] <= 'Z' ? ext[k] + 32 : ext[k]);
+        int rc = sk_index_add_member(s->b, lx, elen, m->data_offset, m->size, m->header_len,
+                                     m->crc, err);
+        if (lx != lower) free(lx);
+        SK_GUARD(rc);
+    }
+    if (s->dali) {
+        for (size_t i = 0; i < s->npm; i++) {
+            const struct pending *m = &s->pm[i];
+            const char *nm = s->names + m->name_off;
+            fprintf(s->dali, "%s%.*s %llu %llu %.*s", i ? " " : "", (int)(m->name_len - m->ext_off),
+                    nm + m->ext_off, (unsigned long long)m->data_offset,
+                    (unsigned long long)m->size, (int)m->name_len, nm);
+        }
+        fputc('\n', s->dali);
+    }
+    /* remember the key */
+    SK_GUARD(grow((void **)&s->keys, &s->cap_keys, s->nkeys_bytes + klen, 1, err));
+    size_t cap2 = s->cap_key_at;
+    SK_GUARD(grow((void **)&s->key_at, &s->cap_key_at, s->nkeys + 1, sizeof *s->key_at, err));
+    if (cap2 != s->cap_key_at) {
+        uint32_t *q = sk_xrealloc(s->key_len, s->cap_key_at * sizeof *q, err);
+        if (!q) return SK_E_NOMEM;
+        s->key_len = q;
+    }
+    memcpy(s->keys + s->nkeys_bytes, key, klen);
+    s->key_at[s->nkeys] = s->nkeys_bytes;
+    s->key_len[s->nkeys] = (uint32_t)klen;
+    s->nkeys_bytes += klen;
+    s->nkeys++;
+    s->st->samples++;
+    s->npm = s->nnames = 0;
+    return SK_OK;
+}
+
+static int add_entry(struct state *s, const sk_tar_entry *e, sk_error *err)
+{
+    size_t klen, eoff;
+    if (sk_tar_is_meta(e->name, e->name_len)) {
+        s->st->meta++;
+        return SK_OK;
+    }
+    if (sk_sample_split(e->name, e->name_len, &klen, &eoff)) {
+        /* WebDataset skips names that hold no key; so do we, noisily. */
+        if (!s->warned_unkeyed++)
+            warn(s, "%s: member '%s' at offset %llu has no key.ext name; skipped", s->shard,
+                 e->name, (unsigned long long)e->header_offset);
+        s->st->unkeyed++;
+        return SK_OK;
+    }
+    if (s->dali && memchr(e->name, ' ', e->name_len))
+        return sk_error_set(err, SK_E_INPUT,
+                            "%s: member '%s' at offset %llu: DALI's index cannot hold a name "
+                            "with a space",
+                            s->shard, e->name, (unsigned long long)e->header_offset);
+    if (s->open) {
+        const struct pending *f = &s->pm[0];
+        if (f->ext_off - 1 == klen && !memcmp(s->names + f->name_off, e->name, klen)) {
+            for (size_t i = 0; i < s->npm; i++) {
+                const struct pending *m = &s->pm[i];
+                if (!sk_ext_cmp(s->names + m->name_off + m->ext_off, m->name_len - m->ext_off,
+                                e->name + eoff, e->name_len - eoff))
+                    return sk_error_set(err, SK_E_INPUT,
+                                        "%s: member '%s' at offset %llu repeats extension '%s' "
+                                        "of sample '%.*s'",
+                                        s->shard, e->name, (unsigned long long)e->header_offset,
+                                        e->name + eoff, (int)klen, e->name);
+            }
+        } else {
+            SK_GUARD(close_sample(s, err));
+        }
+    }
+    if (!s->open) {
+        s->open = 1;
+        s->s_off = e->header_offset;
+    }
+    s->s_end = e->data_offset + sk_tar_pad(e->size);
+    SK_GUARD(grow((void **)&s->pm, &s->cap_pm, s->npm + 1, sizeof *s->pm, err));
+    SK_GUARD(grow((void **)&s->names, &s->cap_names, s->nnames + e->name_len, 1, err));
+    struct pending *m = &s->pm[s->npm++];
+    m->data_offset = e->data_offset;
+    m->size = e->size;
+    m->header_len = e->header_len;
+    m->crc = e->crc32c;
+    m->name_off = s->nnames;
+    m->name_len = e->name_len;
+    m->ext_off = eoff;
+    memcpy(s->names + s->nnames, e->name, e->name_len);
+    s->nnames += e->name_len;
+    s->st->members++;
+    return SK_OK;
+}
+
+/* Keys that appear as several samples (members of one key not adjacent):
+ * WebDataset yields them as separate samples; we index them so, and warn.
+ * An open-addressing hash set over the shard's keys: O(n), no sort. */
+static int same_key(const struct state *s, size_t i, size_t j)
+{
+    return s->key_len[i] == s->key_len[j] &&
+           !memcmp(s->keys + s->key_at[i], s->keys + s->key_at[j], s->key_len[i]);
+}
+
+static int check_split_keys(struct state *s, sk_error *err)
+{
+    if (s->nkeys < 2) return SK_OK;
+    size_t cap = 16;
+    while (cap < s->nkeys * 2) cap *= 2;
+    size_t *slot = sk_xmalloc(cap * sizeof *slot, err);
+    unsigned char *counted = calloc(s->nkeys, 1);
+    if (!slot || !counted) {
+        free(slot);
+        free(counted);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < cap; i++) slot[i] = SIZE_MAX;
+    size_t first = SIZE_MAX;
+    for (size_t i = 0; i < s->nkeys; i++) {
+        size_t h = sk_crc32c(0, s->keys + s->key_at[i], s->key_len[i]) & (cap - 1);
+        while (slot[h] != SIZE_MAX && !same_key(s, slot[h], i)) h = (h + 1) & (cap - 1);
+        if (slot[h] == SIZE_MAX) {
+            slot[h] = i;
+        } else {
+            if (!counted[slot[h]]++) s->st->split_keys++;
+            if (first == SIZE_MAX) first = i;
+        }
+    }
+    if (s->st->split_keys)
+        warn(s, "%s: %llu key(s) occur as non-adjacent members, indexed as separate samples "
+                "(e.g. '%.*s'); lookup by key finds one of them",
+             s->shard, (unsigned long long)s->st->split_keys, (int)s->key_len[first],
+             s->keys + s->key_at[first]);
+    free(slot);
+    free(counted);
+    return SK_OK;
+}
+
+static enum kind detect(const unsigned char *m, size_t n)
+{
+    if (n >= 4) {
+        uint32_t v = sk_get_le32(m);
+        if (v == 0xFD2FB528u || (v & 0xFFFFFFF0u) == 0x184D2A50u) return K_ZSTD;
+    }
+    if (n >= 2 && m[0] == 0x1f && m[1] == 0x8b) return K_ARCHIVE;           /* gzip */
+    if (n >= 3 && !memcmp(m, "BZh", 3)) return K_ARCHIVE;                   /* bzip2 */
+    if (n >= 6 && !memcmp(m, "\xfd" "7zXZ\0", 6)) return K_ARCHIVE;         /* xz */
+    if (n >= 4 && !memcmp(m, "\x04\x22\x4d\x18", 4)) return K_ARCHIVE;      /* lz4 */
+    return K_PLAIN;
+}
+
+int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats *stats,
+                   sk_error *err)
+{
+    static const sk_build_opts none = {0};
+    sk_build_stats dummy;
+    const sk_build_opts *o = opts ? opts : &none;
+    sk_build_stats *st = stats ? stats : &dummy;
+    memset(st, 0, sizeof *st);
+    SK_FAIL_IF(!strncmp(shard, "s3://", 5), err, SK_E_USAGE,
+               "%s: s3:// shards are not supported yet (local files only)", shard);
+    int fd = open(shard, O_RDONLY | O_CLOEXEC);
+    SK_FAIL_IF(fd < 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s",
+               shard, strerror(errno));
+    struct state s = {.shard = shard, .o = o, .st = st};
+    struct stream sm = {.fd = fd, .path = shard};
+    struct pread_src ps = {.fd = fd, .path = shard};
+    struct map_src ms = {0};
+    sk_tar_reader r;
+    int rc = SK_OK, tar_rc = SK_OK, have_reader = 0;
+    char *idx_path = NULL, *dali_tmp = NULL;
+    sk_error tar_err = SK_ERROR_INIT;
+    struct stat sb;
+    unsigned char first[SK_TAR_BLOCK];
+    size_t nfirst = 0;
+    if (fstat(fd, &sb) != 0) {
+        rc = sk_error_set(err, SK_E_IO, "%s: %s", shard, strerror(errno));
+        goto cleanup;
+    }
+    s.file_size = (uint64_t)sb.st_size;
+    if ((rc = pread_full(fd, 0, first, sizeof first, &nfirst, shard, err))) goto cleanup;
+    s.kind = detect(first, nfirst);
+    sk_index_shard_info info = {.size = s.file_size,
+                                .first_block_crc32c = sk_crc32c(0, first, nfirst)};
+    int fast = (o->flags & SK_BUILD_FAST) && s.kind == K_PLAIN;
+    if (o->dali_path && s.kind != K_PLAIN) {
+        rc = sk_error_set(err, SK_E_USAGE, "%s: DALI's webdataset reader needs an uncompressed tar",
+                          shard);
+        goto cleanup;
+    }
+    if (!(s.b = sk_index_builder_new())) {
+        rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        goto cleanup;
+    }
+    if (o->index_path) idx_path = strdup(o->index_path);
+    else if (asprintf(&idx_path, "%s.idx", shard) < 0) idx_path = NULL;
+    if (!idx_path) {
+        rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        goto cleanup;
+    }
+    if (o->dali_path) {
+        if (!(dali_tmp = sk_tmp_name(o->dali_path, err))) { rc = SK_E_NOMEM; goto cleanup; }
+        if (!(s.dali = open_memstream(&s.dali_buf, &s.dali_len))) {
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+            goto cleanup;
+        }
+    }
+
+    sk_tar_src src = {.name = shard, .size = UINT64_MAX};
+    if (fast) {
+        src.ctx = &ps;
+        src.read_at = pread_read_at;
+        src.size = s.file_size;
+        void *map = s.file_size ? mmap(NULL, s.file_size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+        if (map != MAP_FAILED) { /* else pread, which works on any file */
+            ms.map = map;
+            ms.size = s.file_size;
+            src.ctx = &ms;
+            src.read_at = map_read_at;
+        }
+        info.flags |= SK_INDEX_NO_CRC;
+    } else {
+        sm.kind = s.kind;
+        src.ctx = &sm;
+        src.read_at = stream_read_at;
+        if (s.kind == K_PLAIN) src.size = s.file_size;
+        if (!(sm.buf = sk_xmalloc(STREAM_BUF, err))) { rc = SK_E_NOMEM; goto cleanup; }
+        if (s.kind != K_PLAIN && !(sm.in = sk_xmalloc(STREAM_BUF, err))) { rc = SK_E_NOMEM; goto cleanup; }
+        if (s.kind == K_ZSTD) {
+            info.flags |= SK_INDEX_ZSTD;
+            sk_tar_src fsrc = {.ctx = &ps, .read_at = pread_read_at, .size = s.file_size, .name = shard};
+            if ((rc = sk_zstd_seek_table(&fsrc, &s.frames, &s.nframes, err))) goto cleanup;
+            if (!(sm.z = ZSTD_createDStream())) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
+            ZSTD_initDStream(sm.z);
+        } else if (s.kind == K_ARCHIVE) {
+            info.flags |= SK_INDEX_GZIP;
+            struct archive_entry *ae;
+            sm.a = archive_read_new();
+            sm.err = err;
+            if (!sm.a) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
+            archive_read_support_filter_all(sm.a);
+            archive_read_support_format_raw(sm.a);
+            if (archive_read_open(sm.a, &sm, NULL, archive_cb, NULL) != ARCHIVE_OK ||
+                archive_read_next_header(sm.a, &ae) != ARCHIVE_OK) {
+                rc = sm.cb_rc ? sm.cb_rc
+                              : sk_error_set(err, SK_E_CORRUPT, "%s: %s", shard,
+                                             archive_error_string(sm.a));
+                goto cleanup;
+            }
+        }
+    }
+    sk_tar_reader_init(&r, &src, fast ? 0 : SK_TAR_CRC);
+    have_reader = 1;
+    for (;;) {
+        sk_tar_entry e;
+        if ((tar_rc = sk_tar_next(&r, &e, &tar_err))) break;
+        if (e.end) break;
+        if ((rc = add_entry(&s, &e, err))) goto cleanup;
+    }
+    if (tar_rc && tar_rc != SK_E_CORRUPT) {
+        /* not a damaged shard but an unsupported one: nothing to write */
+        rc = sk_error_set(err, tar_rc, "%s", tar_err.msg);
+        goto cleanup;
+    }
+    if ((rc = close_sample(&s, err))) goto cleanup;
+    if ((rc = check_split_keys(&s, err))) goto cleanup;
+    st->dirs = r.dirs;
+    st->links = r.links;
+    if (!fast) {
+        if ((rc = drain(&sm, err))) goto cleanup;
+        info.crc32c = sm.file_crc;
+    }
+    st->bytes = s.file_size;
+    st->crc32c = info.crc32c;
+    st->flags = info.flags;
+    if ((rc = sk_index_builder_write(s.b, idx_path, &info, err))) goto cleanup;
+    if (s.dali) {
+        int bad = fclose(s.dali) != 0;
+        s.dali = NULL;
+        FILE *f = bad ? NULL : fopen(dali_tmp, "w");
+        bad = !f || fprintf(f, "v1.2 %llu\n", (unsigned long long)st->samples) < 0 ||
+              fwrite(s.dali_buf, 1, s.dali_len, f) != s.dali_len;
+        if (f) bad |= fclose(f) != 0;
+        if (bad) {
+            rc = sk_error_set(err, SK_E_IO, "%s: write failed: %s", dali_tmp, strerror(errno));
+            goto cleanup;
+        }
+        if (rename(dali_tmp, o->dali_path) != 0) {
+            rc = sk_error_set(err, SK_E_IO, "%s: rename failed: %s", dali_tmp, strerror(errno));
+            goto cleanup;
+        }
+    }
+    if (tar_rc) rc = sk_error_set(err, tar_rc, "%s (indexed %llu samples before it)", tar_err.msg,
+                                  (unsigned long long)st->samples);
+cleanup:
+    if (s.dali) fclose(s.dali);
+    free(s.dali_buf);
+    if (dali_tmp && rc) unlink(dali_tmp);
+    free(dali_tmp);
+    if (have_reader) sk_tar_reader_release(&r);
+    if (sm.a) archive_read_free(sm.a);
+    if (sm.z) ZSTD_freeDStream(sm.z);
+    free(sm.buf);
+    free(sm.in);
+    if (ms.map) munmap((void *)ms.map, ms.size);
+    free(s.frames);
+    free(s.pm);
+    free(s.names);
+    free(s.keys);
+    free(s.key_at);
+    free(s.key_len);
+    sk_index_builder_free(s.b);
+    free(idx_path);
+    close(fd);
+    return rc;
+}
