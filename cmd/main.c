@@ -19,6 +19,7 @@ struct command {
 
 static const struct command commands[] = {
     {"pack", cmd_pack, "pack many small files into indexed tar shards"},
+    {"upload", cmd_upload, "upload files and datasets to S3, resumable; copy between buckets"},
 };
 
 static void usage(FILE *out)
