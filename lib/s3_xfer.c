@@ -229,8 +229,9 @@ static void head_done(sk_s3_req *r)
         /* A plain value on a multipart object would be a FULL_OBJECT checksum,
          * which we never ask for (moto returns one that is neither form):
          * only the composite "-N" form is compared there. */
-        if (!strchr(r->crc32c, '-') && !it->multipart) {
-            if (it->crc_known) b64crc(it->crc, want);
+        if (!strchr(r->crc32c, '-')) {
+            if (it->multipart) ;
+            else if (it->crc_known) b64crc(it->crc, want);
             else if (it->src_crc[0] && !strchr(it->src_crc, '-')) snprintf(want, sizeof want, "%s", it->src_crc);
         } else if (it->multipart && it->crcs && it->kind != K_COPY) {
             sk_s3_composite_crc(it->crcs, it->nparts, want);

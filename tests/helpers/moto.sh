@@ -53,3 +53,16 @@ moto_start() {
         curl -sf -X POST -H "Content-Type: text/plain" --data-binary 0 "$MOTO_URL/moto-api/reset-auth" >/dev/null || { echo "moto: could not turn auth on" >&2; return 1; }
     fi
 }
+
+# proxy_start UPSTREAM_URL LOG [faultproxy options]: sets PROXY_URL.
+proxy_start() {
+    local up=${1##*:} log=$2 fifo
+    shift 2
+    fifo=$(mktemp -u)
+    mkfifo "$fifo"
+    python3 "$SK_ROOT/tests/helpers/faultproxy.py" --upstream "$up" --log "$log" "$@" >"$fifo" &
+    MOTO_PIDS="$MOTO_PIDS $!"
+    read -r port <"$fifo"
+    rm -f "$fifo"
+    PROXY_URL=http://127.0.0.1:$port
+}
