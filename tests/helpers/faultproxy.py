@@ -62,7 +62,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         for k, v in r.getheaders():
             if k.lower() not in ("transfer-encoding", "connection", "content-length", "server", "date"):
                 self.send_header(k, v)
-        self.send_header("Content-Length", str(len(data)))
+        # a HEAD answer carries the object's length, not its (empty) body's
+        clen = r.getheader("Content-Length") if self.command == "HEAD" else None
+        self.send_header("Content-Length", clen or str(len(data)))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
