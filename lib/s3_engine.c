@@ -428,8 +428,11 @@ static void *engine(void *arg)
                 pthread_mutex_unlock(&s3->mu);
                 continue;
             }
-            if (retry && r->rc)
-                sk_error_set(&r->err, r->rc, "%s (gave up after %d attempts)", r->err.msg, r->attempt);
+            if (retry && r->rc && r->attempt > 1) {
+                char why[SK_ERROR_MAX];
+                snprintf(why, sizeof why, "%s", r->err.msg);
+                sk_error_set(&r->err, r->rc, "%s (gave up after %d attempts)", why, r->attempt);
+            }
             s3->pending--;
             pthread_mutex_unlock(&s3->mu);
             curl_slist_free_all(r->hl);
