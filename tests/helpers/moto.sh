@@ -5,7 +5,7 @@
 #                       while auth is off, then turns signature checking on
 #                       (POST /moto-api/reset-auth with body 0) and switches
 #                       to the new key.
-#   moto_stop           stops it (moto_start installs an EXIT trap for it).
+#   moto_stop           stops them all; call it from the test's EXIT trap.
 #   skip_unless_moto    exits 77 when moto_server or aws is missing.
 # Each call of moto_start starts another server; MOTO_PIDS tracks them all.
 
@@ -21,8 +21,9 @@ free_port() {
 }
 
 moto_stop() {
-    for p in $MOTO_PIDS; do kill "$p" 2>/dev/null; done
-    for p in $MOTO_PIDS; do wait "$p" 2>/dev/null; done
+    # runs inside EXIT traps under set -e: no failure may escape
+    for p in $MOTO_PIDS; do kill "$p" 2>/dev/null || true; done
+    for p in $MOTO_PIDS; do wait "$p" 2>/dev/null || true; done
     MOTO_PIDS=""
 }
 
@@ -32,7 +33,6 @@ moto_start() {
     log=${TMPDIR:-/tmp}/moto.$$.$port.log
     moto_server -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
     MOTO_PIDS="$MOTO_PIDS $!"
-    trap 'moto_stop' EXIT
     MOTO_URL=http://127.0.0.1:$port
     export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_DEFAULT_REGION=us-east-1
     export AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
