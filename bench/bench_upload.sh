@@ -14,7 +14,8 @@ skip_unless_moto
 t=$(mktemp -d)
 trap 'moto_stop; rm -rf "$t"' EXIT
 moto_start
-aws() { command aws --endpoint-url "$MOTO_URL" "$@"; }
+AWS=$(command -v aws)   # /usr/bin/time needs a program, not a shell function
+aws() { "$AWS" --endpoint-url "$MOTO_URL" "$@"; }
 aws s3 mb s3://bench >/dev/null
 
 head -c $((1 << 30)) /dev/urandom >"$t/big.bin"
@@ -51,9 +52,9 @@ run_case() { # name bytes cmd...
 }
 
 run_case "1GiB shardkit upload" $((1 << 30)) "$SK_BIN" upload --endpoint-url "$MOTO_URL" "$t/big.bin" s3://bench/big.bin
-run_case "1GiB aws s3 cp" $((1 << 30)) command aws --endpoint-url "$MOTO_URL" s3 cp "$t/big.bin" s3://bench/big.bin
+run_case "1GiB aws s3 cp" $((1 << 30)) "$AWS" --endpoint-url "$MOTO_URL" s3 cp "$t/big.bin" s3://bench/big.bin
 run_case "dataset shardkit upload" "$ds_bytes" "$SK_BIN" upload --endpoint-url "$MOTO_URL" "$t/ds" s3://bench/ds/
-run_case "dataset aws s3 sync" "$ds_bytes" command aws --endpoint-url "$MOTO_URL" s3 sync "$t/ds" s3://bench/ds/
+run_case "dataset aws s3 sync" "$ds_bytes" "$AWS" --endpoint-url "$MOTO_URL" s3 sync "$t/ds" s3://bench/ds/
 awk '{w[$1" "$2]=$(NF-2); c[$1" "$2]=$(NF-1)}
      END {
        printf "ratios shardkit/aws, 1 GiB file: wall %.2f, cpu %.2f\n", w["1GiB shardkit"]/w["1GiB aws"], c["1GiB shardkit"]/c["1GiB aws"];
