@@ -18,6 +18,9 @@ static const char usage[] =
     "--from-archive archive) into tar shards named by PATTERN, e.g.\n"
     "out/train-%06d.tar, each with an index beside it (.idx), plus manifest.json.\n"
     "Files group into samples by WebDataset key: a/b.seg.png is key a/b, ext seg.png.\n"
+    "A SOURCE may be an s3://bucket/prefix/ (every object under it, named by its\n"
+    "key relative to the prefix), and PATTERN s3://bucket/prefix/train-%06d.tar\n"
+    "(each shard streams into a multipart upload; no local copy).\n"
     "\n"
     "  -o, --output PATTERN     shard names: a printf pattern with one integer field\n"
     "      --files-from FILE    also pack the paths listed in FILE ('-' = stdin)\n"
@@ -38,6 +41,13 @@ static const char usage[] =
     "      --tmp-dir DIR        spool archive members there (default $TMPDIR)\n"
     "      --json               print a JSON summary on stdout\n"
     "  -q, --quiet              no progress line\n"
+    "S3 (for s3:// sources, --root or outputs):\n"
+    "      --endpoint-url URL   S3-compatible endpoint (default AWS_ENDPOINT_URL, else AWS)\n"
+    "      --region NAME        region (default AWS_REGION, profile, us-east-1)\n"
+    "      --profile NAME       credentials/config profile (default AWS_PROFILE)\n"
+    "      --concurrency N      GETs in flight when fetching sources (default 64)\n"
+    "      --part-size SIZE     multipart part size of shard uploads (default 8MiB)\n"
+    "      --max-attempts N     tries per request, first included (default 8)\n"
     "  -h, --help               this text\n"
     "\n"
     "Exit status: 0 done, 1 an input or output problem, 2 usage error.\n";
@@ -46,6 +56,7 @@ enum {
     OPT_FILES_FROM = 256, OPT_ROOT, OPT_FROM_ARCHIVE, OPT_MAX_SIZE, OPT_MAX_COUNT, OPT_START,
     OPT_SHUFFLE, OPT_SEED, OPT_MTIME, OPT_RESUME, OPT_ON_ERROR, OPT_FOLLOW, OPT_MANIFEST,
     OPT_TMP_DIR, OPT_JSON,
+    OPT_ENDPOINT, OPT_REGION, OPT_PROFILE, OPT_CONCURRENCY, OPT_PART_SIZE, OPT_MAX_ATTEMPTS,
 };
 
 static const struct option options[] = {
@@ -67,6 +78,12 @@ static const struct option options[] = {
     {"manifest", required_argument, NULL, OPT_MANIFEST},
     {"tmp-dir", required_argument, NULL, OPT_TMP_DIR},
     {"json", no_argument, NULL, OPT_JSON},
+    {"endpoint-url", required_argument, NULL, OPT_ENDPOINT},
+    {"region", required_argument, NULL, OPT_REGION},
+    {"profile", required_argument, NULL, OPT_PROFILE},
+    {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
+    {"part-size", required_argument, NULL, OPT_PART_SIZE},
+    {"max-attempts", required_argument, NULL, OPT_MAX_ATTEMPTS},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -95,7 +112,7 @@ static void on_progress(void *ctx, const sk_pack_stats *st)
 }
 
 struct source { int kind; const char *path; };
-enum { SRC_DIR, SRC_LIST, SRC_ARCHIVE };
+enum { SRC_DIR, SRC_LIST, SRC_ARCHIVE, SRC_S3 };
 
 int cmd_pack(int argc, char **argv)
 {
@@ -103,7 +120,8 @@ int cmd_pack(int argc, char **argv)
     struct ui ui = {0};
     const char *root = NULL;
     int nul = 0, json = 0, quiet = 0, c;
-    uint64_t v;
+    uint64_t v, part_size = 0, concurrency = 64;
+    sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
     struct source *srcs = calloc((size_t)argc + 1, sizeof *srcs);
     size_t nsrcs = 0;
     if (!srcs) return SK_EXIT_PROBLEM;
@@ -151,12 +169,34 @@ int cmd_pack(int argc, char **argv)
         case OPT_MANIFEST: o.manifest = optarg; break;
         case OPT_TMP_DIR: o.tmp_dir = optarg; break;
         case OPT_JSON: json = 1; break;
+        case OPT_ENDPOINT: s3cfg.endpoint_url = optarg; break;
+        case OPT_REGION: s3cfg.region = optarg; break;
+        case OPT_PROFILE: s3cfg.profile = optarg; break;
+        case OPT_CONCURRENCY:
+            if (cmd_parse_u64(optarg, &concurrency) || !concurrency || concurrency > 256)
+                return free(srcs), cmd_usage_error("pack", usage, "--concurrency '%s': want 1..256", optarg);
+            break;
+        case OPT_PART_SIZE:
+            if (cmd_parse_size(optarg, &part_size) || part_size < (5u << 20) || part_size > (5ull << 30))
+                return free(srcs), cmd_usage_error("pack", usage, "--part-size '%s': want 5MiB..5GiB", optarg);
+            break;
+        case OPT_MAX_ATTEMPTS:
+            if (cmd_parse_u64(optarg, &v) || !v || v > 100)
+                return free(srcs), cmd_usage_error("pack", usage, "--max-attempts '%s': want 1..100", optarg);
+            s3cfg.max_attempts = (int)v;
+            break;
         case 'q': quiet = 1; break;
         case 'h': free(srcs); fputs(usage, stdout); return SK_EXIT_OK;
         default: free(srcs); fputs(usage, stderr); return SK_EXIT_USAGE;
         }
     }
-    for (int i = optind; i < argc; i++) srcs[nsrcs++] = (struct source){SRC_DIR, argv[i]};
+    int need_s3 = (o.pattern && !strncmp(o.pattern, "s3://", 5)) ||
+                  (o.manifest && !strncmp(o.manifest, "s3://", 5)) || (root && !strncmp(root, "s3://", 5));
+    for (int i = optind; i < argc; i++) {
+        int s3 = !strncmp(argv[i], "s3://", 5);
+        need_s3 |= s3;
+        srcs[nsrcs++] = (struct source){s3 ? SRC_S3 : SRC_DIR, argv[i]};
+    }
     if (!o.pattern) return free(srcs), cmd_usage_error("pack", usage, "no output: give -o PATTERN");
     if (!nsrcs) return free(srcs), cmd_usage_error("pack", usage, "no SOURCE to pack");
 
@@ -166,7 +206,15 @@ int cmd_pack(int argc, char **argv)
     sk_error err = SK_ERROR_INIT;
     sk_pack *p = NULL;
     sk_pack_stats st = {0};
+    sk_s3 *s3 = NULL;
     int rc = sk_pack_new(&p, &o, &err);
+    if (!rc && need_s3) {
+        /* one client for sources and shard uploads: a few connections more
+         * than the fetcher's GETs so parts never queue behind them */
+        s3cfg.concurrency = (int)concurrency + 8;
+        rc = sk_s3_new(&s3, &s3cfg, &err);
+        if (!rc) rc = sk_pack_set_s3(p, s3, (int)concurrency, part_size, &err);
+    }
     for (size_t i = 0; !rc && i < nsrcs; i++) {
         const char *path = srcs[i].path;
         struct stat sb;
@@ -179,13 +227,17 @@ int cmd_pack(int argc, char **argv)
                 rc = sk_pack_add_dir(p, path, &err);
             break;
         case SRC_ARCHIVE: rc = sk_pack_add_archive(p, path, &err); break;
+        case SRC_S3: rc = sk_pack_add_s3(p, path, &err); break;
         case SRC_LIST: {
             FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
             if (!f) {
                 rc = sk_error_set(&err, SK_E_IO, "%s: cannot open file list: %m", path);
                 break;
             }
-            rc = sk_pack_add_list(p, f, strcmp(path, "-") ? path : "stdin", root, nul, &err);
+            if (root && !strncmp(root, "s3://", 5))
+                rc = sk_pack_add_s3_list(p, f, strcmp(path, "-") ? path : "stdin", root, nul, &err);
+            else
+                rc = sk_pack_add_list(p, f, strcmp(path, "-") ? path : "stdin", root, nul, &err);
             if (f != stdin) fclose(f);
             break;
         }
@@ -194,6 +246,7 @@ int cmd_pack(int argc, char **argv)
     if (!rc) rc = sk_pack_run(p, &st, &err);
     if (ui.progress_shown) fputs("\n", stderr);
     sk_pack_free(p);
+    sk_s3_free(s3);
     free(srcs);
     if (rc) return cmd_report("pack", &err);
     if (json)

@@ -29,6 +29,7 @@ void sk_catalog_release(sk_catalog *c)
     for (size_t i = 0; i < c->nsrcs; i++) {
         if (c->srcs[i].fd >= 0) close(c->srcs[i].fd);
         free(c->srcs[i].label);
+        free(c->srcs[i].bucket), free(c->srcs[i].prefix); /* s3io */
     }
     free(c->srcs);
     free(c->items);
@@ -155,6 +156,7 @@ static int add_source(sk_catalog *c, int fd, int is_spool, const char *label, ui
     sk_source *s = sk_xrealloc(c->srcs, (c->nsrcs + 1) * sizeof *s, err);
     if (!s) return SK_E_NOMEM;
     c->srcs = s;
+    memset(&s[c->nsrcs], 0, sizeof s[c->nsrcs]);
     s[c->nsrcs].fd = fd;
     s[c->nsrcs].is_spool = is_spool;
     s[c->nsrcs].label = strdup(label);
@@ -487,6 +489,32 @@ cleanup:
     free(buf);
     archive_read_free(a);
     return rc;
+}
+
+/* ------------------------------------------------ hooks for catalog_s3.c */
+
+int sk_catalog_add_source(sk_catalog *c, int fd, int is_spool, const char *label, uint16_t *id,
+                          sk_error *err)
+{
+    return add_source(c, fd, is_spool, label, id, err);
+}
+
+/* A member name that cleaning would change ("a//b", "./x", "../y") is
+ * refused rather than renamed: for an S3 item the name is also how its
+ * object is found again. */
+int sk_catalog_add_named(sk_catalog *c, uint16_t src, const char *name, uint64_t size,
+                         sk_error *err)
+{
+    char clean[SK_TAR_NAME_MAX + 2];
+    if (clean_path(name, clean, sizeof clean) != 0 || strcmp(clean, name))
+        return sk_catalog_problem(c, err, SK_E_INPUT,
+                                  "%s%s: not a usable member name (empty, '.', '..', '//' or "
+                                  "too long)", c->srcs[src].label, name);
+    char *slash = strrchr(clean, '/');
+    size_t dlen = slash ? (size_t)(slash - clean + 1) : 0;
+    uint32_t dir_id;
+    SK_GUARD(intern_dir(c, clean, dlen, &dir_id, err));
+    return add_item(c, src, dir_id, clean + dlen, size, 0, err);
 }
 
 /* --------------------------------------------------------------- grouping */

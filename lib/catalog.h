@@ -24,6 +24,9 @@ typedef struct sk_source {
     int fd;        /* directory fd (files) or spool fd (archive members) */
     int is_spool;
     char *label;   /* for messages: the directory, list or archive path */
+    /* s3io: an S3 source (fd -1): an item's object is bucket/prefix + name */
+    int is_s3;
+    char *bucket, *prefix;
 } sk_source;
 
 typedef void (*sk_warn_fn)(void *ctx, const char *msg);
@@ -48,6 +51,11 @@ typedef struct sk_catalog {
     const char *tmp_dir;
     sk_warn_fn warn;
     void *warn_ctx;
+    /* s3io: the client for S3 sources and sinks, and the fetcher */
+    sk_s3 *s3;
+    int s3_concurrency;
+    uint64_t s3_part_size; /* of multipart shard uploads; 0 = the writer's */
+    struct sk_fetch *fetch;
 } sk_catalog;
 
 void sk_catalog_init(sk_catalog *c);
@@ -76,6 +84,12 @@ static inline size_t sk_sample_members(const sk_catalog *c, size_t s)
     size_t end = s + 1 < c->nsamples ? c->samples[s + 1] : c->nitems;
     return end - c->samples[s];
 }
+/* s3io hooks (catalog_s3.c): a source without an fd, and an item added by
+ * its member name ("a/b.jpg": checked, split into directory and basename). */
+int sk_catalog_add_source(sk_catalog *c, int fd, int is_spool, const char *label, uint16_t *id,
+                          sk_error *err);
+int sk_catalog_add_named(sk_catalog *c, uint16_t src, const char *name, uint64_t size,
+                         sk_error *err);
 /* Reports a problem with one input: an error (returned) unless the catalog
  * skips errors, in which case it warns, counts, and returns 0. */
 int sk_catalog_problem(sk_catalog *c, sk_error *err, int code, const char *fmt, ...)

@@ -11,6 +11,7 @@
  * Memory: the catalog's names plus ring slots of at most SLOT_MAX bytes.
  */
 #include "catalog.h"
+#include "s3io.h"
 #include "tar.h"
 #include "writer.h"
 
@@ -189,6 +190,23 @@ int sk_pack_add_archive(sk_pack *p, const char *path, sk_error *err)
     return sk_catalog_add_archive(&p->cat, path, err);
 }
 
+/* s3io: S3 sources and sink live in catalog_s3.c, fetch_s3.c, sink_s3.c */
+int sk_pack_set_s3(sk_pack *p, sk_s3 *s3, int concurrency, uint64_t part_size, sk_error *err)
+{
+    return sk_catalog_set_s3(&p->cat, s3, concurrency, part_size, err);
+}
+
+int sk_pack_add_s3(sk_pack *p, const char *url, sk_error *err)
+{
+    return sk_catalog_add_s3(&p->cat, url, err);
+}
+
+int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, const char *base_url,
+                        int nul_separated, sk_error *err)
+{
+    return sk_catalog_add_s3_list(&p->cat, list, list_name, base_url, nul_separated, err);
+}
+
 static void warnf(sk_pack *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warnf(sk_pack *p, const char *fmt, ...)
 {
@@ -336,6 +354,11 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
     sk_index *ix = NULL;
     sk_sample_ref first, last;
     int ok = 0;
+    if (sk_is_s3_url(path)) { /* s3io: the shard and its index are objects */
+        size_t k1 = sample_key(&p->cat, p->order[sp->first], ipath);
+        size_t k2 = sample_key(&p->cat, p->order[sp->first + sp->count - 1], key);
+        return sk_sink_s3_matches(&p->cat, path, sp->count, ipath, k1, key, k2, &sp->info);
+    }
     if (stat(path, &st) != 0 || index_path(path, ipath, sizeof ipath)) return 0;
     if (sk_index_open(&ix, ipath, 0, NULL) != SK_OK) return 0;
     const sk_index_shard_info *info = sk_index_shard(ix);
@@ -373,6 +396,7 @@ static int read_input(const sk_catalog *c, const sk_item *it, const char *name, 
                       uint64_t at, unsigned char *dst, uint64_t want, int probe, sk_error *err)
 {
     const sk_source *src = &c->srcs[it->src];
+    if (src->is_s3) return sk_fetch_read(c, it, name, at, dst, want, probe, err); /* s3io */
     if (src->is_spool) {
         uint64_t got = 0;
         while (got < want) {
@@ -452,7 +476,7 @@ static void fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache 
         sk_error e;
         e.code = 0;
         e.msg[0] = 0;
-        if (!c->srcs[it->src].is_spool && (fd = open_member(c, it, dc)) < 0)
+        if (!c->srcs[it->src].is_spool && !c->srcs[it->src].is_s3 && (fd = open_member(c, it, dc)) < 0)
             rc = sk_error_set(&e, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
                               "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
                               errno == ENOENT ? "file vanished since it was listed" : strerror(errno));
@@ -512,7 +536,7 @@ static int open_member(const sk_catalog *c, const sk_item *it, struct dir_cache 
             if (dc->fd < 0) return -1;
         }
     }
-    sk_source one = {dc->fd, 0, NULL};
+    sk_source one = {.fd = dc->fd};
     return open_input(&one, c->arena + it->base);
 }
 
@@ -627,7 +651,8 @@ static int stream_sample(sk_pack *p, sk_shard_out *out, uint32_t s, struct slot 
         int fd = -1;
         mo->skipped = 0;
         if ((rc = sk_shard_out_writev(out, &iov, 1, hl, sk_crc32c(0, hdr, hl), err))) break;
-        if (!c->srcs[it->src].is_spool && (fd = open_input(&c->srcs[it->src], name)) < 0) {
+        if (!c->srcs[it->src].is_spool && !c->srcs[it->src].is_s3 &&
+            (fd = open_input(&c->srcs[it->src], name)) < 0) {
             rc = sk_error_set(&e, SK_E_IO, "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
                               strerror(errno));
         } else {
@@ -820,7 +845,11 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     /* where the manifest goes, and the output directory */
     const char *slash = strrchr(p->o.pattern, '/');
     snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern);
-    if (mdir[0] && (rc = sk_mkdirs(mdir, err))) goto cleanup;
+    if (mdir[0] && !sk_is_s3_url(mdir) && (rc = sk_mkdirs(mdir, err))) goto cleanup;
+    if (sk_is_s3_url(p->o.pattern) && /* s3io: aborts a killed run's uploads */
+        (rc = sk_sink_s3_prepare(&p->cat, p->o.pattern, p->o.start, p->nshards, err)))
+        goto cleanup;
+    out.s3 = p->cat.s3, out.s3_part_size = p->cat.s3_part_size; /* s3io */
     if (p->o.manifest) {
         snprintf(mpath, sizeof mpath, "%s", p->o.manifest);
         const char *ms = strrchr(mpath, '/');
@@ -852,6 +881,8 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
         for (uint64_t k = 0; k < sp->count; k++) p->todo[p->ntodo++] = sp->first + k;
     }
 
+    if ((rc = sk_fetch_start(&p->cat, p->order, p->todo, p->ntodo, err))) goto cleanup; /* s3io */
+
     /* the ring and its readers */
     /* A deep ring lets the writer gather big batches (fewer writev calls)
      * and rides out slow files; typical slots hold tens of KB. */
@@ -877,7 +908,8 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
             if ((rc = write_shard(p, sp, &seq, &out, man, err))) goto cleanup;
             if ((rc = sk_shard_out_finish(&out, &sp->info, err))) goto cleanup;
             p->st.output_bytes += sp->info.size;
-        } else if ((rc = count_exts_from_index(path, man, err))) {
+        } else if ((rc = sk_is_s3_url(path) ? sk_sink_s3_count_exts(&p->cat, path, man, err) /* s3io */
+                                            : count_exts_from_index(path, man, err))) {
             goto cleanup;
         }
         char ipath[4200];
@@ -901,14 +933,18 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
         if ((rc = sk_manifest_add_shard(man, &ms, err))) goto cleanup;
         p->st.shards++;
     }
-    if (!(rc = sk_manifest_write(man, mpath, err))) progress(p, 1);
+    if (!(rc = sk_is_s3_url(mpath) ? sk_sink_s3_put_manifest(&p->cat, man, mpath, err) /* s3io */
+                                   : sk_manifest_write(man, mpath, err)))
+        progress(p, 1);
 
 cleanup:
     pthread_mutex_lock(&p->mu);
     p->stop = 1;
     pthread_cond_broadcast(&p->slot_free);
     pthread_mutex_unlock(&p->mu);
+    sk_fetch_cancel(&p->cat); /* s3io: readers waiting on S3 objects give up */
     for (int t = 0; t < nthreads; t++) pthread_join(threads[t], NULL);
+    sk_fetch_free(&p->cat);
     free(threads);
     if (rc) sk_shard_out_abort(&out);
     sk_shard_out_release(&out);

@@ -523,6 +523,22 @@ void sk_s3_sha256_hex(const void *data, size_t len, char out[65]);
 /* Base64 of a CRC32C as S3 writes it (big-endian bytes), 9 bytes with the NUL. */
 void sk_s3_crc32c_b64(uint32_t crc, char out[9]);
 
+/* ------------------------------------------------- pack from and to S3 */
+/* s3:// sources and an s3:// output pattern for sk_pack (docs/s3-pipelines.md).
+ * The client must outlive sk_pack_run; concurrency is the number of GETs in
+ * flight when fetching sources (0 = 64; give the client a little more, as
+ * shard uploads share it); part_size that of multipart shard uploads (0 =
+ * 8 MiB).  Set it before adding s3:// sources. */
+int sk_pack_set_s3(sk_pack *p, sk_s3 *s3, int concurrency, uint64_t part_size, sk_error *err);
+/* Adds every object under an s3:// prefix (ListObjectsV2, all pages); the
+ * member name is the key relative to the prefix ("s3://b/data" is the
+ * prefix "data/"), so samples group exactly as the same files on disk. */
+int sk_pack_add_s3(sk_pack *p, const char *url, sk_error *err);
+/* Adds the keys listed in list (one a line, or NUL-separated), relative to
+ * base_url (an s3:// prefix) or full s3:// URLs under it; sized by HEAD. */
+int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, const char *base_url,
+                        int nul_separated, sk_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,7 @@
  * final name always has its index beside it.
  */
 #include "writer.h"
+#include "s3io.h"
 #include "tar.h"
 
 #include <fcntl.h>
@@ -14,12 +15,15 @@
 int sk_shard_out_begin(sk_shard_out *o, const char *path, sk_error *err)
 {
     sk_index_builder *keep = o->index;
+    sk_s3 *s3 = o->s3;                 /* s3io */
+    uint64_t part_size = o->s3_part_size;
     free(o->path);
     free(o->tmp);
     free(o->index_path);
     memset(o, 0, sizeof *o);
     o->fd = -1;
     o->index = keep ? keep : sk_index_builder_new();
+    o->s3 = s3, o->s3_part_size = part_size; /* s3io */
     o->path = strdup(path);
     o->tmp = sk_tmp_name(path, err);
     size_t n = strlen(path) + 5;
@@ -27,6 +31,7 @@ int sk_shard_out_begin(sk_shard_out *o, const char *path, sk_error *err)
     SK_FAIL_IF(!o->index || !o->path || !o->tmp || !o->index_path, err, SK_E_NOMEM, "out of memory");
     snprintf(o->index_path, n, "%s.idx", path);
     sk_index_builder_reset(o->index);
+    if (sk_is_s3_url(path)) return sk_sink_s3_begin(o, err); /* s3io: no local file */
     unlink(o->path);
     unlink(o->index_path);
     unlink(o->tmp);
@@ -46,7 +51,8 @@ int sk_shard_out_writev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t
             need -= k;
         }
     }
-    uint64_t left = len;
+    if (o->sink) SK_GUARD(sk_sink_s3_write(o, iov, iovcnt, err)); /* s3io */
+    uint64_t left = o->sink ? 0 : len;
     while (left) {
         ssize_t w = writev(o->fd, iov, iovcnt);
         if (w < 0 && errno == EINTR) continue;
@@ -69,6 +75,8 @@ int sk_shard_out_writev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t
 
 int sk_shard_out_truncate(sk_shard_out *o, uint64_t size, uint32_t crc, sk_error *err)
 {
+    SK_FAIL_IF(o->sink, err, SK_E_IO, "%s: a member failed mid-copy and cannot be taken back out "
+               "of a shard streaming to S3", o->path); /* s3io */
     SK_FAIL_IF(ftruncate(o->fd, (off_t)size) != 0 || lseek(o->fd, (off_t)size, SEEK_SET) < 0, err,
                SK_E_IO, "%s: cannot truncate: %s", o->tmp, strerror(errno));
     o->bytes = size;
@@ -81,6 +89,7 @@ int sk_shard_out_finish(sk_shard_out *o, sk_index_shard_info *info, sk_error *er
     static const unsigned char eoa[2 * SK_TAR_BLOCK];
     struct iovec iov = {(void *)eoa, sizeof eoa};
     SK_GUARD(sk_shard_out_writev(o, &iov, 1, sizeof eoa, sk_crc32c(0, eoa, sizeof eoa), err));
+    if (o->sink) return sk_sink_s3_finish(o, info, err); /* s3io */
     int fd = o->fd;
     o->fd = -1;
     SK_FAIL_IF(close(fd) != 0, err, SK_E_IO, "%s: close failed: %s", o->tmp, strerror(errno));
@@ -96,6 +105,7 @@ int sk_shard_out_finish(sk_shard_out *o, sk_index_shard_info *info, sk_error *er
 
 void sk_shard_out_abort(sk_shard_out *o)
 {
+    if (o->sink) sk_sink_s3_abort(o); /* s3io */
     if (o->fd >= 0) close(o->fd);
     o->fd = -1;
     if (o->tmp) unlink(o->tmp);
@@ -103,6 +113,7 @@ void sk_shard_out_abort(sk_shard_out *o)
 
 void sk_shard_out_release(sk_shard_out *o)
 {
+    if (o->sink) sk_sink_s3_abort(o); /* s3io */
     sk_index_builder_free(o->index);
     free(o->path);
     free(o->tmp);

@@ -17,6 +17,11 @@ typedef struct sk_shard_out {
     uint32_t crc;             /* CRC32C of those bytes */
     uint32_t first_block_crc; /* CRC32C of the first 512 bytes */
     sk_index_builder *index;  /* records of this shard */
+    /* s3io: for an s3:// path, the client (set by the owner, kept across
+     * begin) and the upload in progress (sink_s3.c) instead of fd */
+    sk_s3 *s3;
+    uint64_t s3_part_size;
+    struct sk_sink_s3 *sink;
 } sk_shard_out;
 
 /* Opens path's temporary name for writing (removing any old final file

@@ -1,0 +1,294 @@
+/*
+ * sink_s3.c - output shards straight into S3, no local copy.  A shard
+ * streams into sk_s3_writer as it is written (parts of part_size go up in
+ * the background, at most PARTS_IN_FLIGHT at a time, so memory stays at
+ * about PARTS_IN_FLIGHT x part_size whatever the shard size).  S3 shows an
+ * object only once its upload completes, which gives the same guarantee as
+ * the local temporary-name-and-rename: no reader ever sees half a shard.
+ * Its index object follows, the manifest comes last of all, and a failure
+ * aborts the open multipart upload.
+ *
+ * A SIGKILL cannot abort anything, so every run first aborts the multipart
+ * uploads left in progress under the names it is about to write; with
+ * --resume a shard is kept when its object and index object agree (size
+ * from a HEAD, CRC32C from the HEAD for a single-PUT object; a multipart
+ * object's checksum is a composite of its parts, which the index cannot
+ * reproduce, so that one is read back and summed - still no upload).
+ */
+#include "s3io.h"
+#include "s3_internal.h"
+#include "writer.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PARTS_IN_FLIGHT 4
+
+struct sk_sink_s3 {
+    char *bucket, *key;
+    sk_s3_writer *w;
+};
+
+static void sink_free(struct sk_sink_s3 *s)
+{
+    if (!s) return;
+    free(s->bucket), free(s->key);
+    free(s);
+}
+
+/* ------------------------------------------------------- small objects */
+
+static int put_file(sk_s3 *s3, const char *path, const char *bucket, const char *key,
+                    sk_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    SK_FAIL_IF(fd < 0, err, SK_E_IO, "%s: %s", path, strerror(errno));
+    struct stat st;
+    unsigned char *buf = NULL;
+    int rc = fstat(fd, &st) ? sk_error_set(err, SK_E_IO, "%s: %s", path, strerror(errno)) : SK_OK;
+    if (!rc && !(buf = malloc((size_t)st.st_size + 1))) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    size_t got = 0;
+    while (!rc && got < (size_t)st.st_size) {
+        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) rc = sk_error_set(err, SK_E_IO, "%s: read failed", path);
+        else got += (size_t)r;
+    }
+    close(fd);
+    if (!rc) rc = sk_s3_put(s3, bucket, key, buf, got, err);
+    free(buf);
+    return rc;
+}
+
+/* A local scratch name for an index or manifest on its way up. */
+static void scratch_name(char *buf, size_t cap, const char *what)
+{
+    static unsigned counter;
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    snprintf(buf, cap, "%s/shardkit-%s-%ld-%u", dir, what, (long)getpid(),
+             __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+}
+
+static int buf_sink(void *ud, const void *data, size_t len)
+{
+    return sk_s3_buf_add(ud, data, len) ? 1 : 0;
+}
+
+/* ---------------------------------------------------- the shard stream */
+
+int sk_sink_s3_begin(sk_shard_out *o, sk_error *err)
+{
+    SK_FAIL_IF(!o->s3, err, SK_E_USAGE, "%s: an s3:// output needs an S3 client", o->path);
+    struct sk_sink_s3 *s = calloc(1, sizeof *s);
+    SK_FAIL_IF(!s, err, SK_E_NOMEM, "out of memory");
+    int rc = sk_s3_parse_url(o->path, &s->bucket, &s->key, err);
+    if (!rc && !*s->key) rc = sk_error_set(err, SK_E_USAGE, "%s: no object key", o->path);
+    sk_s3_writer_opts wo = {o->s3_part_size, PARTS_IN_FLIGHT};
+    if (!rc) rc = sk_s3_writer_open(&s->w, o->s3, s->bucket, s->key, &wo, err);
+    if (rc) {
+        sink_free(s);
+        return rc;
+    }
+    o->sink = s;
+    return SK_OK;
+}
+
+int sk_sink_s3_write(sk_shard_out *o, const struct iovec *iov, int iovcnt, sk_error *err)
+{
+    struct sk_sink_s3 *s = o->sink;
+    for (int i = 0; i < iovcnt; i++)
+        if (iov[i].iov_len) SK_GUARD(sk_s3_writer_write(s->w, iov[i].iov_base, iov[i].iov_len, err));
+    return SK_OK;
+}
+
+int sk_sink_s3_finish(sk_shard_out *o, sk_index_shard_info *info, sk_error *err)
+{
+    struct sk_sink_s3 *s = o->sink;
+    uint64_t size = 0;
+    uint32_t crc = 0;
+    o->sink = NULL;
+    int rc = sk_s3_writer_finish(s->w, &size, &crc, err); /* frees the writer, aborts on failure */
+    s->w = NULL;
+    if (!rc && (size != o->bytes || crc != o->crc))
+        rc = sk_error_set(err, SK_E_MISMATCH, "%s: uploaded %llu bytes with CRC32C %08x, wrote %llu "
+                          "with %08x", o->path, (unsigned long long)size, crc,
+                          (unsigned long long)o->bytes, o->crc);
+    if (!rc) {
+        info->size = o->bytes;
+        info->crc32c = o->crc;
+        info->first_block_crc32c = o->first_block_crc;
+        info->flags = 0;
+        /* the index goes up after the shard: a shard without its index is
+         * simply redone by --resume */
+        char tmp[4200], ikey[2048];
+        scratch_name(tmp, sizeof tmp, "idx");
+        snprintf(ikey, sizeof ikey, "%s.idx", s->key);
+        rc = sk_index_builder_write(o->index, tmp, info, err);
+        if (!rc) rc = put_file(o->s3, tmp, s->bucket, ikey, err);
+        unlink(tmp);
+    }
+    sink_free(s);
+    return rc;
+}
+
+void sk_sink_s3_abort(sk_shard_out *o)
+{
+    struct sk_sink_s3 *s = o->sink;
+    if (!s) return;
+    o->sink = NULL;
+    sk_s3_writer_abort(s->w); /* AbortMultipartUpload: no orphaned parts */
+    sink_free(s);
+}
+
+/* ------------------------------------------------------- before a run */
+
+struct orphans {
+    char **found_key, **found_id;
+    size_t nfound, cap;
+};
+
+static int on_upload(void *ud, const char *key, const char *upload_id)
+{
+    struct orphans *o = ud;
+    if (o->nfound == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 16;
+        char **a = realloc(o->found_key, cap * sizeof *a), **b;
+        if (!a) return 1;
+        o->found_key = a;
+        if (!(b = realloc(o->found_id, cap * sizeof *b))) return 1;
+        o->found_id = b;
+        o->cap = cap;
+    }
+    o->found_key[o->nfound] = strdup(key);
+    o->found_id[o->nfound] = strdup(upload_id);
+    o->nfound++;
+    return 0;
+}
+
+int sk_sink_s3_prepare(sk_catalog *c, const char *pattern, uint64_t start, size_t nshards,
+                       sk_error *err)
+{
+    SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "%s: an s3:// output needs an S3 client", pattern);
+    char *bucket = NULL, *key = NULL;
+    SK_GUARD(sk_s3_parse_url(pattern, &bucket, &key, err));
+    char *slash = strrchr(key, '/');
+    char prefix[2048];
+    snprintf(prefix, sizeof prefix, "%.*s", slash ? (int)(slash - key + 1) : 0, key);
+    struct orphans o = {NULL, NULL, 0, 0};
+    sk_error e = SK_ERROR_INIT;
+    int rc = sk_s3_list_uploads(c->s3, bucket, prefix, on_upload, &o, &e);
+    if (rc && c->warn) { /* not fatal: the run itself does not need it */
+        char msg[SK_ERROR_MAX + 100];
+        snprintf(msg, sizeof msg, "s3://%s/%s: cannot list unfinished uploads: %s", bucket, prefix, e.msg);
+        c->warn(c->warn_ctx, msg);
+    }
+    for (size_t i = 0; i < o.nfound; i++) {
+        if (!o.found_key[i] || !o.found_id[i]) continue;
+        for (size_t k = 0; k < nshards; k++) {
+            char name[4200];
+            if (sk_shard_name(pattern, start + k, name, sizeof name, NULL)) break;
+            if (strcmp(name + 5 + strlen(bucket) + 1, o.found_key[i])) continue;
+            /* a killed run's upload of one of our shards: never completed,
+             * never will be; its parts would be billed forever */
+            if (sk_s3_abort_upload(c->s3, bucket, o.found_key[i], o.found_id[i], &e) && c->warn) {
+                char msg[SK_ERROR_MAX + 100];
+                snprintf(msg, sizeof msg, "cannot abort an unfinished upload: %s", e.msg);
+                c->warn(c->warn_ctx, msg);
+            }
+            break;
+        }
+        free(o.found_key[i]), free(o.found_id[i]);
+    }
+    free(o.found_key), free(o.found_id);
+    free(bucket), free(key);
+    return SK_OK;
+}
+
+/* ------------------------------------------------------------- resume */
+
+static int get_object(sk_s3 *s3, const char *bucket, const char *key, sk_s3_buf *out, sk_error *err)
+{
+    out->len = 0;
+    return sk_s3_get_cb(s3, bucket, key, 0, 0, buf_sink, out, err);
+}
+
+static int crc_sink(void *ud, const void *data, size_t len)
+{
+    uint32_t *crc = ud;
+    *crc = sk_crc32c(*crc, data, len);
+    return 0;
+}
+
+int sk_sink_s3_matches(sk_catalog *c, const char *url, uint64_t count, const char *first_key,
+                       size_t first_len, const char *last_key, size_t last_len,
+                       sk_index_shard_info *info)
+{
+    char *bucket = NULL, *key = NULL, ikey[2048];
+    sk_s3_buf blob = {0};
+    sk_index *ix = NULL;
+    sk_s3_object head;
+    sk_sample_ref first, last;
+    int ok = 0;
+    if (!c->s3 || sk_s3_parse_url(url, &bucket, &key, NULL)) goto out;
+    snprintf(ikey, sizeof ikey, "%s.idx", key);
+    if (sk_s3_head(c->s3, bucket, key, &head, NULL)) goto out;
+    if (get_object(c->s3, bucket, ikey, &blob, NULL) || !blob.len) goto out;
+    if (sk_index_from_memory(&ix, blob.p, blob.len, ikey, 0, NULL)) goto out;
+    const sk_index_shard_info *in = sk_index_shard(ix);
+    if (in->size != head.size || in->flags || sk_index_sample_count(ix) != count || !count ||
+        sk_index_sample(ix, 0, &first, NULL) || sk_index_sample(ix, count - 1, &last, NULL))
+        goto out;
+    if (first.key_len != first_len || memcmp(first.key, first_key, first_len) ||
+        last.key_len != last_len || memcmp(last.key, last_key, last_len))
+        goto out;
+    if (head.crc32c[0] && !strchr(head.crc32c, '-')) {
+        char b64[9];
+        sk_s3_crc32c_b64(in->crc32c, b64);
+        ok = !strcmp(b64, head.crc32c);
+    } else {
+        uint32_t crc = 0;
+        ok = !sk_s3_get_cb(c->s3, bucket, key, 0, 0, crc_sink, &crc, NULL) && crc == in->crc32c;
+    }
+    if (ok) *info = *in;
+out:
+    sk_index_close(ix);
+    sk_s3_buf_free(&blob);
+    free(bucket), free(key);
+    return ok;
+}
+
+int sk_sink_s3_count_exts(sk_catalog *c, const char *url, sk_manifest *man, sk_error *err)
+{
+    char *bucket = NULL, *key = NULL, ikey[2048];
+    sk_s3_buf blob = {0};
+    sk_index *ix = NULL;
+    SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "%s: no S3 client", url);
+    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+    snprintf(ikey, sizeof ikey, "%s.idx", key);
+    int rc = get_object(c->s3, bucket, ikey, &blob, err);
+    if (!rc) rc = sk_index_from_memory(&ix, blob.p ? blob.p : "", blob.len, ikey, 0, err);
+    for (uint64_t i = 0; !rc && i < sk_index_member_count(ix); i++) {
+        sk_member_ref m;
+        if (!(rc = sk_index_member(ix, i, &m, err))) rc = sk_manifest_count_ext(man, m.ext, m.ext_len, 1, err);
+    }
+    sk_index_close(ix);
+    sk_s3_buf_free(&blob);
+    free(bucket), free(key);
+    return rc;
+}
+
+int sk_sink_s3_put_manifest(sk_catalog *c, sk_manifest *man, const char *url, sk_error *err)
+{
+    SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "%s: no S3 client", url);
+    char *bucket = NULL, *key = NULL, tmp[4200];
+    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+    scratch_name(tmp, sizeof tmp, "manifest");
+    int rc = sk_manifest_write(man, tmp, err);
+    if (!rc) rc = put_file(c->s3, tmp, bucket, key, err);
+    unlink(tmp);
+    free(bucket), free(key);
+    return rc;
+}
