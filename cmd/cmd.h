@@ -15,6 +15,7 @@ int cmd_pack(int argc, char **argv);
 int cmd_index(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
+int cmd_upload(int argc, char **argv);
 
 /* Flush and close stdout; a failed write (full disk, closed pipe) turns a
  * success into exit 1 with a message. */

@@ -58,21 +58,34 @@ static uint32_t crc_soft(uint32_t crc, const unsigned char *p, size_t len)
 static uint32_t gf2_multiply(uint32_t a, uint32_t b)
 {
     uint32_t prod = 0;
-    for (int i = 0; i < 32; i++) {
-        if (b & 0x80000000u) prod ^= a;
+    for (int i = 0; i < 32; i++) { /* branch-free: the bits are data */
+        prod ^= a & (uint32_t)-(int32_t)(b >> 31);
         b <<= 1;
-        a = a & 1 ? (a >> 1) ^ POLY : a >> 1;
+        a = (a >> 1) ^ (POLY & (uint32_t)-(int32_t)(a & 1));
     }
     return prod;
 }
 
-static uint32_t x_pow_8n(size_t n) /* x^(8n) mod P, reflected */
+/* pow2_table[k] = x^(8 * 2^k) mod P: with it, shifting by n bytes costs one
+ * multiplication per set bit of n instead of a square-and-multiply chain. */
+static uint32_t pow2_table[64];
+static pthread_once_t pow2_once = PTHREAD_ONCE_INIT;
+
+static void pow2_init(void)
 {
-    uint32_t result = 0x80000000u, base = 0x00800000u; /* x^0, x^8 */
-    for (; n; n >>= 1) {
-        if (n & 1) result = gf2_multiply(result, base);
+    uint32_t base = 0x00800000u; /* x^8 */
+    for (int k = 0; k < 64; k++) {
+        pow2_table[k] = base;
         base = gf2_multiply(base, base);
     }
+}
+
+static uint32_t x_pow_8n(uint64_t n) /* x^(8n) mod P, reflected */
+{
+    uint32_t result = 0x80000000u; /* x^0 */
+    pthread_once(&pow2_once, pow2_init);
+    for (int k = 0; n; k++, n >>= 1)
+        if (n & 1) result = gf2_multiply(result, pow2_table[k]);
     return result;
 }
 
@@ -142,6 +155,7 @@ uint32_t sk_crc32c(uint32_t crc, const void *data, size_t len)
 
 uint32_t sk_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
 {
+    if (len_b == 0) return crc_a;
     /* The register after A|B is A's register advanced over len_b zero bytes,
      * xor B's register started from zero; the pre/post inversions cancel. */
     return gf2_multiply(crc_a, x_pow_8n(len_b)) ^ crc_b;

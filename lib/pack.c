@@ -72,6 +72,8 @@ struct sk_pack {
     struct slot *slots;
     size_t nslots;
     uint64_t next_claim, released;
+    uint64_t writer_waits_for; /* seq the writer sleeps on, or UINT64_MAX */
+    int readers_waiting;       /* readers asleep on a full ring */
     int stop;
     sk_pack_stats st;
     struct timespec t0, last_progress;
@@ -387,8 +389,11 @@ static void append_warning(struct slot *s, const char *msg)
     s->warnings = w;
 }
 
+struct dir_cache;
+static int open_member(const sk_catalog *c, const sk_item *it, struct dir_cache *dc);
+
 /* Builds sample s's tar bytes into slot. */
-static void fill_slot(sk_pack *p, struct slot *sl, uint32_t s)
+static void fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache *dc)
 {
     const sk_catalog *c = &p->cat;
     size_t first = c->samples[s], k = sk_sample_members(c, s);
@@ -423,8 +428,10 @@ static void fill_slot(sk_pack *p, struct slot *sl, uint32_t s)
         size_t hl = sk_tar_header(sl->buf + sl->len, name, n, it->size, p->o.mtime);
         unsigned char *data = sl->buf + sl->len + hl;
         int fd = -1, rc;
-        sk_error e = SK_ERROR_INIT;
-        if (!c->srcs[it->src].is_spool && (fd = open_input(&c->srcs[it->src], name)) < 0)
+        sk_error e;
+        e.code = 0;
+        e.msg[0] = 0;
+        if (!c->srcs[it->src].is_spool && (fd = open_member(c, it, dc)) < 0)
             rc = sk_error_set(&e, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
                               "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
                               errno == ENOENT ? "file vanished since it was listed" : strerror(errno));
@@ -459,25 +466,66 @@ nomem:
     sk_error_set(&sl->err, SK_E_NOMEM, "out of memory reading a sample");
 }
 
+/* A reader's open directory: consecutive samples mostly share one, and
+ * opening "name" in it costs one path component instead of the whole path. */
+struct dir_cache {
+    uint32_t src, dir;
+    int fd;
+};
+
+static int open_member(const sk_catalog *c, const sk_item *it, struct dir_cache *dc)
+{
+    const sk_source *src = &c->srcs[it->src];
+    if (dc->fd < 0 || dc->src != it->src || dc->dir != it->dir) {
+        if (dc->fd >= 0 && dc->fd != src->fd) close(dc->fd);
+        dc->fd = -1;
+        dc->src = it->src;
+        dc->dir = it->dir;
+        if (c->dir_lens[it->dir] == 0) {
+            dc->fd = src->fd;
+        } else {
+            char dir[SK_TAR_NAME_MAX + 1];
+            memcpy(dir, c->arena + c->dirs[it->dir], c->dir_lens[it->dir]);
+            dir[c->dir_lens[it->dir]] = 0;
+            dc->fd = openat(src->fd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dc->fd < 0) return -1;
+        }
+    }
+    sk_source one = {dc->fd, 0, NULL};
+    return open_input(&one, c->arena + it->base);
+}
+
+static void dir_cache_release(struct dir_cache *dc, const sk_catalog *c)
+{
+    if (dc->fd >= 0 && dc->fd != c->srcs[dc->src].fd) close(dc->fd);
+    dc->fd = -1;
+}
+
 static void *reader_main(void *arg)
 {
     sk_pack *p = arg;
+    struct dir_cache dc = {0, 0, -1};
     pthread_mutex_lock(&p->mu);
     for (;;) {
         if (p->stop || p->next_claim >= p->ntodo) break;
         uint64_t seq = p->next_claim++;
-        while (!p->stop && seq >= p->released + p->nslots)
+        while (!p->stop && seq >= p->released + p->nslots) {
+            p->readers_waiting++;
             pthread_cond_wait(&p->slot_free, &p->mu);
+            p->readers_waiting--;
+        }
         if (p->stop) break;
         struct slot *sl = &p->slots[seq % p->nslots];
         sl->state = FILLING;
         pthread_mutex_unlock(&p->mu);
-        fill_slot(p, sl, p->order[p->todo[seq]]);
+        fill_slot(p, sl, p->order[p->todo[seq]], &dc);
         pthread_mutex_lock(&p->mu);
         sl->state = READY;
-        pthread_cond_broadcast(&p->slot_ready);
+        /* wake the writer only when it sleeps on this very slot */
+        if (p->writer_waits_for == seq) pthread_cond_signal(&p->slot_ready);
     }
     pthread_mutex_unlock(&p->mu);
+    dir_cache_release(&dc, &p->cat);
     return NULL;
 }
 
@@ -552,7 +600,9 @@ static int stream_sample(sk_pack *p, sk_shard_out *out, uint32_t s, struct slot 
         size_t n = sk_item_name(c, it, name);
         size_t hl = sk_tar_header(hdr, name, n, it->size, p->o.mtime);
         struct iovec iov = {hdr, hl};
-        sk_error e = SK_ERROR_INIT;
+        sk_error e;
+        e.code = 0;
+        e.msg[0] = 0;
         int fd = -1;
         mo->skipped = 0;
         if ((rc = sk_shard_out_writev(out, &iov, 1, hl, sk_crc32c(0, hdr, hl), err))) break;
@@ -632,8 +682,10 @@ static int write_shard(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk_shar
         uint32_t crc = 0;
         batch_first = *seq;
         pthread_mutex_lock(&p->mu);
+        p->writer_waits_for = *seq;
         while (p->slots[*seq % p->nslots].state != READY)
             pthread_cond_wait(&p->slot_ready, &p->mu);
+        p->writer_waits_for = UINT64_MAX;
         pthread_mutex_unlock(&p->mu);
         uint64_t off = out->bytes;
         for (;;) {
@@ -674,7 +726,7 @@ static int write_shard(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk_shar
         pthread_mutex_lock(&p->mu);
         for (uint64_t q = batch_first; q < *seq; q++) p->slots[q % p->nslots].state = FREE;
         p->released = *seq;
-        pthread_cond_broadcast(&p->slot_free);
+        if (p->readers_waiting) pthread_cond_broadcast(&p->slot_free);
         pthread_mutex_unlock(&p->mu);
         progress(p, 0);
     }
@@ -779,7 +831,10 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     }
 
     /* the ring and its readers */
-    p->nslots = (size_t)p->o.jobs * 4 + 4;
+    /* A deep ring lets the writer gather big batches (fewer writev calls)
+     * and rides out slow files; typical slots hold tens of KB. */
+    p->nslots = (size_t)p->o.jobs * 8 + 16;
+    p->writer_waits_for = UINT64_MAX;
     p->slots = calloc(p->nslots, sizeof *p->slots);
     threads = calloc((size_t)p->o.jobs, sizeof *threads);
     if (!p->slots || !threads) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }

@@ -348,6 +348,180 @@ int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, 
  * shards, URLs relative to out_path's directory. */
 int sk_manifest_write_wids(const sk_manifest *m, const char *manifest_path,
                            const char *out_path, sk_error *err);
+/* --------------------------------------------------------------------- S3 */
+/* An S3 client: credentials (the aws cli's order), SigV4 signing, a libcurl
+ * multi engine on a background thread with connection reuse, bounded
+ * requests in flight, retries with exponential backoff and full jitter.
+ * Every call is safe from several threads on one client.  Credentials never
+ * appear in messages or logs.  Details and an example: docs/s3.md. */
+
+/* Credentials, resolved like the aws cli: environment, the shared
+ * credentials file, the config file, container credentials, EC2 instance
+ * metadata (IMDSv2).  Strings are owned by the struct. */
+typedef struct sk_creds {
+    char *access_key, *secret_key, *token; /* token NULL when none */
+    char *region;                          /* the profile's region, or NULL */
+    char source[64];                       /* "environment", "shared credentials file"... */
+} sk_creds;
+#define SK_CREDS_INIT {NULL, NULL, NULL, NULL, {0}}
+/* Resolves credentials for profile (NULL: AWS_PROFILE, else "default").  An
+ * explicit profile skips the environment variables, as the aws cli does.
+ * SK_E_NOTFOUND when no source has any. */
+int sk_creds_load(sk_creds *out, const char *profile, sk_error *err);
+void sk_creds_release(sk_creds *c);
+
+typedef struct sk_s3_config {
+    const char *endpoint_url; /* NULL: AWS_ENDPOINT_URL, else AWS by region (https) */
+    const char *region;       /* NULL: AWS_REGION, AWS_DEFAULT_REGION, profile, us-east-1 */
+    const char *profile;      /* NULL: AWS_PROFILE or "default" */
+    const sk_creds *creds;    /* NULL: sk_creds_load(profile); copied when given */
+    int path_style;           /* 1 path style, 0 virtual-hosted, -1 auto (path style
+                                 for custom endpoints, virtual-hosted for AWS) */
+    int concurrency;          /* requests in flight (default 16) */
+    int max_attempts;         /* tries per request, including the first (default 8) */
+    int read_timeout;         /* seconds without progress before a retry (default 30) */
+    int sign_payload;         /* 1: SHA-256 of bodies in the signature (slow) */
+    int verbose;              /* 1: one line per request on stderr (never secrets) */
+} sk_s3_config;
+#define SK_S3_CONFIG_INIT {NULL, NULL, NULL, NULL, -1, 16, 8, 30, 0, 0}
+
+typedef struct sk_s3 sk_s3;
+/* Creates a client and starts its engine thread. */
+int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg, sk_error *err);
+void sk_s3_free(sk_s3 *s3);
+/* Requests sent (counting retries) and retries, since creation. */
+void sk_s3_stats(const sk_s3 *s3, uint64_t *requests, uint64_t *retries);
+/* The base URL of the endpoint the client talks to ("https://s3.us-east-1.amazonaws.com"). */
+const char *sk_s3_endpoint(const sk_s3 *s3);
+
+/* Splits "s3://bucket/key/path" into bucket and key (key may be ""); the
+ * caller frees both.  SK_E_USAGE if url is not an s3:// URL. */
+int sk_s3_parse_url(const char *url, char **bucket, char **key, sk_error *err);
+
+typedef struct sk_s3_object {
+    uint64_t size;
+    char etag[80];       /* with its quotes removed */
+    char crc32c[24];     /* x-amz-checksum-crc32c as returned (base64, may end "-N"), or "" */
+    char key[1024];      /* in listings */
+} sk_s3_object;
+
+/* HEAD: size, ETag and the CRC32C checksum when the server keeps one.
+ * SK_E_NOTFOUND when the object does not exist. */
+int sk_s3_head(sk_s3 *s3, const char *bucket, const char *key, sk_s3_object *out, sk_error *err);
+/* Ranged GET of len bytes at offset (len 0: to the end) into dst; *got is
+ * the number of bytes stored.  SK_E_MISMATCH if the object holds more than
+ * dst_capacity in that range. */
+int sk_s3_get(sk_s3 *s3, const char *bucket, const char *key, uint64_t offset, uint64_t len,
+              void *dst, size_t dst_capacity, size_t *got, sk_error *err);
+/* Ranged GET delivered to a callback in order; the callback returns 0 to
+ * go on, non-zero to stop (the call then fails with SK_E_IO).  A retried
+ * request never delivers a byte twice. */
+typedef int (*sk_s3_sink)(void *ud, const void *data, size_t len);
+int sk_s3_get_cb(sk_s3 *s3, const char *bucket, const char *key, uint64_t offset, uint64_t len,
+                 sk_s3_sink sink, void *ud, sk_error *err);
+/* A single PUT of a buffer, with its CRC32C in x-amz-checksum-crc32c. */
+int sk_s3_put(sk_s3 *s3, const char *bucket, const char *key, const void *data, size_t len,
+              sk_error *err);
+int sk_s3_delete(sk_s3 *s3, const char *bucket, const char *key, sk_error *err);
+/* ListObjectsV2 of every object under prefix, page after page; fn returns
+ * 0 to go on, non-zero to stop early. */
+typedef int (*sk_s3_list_fn)(void *ud, const sk_s3_object *obj);
+int sk_s3_list(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_list_fn fn, void *ud,
+               sk_error *err);
+/* ListMultipartUploads under prefix: fn gets each in-progress upload. */
+typedef int (*sk_s3_uploads_fn)(void *ud, const char *key, const char *upload_id);
+int sk_s3_list_uploads(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_uploads_fn fn,
+                       void *ud, sk_error *err);
+int sk_s3_abort_upload(sk_s3 *s3, const char *bucket, const char *key, const char *upload_id,
+                       sk_error *err);
+
+/* Asynchronous GETs, for many small objects at once: sk_s3_get_async
+ * queues a GET whose body goes to a growing buffer; done is called on the
+ * engine thread with the result (rc, err, data, len), after which the data
+ * is freed.  sk_s3_drain waits until every queued request has finished. */
+typedef void (*sk_s3_get_done)(void *ud, int rc, const sk_error *err, const void *data, size_t len);
+int sk_s3_get_async(sk_s3 *s3, const char *bucket, const char *key, sk_s3_get_done done, void *ud,
+                    sk_error *err);
+void sk_s3_drain(sk_s3 *s3);
+
+/* Streaming multipart upload: a writer fed sequentially, parts sent in
+ * parallel in the background, memory bounded by max_parts_in_flight x
+ * part_size.  Objects that end below the part size go up in one PUT. */
+typedef struct sk_s3_writer_opts {
+    uint64_t part_size;      /* default 8 MiB, at least 5 MiB */
+    int max_parts_in_flight; /* default: the client's concurrency */
+} sk_s3_writer_opts;
+typedef struct sk_s3_writer sk_s3_writer;
+int sk_s3_writer_open(sk_s3_writer **out, sk_s3 *s3, const char *bucket, const char *key,
+                      const sk_s3_writer_opts *opts, sk_error *err);
+/* Appends bytes; blocks only while max_parts_in_flight parts are unsent.
+ * A failure is final: later calls fail too and abort() cleans up. */
+int sk_s3_writer_write(sk_s3_writer *w, const void *data, size_t len, sk_error *err);
+/* Sends what is left, completes the upload and confirms it with a HEAD;
+ * returns the object's size and CRC32C, then frees the writer. */
+int sk_s3_writer_finish(sk_s3_writer *w, uint64_t *size, uint32_t *crc32c, sk_error *err);
+/* Abandons the upload (AbortMultipartUpload: no orphaned parts) and frees
+ * the writer.  Accepts NULL. */
+void sk_s3_writer_abort(sk_s3_writer *w);
+
+/* Transfers: local files and s3 objects to s3, several at once, each in
+ * one PUT below the threshold or in parallel parts above it. */
+typedef struct sk_s3_xfer_opts {
+    uint64_t multipart_threshold; /* default 8 MiB */
+    uint64_t part_size;           /* default 8 MiB; raised to keep <= 10,000 parts */
+    int max_parts_in_flight;      /* default: the client's concurrency */
+    int resume;                   /* 1: continue matching in-progress multipart uploads */
+    int verify;                   /* 1: read every object back and compare CRC32C */
+} sk_s3_xfer_opts;
+/* What happened to one transfer, passed to the done callback. */
+typedef struct sk_s3_xfer_result {
+    const char *src, *bucket, *key;
+    int rc;               /* 0 or an sk_code; err holds the message */
+    const sk_error *err;
+    uint64_t size;
+    uint32_t crc32c;      /* of the whole object */
+    int parts;            /* 0 for a single PUT */
+    int parts_reused;     /* parts kept from an interrupted upload (resume) */
+} sk_s3_xfer_result;
+typedef void (*sk_s3_xfer_done)(void *ud, const sk_s3_xfer_result *res);
+typedef struct sk_s3_xfer sk_s3_xfer;
+/* done (may be NULL) runs on the caller's thread, inside sk_s3_xfer_wait. */
+int sk_s3_xfer_new(sk_s3_xfer **out, sk_s3 *s3, const sk_s3_xfer_opts *opts, sk_s3_xfer_done done,
+                   void *ud, sk_error *err);
+void sk_s3_xfer_free(sk_s3_xfer *x);
+/* Queues a local file to upload to bucket/key. */
+int sk_s3_xfer_add_file(sk_s3_xfer *x, const char *path, const char *bucket, const char *key,
+                        sk_error *err);
+/* Queues a copy of src_bucket/src_key read through src (the same client:
+ * server-side CopyObject/UploadPartCopy; another client: ranged GETs into
+ * parallel part uploads). */
+int sk_s3_xfer_add_copy(sk_s3_xfer *x, sk_s3 *src, const char *src_bucket, const char *src_key,
+                        const char *bucket, const char *key, sk_error *err);
+/* Runs everything queued to the end.  progress (may be NULL) is called
+ * about every 200 ms with bytes done and bytes known so far.  Returns 0
+ * when every transfer succeeded, else the first failure's code; after a
+ * failure meaning no request can succeed (bad key, no bucket) the rest are
+ * not started. */
+typedef void (*sk_s3_progress_fn)(void *ud, uint64_t done, uint64_t total);
+int sk_s3_xfer_wait(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_error *err);
+
+/* SigV4 over a request given piece by piece, for tests and other services.
+ * headers are "Name: value" strings and must include host and x-amz-date;
+ * canonical_uri and query are already URI-encoded.  Writes the value of
+ * the Authorization header. */
+typedef struct sk_s3_sigv4_input {
+    const char *method, *canonical_uri, *query;
+    const char *const *headers;
+    size_t nheaders;
+    const char *payload_hash; /* hex SHA-256 or "UNSIGNED-PAYLOAD" */
+    const char *amz_date;     /* "20150830T123600Z" */
+    const char *region, *service, *access_key, *secret_key;
+} sk_s3_sigv4_input;
+int sk_s3_sigv4_sign(const sk_s3_sigv4_input *in, char *auth, size_t auth_capacity, sk_error *err);
+/* Hex SHA-256 of data (65 bytes with the NUL). */
+void sk_s3_sha256_hex(const void *data, size_t len, char out[65]);
+/* Base64 of a CRC32C as S3 writes it (big-endian bytes), 9 bytes with the NUL. */
+void sk_s3_crc32c_b64(uint32_t crc, char out[9]);
 
 /* ----------------------------------------------------------------- reader */
 /* Sequential iteration over a shard list, the way a training job reads:

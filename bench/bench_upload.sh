@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# bench_upload.sh - shardkit upload against the aws cli, both to the same
+# local moto_server: a 1 GiB file (aws s3 cp) and a 100-shard dataset of
+# 10 MB shards + .idx + manifest.json (aws s3 sync).  Reports wall seconds
+# and client CPU seconds (user+sys) per GiB, medians of 3 runs, and the
+# ratios shardkit/aws.  Env: SK_BIN (or BUILD), RUNS (default 3).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SK_BIN=${SK_BIN:-$ROOT/${BUILD:-build}/shardkit}
+RUNS=${RUNS:-3}
+export SK_ROOT=$ROOT
+. "$ROOT/tests/helpers/moto.sh"
+skip_unless_moto
+t=$(mktemp -d)
+trap 'moto_stop; rm -rf "$t"' EXIT
+moto_start
+AWS=$(command -v aws)   # /usr/bin/time needs a program, not a shell function
+aws() { "$AWS" --endpoint-url "$MOTO_URL" "$@"; }
+aws s3 mb s3://bench >/dev/null
+
+head -c $((1 << 30)) /dev/urandom >"$t/big.bin"
+mkdir "$t/ds"
+for i in $(seq -w 0 99); do
+    head -c 10000000 /dev/urandom >"$t/ds/train-0000$i.tar"
+    head -c 4096 /dev/urandom >"$t/ds/train-0000$i.tar.idx"
+done
+echo '{"format":1}' >"$t/ds/manifest.json"
+ds_bytes=$(du -sb "$t/ds" | cut -f1)
+
+# prints "wall cpu" for one command
+measure() {
+    /usr/bin/time -f '%e %U %S' -o "$t/time" "$@" >/dev/null 2>"$t/err" || { cat "$t/err" >&2; exit 1; }
+    awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$t/time"
+}
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+run_case() { # name bytes cmd...
+    local name=$1 bytes=$2 walls=() cpus=()
+    shift 2
+    for r in $(seq "$RUNS"); do
+        aws s3 rm --recursive s3://bench/ >/dev/null 2>&1 || true
+        read -r w c < <(measure "$@")
+        walls+=("$w") cpus+=("$c")
+    done
+    local w c gib
+    w=$(printf '%s\n' "${walls[@]}" | median)
+    c=$(printf '%s\n' "${cpus[@]}" | median)
+    gib=$(awk -v b="$bytes" 'BEGIN {print b / 1073741824}')
+    awk -v n="$name" -v w="$w" -v c="$c" -v g="$gib" \
+        'BEGIN {printf "%-28s wall %7.2fs  cpu %7.2fs  wall/GiB %6.2fs  cpu/GiB %6.2fs\n", n, w, c, w/g, c/g}'
+    echo "$name $w $c $gib" >>"$t/results"
+}
+
+run_case "1GiB shardkit upload" $((1 << 30)) "$SK_BIN" upload --endpoint-url "$MOTO_URL" "$t/big.bin" s3://bench/big.bin
+run_case "1GiB aws s3 cp" $((1 << 30)) "$AWS" --endpoint-url "$MOTO_URL" s3 cp "$t/big.bin" s3://bench/big.bin
+run_case "dataset shardkit upload" "$ds_bytes" "$SK_BIN" upload --endpoint-url "$MOTO_URL" "$t/ds" s3://bench/ds/
+run_case "dataset aws s3 sync" "$ds_bytes" "$AWS" --endpoint-url "$MOTO_URL" s3 sync "$t/ds" s3://bench/ds/
+awk '{w[$1" "$2]=$(NF-2); c[$1" "$2]=$(NF-1)}
+     END {
+       printf "ratios shardkit/aws, 1 GiB file: wall %.2f, cpu %.2f\n", w["1GiB shardkit"]/w["1GiB aws"], c["1GiB shardkit"]/c["1GiB aws"];
+       printf "ratios shardkit/aws, dataset:    wall %.2f, cpu %.2f\n", w["dataset shardkit"]/w["dataset aws"], c["dataset shardkit"]/c["dataset aws"];
+     }' "$t/results"

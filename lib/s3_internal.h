@@ -1,0 +1,150 @@
+/*
+ * s3_internal.h - what the S3 modules share and nothing outside them needs:
+ * the client struct, one request as the engine sees it, the XML walker and
+ * the blocking HTTP call used for credential endpoints.
+ *
+ * Threading: a client owns one engine thread that alone touches the curl
+ * multi handle.  Callers queue requests with sk_s3_submit (any thread); the
+ * engine signs each attempt (a fresh date after a backoff), sends it,
+ * classifies the outcome, retries what is retryable and then calls the
+ * request's done callback on the engine thread.
+ */
+#ifndef SK_S3_INTERNAL_H
+#define SK_S3_INTERNAL_H
+
+#include "internal.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdint.h>
+
+/* A growable byte buffer. */
+typedef struct sk_s3_buf {
+    char *p;
+    size_t len, cap;
+} sk_s3_buf;
+int sk_s3_buf_add(sk_s3_buf *b, const void *p, size_t n);
+void sk_s3_buf_free(sk_s3_buf *b);
+
+/* Walks an XML document: cb gets every element start (end = 0, text NULL)
+ * and end (end = 1, with the element's own text). */
+typedef void (*sk_s3_xml_cb)(void *ud, int end, const char *name, const char *text);
+int sk_s3_xml_parse(const char *buf, size_t len, sk_s3_xml_cb cb, void *ud, sk_error *err);
+/* The <Code> and <Message> of an S3 error document, "" when absent. */
+void sk_s3_xml_error(const char *buf, size_t len, char *code, size_t code_cap, char *msg,
+                     size_t msg_cap);
+/* Escapes &, <, > for element text. */
+int sk_s3_xml_escape(sk_s3_buf *b, const char *s);
+
+/* RFC 3986 encoding as SigV4 wants it; keep_slash leaves '/' alone (paths). */
+int sk_s3_uri_encode(sk_s3_buf *b, const char *s, int keep_slash);
+
+/* One blocking HTTP request for the credential endpoints (container, IMDS).
+ * headers: NULL-terminated "Name: value" list.  Never logs. */
+int sk_http_fetch(const char *method, const char *url, const char *const *headers,
+                  long timeout_ms, sk_s3_buf *out, long *status, sk_error *err);
+
+#define SK_S3_MAX_HDRS 8
+
+typedef struct sk_s3_req sk_s3_req;
+typedef void (*sk_s3_done_fn)(sk_s3_req *r);
+
+struct sk_s3_req {
+    /* --- set by the caller before sk_s3_submit */
+    sk_s3 *s3;
+    const char *method;           /* "GET", "PUT", "POST", "HEAD", "DELETE" */
+    const char *bucket, *key;     /* kept alive by the caller; key may be "" */
+    char query[768];              /* encoded, "partNumber=2&uploadId=..." */
+    char hdrs[SK_S3_MAX_HDRS][320]; /* extra headers, lowercase names */
+    int nhdrs;
+    const unsigned char *body;    /* request body, body_len bytes */
+    size_t body_len;
+    int body_signed;              /* hash the body even without sign_payload */
+    unsigned char *dst;           /* response body into a caller buffer... */
+    size_t dst_cap;
+    sk_s3_sink sink;              /* ...or to a callback... */
+    void *sink_ud;                /* ...else into resp */
+    int check_body_error;         /* a 200 may carry <Error> (Complete, Copy) */
+    sk_s3_done_fn done;
+    void *ud;
+    /* --- results */
+    long status;
+    int rc;
+    sk_error err;
+    sk_s3_buf resp;
+    size_t dst_len;
+    char etag[80];
+    char crc32c[24];
+    uint64_t content_length;
+    int has_length;
+    /* --- engine private */
+    CURL *easy;
+    struct curl_slist *hl;
+    size_t body_off;
+    uint64_t delivered, skip; /* for sinks: bytes given out, bytes to drop */
+    int attempt;
+    uint64_t not_before_ms;
+    int sink_stopped;
+    int finished;
+    sk_s3_req *next;
+    char url[2048];
+};
+
+struct sk_s3 {
+    char scheme[8];
+    char host[256];      /* host[:port] as in the endpoint URL */
+    char base[300];      /* scheme://host */
+    char region[64];
+    int path_style;
+    int concurrency, max_attempts, read_timeout, sign_payload, verbose;
+    sk_creds creds;
+    /* engine */
+    CURLM *multi;
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    sk_s3_req *q_head, *q_tail; /* waiting to start (incl. backoff) */
+    int inflight, pending, stop;
+    CURL *pool[64];
+    int npool;
+    uint64_t n_requests, n_retries;
+    unsigned rng;
+};
+
+/* Queues r (its done callback runs on the engine thread). */
+void sk_s3_submit(sk_s3_req *r);
+/* Queues r and waits for it; returns r->rc. */
+int sk_s3_run(sk_s3_req *r);
+/* Resets a request's results so it can be filled and sent again. */
+void sk_s3_req_reset(sk_s3_req *r);
+/* Adds an extra header "name: value". */
+void sk_s3_req_header(sk_s3_req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t sk_s3_now_ms(void);
+
+#endif
+
+/* ---- multipart pieces shared by s3_ops.c and s3_xfer.c */
+typedef struct sk_s3_part {
+    int number;
+    uint64_t size;
+    char etag[80];
+    char crc32c[24];
+} sk_s3_part;
+/* A request for bucket/key with the common fields set. */
+void sk_s3_req_init(sk_s3_req *r, sk_s3 *s3, const char *method, const char *bucket,
+                    const char *key);
+/* Appends "&name=value" (value encoded) to r->query. */
+void sk_s3_req_query(sk_s3_req *r, const char *name, const char *value);
+int sk_s3_mpu_create(sk_s3 *s3, const char *bucket, const char *key, char *upload_id,
+                     size_t cap, sk_error *err);
+/* Fills r (not sent) with a CompleteMultipartUpload; body is kept in *body. */
+int sk_s3_mpu_complete_req(sk_s3_req *r, sk_s3 *s3, const char *bucket, const char *key,
+                           const char *upload_id, const sk_s3_part *parts, int n,
+                           sk_s3_buf *body);
+/* Every part of an upload; *parts is malloc'd, sorted by number. */
+int sk_s3_mpu_list_parts(sk_s3 *s3, const char *bucket, const char *key, const char *upload_id,
+                         sk_s3_part **parts, int *n, sk_error *err);
+/* The composite checksum S3 reports for a multipart object: CRC32C over
+ * the parts' big-endian CRC32Cs, base64, "-N". */
+void sk_s3_composite_crc(const uint32_t *crcs, int n, char out[24]);

@@ -1,0 +1,68 @@
+# moto.sh - start and stop a moto_server for one e2e test (source it).
+#   moto_start [auth]   starts moto on 127.0.0.1 with a free port; sets
+#                       MOTO_URL and exports AWS_* for the aws cli and shardkit.
+#                       With "auth": creates an IAM user with an access key
+#                       while auth is off, then turns signature checking on
+#                       (POST /moto-api/reset-auth with body 0) and switches
+#                       to the new key.
+#   moto_stop           stops them all; call it from the test's EXIT trap.
+#   skip_unless_moto    exits 77 when moto_server or aws is missing.
+# Each call of moto_start starts another server; MOTO_PIDS tracks them all.
+
+MOTO_PIDS=${MOTO_PIDS:-}
+
+skip_unless_moto() {
+    command -v moto_server >/dev/null 2>&1 || { echo "moto_server not installed"; exit 77; }
+    command -v aws >/dev/null 2>&1 || { echo "aws cli not installed"; exit 77; }
+}
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+moto_stop() {
+    # runs inside EXIT traps under set -e: no failure may escape
+    for p in $MOTO_PIDS; do kill "$p" 2>/dev/null || true; done
+    for p in $MOTO_PIDS; do wait "$p" 2>/dev/null || true; done
+    MOTO_PIDS=""
+}
+
+moto_start() {
+    local port log
+    port=$(free_port)
+    log=${TMPDIR:-/tmp}/moto.$$.$port.log
+    moto_server -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
+    MOTO_PIDS="$MOTO_PIDS $!"
+    MOTO_URL=http://127.0.0.1:$port
+    export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_DEFAULT_REGION=us-east-1
+    export AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
+    unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL
+    export AWS_SHARED_CREDENTIALS_FILE=/nonexistent AWS_CONFIG_FILE=/nonexistent
+    for _ in $(seq 100); do
+        curl -s -o /dev/null "$MOTO_URL/moto-api/" && break
+        sleep 0.1
+    done
+    if [ "${1:-}" = auth ]; then
+        local out
+        aws --endpoint-url "$MOTO_URL" iam create-user --user-name sk >/dev/null
+        aws --endpoint-url "$MOTO_URL" iam put-user-policy --user-name sk --policy-name all \
+            --policy-document '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}'
+        out=$(aws --endpoint-url "$MOTO_URL" iam create-access-key --user-name sk \
+              --query 'AccessKey.[AccessKeyId,SecretAccessKey]' --output text)
+        export AWS_ACCESS_KEY_ID=${out%%$'\t'*} AWS_SECRET_ACCESS_KEY=${out##*$'\t'}
+        curl -sf -X POST -H "Content-Type: text/plain" --data-binary 0 "$MOTO_URL/moto-api/reset-auth" >/dev/null || { echo "moto: could not turn auth on" >&2; return 1; }
+    fi
+}
+
+# proxy_start UPSTREAM_URL LOG [faultproxy options]: sets PROXY_URL.
+proxy_start() {
+    local up=${1##*:} log=$2 fifo
+    shift 2
+    fifo=$(mktemp -u)
+    mkfifo "$fifo"
+    python3 "$SK_ROOT/tests/helpers/faultproxy.py" --upstream "$up" --log "$log" "$@" >"$fifo" &
+    MOTO_PIDS="$MOTO_PIDS $!"
+    read -r port <"$fifo"
+    rm -f "$fifo"
+    PROXY_URL=http://127.0.0.1:$port
+}
