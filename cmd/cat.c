@@ -36,6 +36,7 @@ static const char usage[] =
     "      --skip-errors       report a corrupt shard and go on with the next\n"
     "      --cache-dir DIR     keep s3:// shards here for later epochs\n"
     "      --cache-size SIZE   bound of the cache (default: none)\n"
+    "      --endpoint-url URL  S3 endpoint (default $AWS_ENDPOINT_URL, else AWS)\n"
     "  -h, --help              show this help\n"
     "\n"
     "Exit status: 0 done, 1 a shard could not be read, 2 usage.\n";
@@ -43,7 +44,7 @@ static const char usage[] =
 enum {
     OPT_RANK = 256, OPT_WORLD, OPT_WORKER, OPT_NWORKERS, OPT_SHUF_SHARDS, OPT_SHUFFLE, OPT_SEED,
     OPT_EPOCH, OPT_EPOCHS, OPT_PREFETCH, OPT_BUFFER, OPT_MAXSAMPLE, OPT_SKIP, OPT_CACHE,
-    OPT_CACHE_SIZE
+    OPT_CACHE_SIZE, OPT_ENDPOINT
 };
 
 static int small_int(const char *s, int *out)
@@ -60,6 +61,7 @@ int cmd_cat(int argc, char **argv)
         {"buffer", required_argument, NULL, OPT_BUFFER},
         {"cache-dir", required_argument, NULL, OPT_CACHE},
         {"cache-size", required_argument, NULL, OPT_CACHE_SIZE},
+        {"endpoint-url", required_argument, NULL, OPT_ENDPOINT},
         {"epoch", required_argument, NULL, OPT_EPOCH},
         {"epochs", required_argument, NULL, OPT_EPOCHS},
         {"help", no_argument, NULL, 'h'},
@@ -101,6 +103,7 @@ int cmd_cat(int argc, char **argv)
         case OPT_SKIP: o.skip_errors = 1; break;
         case OPT_CACHE: o.cache_dir = optarg; break;
         case OPT_CACHE_SIZE: bad = cmd_parse_size(optarg, &o.cache_size); break;
+        case OPT_ENDPOINT: o.s3_endpoint = optarg; break;
         default: return cmd_usage_error("cat", usage, "unknown option");
         }
         if (bad) return cmd_usage_error("cat", usage, "bad value '%s' for %s", optarg, argv[optind - 1]);

@@ -90,7 +90,8 @@ struct cursor {
 
 struct sk_reader {
     sk_reader_options o;
-    char *cache_dir;
+    char *cache_dir, *s3_endpoint;
+    sk_s3 *s3; /* one client for every s3:// shard, made when the list has one */
     struct shard_ent *sh;
     size_t nsh, cap_sh;
     uint32_t slot, slots;
@@ -553,6 +554,7 @@ static int open_stream(sk_reader *r, size_t s, const struct start *at, sk_reader
         .zstd = is_zstd_name(r->sh[s].url),
         .buffer_size = r->o.buffer_size,
         .max_window = r->o.max_sample + 2 * SK_TAR_HEADER_MAX,
+        .s3 = r->s3,
         .cache_dir = r->cache_dir,
         .cache_size = r->o.cache_size,
     };
@@ -758,7 +760,12 @@ static int pull(sk_reader *r, const sk_reader_sample **v, sk_error *err)
         } else {
             r->stats.shards_done++;
         }
-        r->stats.ring_grows += r->cur.st ? sk_reader_stream_grows(r->cur.st) : 0;
+        if (r->cur.st) {
+            int cs = sk_reader_stream_cache_state(r->cur.st);
+            r->stats.cache_hits += cs == 1;
+            r->stats.cache_misses += cs == 0;
+            r->stats.ring_grows += sk_reader_stream_grows(r->cur.st);
+        }
         SK_GUARD(advance(r, err));
     }
     return SK_OK;
@@ -821,8 +828,17 @@ int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
     o->cache_dir = r->cache_dir;
     r->slots = (uint32_t)(o->world_size * o->num_workers);
     r->slot = (uint32_t)(o->rank * o->num_workers + o->worker);
+    if (!rc && o->s3_endpoint && !(r->s3_endpoint = strdup(o->s3_endpoint)))
+        rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    o->s3_endpoint = r->s3_endpoint;
     for (size_t i = 0; !rc && i < n; i++) rc = add_url(r, urls[i], err);
     if (!rc && r->nsh == 0) rc = sk_error_set(err, SK_E_USAGE, "no shards to read");
+    for (size_t i = 0; !rc && !r->s3 && i < r->nsh; i++) {
+        if (!sk_reader_is_remote(r->sh[i].url)) continue;
+        sk_s3_config cfg = SK_S3_CONFIG_INIT;
+        cfg.endpoint_url = r->s3_endpoint;
+        rc = sk_s3_new(&r->s3, &cfg, err);
+    }
     if (!rc) rc = plan_epoch(r, o->epoch, err);
     if (rc) {
         sk_reader_close(r);
@@ -845,6 +861,8 @@ void sk_reader_close(sk_reader *r)
     free(r->order);
     free(r->buf);
     free(r->cache_dir);
+    free(r->s3_endpoint);
+    sk_s3_free(r->s3);
     free(r);
 }
 

@@ -24,6 +24,7 @@ typedef struct sk_reader_stream_opts {
     int zstd;            /* decompress (raw_offset is then a frame start) */
     size_t buffer_size;  /* initial ring bytes */
     size_t max_window;   /* largest window a consumer may ask for */
+    sk_s3 *s3;             /* client for s3:// sources */
     const char *cache_dir; /* remote sources: cache here */
     uint64_t cache_size;
 } sk_reader_stream_opts;

@@ -89,13 +89,214 @@ static int file_open(src *s, const char *url, uint64_t off, sk_error *err)
     return SK_OK;
 }
 
+/* An S3 object read with ranged GETs straight into the caller's buffer
+ * (the ring), each as large as the free space offered: no bytes pass
+ * through another buffer, and the next GET is asked for only when the
+ * consumer has made room, so memory stays bounded by the ring. */
+struct s3_src {
+    sk_s3 *s3;
+    char *bucket, *key;
+    uint64_t pos, size;
+    const char *url;
+    /* cache: the bytes also go to tmp, renamed to final at the end */
+    int tee_fd;
+    char *tmp, *final;
+    uint64_t reserved; /* cache bytes promised to this object while it is written */
+};
+
+static void cache_unreserve(struct s3_src *s);
+
+static int s3_read(void *ctx, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct s3_src *s = ctx;
+    *got = 0;
+    if (s->pos >= s->size) {
+        if (s->tee_fd >= 0) { /* complete: publish it under its final name */
+            int ok = fsync(s->tee_fd) == 0;
+            ok &= close(s->tee_fd) == 0;
+            s->tee_fd = -1;
+            if (ok && rename(s->tmp, s->final) == 0) {
+                free(s->tmp);
+                s->tmp = NULL;
+            }
+            cache_unreserve(s); /* on disk now, counted there */
+        }
+        return SK_OK;
+    }
+    uint64_t left = s->size - s->pos;
+    size_t want = left < n ? (size_t)left : n;
+    SK_GUARD(sk_s3_get(s->s3, s->bucket, s->key, s->pos, want, buf, want, got, err));
+    SK_FAIL_IF(*got == 0, err, SK_E_REMOTE, "%s: empty answer to a ranged GET at offset %llu",
+               s->url, (unsigned long long)s->pos);
+    if (s->tee_fd >= 0 && sk_write_all(s->tee_fd, buf, *got, s->tmp, NULL)) {
+        close(s->tee_fd); /* a full cache disk only costs the caching */
+        s->tee_fd = -1;
+        unlink(s->tmp);
+    }
+    s->pos += *got;
+    return SK_OK;
+}
+
+static void s3_close(void *ctx)
+{
+    struct s3_src *s = ctx;
+    if (s->tee_fd >= 0) close(s->tee_fd);
+    if (s->tmp) unlink(s->tmp); /* stopped early: no partial file survives */
+    cache_unreserve(s);
+    free(s->tmp);
+    free(s->final);
+    free(s->bucket);
+    free(s->key);
+    free(s);
+}
+
+/* The cache file of bucket/key: cache_dir/bucket/key. */
+static char *cache_path(const char *dir, const char *bucket, const char *key)
+{
+    char *p;
+    if (asprintf(&p, "%s/%s/%s", dir, bucket, key) < 0) return NULL;
+    return p;
+}
+
+struct cfile {
+    char *path;
+    uint64_t size;
+    time_t used;
+};
+
+static int cfile_cmp(const void *a, const void *b)
+{
+    const struct cfile *x = a, *y = b;
+    return x->used < y->used ? -1 : x->used > y->used;
+}
+
+#include <ftw.h>
+static struct cfile *walk_v;
+static size_t walk_n, walk_cap;
+static pthread_mutex_t walk_mu = PTHREAD_MUTEX_INITIALIZER;
+static int walk_fn(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+    (void)f;
+    if (type != FTW_F) return 0;
+    const char *base = strrchr(path, '/');
+    if (base && base[1] == '.') return 0; /* another stream's temporary file */
+    if (walk_n == walk_cap) {
+        size_t cap = walk_cap ? 2 * walk_cap : 64;
+        struct cfile *v = realloc(walk_v, cap * sizeof *v);
+        if (!v) return 1;
+        walk_v = v;
+        walk_cap = cap;
+    }
+    walk_v[walk_n].path = strdup(path);
+    walk_v[walk_n].size = (uint64_t)st->st_size;
+    walk_v[walk_n].used = st->st_atime > st->st_mtime ? st->st_atime : st->st_mtime;
+    if (walk_v[walk_n].path) walk_n++;
+    return 0;
+}
+
+/* Bytes promised to cache files being written by this process's streams:
+ * they count against the bound before they exist under a final name. */
+static uint64_t cache_reserved;
+
+static void cache_unreserve(struct s3_src *s)
+{
+    pthread_mutex_lock(&walk_mu);
+    cache_reserved -= s->reserved;
+    s->reserved = 0;
+    pthread_mutex_unlock(&walk_mu);
+}
+
+/* Makes room for `need` more bytes under the bound, least recently used
+ * files first, and reserves them; 0 when they cannot fit (the object is
+ * then read without caching). */
+static int cache_reserve(struct s3_src *s, const char *dir, uint64_t bound, uint64_t need)
+{
+    pthread_mutex_lock(&walk_mu);
+    walk_v = NULL;
+    walk_n = walk_cap = 0;
+    nftw(dir, walk_fn, 16, FTW_PHYS);
+    uint64_t total = cache_reserved;
+    for (size_t i = 0; i < walk_n; i++) total += walk_v[i].size;
+    qsort(walk_v, walk_n, sizeof *walk_v, cfile_cmp);
+    for (size_t i = 0; i < walk_n && total + need > bound; i++)
+        if (unlink(walk_v[i].path) == 0) total -= walk_v[i].size;
+    for (size_t i = 0; i < walk_n; i++) free(walk_v[i].path);
+    free(walk_v);
+    walk_v = NULL;
+    int ok = total + need <= bound;
+    if (ok) {
+        cache_reserved += need;
+        s->reserved = need;
+    }
+    pthread_mutex_unlock(&walk_mu);
+    return ok;
+}
+
+static int s3_open(src *out, const sk_reader_stream_opts *o, int *cache_state, sk_error *err)
+{
+    SK_FAIL_IF(!o->s3, err, SK_E_USAGE, "%s: no S3 client", o->url);
+    struct s3_src *s = calloc(1, sizeof *s);
+    SK_FAIL_IF(!s, err, SK_E_NOMEM, "out of memory");
+    s->tee_fd = -1;
+    s->s3 = o->s3;
+    s->url = o->url;
+    int rc = sk_s3_parse_url(o->url, &s->bucket, &s->key, err);
+    if (!rc && o->cache_dir) {
+        char *cp = cache_path(o->cache_dir, s->bucket, s->key);
+        if (!cp) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        else if (access(cp, R_OK) == 0) {
+            /* A cache file exists only complete (renamed at the end), so
+             * it is used without asking S3 anything. */
+            rc = file_open(out, cp, o->raw_offset, err);
+            if (!rc) {
+                utimensat(AT_FDCWD, cp, NULL, 0); /* recently used, for eviction */
+                ((struct file_src *)out->ctx)->url = o->url;
+                *cache_state = 1;
+            }
+            free(cp);
+            s3_close(s);
+            return rc;
+        } else {
+            s->final = cp;
+        }
+    }
+    sk_s3_object obj;
+    if (!rc) rc = sk_s3_head(s->s3, s->bucket, s->key, &obj, err);
+    if (!rc) {
+        s->size = obj.size;
+        s->pos = o->raw_offset;
+        if (s->final && o->raw_offset == 0 && (!o->cache_size || obj.size <= o->cache_size)) {
+            char *slash = strrchr(s->final, '/');
+            *slash = 0;
+            int ok = sk_mkdirs(s->final, NULL) == 0;
+            *slash = '/';
+            if (ok && o->cache_size) ok = cache_reserve(s, o->cache_dir, o->cache_size, obj.size);
+            if (ok && asprintf(&s->tmp, "%.*s/.%s.%d.tmp", (int)(slash - s->final), s->final,
+                               slash + 1, (int)gettid()) < 0)
+                s->tmp = NULL;
+            if (s->tmp) s->tee_fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (s->tee_fd < 0) {
+                free(s->tmp);
+                s->tmp = NULL;
+            }
+            *cache_state = 0;
+        }
+    }
+    if (rc) {
+        s3_close(s);
+        return rc;
+    }
+    out->ctx = s;
+    out->read = s3_read;
+    out->close = s3_close;
+    return SK_OK;
+}
+
 static int src_open(src *s, const sk_reader_stream_opts *o, int *cache_state, sk_error *err)
 {
     memset(s, 0, sizeof *s);
     *cache_state = -1;
-    SK_FAIL_IF(sk_reader_is_remote(o->url), err, SK_E_USAGE,
-               "%s: s3:// shards are not supported by the reader yet (local files only)",
-               o->url);
+    if (sk_reader_is_remote(o->url)) return s3_open(s, o, cache_state, err);
     return file_open(s, o->url, o->raw_offset, err);
 }
 
@@ -148,6 +349,7 @@ struct sk_reader_stream {
     sk_error err;
     uint64_t grows;
     int cache_state;
+    int remote; /* one GET per refill: as much as the ring has room for */
     /* producer-only */
     src s;
     ZSTD_DStream *zd;
@@ -195,7 +397,8 @@ static void *producer(void *arg)
 {
     sk_reader_stream *st = arg;
     sk_error err = SK_ERROR_INIT;
-    int rc = src_open(&st->s, &st->o, &st->cache_state, &err);
+    int cache_state;
+    int rc = src_open(&st->s, &st->o, &cache_state, &err);
     if (!rc && st->o.zstd) {
         st->zd = ZSTD_createDStream();
         st->zin = malloc(ZIN);
@@ -204,12 +407,13 @@ static void *producer(void *arg)
         st->raw_pos = st->o.raw_offset;
     }
     pthread_mutex_lock(&st->mu);
+    st->cache_state = cache_state;
     while (!rc) {
         if (st->stop) break;
         size_t used = (size_t)(st->head - st->base), free_ = st->cap - used;
         /* Refill in chunks of a quarter ring: large reads, and the consumer
          * gets the first bytes before the ring is full. */
-        size_t chunk = st->cap / 4;
+        size_t chunk = st->remote ? st->cap : st->cap / 4;
         if (free_ == 0) {
             pthread_cond_wait(&st->cv, &st->mu);
             continue;
@@ -248,6 +452,7 @@ int sk_reader_stream_open(sk_reader_stream **out, const sk_reader_stream_opts *o
     st->cap = page_round(o->buffer_size ? o->buffer_size : (4u << 20));
     st->base = st->head = o->tar_base;
     st->cache_state = -1;
+    st->remote = sk_reader_is_remote(o->url);
     if (!st->url || !(st->ring = ring_map(st->cap))) {
         int e = errno;
         free(st->url);

@@ -553,6 +553,8 @@ typedef struct sk_reader_options {
     uint64_t cache_size;     /* bytes the cache may hold; 0: no bound */
     void (*warn)(void *ctx, const char *msg); /* NULL: print to stderr */
     void *warn_ctx;
+    const char *s3_endpoint; /* for s3:// shards; NULL: as sk_s3_config says
+                                (AWS_ENDPOINT_URL, else AWS) */
 } sk_reader_options;
 /* Defaults: every field as documented above. */
 void sk_reader_options_init(sk_reader_options *o);

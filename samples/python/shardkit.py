@@ -39,6 +39,7 @@ class _Options(_c.Structure):
         ("skip_errors", _c.c_int),
         ("cache_dir", _c.c_char_p), ("cache_size", _c.c_uint64),
         ("warn", _WARN), ("warn_ctx", _c.c_void_p),
+        ("s3_endpoint", _c.c_char_p),
     ]
 
 
@@ -136,7 +137,7 @@ class Reader:
     def __init__(self, urls, rank=None, world_size=None, worker=None, num_workers=None,
                  shuffle_shards=False, shuffle_buffer=0, seed=0, epoch=0, prefetch=2,
                  buffer_size=4 << 20, max_sample=1 << 30, skip_errors=False, cache_dir=None,
-                 cache_size=0, lib=None):
+                 cache_size=0, s3_endpoint=None, lib=None):
         self._lib = load_library(lib)
         if isinstance(urls, (str, bytes, os.PathLike)):
             urls = [urls]
@@ -157,6 +158,8 @@ class Reader:
         self._cache_dir = os.fsencode(cache_dir) if cache_dir else None
         o.cache_dir = self._cache_dir
         o.cache_size = int(cache_size)
+        self._endpoint = s3_endpoint.encode() if s3_endpoint else None
+        o.s3_endpoint = self._endpoint
         enc = [os.fsencode(u) for u in urls]
         arr = (_c.c_char_p * len(enc))(*enc)
         err = _Error()
