@@ -76,6 +76,9 @@ if command -v moto_server >/dev/null && command -v aws >/dev/null; then
     row "curl of the same objects > /dev/null" "$M_WALL" "$M_RSS"
     measure sk_s3 "$SK_BIN" cat --keys --endpoint-url "$MOTO_URL" "s3://bench/r/train-{000000..$(printf '%06d' $((${#shards[@]} - 1)))}.tar"
     row "shardkit cat --keys s3://... (prefetch 2, 4 MiB rings)" "$M_WALL" "$M_RSS"
+    sk4=$M_WALL
+    measure sk_s3_big "$SK_BIN" cat --keys --buffer 32M --endpoint-url "$MOTO_URL" "s3://bench/r/train-{000000..$(printf '%06d' $((${#shards[@]} - 1)))}.tar"
+    row "shardkit cat --keys --buffer 32M s3://... (prefetch 2)" "$M_WALL" "$M_RSS"
     echo
     echo "shardkit from S3 vs curl: $(fmt_ratio "$curl_wall" "$M_WALL")x of curl's throughput"
 fi
