@@ -217,7 +217,7 @@ static int cache_reserve(struct s3_src *s, const char *dir, uint64_t bound, uint
     nftw(dir, walk_fn, 16, FTW_PHYS);
     uint64_t total = cache_reserved;
     for (size_t i = 0; i < walk_n; i++) total += walk_v[i].size;
-    qsort(walk_v, walk_n, sizeof *walk_v, cfile_cmp);
+    if (walk_n) qsort(walk_v, walk_n, sizeof *walk_v, cfile_cmp);
     for (size_t i = 0; i < walk_n && total + need > bound; i++)
         if (unlink(walk_v[i].path) == 0) total -= walk_v[i].size;
     for (size_t i = 0; i < walk_n; i++) free(walk_v[i].path);

@@ -9,7 +9,9 @@ tmpdir
 B=$(dirname "$SK_BIN")
 awk '/^```c$/ {on = 1; next} /^```$/ {on = 0} on' "$SK_ROOT/docs/reader.md" >"$T/ex.c"
 [ -s "$T/ex.c" ] || die "no C example in docs/reader.md"
-cc -std=c11 -Wall -Werror -I"$SK_ROOT/lib" -o "$T/ex" "$T/ex.c" "$B/libshardkit.a" \
+san=
+nm "$B/libshardkit.a" 2>/dev/null | grep -q __asan_report && san="-fsanitize=address,undefined"
+cc -std=c11 -Wall -Werror $san -I"$SK_ROOT/lib" -o "$T/ex" "$T/ex.c" "$B/libshardkit.a" \
     $(pkg-config --libs libarchive libcurl openssl libjpeg libzstd expat jansson) -lpthread -lm ||
     die "the example in docs/reader.md does not compile"
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 200 >/dev/null || die "mkcorpus failed"
