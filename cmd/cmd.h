@@ -14,6 +14,7 @@ enum { SK_EXIT_OK = 0, SK_EXIT_PROBLEM = 1, SK_EXIT_USAGE = 2 };
 int cmd_pack(int argc, char **argv);
 int cmd_index(int argc, char **argv);
 int cmd_get(int argc, char **argv);
+int cmd_cat(int argc, char **argv);
 int cmd_upload(int argc, char **argv);
 
 /* Flush and close stdout; a failed write (full disk, closed pipe) turns a

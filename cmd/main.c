@@ -21,6 +21,7 @@ static const struct command commands[] = {
     {"pack", cmd_pack, "pack many small files into indexed tar shards"},
     {"index", cmd_index, "index existing shards; export DALI/wids; merge manifests"},
     {"get", cmd_get, "fetch one sample by key or #ordinal through the index"},
+    {"cat", cmd_cat, "stream the selected samples as one tar (or their keys) to stdout"},
     {"upload", cmd_upload, "upload files and datasets to S3, resumable; copy between buckets"},
 };
 

@@ -56,6 +56,7 @@ struct shard_plan {
     uint64_t count;   /* samples */
     uint64_t bytes;   /* planned size, end-of-archive included */
     int done;         /* kept from an earlier run (--resume) */
+    uint64_t written; /* samples written (fewer than count if all skipped) */
     sk_index_shard_info info;
 };
 
@@ -76,6 +77,10 @@ struct sk_pack {
     uint64_t writer_waits_for; /* seq the writer sleeps on, or UINT64_MAX */
     int readers_waiting;       /* readers asleep on a full ring */
     int stop;
+    size_t next_shard;  /* shard-parallel mode: next shard to claim */
+    sk_manifest **ext_tallies; /* each writer's extension counts */
+    size_t ext_tallies_n;
+    sk_error first_err; /* shard-parallel mode: the error that stopped it */
     sk_pack_stats st;
     struct timespec t0, last_progress;
 };
@@ -167,6 +172,8 @@ void sk_pack_free(sk_pack *p)
     free(p->order);
     free(p->shards);
     free(p->todo);
+    for (size_t i = 0; i < p->ext_tallies_n; i++) sk_manifest_free(p->ext_tallies[i]);
+    free(p->ext_tallies);
     sk_catalog_release(&p->cat);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->slot_ready);
@@ -296,7 +303,6 @@ static int plan(sk_pack *p, sk_error *err)
         }
         cur.bytes += b;
         cur.count++;
-        p->st.bytes_total += 0;
     }
     if (cur.count) {
         if (p->nshards == cap) {
@@ -596,8 +602,24 @@ static void progress(sk_pack *p, int final)
     p->o.progress(p->o.ctx, &p->st);
 }
 
+/* What a writer has done since it last reported: folded into the run's
+ * stats (and extension counts) by whoever owns them. */
+struct tally {
+    sk_manifest *exts;
+    uint64_t files, bytes, samples, skipped;
+};
+
+static void tally_fold(sk_pack *p, struct tally *t)
+{
+    p->st.files_done += t->files;
+    p->st.bytes_done += t->bytes;
+    p->st.samples += t->samples;
+    p->st.skipped += t->skipped;
+    t->files = t->bytes = t->samples = t->skipped = 0;
+}
+
 static int add_index_records(sk_pack *p, sk_shard_out *out, uint32_t s, uint64_t sample_off,
-                             const struct member_out *m, sk_manifest *man, sk_error *err)
+                             const struct member_out *m, struct tally *t, sk_error *err)
 {
     const sk_catalog *c = &p->cat;
     size_t first = c->samples[s], k = sk_sample_members(c, s), written = 0;
@@ -617,11 +639,11 @@ static int add_index_records(sk_pack *p, sk_shard_out *out, uint32_t s, uint64_t
             ext[j] = e[j] >= 'A' && e[j] <= 'Z' ? (char)(e[j] + 32) : e[j];
         SK_GUARD(sk_index_add_member(out->index, ext, el, sample_off + m[i].data_off, m[i].size,
                                      m[i].header_len, m[i].crc, err));
-        SK_GUARD(sk_manifest_count_ext(man, ext, el, 1, err));
-        p->st.files_done++;
-        p->st.bytes_done += m[i].size;
+        SK_GUARD(sk_manifest_count_ext(t->exts, ext, el, 1, err));
+        t->files++;
+        t->bytes += m[i].size;
     }
-    p->st.samples++;
+    t->samples++;
     return SK_OK;
 }
 
@@ -700,33 +722,30 @@ done:
     return rc;
 }
 
-static void print_warnings(sk_pack *p, struct slot *sl)
+static void print_warnings(sk_pack *p, struct slot *sl, struct tally *t)
 {
     if (!sl->warnings) return;
     char *save = NULL;
     for (char *line = strtok_r(sl->warnings, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        p->st.skipped++;
+        t->skipped++;
         warnf(p, "skipped: %s", line);
     }
     free(sl->warnings);
     sl->warnings = NULL;
 }
 
-/* Writes planned shard sp from todo positions [*seq, ...): waits for each
- * slot in order, batches ready slots into one writev. */
-static int write_shard(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk_shard_out *out,
-                       sk_manifest *man, sk_error *err)
+/* Ring mode: writes planned shard sp from todo positions [*seq, ...):
+ * waits for each slot in order, batches ready slots into one writev. */
+static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk_shard_out *out,
+                            struct tally *t, sk_error *err)
 {
     uint64_t end = *seq + sp->count;
     struct iovec iov[BATCH_IOV];
-    uint64_t batch_first = *seq;
     int rc = SK_OK;
     while (*seq < end && !rc) {
-        /* gather a batch of ready slots */
         int n = 0;
-        uint64_t bytes = 0;
+        uint64_t bytes = 0, batch_first = *seq;
         uint32_t crc = 0;
-        batch_first = *seq;
         pthread_mutex_lock(&p->mu);
         p->writer_waits_for = *seq;
         while (p->slots[*seq % p->nslots].state != READY)
@@ -742,17 +761,17 @@ static int write_shard(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk_shar
                 break;
             }
             if (sl->stream) break;
-            print_warnings(p, sl);
+            print_warnings(p, sl, t);
             iov[n].iov_base = sl->buf;
             iov[n].iov_len = sl->len;
             crc = sk_crc32c_combine(crc, sl->crc, sl->len);
-            if ((rc = add_index_records(p, out, p->order[p->todo[*seq]], off + bytes, sl->m, man, err)))
+            if ((rc = add_index_records(p, out, p->order[p->todo[*seq]], off + bytes, sl->m, t, err)))
                 break;
             bytes += sl->len;
             n++;
             (*seq)++;
-            /* A batch never wraps the ring: the slot after the last one is
-             * the batch's own first slot, still READY until freed below. */
+            /* Never gather more slots than the ring holds: the slot after
+             * the last is this batch's first, still marked ready. */
             if (*seq >= end || n == BATCH_IOV || (size_t)n >= p->nslots || bytes >= BATCH_BYTES)
                 break;
             pthread_mutex_lock(&p->mu);
@@ -765,8 +784,8 @@ static int write_shard(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk_shar
             struct slot *sl = &p->slots[*seq % p->nslots];
             uint64_t at = out->bytes;
             rc = stream_sample(p, out, p->order[p->todo[*seq]], sl, err);
-            if (!rc) rc = add_index_records(p, out, p->order[p->todo[*seq]], at, sl->m, man, err);
-            print_warnings(p, sl);
+            if (!rc) rc = add_index_records(p, out, p->order[p->todo[*seq]], at, sl->m, t, err);
+            print_warnings(p, sl, t);
             (*seq)++;
         }
         pthread_mutex_lock(&p->mu);
@@ -774,9 +793,108 @@ static int write_shard(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk_shar
         p->released = *seq;
         if (p->readers_waiting) pthread_cond_broadcast(&p->slot_free);
         pthread_mutex_unlock(&p->mu);
+        tally_fold(p, t);
         progress(p, 0);
     }
     return rc;
+}
+
+/* Shard-parallel mode: one thread reads and writes a whole shard with its
+ * own slots, batching samples into one writev; several threads write
+ * different shards at once, so both the reading and the writing of bytes
+ * spread over the cores, and nothing is handed between threads. */
+#define LOCAL_SLOTS 32
+
+struct shard_worker {
+    sk_pack *p;
+    struct slot slots[LOCAL_SLOTS];
+    struct dir_cache dc;
+    sk_shard_out out;
+    struct tally t;
+};
+
+static int write_shard_local(struct shard_worker *w, struct shard_plan *sp, sk_error *err)
+{
+    sk_pack *p = w->p;
+    sk_shard_out *out = &w->out;
+    uint64_t pos = sp->first, end = sp->first + sp->count;
+    struct iovec iov[LOCAL_SLOTS];
+    int rc = SK_OK;
+    while (pos < end && !rc) {
+        int n = 0;
+        uint64_t bytes = 0, off = out->bytes;
+        uint32_t crc = 0;
+        while (pos < end && n < LOCAL_SLOTS && bytes < BATCH_BYTES) {
+            struct slot *sl = &w->slots[n];
+            fill_slot(p, sl, p->order[pos], &w->dc);
+            if (sl->failed) {
+                *err = sl->err;
+                return err->code ? err->code : SK_E_IO;
+            }
+            if (sl->stream) {
+                if (n) break; /* write what is gathered, then stream this one */
+                uint64_t at = out->bytes;
+                rc = stream_sample(p, out, p->order[pos], sl, err);
+                if (!rc) rc = add_index_records(p, out, p->order[pos], at, sl->m, &w->t, err);
+                print_warnings(p, sl, &w->t);
+                pos++;
+                break;
+            }
+            print_warnings(p, sl, &w->t);
+            iov[n].iov_base = sl->buf;
+            iov[n].iov_len = sl->len;
+            crc = sk_crc32c_combine(crc, sl->crc, sl->len);
+            if ((rc = add_index_records(p, out, p->order[pos], off + bytes, sl->m, &w->t, err)))
+                return rc;
+            bytes += sl->len;
+            n++;
+            pos++;
+        }
+        if (!rc && n) rc = sk_shard_out_writev(out, iov, n, bytes, crc, err);
+        pthread_mutex_lock(&p->mu);
+        tally_fold(p, &w->t);
+        progress(p, 0);
+        if (p->stop && !rc) rc = -1; /* another shard failed: give up quietly */
+        pthread_mutex_unlock(&p->mu);
+    }
+    return rc;
+}
+
+static void *shard_worker_main(void *arg)
+{
+    struct shard_worker *w = arg;
+    sk_pack *p = w->p;
+    char path[4200];
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (p->next_shard < p->nshards && p->shards[p->next_shard].done) p->next_shard++;
+        size_t i = p->next_shard < p->nshards && !p->stop ? p->next_shard++ : SIZE_MAX;
+        pthread_mutex_unlock(&p->mu);
+        if (i == SIZE_MAX) break;
+        struct shard_plan *sp = &p->shards[i];
+        sk_error e;
+        e.code = 0;
+        e.msg[0] = 0;
+        int rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, &e);
+        if (!rc) rc = sk_shard_out_begin(&w->out, path, &e);
+        if (!rc) rc = write_shard_local(w, sp, &e);
+        if (!rc) rc = sk_shard_out_finish(&w->out, &sp->info, &e);
+        if (!rc) sp->written = sk_index_builder_samples(w->out.index);
+        pthread_mutex_lock(&p->mu);
+        if (rc) {
+            sk_shard_out_abort(&w->out);
+            if (rc > 0 && !p->first_err.code) {
+                p->first_err = e;
+                if (!p->first_err.code) p->first_err.code = rc;
+            }
+            p->stop = 1;
+        } else {
+            p->st.output_bytes += sp->info.size;
+        }
+        pthread_mutex_unlock(&p->mu);
+        if (rc) break;
+    }
+    return NULL;
 }
 
 static int shard_url(const sk_pack *p, const char *shard, const char *manifest_dir, char *buf,
@@ -827,6 +945,101 @@ static int count_exts_from_index(const char *shard, sk_manifest *man, sk_error *
         if (!(rc = sk_index_member(ix, i, &m, err))) rc = sk_manifest_count_ext(man, m.ext, m.ext_len, 1, err);
     }
     sk_index_close(ix);
+    return rc;
+}
+
+static int add_tally(sk_pack *p, sk_manifest *m)
+{
+    sk_manifest **a = realloc(p->ext_tallies, (p->ext_tallies_n + 1) * sizeof *a);
+    if (!a) return -1;
+    p->ext_tallies = a;
+    a[p->ext_tallies_n++] = m;
+    return 0;
+}
+
+/* Starts the ring's reader threads and writes every shard still to do,
+ * in order, from the main thread. */
+static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, int *nthreads,
+                           sk_error *err)
+{
+    char path[4200];
+    struct tally t = {0};
+    int rc = SK_OK;
+    /* A deep ring lets the writer gather big batches (fewer writev calls)
+     * and rides out slow files; typical slots hold tens of KB. */
+    p->nslots = (size_t)p->o.jobs * 8 + 16;
+    p->writer_waits_for = UINT64_MAX;
+    p->slots = calloc(p->nslots, sizeof *p->slots);
+    *threads = calloc((size_t)p->o.jobs, sizeof **threads);
+    t.exts = sk_manifest_new();
+    if (!p->slots || !*threads || !t.exts || add_tally(p, t.exts)) {
+        sk_manifest_free(t.exts);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < p->o.jobs && p->ntodo; i++) {
+        if (pthread_create(&(*threads)[i], NULL, reader_main, p) != 0)
+            return sk_error_set(err, SK_E_NOMEM, "cannot start reader thread: %s", strerror(errno));
+        (*nthreads)++;
+    }
+    uint64_t seq = 0;
+    for (size_t i = 0; i < p->nshards && !rc; i++) {
+        struct shard_plan *sp = &p->shards[i];
+        if (sp->done) continue;
+        if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) break;
+        if ((rc = sk_shard_out_begin(out, path, err))) break;
+        if ((rc = write_shard_ring(p, sp, &seq, out, &t, err))) break;
+        if ((rc = sk_shard_out_finish(out, &sp->info, err))) break;
+        sp->written = sk_index_builder_samples(out->index);
+        p->st.output_bytes += sp->info.size;
+    }
+    return rc;
+}
+
+/* Runs min(jobs, shards to do) shard workers to the end. */
+static int write_parallel(sk_pack *p, size_t todo_shards, sk_error *err)
+{
+    size_t n = (size_t)p->o.jobs < todo_shards ? (size_t)p->o.jobs : todo_shards;
+    struct shard_worker *w = calloc(n, sizeof *w);
+    pthread_t *th = calloc(n, sizeof *th);
+    size_t started = 0;
+    int rc = SK_OK;
+    if (!w || !th) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        w[i].p = p;
+        w[i].dc.fd = -1;
+        w[i].out.fd = -1;
+        w[i].out.s3 = p->cat.s3, w[i].out.s3_part_size = p->cat.s3_part_size; /* s3io */
+        w[i].t.exts = sk_manifest_new();
+        if (!w[i].t.exts || add_tally(p, w[i].t.exts)) {
+            sk_manifest_free(w[i].t.exts);
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        } else if (pthread_create(&th[i], NULL, shard_worker_main, &w[i]) != 0) {
+            rc = sk_error_set(err, SK_E_NOMEM, "cannot start writer thread: %s", strerror(errno));
+        } else {
+            started++;
+        }
+    }
+    if (rc) {
+        pthread_mutex_lock(&p->mu);
+        p->stop = 1;
+        pthread_mutex_unlock(&p->mu);
+    }
+    for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+    for (size_t i = 0; w && i < n; i++) {
+        for (int k = 0; k < LOCAL_SLOTS; k++) {
+            free(w[i].slots[k].buf);
+            free(w[i].slots[k].m);
+            free(w[i].slots[k].warnings);
+        }
+        dir_cache_release(&w[i].dc, &p->cat);
+        sk_shard_out_release(&w[i].out);
+    }
+    if (!rc && p->first_err.code) {
+        if (err) *err = p->first_err;
+        rc = p->first_err.code;
+    }
+    free(w);
+    free(th);
     return rc;
 }
 
@@ -882,57 +1095,45 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     }
 
     if ((rc = sk_fetch_start(&p->cat, p->order, p->todo, p->ntodo, err))) goto cleanup; /* s3io */
-
-    /* the ring and its readers */
-    /* A deep ring lets the writer gather big batches (fewer writev calls)
-     * and rides out slow files; typical slots hold tens of KB. */
-    p->nslots = (size_t)p->o.jobs * 8 + 16;
-    p->writer_waits_for = UINT64_MAX;
-    p->slots = calloc(p->nslots, sizeof *p->slots);
-    threads = calloc((size_t)p->o.jobs, sizeof *threads);
-    if (!p->slots || !threads) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
-    for (int t = 0; t < p->o.jobs && p->ntodo; t++) {
-        if (pthread_create(&threads[t], NULL, reader_main, p) != 0) {
-            rc = sk_error_set(err, SK_E_NOMEM, "cannot start reader thread: %s", strerror(errno));
-            goto cleanup;
-        }
-        nthreads++;
+    size_t todo_shards = 0;
+    for (size_t i = 0; i < p->nshards; i++) todo_shards += !p->shards[i].done;
+    /* s3io: S3 sources are fetched ahead in plan order, which the ring
+     * consumes in order; shard-parallel workers would not */
+    if (p->o.jobs >= 2 && todo_shards >= 2 && !p->cat.fetch) {
+        if ((rc = write_parallel(p, todo_shards, err))) goto cleanup;
+    } else {
+        if ((rc = write_with_ring(p, &out, &threads, &nthreads, err))) goto cleanup;
     }
 
-    uint64_t seq = 0;
+    /* the manifest, in shard order */
     for (size_t i = 0; i < p->nshards; i++) {
         struct shard_plan *sp = &p->shards[i];
+        char ipath[4200], iurl[4200];
         if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
-        if (!sp->done) {
-            if ((rc = sk_shard_out_begin(&out, path, err))) goto cleanup;
-            if ((rc = write_shard(p, sp, &seq, &out, man, err))) goto cleanup;
-            if ((rc = sk_shard_out_finish(&out, &sp->info, err))) goto cleanup;
-            p->st.output_bytes += sp->info.size;
-        } else if ((rc = sk_is_s3_url(path) ? sk_sink_s3_count_exts(&p->cat, path, man, err) /* s3io */
-                                            : count_exts_from_index(path, man, err))) {
+        if (sp->done && (rc = sk_is_s3_url(path) ? sk_sink_s3_count_exts(&p->cat, path, man, err) /* s3io */
+                                                 : count_exts_from_index(path, man, err)))
             goto cleanup;
-        }
-        char ipath[4200];
-        index_path(path, ipath, sizeof ipath);
-        sk_manifest_shard ms = {0};
-        char iurl[4200];
-        if (shard_url(p, path, mdir, url, sizeof url) || shard_url(p, ipath, mdir, iurl, sizeof iurl)) {
+        if (index_path(path, ipath, sizeof ipath) || shard_url(p, path, mdir, url, sizeof url) ||
+            shard_url(p, ipath, mdir, iurl, sizeof iurl)) {
             rc = sk_error_set(err, SK_E_USAGE, "%s: name too long", path);
             goto cleanup;
         }
+        sk_manifest_shard ms = {0};
         ms.url = url;
         ms.index_url = iurl;
         ms.bytes = sp->info.size;
         ms.crc32c = sp->info.crc32c;
-        if (sp->done) {
-            ms.samples = sp->count;
-            p->st.samples += sp->count;
-        } else {
-            ms.samples = sk_index_builder_samples(out.index);
-        }
+        ms.samples = sp->done ? sp->count : sp->written;
+        if (sp->done) p->st.samples += sp->count;
         if ((rc = sk_manifest_add_shard(man, &ms, err))) goto cleanup;
         p->st.shards++;
     }
+    for (size_t i = 0; i < p->ext_tallies_n; i++)
+        for (size_t k = 0; k < p->ext_tallies[i]->nexts; k++)
+            if ((rc = sk_manifest_count_ext(man, p->ext_tallies[i]->exts[k].ext,
+                                            strlen(p->ext_tallies[i]->exts[k].ext),
+                                            p->ext_tallies[i]->exts[k].count, err)))
+                goto cleanup;
     if (!(rc = sk_is_s3_url(mpath) ? sk_sink_s3_put_manifest(&p->cat, man, mpath, err) /* s3io */
                                    : sk_manifest_write(man, mpath, err)))
         progress(p, 1);

@@ -523,6 +523,119 @@ void sk_s3_sha256_hex(const void *data, size_t len, char out[65]);
 /* Base64 of a CRC32C as S3 writes it (big-endian bytes), 9 bytes with the NUL. */
 void sk_s3_crc32c_b64(uint32_t crc, char out[9]);
 
+/* ----------------------------------------------------------------- reader */
+/* Sequential iteration over a shard list, the way a training job reads:
+ * each shard streams through a bounded ring buffer filled by a background
+ * thread (the next `prefetch` shards are read ahead), its tar headers are
+ * walked and members grouped into samples by the WebDataset rule; a sample
+ * hands out pointers into that buffer (one copy: read()/decompression
+ * straight into it).  Shards are split by node and worker, shuffled per
+ * epoch, samples go through an optional shuffle buffer, and a small state
+ * saves and restores the position.  .tar and .tar.zst; docs/reader.md. */
+
+typedef struct sk_reader sk_reader;
+
+typedef struct sk_reader_options {
+    int rank, world_size;    /* node split; -1: $RANK / $WORLD_SIZE, else 0 / 1 */
+    int worker, num_workers; /* worker split; -1: $WORKER / $NUM_WORKERS, else 0 / 1 */
+    int shuffle_shards;      /* 1: the shard list is shuffled per (seed, epoch) */
+    size_t shuffle_buffer;   /* samples held for the sample shuffle; 0 or 1: none */
+    uint64_t seed;
+    uint64_t epoch;          /* the first epoch (sk_reader_start_epoch for others) */
+    int prefetch;            /* shards read ahead in the background (default 2) */
+    size_t buffer_size;      /* ring bytes per shard being read (default 4 MiB) */
+    size_t max_sample;       /* largest sample span accepted (default 1 GiB); a
+                                sample over buffer_size grows its shard's ring */
+    int skip_errors;         /* a corrupt shard: report it through warn and go on
+                                with the next shard instead of failing */
+    const char *cache_dir;   /* remote (s3://) shards are kept here, so later
+                                epochs read local disk; NULL: no cache */
+    uint64_t cache_size;     /* bytes the cache may hold; 0: no bound */
+    void (*warn)(void *ctx, const char *msg); /* NULL: print to stderr */
+    void *warn_ctx;
+    const char *s3_endpoint; /* for s3:// shards; NULL: as sk_s3_config says
+                                (AWS_ENDPOINT_URL, else AWS) */
+} sk_reader_options;
+/* Defaults: every field as documented above. */
+void sk_reader_options_init(sk_reader_options *o);
+
+typedef struct sk_reader_member {
+    const char *ext; /* lowercase WebDataset extension, NUL-terminated */
+    size_t ext_len;
+    const unsigned char *data; /* valid until the next sk_reader_next */
+    uint64_t size;
+} sk_reader_member;
+
+typedef struct sk_reader_sample {
+    const char *key; /* NUL-terminated; key_len bytes */
+    size_t key_len;
+    const char *shard_url; /* as the shard list names it */
+    size_t shard;          /* the shard's position in the whole list */
+    uint64_t ordinal;      /* the sample's position within its shard */
+    uint64_t offset;       /* tar-stream offset of its first header */
+    size_t nmembers;
+    const sk_reader_member *members;
+} sk_reader_sample;
+
+/* Opens a shard list.  Each url is a shard (.tar, .tar.zst), a brace
+ * pattern of shards, a manifest (*.json), or a directory (its
+ * manifest.json, else every *.tar / *.tar.zst in it, sorted).  Starts
+ * epoch opts->epoch; opts NULL means the defaults. */
+int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
+                   const sk_reader_options *opts, sk_error *err);
+void sk_reader_close(sk_reader *r);
+/* The next sample of the epoch in *out (valid until the next call), or
+ * *out = NULL at the end of the epoch.  A corrupt shard fails with
+ * SK_E_CORRUPT naming the shard and offset (with skip_errors: a warning,
+ * and the next shard); a failure is sticky. */
+int sk_reader_next(sk_reader *r, const sk_reader_sample **out, sk_error *err);
+/* Starts another epoch from its beginning (new shard and sample shuffle). */
+int sk_reader_start_epoch(sk_reader *r, uint64_t epoch, sk_error *err);
+/* Shards in the whole list, and in this reader's slot for this epoch.  A
+ * slot (rank * num_workers + worker) gets shards i with i mod slots ==
+ * slot after the epoch's shard shuffle; with fewer shards than slots the
+ * last slots get none and yield nothing. */
+size_t sk_reader_shard_count(const sk_reader *r);
+size_t sk_reader_slot_shards(const sk_reader *r);
+const char *sk_reader_shard_url(const sk_reader *r, size_t i);
+
+/* Where a reader is, to continue after a restart.  Plain old data: save
+ * its bytes anywhere. */
+typedef struct sk_reader_state {
+    uint32_t magic;       /* SK_READER_STATE_MAGIC */
+    uint32_t version;     /* 1 */
+    uint32_t slot, slots; /* checked on restore */
+    uint64_t shards;      /* size of the shard list, checked on restore */
+    uint64_t seed, epoch;
+    uint64_t shuffle_shards, shuffle_buffer;
+    uint64_t yielded;   /* samples returned in this epoch */
+    uint64_t shard_pos; /* position in the slot's shard order of the stream */
+    uint64_t ordinal;   /* samples of that shard already pulled from it */
+} sk_reader_state;
+#define SK_READER_STATE_MAGIC 0x534b5253u /* "SRKS" */
+void sk_reader_get_state(const sk_reader *r, sk_reader_state *st);
+/* Continues from a saved state: the stream reopens at (shard_pos, ordinal)
+ * through the shard's index (a seek; without an index, headers are read up
+ * to it); with a shuffle buffer the buffer's history is replayed from
+ * sample counts alone (manifest or indexes) and only the samples still in
+ * the buffer are read again, one ranged read each.  SK_E_MISMATCH when the
+ * state belongs to another split, seed or shard list. */
+int sk_reader_restore(sk_reader *r, const sk_reader_state *st, sk_error *err);
+
+typedef struct sk_reader_stats {
+    uint64_t samples, bytes;  /* returned, member bytes */
+    uint64_t shards_done, shards_skipped;
+    uint64_t cache_hits, cache_misses; /* remote shards, with cache_dir */
+    uint64_t ring_grows;      /* samples that did not fit buffer_size */
+} sk_reader_stats;
+void sk_reader_get_stats(const sk_reader *r, sk_reader_stats *st);
+
+/* Writes a sample as tar members "key.ext" with the headers pack writes
+ * (mtime 0, mode 0644, uid/gid 0) to fd; fd_name is for messages. */
+int sk_reader_write_tar(const sk_reader_sample *s, int fd, const char *fd_name, sk_error *err);
+/* Writes the two end blocks of a tar stream. */
+int sk_reader_write_tar_end(int fd, const char *fd_name, sk_error *err);
+
 /* ------------------------------------------------- pack from and to S3 */
 /* s3:// sources and an s3:// output pattern for sk_pack (docs/s3-pipelines.md).
  * The client must outlive sk_pack_run; concurrency is the number of GETs in

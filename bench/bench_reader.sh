@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# bench_reader.sh - the reader (`shardkit cat --keys`, which reads every
+# member's bytes through the library) on a benchmark shard set packed with
+# `shardkit pack`: samples/s and MB/s locally against Python's tarfile
+# iteration grouping members into samples (the core of WebDataset's reader)
+# and `tar xOf` of every shard to /dev/null; then from a local moto_server
+# against `curl` of the same objects to /dev/null.  Peak RSS of each.
+# Env: BENCH_SAMPLES (default 20000), BENCH_RUNS (3), BENCH_DIR.
+set -eu
+. "$(dirname "$0")/lib.sh"
+N=${BENCH_SAMPLES:-20000}
+make_corpus "$BENCH_DIR/corpus-$N" "$N"
+S=$BENCH_DIR/reader-shards-$N
+if [ ! -f "$S.done" ]; then
+    rm -rf "$S"
+    "$SK_BIN" pack "$BENCH_DIR/corpus-$N" -o "$S/train-%06d.tar" --max-size 64M >/dev/null 2>&1 ||
+        bench_die "pack failed"
+    touch "$S.done"
+fi
+shards=("$S"/train-*.tar)
+bytes=$(cat "${shards[@]}" | wc -c)
+mb=$(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1e6}')
+warm_cache "$S"
+echo "shard set: ${#shards[@]} shards, $N samples, $mb MB; $(nproc) cores; $BENCH_RUNS runs, medians" >&2
+
+row() { # label seconds rss
+    printf '| %s | %s | %s | %s | %s |\n' "$1" "$2" "$(fmt_rate "$N" "$2")" \
+        "$(awk -v b="$bytes" -v s="$2" 'BEGIN {printf "%.0f", b / 1e6 / s}')" "$3"
+}
+echo "| reader ($N samples, $mb MB) | wall s | samples/s | MB/s | peak RSS MiB |"
+echo "| --- | --- | --- | --- | --- |"
+measure sk "$SK_BIN" cat --keys "$S"
+sk_wall=$M_WALL
+row "shardkit cat --keys (local)" "$M_WALL" "$M_RSS"
+measure sk_shuf "$SK_BIN" cat --keys --shuffle-shards --shuffle 1000 "$S"
+row "shardkit cat --keys --shuffle 1000 (local)" "$M_WALL" "$M_RSS"
+cat >"$BENCH_DIR/tarfile_iter.py" <<'PY'
+import sys, tarfile
+n = 0
+for path in sys.argv[1:]:
+    with tarfile.open(path, mode="r|") as tf:   # streaming, as WebDataset opens shards
+        cur = None
+        for m in tf:
+            if not m.isreg():
+                continue
+            key, _ = m.name.split(".", 1)
+            data = tf.extractfile(m).read()
+            if key != cur:
+                cur = key
+                n += 1
+print(n)
+PY
+measure py python3 "$BENCH_DIR/tarfile_iter.py" "${shards[@]}"
+py_wall=$M_WALL
+row "Python tarfile iteration" "$M_WALL" "$M_RSS"
+measure tar sh -c 'for f in "$@"; do tar xOf "$f"; done >/dev/null' sh "${shards[@]}"
+tar_wall=$M_WALL
+row "tar xOf shards > /dev/null (GNU tar)" "$M_WALL" "$M_RSS"
+echo
+echo "shardkit vs Python: $(fmt_ratio "$py_wall" "$sk_wall")x samples/s; vs GNU tar: $(fmt_ratio "$tar_wall" "$sk_wall")x MB/s"
+
+# From S3 (moto on 127.0.0.1), when moto is installed.
+if command -v moto_server >/dev/null && command -v aws >/dev/null; then
+    . "$SK_ROOT/tests/helpers/moto.sh"
+    trap 'moto_stop' EXIT
+    moto_start
+    aws --endpoint-url "$MOTO_URL" s3 mb s3://bench >/dev/null
+    aws --endpoint-url "$MOTO_URL" s3 cp --recursive --quiet --exclude '*' --include '*.tar' "$S" s3://bench/r/
+    urls=()
+    for f in "${shards[@]}"; do urls+=("$MOTO_URL/bench/r/$(basename "$f")"); done
+    echo
+    echo "| from moto_server (127.0.0.1) | wall s | samples/s | MB/s | peak RSS MiB |"
+    echo "| --- | --- | --- | --- | --- |"
+    measure curl sh -c 'for u; do printf "url = \"%s\"\noutput = \"/dev/null\"\n" "$u"; done | curl -sf -K -' sh "${urls[@]}"
+    curl_wall=$M_WALL
+    row "curl of the same objects > /dev/null" "$M_WALL" "$M_RSS"
+    measure sk_s3 "$SK_BIN" cat --keys --endpoint-url "$MOTO_URL" "s3://bench/r/train-{000000..$(printf '%06d' $((${#shards[@]} - 1)))}.tar"
+    row "shardkit cat --keys s3://... (prefetch 2, 4 MiB rings)" "$M_WALL" "$M_RSS"
+    sk4=$M_WALL
+    measure sk_s3_big "$SK_BIN" cat --keys --buffer 32M --endpoint-url "$MOTO_URL" "s3://bench/r/train-{000000..$(printf '%06d' $((${#shards[@]} - 1)))}.tar"
+    row "shardkit cat --keys --buffer 32M s3://... (prefetch 2)" "$M_WALL" "$M_RSS"
+    echo
+    echo "shardkit from S3 vs curl: $(fmt_ratio "$curl_wall" "$M_WALL")x of curl's throughput"
+fi

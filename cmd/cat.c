@@ -1,0 +1,140 @@
+/*
+ * cat.c - `shardkit cat`: the samples a reader would give a training
+ * process, as one tar stream on stdout (like SageMaker's Pipe mode: the
+ * trainer reads a FIFO), or their keys only.  The same split, shuffle and
+ * prefetch options as the library's reader (sk_reader_*).
+ */
+#include "cmd.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: shardkit cat [options] URL...\n"
+    "\n"
+    "URL is a shard (.tar, .tar.zst), a brace pattern of shards\n"
+    "('train-{000000..000099}.tar'), a manifest.json, or a directory.\n"
+    "Writes the selected samples to stdout as one tar stream, members named\n"
+    "KEY.EXT with the headers `shardkit pack` writes.\n"
+    "\n"
+    "  -k, --keys              print one key per line instead of a tar\n"
+    "      --rank N            this node (default $RANK, else 0)\n"
+    "      --world-size N      nodes (default $WORLD_SIZE, else 1)\n"
+    "      --worker N          this worker (default $WORKER, else 0)\n"
+    "      --num-workers N     workers per node (default $NUM_WORKERS, else 1)\n"
+    "      --shuffle-shards    shuffle the shard list per epoch\n"
+    "      --shuffle N         sample shuffle buffer of N samples\n"
+    "      --seed N            seed of both shuffles (default 0)\n"
+    "      --epoch N           the epoch to read (default 0)\n"
+    "      --epochs N          read N epochs, from --epoch on (default 1)\n"
+    "  -n, --limit N           stop after N samples\n"
+    "      --prefetch N        shards read ahead in the background (default 2)\n"
+    "      --buffer SIZE       ring buffer per shard (default 4M)\n"
+    "      --max-sample SIZE   largest sample accepted (default 1G)\n"
+    "      --skip-errors       report a corrupt shard and go on with the next\n"
+    "      --cache-dir DIR     keep s3:// shards here for later epochs\n"
+    "      --cache-size SIZE   bound of the cache (default: none)\n"
+    "      --endpoint-url URL  S3 endpoint (default $AWS_ENDPOINT_URL, else AWS)\n"
+    "  -h, --help              show this help\n"
+    "\n"
+    "Exit status: 0 done, 1 a shard could not be read, 2 usage.\n";
+
+enum {
+    OPT_RANK = 256, OPT_WORLD, OPT_WORKER, OPT_NWORKERS, OPT_SHUF_SHARDS, OPT_SHUFFLE, OPT_SEED,
+    OPT_EPOCH, OPT_EPOCHS, OPT_PREFETCH, OPT_BUFFER, OPT_MAXSAMPLE, OPT_SKIP, OPT_CACHE,
+    OPT_CACHE_SIZE, OPT_ENDPOINT
+};
+
+static int small_int(const char *s, int *out)
+{
+    uint64_t v;
+    if (cmd_parse_u64(s, &v) || v > 1000000) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int cmd_cat(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"buffer", required_argument, NULL, OPT_BUFFER},
+        {"cache-dir", required_argument, NULL, OPT_CACHE},
+        {"cache-size", required_argument, NULL, OPT_CACHE_SIZE},
+        {"endpoint-url", required_argument, NULL, OPT_ENDPOINT},
+        {"epoch", required_argument, NULL, OPT_EPOCH},
+        {"epochs", required_argument, NULL, OPT_EPOCHS},
+        {"help", no_argument, NULL, 'h'},
+        {"keys", no_argument, NULL, 'k'},
+        {"limit", required_argument, NULL, 'n'},
+        {"max-sample", required_argument, NULL, OPT_MAXSAMPLE},
+        {"num-workers", required_argument, NULL, OPT_NWORKERS},
+        {"prefetch", required_argument, NULL, OPT_PREFETCH},
+        {"rank", required_argument, NULL, OPT_RANK},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"shuffle", required_argument, NULL, OPT_SHUFFLE},
+        {"shuffle-shards", no_argument, NULL, OPT_SHUF_SHARDS},
+        {"skip-errors", no_argument, NULL, OPT_SKIP},
+        {"worker", required_argument, NULL, OPT_WORKER},
+        {"world-size", required_argument, NULL, OPT_WORLD},
+        {NULL, 0, NULL, 0},
+    };
+    sk_reader_options o;
+    sk_reader_options_init(&o);
+    int keys = 0, c, bad = 0;
+    uint64_t epochs = 1, limit = UINT64_MAX, v;
+    while ((c = getopt_long(argc, argv, "hkn:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': fputs(usage, stdout); return SK_EXIT_OK;
+        case 'k': keys = 1; break;
+        case 'n': bad = cmd_parse_u64(optarg, &limit); break;
+        case OPT_RANK: bad = small_int(optarg, &o.rank); break;
+        case OPT_WORLD: bad = small_int(optarg, &o.world_size); break;
+        case OPT_WORKER: bad = small_int(optarg, &o.worker); break;
+        case OPT_NWORKERS: bad = small_int(optarg, &o.num_workers); break;
+        case OPT_SHUF_SHARDS: o.shuffle_shards = 1; break;
+        case OPT_SHUFFLE: bad = cmd_parse_u64(optarg, &v); o.shuffle_buffer = (size_t)v; break;
+        case OPT_SEED: bad = cmd_parse_u64(optarg, &o.seed); break;
+        case OPT_EPOCH: bad = cmd_parse_u64(optarg, &o.epoch); break;
+        case OPT_EPOCHS: bad = cmd_parse_u64(optarg, &epochs); break;
+        case OPT_PREFETCH: bad = small_int(optarg, &o.prefetch); break;
+        case OPT_BUFFER: bad = cmd_parse_size(optarg, &v); o.buffer_size = (size_t)v; break;
+        case OPT_MAXSAMPLE: bad = cmd_parse_size(optarg, &v); o.max_sample = (size_t)v; break;
+        case OPT_SKIP: o.skip_errors = 1; break;
+        case OPT_CACHE: o.cache_dir = optarg; break;
+        case OPT_CACHE_SIZE: bad = cmd_parse_size(optarg, &o.cache_size); break;
+        case OPT_ENDPOINT: o.s3_endpoint = optarg; break;
+        default: return cmd_usage_error("cat", usage, "unknown option");
+        }
+        if (bad) return cmd_usage_error("cat", usage, "bad value '%s' for %s", optarg, argv[optind - 1]);
+    }
+    if (optind == argc) return cmd_usage_error("cat", usage, "no URL given");
+    if (!keys && isatty(STDOUT_FILENO))
+        return cmd_usage_error("cat", usage,
+                               "stdout is a terminal: redirect the tar stream, or use --keys");
+    sk_error err = SK_ERROR_INIT;
+    sk_reader *r;
+    if (sk_reader_open(&r, (const char *const *)argv + optind, (size_t)(argc - optind), &o, &err))
+        return cmd_report("cat", &err);
+    int rc = SK_OK;
+    uint64_t n = 0;
+    for (uint64_t e = 0; !rc && e < epochs && n < limit; e++) {
+        if (e && (rc = sk_reader_start_epoch(r, o.epoch + e, &err))) break;
+        const sk_reader_sample *s;
+        while (n < limit && !(rc = sk_reader_next(r, &s, &err)) && s) {
+            if (keys) {
+                fwrite(s->key, 1, s->key_len, stdout);
+                if (putchar('\n') == EOF) {
+                    rc = sk_error_set(&err, SK_E_IO, "stdout: write failed");
+                    break;
+                }
+            } else if ((rc = sk_reader_write_tar(s, STDOUT_FILENO, "stdout", &err))) {
+                break;
+            }
+            n++;
+        }
+    }
+    if (!rc && !keys) rc = sk_reader_write_tar_end(STDOUT_FILENO, "stdout", &err);
+    sk_reader_close(r);
+    return rc ? cmd_report("cat", &err) : SK_EXIT_OK;
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# reader_s3.sh - the reader on s3:// shards in moto_server (signature
+# checking on), through a logging proxy that counts requests: S3 and local
+# give the same sample stream (keys and bytes, .tar and .tar.zst), the
+# 2 ranks x 3 workers split reads every sample once, and with --cache-dir
+# the second epoch (same process or a new one) makes no S3 request at all.
+set -euo pipefail
+. "$SK_ROOT/tests/helpers/moto.sh"
+skip_unless_moto
+command -v zstd >/dev/null || { echo "needs zstd"; exit 77; }
+t=$(mktemp -d)
+trap 'moto_stop; rm -rf "$t"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+moto_start auth
+aws() { command aws --endpoint-url "$MOTO_URL" "$@"; }
+aws s3 mb s3://bkt >/dev/null
+proxy_start "$MOTO_URL" "$t/req.log"
+sk() { "$SK_BIN" cat --endpoint-url "$PROXY_URL" "$@"; }
+
+"$SK_TOOLS/mkcorpus" "$t/c" --samples 300 >/dev/null
+"$SK_BIN" pack "$t/c" -o "$t/s/train-%06d.tar" --max-count 50 >/dev/null 2>&1
+zstd -q "$t/s/train-000005.tar" -o "$t/s/z-000005.tar.zst"
+aws s3 cp --recursive --quiet "$t/s" s3://bkt/ds/
+urls="s3://bkt/ds/train-{000000..000005}.tar"
+
+echo "== S3 and local: the same stream"
+"$SK_BIN" cat "$t/s/train-{000000..000005}.tar" >"$t/local.tar"
+sk --shuffle-shards --shuffle 30 --seed 2 --keys "$urls" >"$t/s3.keys"
+"$SK_BIN" cat --shuffle-shards --shuffle 30 --seed 2 --keys "$t/s/train-{000000..000005}.tar" >"$t/local.keys"
+cmp "$t/s3.keys" "$t/local.keys" || fail "shuffled keys from S3 differ from local"
+sk --buffer 64K "$urls" >"$t/s3.tar"
+cmp "$t/s3.tar" "$t/local.tar" || fail "tar stream from S3 differs from local"
+sk s3://bkt/ds/z-000005.tar.zst | cmp - "$t/s/train-000005.tar" || fail ".tar.zst from S3 differs"
+grep -q '^GET /bkt/ds/train-000003.tar' "$t/req.log" || fail "no GET of a shard went through the proxy"
+
+echo "== 2 ranks x 3 workers from S3: every key once"
+: >"$t/split"
+for r in 0 1; do for w in 0 1 2; do
+    sk --keys --rank $r --world-size 2 --worker $w --num-workers 3 --shuffle-shards --seed 1 "$urls" >>"$t/split"
+done; done
+[ "$(wc -l <"$t/split")" = 300 ] && [ "$(sort -u "$t/split" | wc -l)" = 300 ] || fail "split is not exactly once"
+
+echo "== cache: the second epoch makes no S3 request"
+: >"$t/req.log"
+sk --keys "$urls" >/dev/null
+one=$(grep -c '^GET ' "$t/req.log")
+[ "$one" -ge 6 ] || fail "one epoch made only $one GETs"
+: >"$t/req.log"
+sk --keys --epochs 2 --cache-dir "$t/cache" "$urls" >"$t/two.keys"
+two=$(grep -c '^GET ' "$t/req.log")
+[ "$two" = "$one" ] || fail "two epochs with a cache made $two GETs, one epoch $one"
+[ "$(wc -l <"$t/two.keys")" = 600 ] || fail "two epochs gave $(wc -l <"$t/two.keys") keys"
+cmp "$t/cache/bkt/ds/train-000002.tar" "$t/s/train-000002.tar" || fail "cache file differs from the shard"
+ls -a "$t/cache/bkt/ds" | grep -q '\.tmp$' && fail "temporary cache file left"
+: >"$t/req.log"
+sk --cache-dir "$t/cache" "$urls" >"$t/cached.tar"
+[ ! -s "$t/req.log" ] || fail "a run on a full cache made requests: $(head -3 "$t/req.log")"
+cmp "$t/cached.tar" "$t/local.tar" || fail "stream from the cache differs"
+
+echo "== cache bound: least recently used shards go"
+big=$(stat -c %s "$t"/s/train-*.tar | sort -n | tail -1)
+bound=$((big * 5 / 2))
+sk --keys --cache-dir "$t/small" --cache-size $bound "$urls" >/dev/null
+total=$(find "$t/small" -type f -printf '%s\n' | awk '{s+=$1} END {print s+0}')
+n=$(find "$t/small" -type f | wc -l)
+[ "$n" -ge 1 ] && [ "$total" -le "$bound" ] || fail "cache holds $n files, $total bytes, over a $bound bound"
+
+echo "== errors name the object"
+if sk --keys s3://bkt/ds/nope.tar >/dev/null 2>"$t/err"; then fail "a missing object read fine"; fi
+grep -q "nope.tar" "$t/err" || fail "error does not name the object: $(cat "$t/err")"
+echo ok
