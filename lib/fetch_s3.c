@@ -32,7 +32,13 @@
 #define WINDOW_BYTES (256ull << 20)
 #define KEY_MAX 1280
 
-enum { E_EMPTY, E_INFLIGHT, E_READY, E_DONE };
+/* A GET that still fails at the transport level after the engine's own
+ * retries (or with an error the engine does not retry, such as a garbled
+ * answer from a broken proxy) is sent again by the fetcher this many times,
+ * after the whole fetcher has backed off. */
+#define FETCH_RETRIES 4
+
+enum { E_EMPTY, E_INFLIGHT, E_READY, E_DONE, E_RETRY };
 
 struct entry {
     sk_s3_req r; /* first: the engine's done callback gets &r */
@@ -41,6 +47,7 @@ struct entry {
     int state;
     unsigned char *buf;
     uint64_t size, taken;
+    int tries;
     char key[KEY_MAX];
 };
 
@@ -57,6 +64,7 @@ struct sk_fetch {
     uint64_t oks;      /* successes since the limit last moved */
     uint64_t pause_until, seen_retries;
     int level;         /* backoff exponent */
+    int pushback;      /* a GET failed in transit: back off as for a retry */
     uint64_t throttles; /* times the whole fetcher backed off */
     pthread_t thread;
     int started, stop, cancel;
@@ -75,10 +83,19 @@ static void get_done(sk_s3_req *r)
     struct entry *e = (struct entry *)r;
     struct sk_fetch *f = e->f;
     pthread_mutex_lock(&f->mu);
-    e->state = E_READY;
     f->inflight--;
-    if (!r->rc && ++f->oks >= (uint64_t)f->limit && f->limit < f->max) {
-        f->limit += 1;
+    if (r->rc == SK_E_NET && e->tries < FETCH_RETRIES && !f->cancel) {
+        e->tries++;
+        e->state = E_RETRY;
+        f->pushback = 1;
+        pthread_cond_signal(&f->wake);
+        pthread_cond_broadcast(&f->ready); /* sk_fetch_free may wait on inflight */
+        pthread_mutex_unlock(&f->mu);
+        return;
+    }
+    e->state = E_READY;
+    if (!r->rc && ++f->oks >= (uint64_t)f->limit) {
+        if (f->limit < f->max) f->limit += 1;
         f->oks = 0;
         if (f->level) f->level--;
     }
@@ -103,6 +120,7 @@ static int start_next(struct sk_fetch *f)
     e->item = f->list[f->head];
     e->size = it->size;
     e->taken = 0;
+    e->tries = 0;
     e->buf = malloc(it->size + 1);
     e->state = E_INFLIGHT;
     f->head++;
@@ -129,18 +147,32 @@ static void *fetcher_main(void *arg)
     while (!f->stop) {
         uint64_t retries = 0, now = sk_s3_now_ms();
         sk_s3_stats(f->c->s3, NULL, &retries);
-        if (retries > f->seen_retries) {
+        /* one reaction per pause: the retries of requests already in
+         * flight when the server pushed back are the same event */
+        int pushed = retries > f->seen_retries || f->pushback;
+        f->seen_retries = retries;
+        f->pushback = 0;
+        if (pushed && now >= f->pause_until) {
             /* the server pushed back: everyone slows down, not one request */
-            f->seen_retries = retries;
             f->limit = f->limit / 2 < 1 ? 1 : f->limit / 2;
             f->oks = 0;
-            uint64_t delay = 50ull << (f->level < 6 ? f->level : 6);
-            if (f->level < 6) f->level++;
+            uint64_t delay = 25ull << f->level;
+            if (f->level < 5) f->level++;
             f->pause_until = now + delay;
             f->throttles++;
         }
-        if (now >= f->pause_until)
+        if (now >= f->pause_until) {
+            for (size_t q = f->tail; q < f->head && !f->cancel; q++) {
+                struct entry *e = &f->ring[q % f->cap];
+                if (e->state != E_RETRY || f->inflight >= (int)f->limit) continue;
+                sk_s3_buf_free(&e->r.resp);
+                sk_s3_req_reset(&e->r);
+                e->state = E_INFLIGHT;
+                f->inflight++;
+                sk_s3_submit(&e->r);
+            }
             while (!f->cancel && start_next(f)) {}
+        }
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         uint64_t wait_ms = f->pause_until > now ? f->pause_until - now : 100;

@@ -244,11 +244,14 @@ int sk_sink_s3_matches(sk_catalog *c, const char *url, uint64_t count, const cha
     if (first.key_len != first_len || memcmp(first.key, first_key, first_len) ||
         last.key_len != last_len || memcmp(last.key, last_key, last_len))
         goto out;
-    if (head.crc32c[0] && !strchr(head.crc32c, '-')) {
+    /* A single-PUT object's HEAD carries its full CRC32C; a multipart
+     * one's (ETag "...-N") a composite, or with some servers neither. */
+    if (head.crc32c[0] && !strchr(head.crc32c, '-') && !strchr(head.etag, '-')) {
         char b64[9];
         sk_s3_crc32c_b64(in->crc32c, b64);
         ok = !strcmp(b64, head.crc32c);
-    } else {
+    }
+    if (!ok) {
         uint32_t crc = 0;
         ok = !sk_s3_get_cb(c->s3, bucket, key, 0, 0, crc_sink, &crc, NULL) && crc == in->crc32c;
     }

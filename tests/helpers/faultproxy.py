@@ -41,7 +41,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_response(503)
             self.send_header("Content-Length", str(len(msg)))
             self.end_headers()
-            self.wfile.write(msg)
+            # a HEAD answer has no body: bytes written here would be read
+            # as the start of the next answer on the kept-alive connection
+            if self.command != "HEAD":
+                self.wfile.write(msg)
             return
         up = http.client.HTTPConnection("127.0.0.1", args.upstream, timeout=120)
         headers = {k: v for k, v in self.headers.items()}
