@@ -28,12 +28,14 @@ printf '[other]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$AK" "$S
 grep -q 'credentials from shared credentials file' <<<"$(AWS_SHARED_CREDENTIALS_FILE=$t/credentials up prof --profile other)"
 
 # container credentials, relative URI + token
-AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/creds SHARDKIT_CONTAINER_CREDENTIALS_HOST=$C \
-    grep -q 'credentials from container credentials' <<<"$(AWS_CONTAINER_AUTHORIZATION_TOKEN="Bearer tok-123" up rel)"
+out=$(AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/creds SHARDKIT_CONTAINER_CREDENTIALS_HOST=$C \
+    AWS_CONTAINER_AUTHORIZATION_TOKEN="Bearer tok-123" up rel)
+grep -q 'credentials from container credentials' <<<"$out"
 # full URI + token file
 echo "Bearer tok-123" >"$t/tokfile"
-AWS_CONTAINER_CREDENTIALS_FULL_URI=$C/creds AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=$t/tokfile \
-    grep -q 'credentials from container credentials' <<<"$(up full)"
+out=$(AWS_CONTAINER_CREDENTIALS_FULL_URI=$C/creds AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=$t/tokfile \
+    up full)
+grep -q 'credentials from container credentials' <<<"$out"
 # a wrong token is an error that names the endpoint, not a silent fallback
 set +e
 out=$(AWS_CONTAINER_CREDENTIALS_FULL_URI=$C/creds AWS_CONTAINER_AUTHORIZATION_TOKEN=wrong up bad)
