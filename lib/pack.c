@@ -1028,7 +1028,6 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     p->last_progress = p->t0;
 
     if ((rc = plan(p, err))) goto cleanup;
-    if (getenv("SK_DEBUG_TIMING")) fprintf(stderr, "plan done at %.3f s\n", since(&p->t0));
     /* where the manifest goes, and the output directory */
     const char *slash = strrchr(p->o.pattern, '/');
     snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern);
