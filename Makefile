@@ -91,7 +91,8 @@ install: all
 	ln -sf libshardkit.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libshardkit.so.0
 	ln -sf libshardkit.so.0 $(DESTDIR)$(PREFIX)/lib/libshardkit.so
 	install -m 644 lib/shardkit.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(BUILD)/shardkit.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(PKGS)|' \
+	    shardkit.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit.pc
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/shardkit/
 
 clean:
