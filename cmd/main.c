@@ -21,6 +21,7 @@ static const struct command commands[] = {
     {"pack", cmd_pack, "pack many small files into indexed tar shards"},
     {"index", cmd_index, "index existing shards; export DALI/wids; merge manifests"},
     {"get", cmd_get, "fetch one sample by key or #ordinal through the index"},
+    {"shard", cmd_shard, "reshard: other size or count, global shuffle, filters, zstd"},
 };
 
 static void usage(FILE *out)
