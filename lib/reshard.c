@@ -345,8 +345,9 @@ static int close_shard(rs *r, sk_error *err)
 {
     if (!r->open) return SK_OK;
     r->open = 0;
-    char path[4200];
-    SK_GUARD(sk_shard_name(r->o->pattern, r->o->start + r->shard_no, path, sizeof path, err));
+    char path[4200] = "-";
+    if (!r->to_stdout)
+        SK_GUARD(sk_shard_name(r->o->pattern, r->o->start + r->shard_no, path, sizeof path, err));
     r->shard_no++;
     if (r->rix) { /* resumed */
         sk_index *ix = r->rix;
