@@ -22,6 +22,7 @@ static const struct command commands[] = {
     {"index", cmd_index, "index existing shards; export DALI/wids; merge manifests"},
     {"get", cmd_get, "fetch one sample by key or #ordinal through the index"},
     {"shard", cmd_shard, "reshard: other size or count, global shuffle, filters, zstd"},
+    {"verify", cmd_verify, "prove shards sound: tar, index, manifest, keys, JPEGs"},
 };
 
 static void usage(FILE *out)

@@ -417,6 +417,47 @@ typedef struct sk_shard_options {
 int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
                sk_shard_stats *stats, sk_error *err);
 
+/* ----------------------------------------------------------------- verify */
+/* Proves shards sound: tar structure (header checksums, sizes,
+ * end-of-archive, trailing garbage), truncation, index agreement, manifest
+ * agreement, sample adjacency, duplicate keys, required extensions, empty
+ * members, and (SK_VERIFY_JPEG) JPEG decodability.  Every problem goes to
+ * the report callback with the shard, offset and key. */
+
+#define SK_VERIFY_DEEP 1u /* read all data: member CRC32Cs, shard CRC32C */
+#define SK_VERIFY_JPEG 2u /* decode every .jpg/.jpeg member with libjpeg-turbo */
+
+typedef struct sk_verify_problem {
+    int warning;        /* 1: a warning (empty member), 0: an error */
+    const char *kind;   /* "tar", "truncated", "index", "manifest", "split",
+                         * "duplicate", "missing", "empty", "jpeg", "crc" */
+    const char *shard;  /* the shard (or manifest) it was found in */
+    uint64_t offset;    /* tar position (decompressed stream for .tar.zst) */
+    const char *key;    /* the sample's key, or NULL */
+    const char *msg;
+} sk_verify_problem;
+
+typedef struct sk_verify_options {
+    unsigned flags;                /* SK_VERIFY_* */
+    const char *const *require;    /* extensions every sample must have */
+    size_t nrequire;
+    int jobs;                      /* JPEG decoding threads; 0 = cores */
+    void (*report)(void *ctx, const sk_verify_problem *p);
+    void *ctx;
+} sk_verify_options;
+
+typedef struct sk_verify_stats {
+    uint64_t shards, samples, members, bytes, jpegs;
+    uint64_t errors, warnings;
+} sk_verify_stats;
+
+/* Verifies each target (a shard, a brace pattern, or a manifest.json and
+ * all its shards).  Returns SK_OK when the check ran (stats->errors says
+ * whether problems were found), or an error for a usage or I/O failure
+ * (unreadable target, s3:// not supported yet). */
+int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opts,
+              sk_verify_stats *stats, sk_error *err);
+
 #ifdef __cplusplus
 }
 #endif
