@@ -754,7 +754,7 @@ static int exts_overlap(const char *a, const char *b)
 
 static void check_keys(vstate *v)
 {
-    qsort(v->keys, v->nkeys, sizeof *v->keys, keyrec_cmp);
+    if (v->nkeys > 1) qsort(v->keys, v->nkeys, sizeof *v->keys, keyrec_cmp);
     for (size_t i = 1; i < v->nkeys; i++) {
         const struct keyrec *a = &v->keys[i - 1], *b = &v->keys[i];
         if (a->len != b->len || memcmp(a->key, b->key, a->len)) continue;
