@@ -30,6 +30,8 @@ static const char usage[] =
     "      --shuffle            seeded random sample order instead of key order\n"
     "      --seed N             seed for --shuffle (default 0)\n"
     "      --mtime N            modification time in every header (default 0)\n"
+    "      --compress zstd[:L]  .tar.zst shards (zstd seekable format, one frame per\n"
+    "                           sample or run of small samples; level 1..22, default 3)\n"
     "  -j, --jobs N             reader threads (default: number of cores)\n"
     "      --resume             keep complete shards of an earlier run of the same job\n"
     "      --on-error fail|skip stop at an unreadable input (default) or skip it\n"
@@ -45,7 +47,7 @@ static const char usage[] =
 enum {
     OPT_FILES_FROM = 256, OPT_ROOT, OPT_FROM_ARCHIVE, OPT_MAX_SIZE, OPT_MAX_COUNT, OPT_START,
     OPT_SHUFFLE, OPT_SEED, OPT_MTIME, OPT_RESUME, OPT_ON_ERROR, OPT_FOLLOW, OPT_MANIFEST,
-    OPT_TMP_DIR, OPT_JSON,
+    OPT_TMP_DIR, OPT_JSON, OPT_COMPRESS,
 };
 
 static const struct option options[] = {
@@ -67,6 +69,7 @@ static const struct option options[] = {
     {"manifest", required_argument, NULL, OPT_MANIFEST},
     {"tmp-dir", required_argument, NULL, OPT_TMP_DIR},
     {"json", no_argument, NULL, OPT_JSON},
+    {"compress", required_argument, NULL, OPT_COMPRESS},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -151,6 +154,10 @@ int cmd_pack(int argc, char **argv)
         case OPT_MANIFEST: o.manifest = optarg; break;
         case OPT_TMP_DIR: o.tmp_dir = optarg; break;
         case OPT_JSON: json = 1; break;
+        case OPT_COMPRESS:
+            if (cmd_parse_compress(optarg, &o.compress_level))
+                return free(srcs), cmd_usage_error("pack", usage, "--compress '%s': want zstd, zstd:LEVEL (1..22) or none", optarg);
+            break;
         case 'q': quiet = 1; break;
         case 'h': free(srcs); fputs(usage, stdout); return SK_EXIT_OK;
         default: free(srcs); fputs(usage, stderr); return SK_EXIT_USAGE;
@@ -159,6 +166,7 @@ int cmd_pack(int argc, char **argv)
     for (int i = optind; i < argc; i++) srcs[nsrcs++] = (struct source){SRC_DIR, argv[i]};
     if (!o.pattern) return free(srcs), cmd_usage_error("pack", usage, "no output: give -o PATTERN");
     if (!nsrcs) return free(srcs), cmd_usage_error("pack", usage, "no SOURCE to pack");
+    cmd_check_zst_pattern("pack", o.pattern, o.compress_level);
 
     o.warn = on_warn;
     o.progress = !quiet && isatty(2) ? on_progress : NULL;

@@ -898,13 +898,15 @@ static int options_json(const sk_pack *p, char *buf, size_t cap)
         else esc[o++] = *s;
     }
     esc[o] = 0;
+    char zbuf[32] = "null";
+    if (p->o.compress_level) snprintf(zbuf, sizeof zbuf, "\"zstd:%d\"", p->o.compress_level);
     int n = snprintf(buf, cap,
                      "{\"pattern\":\"%s\",\"start\":%llu,\"max_size\":%llu,\"max_count\":%llu,"
-                     "\"order\":\"%s\",\"seed\":%llu,\"mtime\":%llu,\"compress\":null}",
+                     "\"order\":\"%s\",\"seed\":%llu,\"mtime\":%llu,\"compress\":%s}",
                      esc, (unsigned long long)p->o.start, (unsigned long long)p->o.max_size,
                      (unsigned long long)p->o.max_count, p->o.shuffle ? "shuffle" : "key",
                      (unsigned long long)(p->o.shuffle ? p->o.seed : 0),
-                     (unsigned long long)p->o.mtime);
+                     (unsigned long long)p->o.mtime, zbuf);
     return n >= (int)cap ? -1 : 0;
 }
 
@@ -983,6 +985,7 @@ static int write_parallel(sk_pack *p, size_t todo_shards, sk_error *err)
         w[i].p = p;
         w[i].dc.fd = -1;
         w[i].out.fd = -1;
+        w[i].out.zlevel = p->o.compress_level;
         w[i].t.exts = sk_manifest_new();
         if (!w[i].t.exts || add_tally(p, w[i].t.exts)) {
             sk_manifest_free(w[i].t.exts);
@@ -1026,6 +1029,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     int nthreads = 0, rc;
     clock_gettime(CLOCK_MONOTONIC, &p->t0);
     p->last_progress = p->t0;
+    out.zlevel = p->o.compress_level; /* 0: plain tar */
 
     if ((rc = plan(p, err))) goto cleanup;
     /* where the manifest goes, and the output directory */

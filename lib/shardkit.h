@@ -223,6 +223,9 @@ typedef struct sk_pack_options {
     int skip_errors;      /* skip unreadable inputs instead of stopping */
     int follow_symlinks;
     const char *tmp_dir;  /* where archive members are spooled */
+    int compress_level;   /* zstd level 1..22: .tar.zst shards in the zstd seekable
+                           * format, one frame per sample or run of small
+                           * samples; 0 = plain tar */
     /* Called with each warning (skipped input, oversized sample). */
     void (*warn)(void *ctx, const char *msg);
     /* Called about twice a second and once at the end. */
@@ -635,6 +638,112 @@ void sk_reader_get_stats(const sk_reader *r, sk_reader_stats *st);
 int sk_reader_write_tar(const sk_reader_sample *s, int fd, const char *fd_name, sk_error *err);
 /* Writes the two end blocks of a tar stream. */
 int sk_reader_write_tar_end(int fd, const char *fd_name, sk_error *err);
+
+/* ------------------------------------------------------------------ shard */
+/* Existing shards -> new shards: another size or count, a seeded global
+ * shuffle, filters, other compression.  Inputs are read through sk_in_open
+ * (libarchive parses them: tar, .tar.gz/.bz2/.xz/.zst, zip, 7z, cpio). */
+
+/* A sequential byte stream an input is read from: a local file or stdin
+ * now; the S3 client plugs in by replacing sk_in_open.  read fills up to
+ * cap bytes, *got = 0 at the end. */
+typedef struct sk_in_stream {
+    void *ctx;
+    int (*read)(void *ctx, void *buf, size_t cap, size_t *got, sk_error *err);
+    void (*close)(void *ctx);
+    uint64_t size; /* bytes when known (a local file), else UINT64_MAX */
+} sk_in_stream;
+/* Opens url ("-" = stdin); s3:// gives SK_E_USAGE "not supported yet". */
+typedef int (*sk_in_open_fn)(sk_in_stream *s, const char *url, sk_error *err);
+extern sk_in_open_fn sk_in_open;
+
+typedef struct sk_shard_stats {
+    uint64_t inputs, inputs_done;
+    uint64_t bytes_in;        /* input bytes (as stored: compressed size) read */
+    uint64_t bytes_in_total;  /* of all inputs, when known (else 0) */
+    uint64_t samples_in;      /* samples read */
+    uint64_t samples;         /* samples written */
+    uint64_t members;         /* members written */
+    uint64_t dropped;         /* samples dropped by the filters */
+    uint64_t skipped;         /* entries skipped: no key, directories, links */
+    uint64_t shards, shards_resumed;
+    uint64_t output_bytes;
+    double seconds;
+} sk_shard_stats;
+
+typedef struct sk_shard_options {
+    const char *pattern;   /* printf pattern with one integer field, or "-":
+                            * one tar stream on stdout, no index or manifest */
+    const char *manifest;  /* NULL: manifest.json beside the shards */
+    uint64_t max_size;     /* bytes of tar per shard; 0 = 512 MiB (none for "-") */
+    uint64_t max_count;    /* samples per shard; 0 = no limit */
+    uint64_t num_shards;   /* exactly N shards, counts within one of even; 0 = off */
+    uint64_t start;        /* number of the first shard */
+    const char *const *select; size_t nselect; /* keep only these extensions */
+    const char *const *drop; size_t ndrop;     /* drop these extensions */
+    const char *const *rename_from;            /* extension renames, */
+    const char *const *rename_to; size_t nrename; /* applied after select/drop */
+    const char *keys_file; /* keep only the keys listed (one per line) */
+    int shuffle;           /* uniform seeded permutation of all samples */
+    uint64_t seed;
+    const char *tmp_dir;   /* shuffle buckets (default $TMPDIR or /tmp) */
+    uint64_t shuffle_mem;  /* memory for one bucket; 0 = 256 MiB */
+    int compress_level;    /* zstd level 1..22 (.tar.zst, seekable); 0 = none */
+    uint64_t mtime;        /* mtime in every header (default 0) */
+    int resume;            /* keep complete shards an earlier run wrote */
+    int part, parts;       /* --part I/N: needs lib/part.c (issue 7); parts=0 */
+    void (*warn)(void *ctx, const char *msg);
+    void (*progress)(void *ctx, const sk_shard_stats *stats); /* ~2/s + at end */
+    void *ctx;
+} sk_shard_options;
+
+/* Reads every input (a shard path, a brace pattern, a manifest.json, or
+ * "-" for stdin), applies the filters, and writes shards, their indexes
+ * and the manifest.  Deterministic: same inputs and options give the same
+ * bytes.  Members keep their input order within a sample. */
+int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
+               sk_shard_stats *stats, sk_error *err);
+
+/* ----------------------------------------------------------------- verify */
+/* Proves shards sound: tar structure (header checksums, sizes,
+ * end-of-archive, trailing garbage), truncation, index agreement, manifest
+ * agreement, sample adjacency, duplicate keys, required extensions, empty
+ * members, and (SK_VERIFY_JPEG) JPEG decodability.  Every problem goes to
+ * the report callback with the shard, offset and key. */
+
+#define SK_VERIFY_DEEP 1u /* read all data: member CRC32Cs, shard CRC32C */
+#define SK_VERIFY_JPEG 2u /* decode every .jpg/.jpeg member with libjpeg-turbo */
+
+typedef struct sk_verify_problem {
+    int warning;        /* 1: a warning (empty member), 0: an error */
+    const char *kind;   /* "tar", "truncated", "index", "manifest", "split",
+                         * "duplicate", "missing", "empty", "jpeg", "crc" */
+    const char *shard;  /* the shard (or manifest) it was found in */
+    uint64_t offset;    /* tar position (decompressed stream for .tar.zst) */
+    const char *key;    /* the sample's key, or NULL */
+    const char *msg;
+} sk_verify_problem;
+
+typedef struct sk_verify_options {
+    unsigned flags;                /* SK_VERIFY_* */
+    const char *const *require;    /* extensions every sample must have */
+    size_t nrequire;
+    int jobs;                      /* JPEG decoding threads; 0 = cores */
+    void (*report)(void *ctx, const sk_verify_problem *p);
+    void *ctx;
+} sk_verify_options;
+
+typedef struct sk_verify_stats {
+    uint64_t shards, samples, members, bytes, jpegs;
+    uint64_t errors, warnings;
+} sk_verify_stats;
+
+/* Verifies each target (a shard, a brace pattern, or a manifest.json and
+ * all its shards).  Returns SK_OK when the check ran (stats->errors says
+ * whether problems were found), or an error for a usage or I/O failure
+ * (unreadable target, s3:// not supported yet). */
+int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opts,
+              sk_verify_stats *stats, sk_error *err);
 
 #ifdef __cplusplus
 }
