@@ -11,6 +11,7 @@
  * Memory: the catalog's names plus ring slots of at most SLOT_MAX bytes.
  */
 #include "catalog.h"
+#include "part.h"
 #include "tar.h"
 #include "writer.h"
 
@@ -75,6 +76,9 @@ struct sk_pack {
     int stop;
     sk_pack_stats st;
     struct timespec t0, last_progress;
+    /* --part: the caller's pattern, and the names with {part} expanded */
+    const char *pattern_tmpl;
+    char *part_pattern, *part_manifest;
 };
 
 /* ---------------------------------------------------------- shard names */
@@ -148,6 +152,25 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts, sk_error *err)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->slot_ready, NULL);
     pthread_cond_init(&p->slot_free, NULL);
+    /* --part: {part} in the names becomes this part's number (lib/part.c);
+     * the default manifest is manifest-{part}.json beside the shards. */
+    p->pattern_tmpl = opts->pattern;
+    char *mt = NULL;
+    const char *sl = strrchr(opts->pattern, '/');
+    int rc = sk_part_name(opts->pattern, opts->part, opts->parts, 1, &p->part_pattern, err);
+    if (!rc && !opts->manifest && opts->parts > 0 &&
+        asprintf(&mt, "%.*smanifest-{part}.json", sl ? (int)(sl - opts->pattern + 1) : 0,
+                 opts->pattern) < 0)
+        rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (!rc && (mt || opts->manifest))
+        rc = sk_part_name(mt ? mt : opts->manifest, opts->part, opts->parts, 0, &p->part_manifest, err);
+    free(mt);
+    if (rc) {
+        sk_pack_free(p);
+        return rc;
+    }
+    p->o.pattern = p->part_pattern;
+    if (p->part_manifest) p->o.manifest = p->part_manifest;
     *out = p;
     return SK_OK;
 }
@@ -164,6 +187,8 @@ void sk_pack_free(sk_pack *p)
     free(p->order);
     free(p->shards);
     free(p->todo);
+    free(p->part_pattern);
+    free(p->part_manifest);
     sk_catalog_release(&p->cat);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->slot_ready);
@@ -237,6 +262,8 @@ static int plan(sk_pack *p, sk_error *err)
 {
     sk_catalog *c = &p->cat;
     SK_GUARD(sk_catalog_group(c, err));
+    /* --part: keep only the samples of this part (lib/part.c) */
+    if (p->o.parts > 0) SK_GUARD(sk_part_filter(c, p->o.part, p->o.parts, err));
     p->order = sk_xmalloc((c->nsamples + 1) * sizeof *p->order, err);
     if (!p->order) return SK_E_NOMEM;
     for (size_t i = 0; i < c->nsamples; i++) p->order[i] = (uint32_t)i;
@@ -696,8 +723,8 @@ static int shard_url(const sk_pack *p, const char *shard, const char *manifest_d
 
 static int options_json(const sk_pack *p, char *buf, size_t cap)
 {
-    const char *base = strrchr(p->o.pattern, '/');
-    base = base ? base + 1 : p->o.pattern;
+    const char *base = strrchr(p->pattern_tmpl, '/'); /* --part: {part} unexpanded */
+    base = base ? base + 1 : p->pattern_tmpl;
     /* The pattern's basename only: no machine paths in the manifest. */
     char esc[1024];
     size_t o = 0;
@@ -757,6 +784,8 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     man = sk_manifest_new();
     if (!man || options_json(p, opts, sizeof opts)) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
     man->options_json = strdup(opts);
+    man->part = p->o.part; /* --part */
+    man->parts = p->o.parts;
 
     /* which planned shards are already complete (--resume) */
     p->todo = sk_xmalloc((p->cat.nsamples + 1) * sizeof *p->todo, err);
@@ -815,6 +844,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
         ms.index_url = iurl;
         ms.bytes = sp->info.size;
         ms.crc32c = sp->info.crc32c;
+        ms.part = p->o.part; /* --part */
         if (sp->done) {
             ms.samples = sp->count;
             p->st.samples += sp->count;
