@@ -34,7 +34,8 @@ all: $(BIN) $(BUILD)/libshardkit.so $(BUILD)/shardkit.pc $(TOOLS)
 $(DEPS_OK): scripts/deps
 	@mkdir -p $(BUILD)
 	@if pkg-config --exists $(PKGS) cmocka && command -v bsdtar >/dev/null \
-	   && command -v cjpeg >/dev/null && command -v zstd >/dev/null; then :; \
+	   && command -v cjpeg >/dev/null && command -v zstd >/dev/null \
+	   && { command -v slurmctld || test -x /usr/sbin/slurmctld; } >/dev/null; then :; \
 	 else ./scripts/deps; fi
 	@touch $@
 
