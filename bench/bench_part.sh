@@ -57,8 +57,8 @@ two='"$0" pack "$1" -q -o "$2/train-{part}-%06d.tar" --max-size 512M --part 0/2 
      wait $a && wait $b'
 measure "part-2x2" bash -c "$two" "$SK_BIN" "$corpus" "@OUT@" || bench_die "2 parts failed"
 w2=$M_WALL c2=$M_CPU walls2=$M_WALLS
-n2=$(cat "$M_OUT"/manifest-*.json | python3 -c 'import json,sys
-print(sum(json.loads(x)["totals"]["samples"] for x in sys.stdin.read().replace("}\n{", "}\x00{").split("\x00")))')
+n2=$(python3 -c 'import json, sys
+print(sum(json.load(open(f))["totals"]["samples"] for f in sys.argv[1:]))' "$M_OUT"/manifest-*.json)
 [ "$n2" = "$samples" ] || bench_die "2 parts hold $n2 samples, corpus $samples"
 rm -rf "$M_OUT"
 echo "walls: 1 part: $walls1; 2 parts: $walls2" >&2

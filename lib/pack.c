@@ -152,19 +152,10 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts, sk_error *err)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->slot_ready, NULL);
     pthread_cond_init(&p->slot_free, NULL);
-    /* --part: {part} in the names becomes this part's number (lib/part.c);
-     * the default manifest is manifest-{part}.json beside the shards. */
+    /* --part: {part} in the names becomes this part's number (lib/part.c) */
     p->pattern_tmpl = opts->pattern;
-    char *mt = NULL;
-    const char *sl = strrchr(opts->pattern, '/');
-    int rc = sk_part_name(opts->pattern, opts->part, opts->parts, 1, &p->part_pattern, err);
-    if (!rc && !opts->manifest && opts->parts > 0 &&
-        asprintf(&mt, "%.*smanifest-{part}.json", sl ? (int)(sl - opts->pattern + 1) : 0,
-                 opts->pattern) < 0)
-        rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-    if (!rc && (mt || opts->manifest))
-        rc = sk_part_name(mt ? mt : opts->manifest, opts->part, opts->parts, 0, &p->part_manifest, err);
-    free(mt);
+    int rc = sk_part_output_names(opts->pattern, opts->manifest, opts->part, opts->parts,
+                                  &p->part_pattern, &p->part_manifest, err);
     if (rc) {
         sk_pack_free(p);
         return rc;

@@ -218,6 +218,33 @@ int sk_part_name(const char *tmpl, int part, int parts, int required, char **out
     return SK_OK;
 }
 
+int sk_part_output_names(const char *pattern, const char *manifest, int part, int parts,
+                         char **pattern_out, char **manifest_out, sk_error *err)
+{
+    char *def = NULL;
+    *manifest_out = NULL;
+    SK_GUARD(sk_part_name(pattern, part, parts, 1, pattern_out, err));
+    if (!manifest && parts > 0) {
+        /* N parts writing one manifest.json would overwrite each other */
+        const char *sl = strrchr(pattern, '/');
+        int dl = sl ? (int)(sl - pattern + 1) : 0;
+        if (asprintf(&def, "%.*smanifest-{part}.json", dl, pattern) < 0) def = NULL;
+        if (!def) {
+            free(*pattern_out);
+            *pattern_out = NULL;
+            return sk_error_set(err, SK_E_NOMEM, "out of memory");
+        }
+        manifest = def;
+    }
+    int rc = manifest ? sk_part_name(manifest, part, parts, 0, manifest_out, err) : SK_OK;
+    free(def);
+    if (rc) {
+        free(*pattern_out);
+        *pattern_out = NULL;
+    }
+    return rc;
+}
+
 /* ------------------------------------------------------------- catalog */
 
 int sk_part_filter(sk_catalog *c, int part, int parts, sk_error *err)
