@@ -13,8 +13,10 @@ CC       ?= cc
 PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson
 OPT      ?= -O2 -g
 SAN      ?=
+# -Wno-format-truncation is gcc's; clang 14 rejects it under -Werror
+WNO_TRUNC := $(shell $(CC) -Werror -Wno-format-truncation -x c -c /dev/null -o /dev/null 2>/dev/null && echo -Wno-format-truncation)
 override CFLAGS += -std=c11 -D_GNU_SOURCE -DSK_VERSION='"$(VERSION)"' \
-	-Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-truncation -fPIC -pthread -Ilib \
+	-Wall -Wextra -Werror -Wshadow -Wno-unused-parameter $(WNO_TRUNC) -fPIC -pthread -Ilib \
 	$(OPT) $(SAN)
 DEPS_OK  := $(BUILD)/.deps-ok
 
