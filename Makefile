@@ -13,11 +13,10 @@ CC       ?= cc
 PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson
 OPT      ?= -O2 -g
 SAN      ?=
-# gcc's -Wformat-truncation flags snprintf calls whose results we check;
-# clang has no such warning and would reject the option.
-NO_TRUNC := $(if $(shell $(CC) --version 2>/dev/null | grep -i clang),,-Wno-format-truncation)
+# -Wno-format-truncation is gcc's; clang 14 rejects it under -Werror
+WNO_TRUNC := $(shell $(CC) -Werror -Wno-format-truncation -x c -c /dev/null -o /dev/null 2>/dev/null && echo -Wno-format-truncation)
 override CFLAGS += -std=c11 -D_GNU_SOURCE -DSK_VERSION='"$(VERSION)"' \
-	-Wall -Wextra -Werror -Wshadow -Wno-unused-parameter $(NO_TRUNC) -fPIC -pthread -Ilib \
+	-Wall -Wextra -Werror -Wshadow -Wno-unused-parameter $(WNO_TRUNC) -fPIC -pthread -Ilib \
 	$(OPT) $(SAN)
 DEPS_OK  := $(BUILD)/.deps-ok
 
@@ -37,7 +36,8 @@ all: $(BIN) $(BUILD)/libshardkit.so $(BUILD)/shardkit.pc $(TOOLS)
 $(DEPS_OK): scripts/deps
 	@mkdir -p $(BUILD)
 	@if pkg-config --exists $(PKGS) cmocka && command -v bsdtar >/dev/null \
-	   && command -v cjpeg >/dev/null && command -v zstd >/dev/null; then :; \
+	   && command -v cjpeg >/dev/null && command -v zstd >/dev/null \
+	   && { command -v slurmctld || test -x /usr/sbin/slurmctld; } >/dev/null; then :; \
 	 else ./scripts/deps; fi
 	@touch $@
 

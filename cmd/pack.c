@@ -34,6 +34,11 @@ static const char usage[] =
     "                           sample or run of small samples; level 1..22, default 3)\n"
     "  -j, --jobs N             reader threads (default: number of cores)\n"
     "      --resume             keep complete shards of an earlier run of the same job\n"
+    "      --part I/N|auto      pack only part I of 0..N-1 (chosen by a hash of each\n"
+    "                           sample key); auto reads SLURM_ARRAY_TASK_ID,\n"
+    "                           JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX;\n"
+    "                           PATTERN must then hold {part} (see docs/scale-out.md)\n"
+    "      --parts N            the number of parts, for --part auto\n"
     "      --on-error fail|skip stop at an unreadable input (default) or skip it\n"
     "      --follow-symlinks    pack what symbolic links point to\n"
     "      --manifest PATH      write the manifest there (default: beside the shards)\n"
@@ -47,7 +52,7 @@ static const char usage[] =
 enum {
     OPT_FILES_FROM = 256, OPT_ROOT, OPT_FROM_ARCHIVE, OPT_MAX_SIZE, OPT_MAX_COUNT, OPT_START,
     OPT_SHUFFLE, OPT_SEED, OPT_MTIME, OPT_RESUME, OPT_ON_ERROR, OPT_FOLLOW, OPT_MANIFEST,
-    OPT_TMP_DIR, OPT_JSON, OPT_COMPRESS,
+    OPT_TMP_DIR, OPT_JSON, OPT_COMPRESS, OPT_PART, OPT_PARTS,
 };
 
 static const struct option options[] = {
@@ -64,6 +69,8 @@ static const struct option options[] = {
     {"mtime", required_argument, NULL, OPT_MTIME},
     {"jobs", required_argument, NULL, 'j'},
     {"resume", no_argument, NULL, OPT_RESUME},
+    {"part", required_argument, NULL, OPT_PART},
+    {"parts", required_argument, NULL, OPT_PARTS},
     {"on-error", required_argument, NULL, OPT_ON_ERROR},
     {"follow-symlinks", no_argument, NULL, OPT_FOLLOW},
     {"manifest", required_argument, NULL, OPT_MANIFEST},
@@ -104,7 +111,8 @@ int cmd_pack(int argc, char **argv)
 {
     sk_pack_options o = {0};
     struct ui ui = {0};
-    const char *root = NULL;
+    const char *root = NULL, *part = NULL;
+    uint64_t parts = 0;
     int nul = 0, json = 0, quiet = 0, c;
     uint64_t v;
     struct source *srcs = calloc((size_t)argc + 1, sizeof *srcs);
@@ -145,6 +153,11 @@ int cmd_pack(int argc, char **argv)
             o.jobs = (int)v;
             break;
         case OPT_RESUME: o.resume = 1; break;
+        case OPT_PART: part = optarg; break;
+        case OPT_PARTS:
+            if (cmd_parse_u64(optarg, &parts) || !parts || parts > SK_PART_MAX)
+                return free(srcs), cmd_usage_error("pack", usage, "--parts '%s': want 1..%d", optarg, SK_PART_MAX);
+            break;
         case OPT_ON_ERROR:
             if (!strcmp(optarg, "skip")) o.skip_errors = 1;
             else if (strcmp(optarg, "fail"))
@@ -167,6 +180,12 @@ int cmd_pack(int argc, char **argv)
     if (!o.pattern) return free(srcs), cmd_usage_error("pack", usage, "no output: give -o PATTERN");
     if (!nsrcs) return free(srcs), cmd_usage_error("pack", usage, "no SOURCE to pack");
     cmd_check_zst_pattern("pack", o.pattern, o.compress_level);
+    if (parts && !part) return free(srcs), cmd_usage_error("pack", usage, "--parts needs --part");
+    if (part) {
+        sk_error perr = SK_ERROR_INIT;
+        if (sk_part_parse(part, (int)parts, &o.part, &o.parts, &perr))
+            return free(srcs), cmd_usage_error("pack", usage, "%s", perr.msg);
+    }
 
     o.warn = on_warn;
     o.progress = !quiet && isatty(2) ? on_progress : NULL;

@@ -226,6 +226,10 @@ typedef struct sk_pack_options {
     int compress_level;   /* zstd level 1..22: .tar.zst shards in the zstd seekable
                            * format, one frame per sample or run of small
                            * samples; 0 = plain tar */
+    /* --part: pack only the samples of part (0..parts-1); parts = 0 packs all.
+     * pattern (and manifest) then need "{part}" (see sk_part_name); the
+     * default manifest is manifest-{part}.json beside the shards. */
+    int part, parts;
     /* Called with each warning (skipped input, oversized sample). */
     void (*warn)(void *ctx, const char *msg);
     /* Called about twice a second and once at the end. */
@@ -744,6 +748,38 @@ typedef struct sk_verify_stats {
  * (unreadable target, s3:// not supported yet). */
 int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opts,
               sk_verify_stats *stats, sk_error *err);
+
+/* -------------------------------------------------------------- scale-out */
+/* --part I/N: N copies of a tool (a Slurm job array, a Kubernetes Indexed
+ * Job, an AWS Batch array job) each take a disjoint, deterministic slice of
+ * the samples, chosen by a fixed hash of the sample key alone: every sample
+ * is in exactly one part, whatever order the input is listed in, and
+ * `shardkit index merge` joins the parts' manifests.  Parts are numbered
+ * 0..N-1.  Details and recipes: docs/scale-out.md. */
+
+#define SK_PART_MAX 65536 /* most parts a run can be split into */
+
+/* The 64-bit hash behind the partition: FNV-1a 64 of the key's bytes, then
+ * murmur3's fmix64.  Fixed forever: changing it would move samples. */
+uint64_t sk_part_hash(const char *key, size_t key_len);
+/* The part (0..parts-1) of the sample with this key: the high 32 bits of
+ * sk_part_hash times parts, shifted right by 32.  parts <= 1 gives 0. */
+int sk_part_of(const char *key, size_t key_len, int parts);
+/* Parses --part: "I/N" (0 <= I < N), or "auto", which reads the scheduler's
+ * variables: SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT (or _MIN/_MAX;
+ * the array must be tasks 0..N-1), Kubernetes' JOB_COMPLETION_INDEX or AWS
+ * Batch's AWS_BATCH_JOB_ARRAY_INDEX, these two with parts_hint.  parts_hint
+ * is --parts N (0 when not given); when given it sets N for Slurm too, so a
+ * rerun of one array task keeps the same N.  SK_E_USAGE names the variable
+ * or value at fault. */
+int sk_part_parse(const char *spec, int parts_hint, int *part, int *parts, sk_error *err);
+/* Expands every "{part}" in a file name template to the part number, zero
+ * padded to the width of parts-1 (N = 4: "0".."3"; N = 16: "00".."15").
+ * SK_E_USAGE when the template has {part} but parts = 0, or (with required)
+ * has none though parts > 0, since the parts' files would then collide.
+ * *out is malloc'ed, the caller frees it. */
+int sk_part_name(const char *tmpl, int part, int parts, int required, char **out,
+                 sk_error *err);
 
 #ifdef __cplusplus
 }
