@@ -40,7 +40,10 @@ static const char usage[] =
     "      --mtime N            modification time in every header (default 0)\n"
     "      --manifest PATH      write the manifest there (default: beside the shards)\n"
     "      --resume             keep complete shards of an earlier run of the same job\n"
-    "      --part I/N           not yet supported (needs issue 7)\n"
+    "      --part I/N|auto      write only part I of 0..N-1 (by a hash of each sample\n"
+    "                           key; auto reads Slurm, Kubernetes or AWS Batch array\n"
+    "                           variables); PATTERN must then hold {part}\n"
+    "      --parts N            the number of parts, for --part auto\n"
     "      --json               print a JSON summary on stdout\n"
     "  -q, --quiet              no progress line\n"
     "  -h, --help               this text\n"
@@ -51,7 +54,7 @@ static const char usage[] =
 enum {
     OPT_MAX_SIZE = 256, OPT_MAX_COUNT, OPT_NUM_SHARDS, OPT_START, OPT_SELECT, OPT_DROP,
     OPT_RENAME, OPT_KEYS, OPT_SHUFFLE, OPT_SEED, OPT_TMP_DIR, OPT_SHUFFLE_MEM, OPT_COMPRESS,
-    OPT_MTIME, OPT_MANIFEST, OPT_RESUME, OPT_PART, OPT_JSON,
+    OPT_MTIME, OPT_MANIFEST, OPT_RESUME, OPT_PART, OPT_PARTS, OPT_JSON,
 };
 
 static const struct option options[] = {
@@ -73,6 +76,7 @@ static const struct option options[] = {
     {"manifest", required_argument, NULL, OPT_MANIFEST},
     {"resume", no_argument, NULL, OPT_RESUME},
     {"part", required_argument, NULL, OPT_PART},
+    {"parts", required_argument, NULL, OPT_PARTS},
     {"json", no_argument, NULL, OPT_JSON},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -117,6 +121,8 @@ static int split_list(char *s, const char ***list, size_t *n)
 int cmd_shard(int argc, char **argv)
 {
     sk_shard_options o = {0};
+    const char *part = NULL;
+    uint64_t parts = 0;
     struct ui ui = {0};
     const char **sel = NULL, **drop = NULL, **from = NULL, **to = NULL;
     size_t nren = 0;
@@ -180,15 +186,11 @@ int cmd_shard(int argc, char **argv)
             break;
         case OPT_MANIFEST: o.manifest = optarg; break;
         case OPT_RESUME: o.resume = 1; break;
-        case OPT_PART: {
-            unsigned long long i, n;
-            char tail;
-            if (sscanf(optarg, "%llu/%llu%c", &i, &n, &tail) != 2 || !n || i >= n)
-                BAD("--part '%s': want I/N with 0 <= I < N", optarg);
-            o.part = (int)i;
-            o.parts = (int)n;
+        case OPT_PART: part = optarg; break;
+        case OPT_PARTS:
+            if (cmd_parse_u64(optarg, &parts) || !parts || parts > SK_PART_MAX)
+                BAD("--parts '%s': want 1..%d", optarg, SK_PART_MAX);
             break;
-        }
         case OPT_JSON: json = 1; break;
         case 'q': quiet = 1; break;
         case 'h': fputs(usage, stdout); goto out;
@@ -197,6 +199,11 @@ int cmd_shard(int argc, char **argv)
     }
     if (!o.pattern) BAD("no output: give -o PATTERN");
     if (optind >= argc) BAD("no INPUT shards");
+    if (parts && !part) BAD("--parts needs --part");
+    if (part) {
+        sk_error perr = SK_ERROR_INIT;
+        if (sk_part_parse(part, (int)parts, &o.part, &o.parts, &perr)) BAD("%s", perr.msg);
+    }
     if (!!o.max_count + !!o.max_size + !!o.num_shards > 1 && o.num_shards)
         BAD("--num-shards does not combine with --max-size or --max-count");
     (void)v;

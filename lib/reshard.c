@@ -12,6 +12,7 @@
  * in memory.
  */
 #include "internal.h"
+#include "part.h"
 #include "shuffle.h"
 #include "tar.h"
 #include "writer.h"
@@ -125,6 +126,7 @@ struct keyset { /* --keys: open addressing over key strings */
 
 typedef struct rs {
     const sk_shard_options *o;
+    const char *pattern_tmpl; /* the pattern as given: {part} unexpanded */
     sk_shard_stats st;
     struct timespec t0, last;
     struct keyset keys;
@@ -284,8 +286,8 @@ static int keep_member(const rs *r, const char *e, size_t n, const char **out, s
 static int keep_sample(const rs *r, const char *key, size_t klen)
 {
     if (r->o->keys_file && !keyset_has(&r->keys, key, klen)) return 0;
-    /* --part I/N (issue 7): the single call site for lib/part.c's decision,
-     * e.g. `if (r->o->parts && !sk_part_keep(key, klen, r->o->part, r->o->parts)) return 0;` */
+    /* --part I/N: the sample's part depends on its key alone (lib/part.c) */
+    if (r->o->parts && sk_part_of(key, klen, r->o->parts) != r->o->part) return 0;
     return 1;
 }
 
@@ -710,8 +712,9 @@ static int options_json(const rs *r, char *buf, size_t cap)
     const sk_shard_options *o = r->o;
     FILE *f = fmemopen(buf, cap, "w");
     if (!f) return -1;
-    const char *base = strrchr(o->pattern, '/');
-    base = base ? base + 1 : o->pattern;
+    const char *tmpl = r->pattern_tmpl ? r->pattern_tmpl : o->pattern;
+    const char *base = strrchr(tmpl, '/');
+    base = base ? base + 1 : tmpl;
     fputs("{\"shard\": {\"pattern\": \"", f);
     for (const char *s = base; *s; s++) {
         if (*s == '"' || *s == '\\') fputc('\\', f);
@@ -774,10 +777,10 @@ static int count_samples(rs *r, char **in, size_t n, struct samp *s, sk_error *e
     return SK_OK;
 }
 
-int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
-               sk_shard_stats *stats, sk_error *err)
+static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
+                       const char *pattern_tmpl, sk_shard_stats *stats, sk_error *err)
 {
-    rs r = {.o = opts};
+    rs r = {.o = opts, .pattern_tmpl = pattern_tmpl};
     struct samp s = {0};
     char **in = NULL;
     size_t nin = 0;
@@ -793,9 +796,6 @@ int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options
     if (!strncmp(opts->pattern, "s3://", 5))
         return sk_error_set(err, SK_E_USAGE, "%s: s3:// outputs are not supported yet",
                             opts->pattern);
-    if (opts->parts)
-        return sk_error_set(err, SK_E_USAGE, "--part is not supported yet (it needs lib/part.c, "
-                            "issue 7)");
     if (r.to_stdout && (opts->num_shards > 1 || opts->max_count || opts->max_size || opts->resume))
         return sk_error_set(err, SK_E_USAGE, "-o - writes one tar stream: --num-shards, "
                             "--max-size, --max-count and --resume do not apply");
@@ -862,6 +862,11 @@ int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options
     }
     if (!rc && !r.open && !r.st.shards) rc = open_shard(&r, err); /* an empty input: one empty shard */
     if (!rc) rc = close_shard(&r, err);
+    if (!rc && r.man && opts->parts) {
+        r.man->part = opts->part;
+        r.man->parts = opts->parts;
+        for (size_t i = 0; i < r.man->nshards; i++) r.man->shards[i].part = opts->part;
+    }
     if (!rc && r.man) rc = sk_manifest_write(r.man, r.mpath, err);
     if (!rc) progress(&r, 1);
 
@@ -882,5 +887,23 @@ cleanup:
     free(r.vm);
     r.st.seconds = since(&r.t0);
     if (stats) *stats = r.st;
+    return rc;
+}
+
+int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
+               sk_shard_stats *stats, sk_error *err)
+{
+    /* --part: {part} in the pattern (and manifest) names this part's files */
+    sk_shard_options o = *opts;
+    char *pattern = NULL, *manifest = NULL;
+    if (opts->pattern && strcmp(opts->pattern, "-") && strncmp(opts->pattern, "s3://", 5)) {
+        SK_GUARD(sk_part_output_names(opts->pattern, opts->manifest, opts->part, opts->parts,
+                                      &pattern, &manifest, err));
+        o.pattern = pattern;
+        if (manifest) o.manifest = manifest;
+    }
+    int rc = reshard_run(inputs, ninputs, &o, opts->pattern, stats, err);
+    free(pattern);
+    free(manifest);
     return rc;
 }
