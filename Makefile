@@ -13,8 +13,10 @@ CC       ?= cc
 PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson
 OPT      ?= -O2 -g
 SAN      ?=
+# -Wno-format-truncation is gcc's; clang 14 rejects it under -Werror
+WNO_TRUNC := $(shell $(CC) -Werror -Wno-format-truncation -x c -c /dev/null -o /dev/null 2>/dev/null && echo -Wno-format-truncation)
 override CFLAGS += -std=c11 -D_GNU_SOURCE -DSK_VERSION='"$(VERSION)"' \
-	-Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-truncation -fPIC -pthread -Ilib \
+	-Wall -Wextra -Werror -Wshadow -Wno-unused-parameter $(WNO_TRUNC) -fPIC -pthread -Ilib \
 	$(OPT) $(SAN)
 DEPS_OK  := $(BUILD)/.deps-ok
 
@@ -34,7 +36,8 @@ all: $(BIN) $(BUILD)/libshardkit.so $(BUILD)/shardkit.pc $(TOOLS)
 $(DEPS_OK): scripts/deps
 	@mkdir -p $(BUILD)
 	@if pkg-config --exists $(PKGS) cmocka && command -v bsdtar >/dev/null \
-	   && command -v cjpeg >/dev/null && command -v zstd >/dev/null; then :; \
+	   && command -v cjpeg >/dev/null && command -v zstd >/dev/null \
+	   && { command -v slurmctld || test -x /usr/sbin/slurmctld; } >/dev/null; then :; \
 	 else ./scripts/deps; fi
 	@touch $@
 
@@ -55,13 +58,14 @@ $(BIN): $(CMD_OBJ) $(BUILD)/libshardkit.a
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libshardkit.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libshardkit.a $(LIBS) -lcmocka
+	@echo "  LD $@"; $(CC) $(CFLAGS) -o $@ $< $(BUILD)/libshardkit.a $(LIBS) -lcmocka
 
 $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libshardkit.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libshardkit.a $(LIBS)
+	@echo "  LD $@"; $(CC) $(CFLAGS) -o $@ $< $(BUILD)/libshardkit.a $(LIBS)
 
 $(BUILD)/shardkit.pc: shardkit.pc.in Makefile
+	@mkdir -p $(BUILD)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 	    -e 's|@PKGS@|$(PKGS)|' $< > $@
 
@@ -87,7 +91,8 @@ install: all
 	ln -sf libshardkit.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libshardkit.so.0
 	ln -sf libshardkit.so.0 $(DESTDIR)$(PREFIX)/lib/libshardkit.so
 	install -m 644 lib/shardkit.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(BUILD)/shardkit.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(PKGS)|' \
+	    shardkit.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit.pc
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/shardkit/
 
 clean:

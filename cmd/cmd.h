@@ -16,6 +16,8 @@ int cmd_index(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_upload(int argc, char **argv);
+int cmd_shard(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 /* Flush and close stdout; a failed write (full disk, closed pipe) turns a
  * success into exit 1 with a message. */
@@ -25,6 +27,12 @@ int cmd_finish_stdout(int rc);
 int cmd_parse_size(const char *s, uint64_t *out);
 /* Parses a non-negative decimal integer; 0 on success. */
 int cmd_parse_u64(const char *s, uint64_t *out);
+
+/* Parses --compress: "none" (0), "zstd" (level 3) or "zstd:LEVEL" (1..22)
+ * into *level; 0 on success. */
+int cmd_parse_compress(const char *s, int *level);
+/* Warns on stderr when compressing to a pattern not ending in .zst. */
+void cmd_check_zst_pattern(const char *tool, const char *pattern, int level);
 
 /* Prints "shardkit <tool>: <message>" for a library error and maps its code
  * to an exit code (usage errors give 2, everything else 1). */

@@ -23,6 +23,8 @@ static const struct command commands[] = {
     {"get", cmd_get, "fetch one sample by key or #ordinal through the index"},
     {"cat", cmd_cat, "stream the selected samples as one tar (or their keys) to stdout"},
     {"upload", cmd_upload, "upload files and datasets to S3, resumable; copy between buckets"},
+    {"shard", cmd_shard, "reshard: other size or count, global shuffle, filters, zstd"},
+    {"verify", cmd_verify, "prove shards sound: tar, index, manifest, keys, JPEGs"},
 };
 
 static void usage(FILE *out)

@@ -33,8 +33,15 @@ static const char usage[] =
     "      --shuffle            seeded random sample order instead of key order\n"
     "      --seed N             seed for --shuffle (default 0)\n"
     "      --mtime N            modification time in every header (default 0)\n"
+    "      --compress zstd[:L]  .tar.zst shards (zstd seekable format, one frame per\n"
+    "                           sample or run of small samples; level 1..22, default 3)\n"
     "  -j, --jobs N             reader threads (default: number of cores)\n"
     "      --resume             keep complete shards of an earlier run of the same job\n"
+    "      --part I/N|auto      pack only part I of 0..N-1 (chosen by a hash of each\n"
+    "                           sample key); auto reads SLURM_ARRAY_TASK_ID,\n"
+    "                           JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX;\n"
+    "                           PATTERN must then hold {part} (see docs/scale-out.md)\n"
+    "      --parts N            the number of parts, for --part auto\n"
     "      --on-error fail|skip stop at an unreadable input (default) or skip it\n"
     "      --follow-symlinks    pack what symbolic links point to\n"
     "      --manifest PATH      write the manifest there (default: beside the shards)\n"
@@ -55,7 +62,7 @@ static const char usage[] =
 enum {
     OPT_FILES_FROM = 256, OPT_ROOT, OPT_FROM_ARCHIVE, OPT_MAX_SIZE, OPT_MAX_COUNT, OPT_START,
     OPT_SHUFFLE, OPT_SEED, OPT_MTIME, OPT_RESUME, OPT_ON_ERROR, OPT_FOLLOW, OPT_MANIFEST,
-    OPT_TMP_DIR, OPT_JSON,
+    OPT_TMP_DIR, OPT_JSON, OPT_COMPRESS, OPT_PART, OPT_PARTS,
     OPT_ENDPOINT, OPT_REGION, OPT_PROFILE, OPT_CONCURRENCY, OPT_PART_SIZE, OPT_MAX_ATTEMPTS,
 };
 
@@ -73,11 +80,14 @@ static const struct option options[] = {
     {"mtime", required_argument, NULL, OPT_MTIME},
     {"jobs", required_argument, NULL, 'j'},
     {"resume", no_argument, NULL, OPT_RESUME},
+    {"part", required_argument, NULL, OPT_PART},
+    {"parts", required_argument, NULL, OPT_PARTS},
     {"on-error", required_argument, NULL, OPT_ON_ERROR},
     {"follow-symlinks", no_argument, NULL, OPT_FOLLOW},
     {"manifest", required_argument, NULL, OPT_MANIFEST},
     {"tmp-dir", required_argument, NULL, OPT_TMP_DIR},
     {"json", no_argument, NULL, OPT_JSON},
+    {"compress", required_argument, NULL, OPT_COMPRESS},
     {"endpoint-url", required_argument, NULL, OPT_ENDPOINT},
     {"region", required_argument, NULL, OPT_REGION},
     {"profile", required_argument, NULL, OPT_PROFILE},
@@ -118,7 +128,8 @@ int cmd_pack(int argc, char **argv)
 {
     sk_pack_options o = {0};
     struct ui ui = {0};
-    const char *root = NULL;
+    const char *root = NULL, *part = NULL;
+    uint64_t parts = 0;
     int nul = 0, json = 0, quiet = 0, c;
     uint64_t v, part_size = 0, concurrency = 64;
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
@@ -160,6 +171,11 @@ int cmd_pack(int argc, char **argv)
             o.jobs = (int)v;
             break;
         case OPT_RESUME: o.resume = 1; break;
+        case OPT_PART: part = optarg; break;
+        case OPT_PARTS:
+            if (cmd_parse_u64(optarg, &parts) || !parts || parts > SK_PART_MAX)
+                return free(srcs), cmd_usage_error("pack", usage, "--parts '%s': want 1..%d", optarg, SK_PART_MAX);
+            break;
         case OPT_ON_ERROR:
             if (!strcmp(optarg, "skip")) o.skip_errors = 1;
             else if (strcmp(optarg, "fail"))
@@ -169,6 +185,10 @@ int cmd_pack(int argc, char **argv)
         case OPT_MANIFEST: o.manifest = optarg; break;
         case OPT_TMP_DIR: o.tmp_dir = optarg; break;
         case OPT_JSON: json = 1; break;
+        case OPT_COMPRESS:
+            if (cmd_parse_compress(optarg, &o.compress_level))
+                return free(srcs), cmd_usage_error("pack", usage, "--compress '%s': want zstd, zstd:LEVEL (1..22) or none", optarg);
+            break;
         case OPT_ENDPOINT: s3cfg.endpoint_url = optarg; break;
         case OPT_REGION: s3cfg.region = optarg; break;
         case OPT_PROFILE: s3cfg.profile = optarg; break;
@@ -199,6 +219,13 @@ int cmd_pack(int argc, char **argv)
     }
     if (!o.pattern) return free(srcs), cmd_usage_error("pack", usage, "no output: give -o PATTERN");
     if (!nsrcs) return free(srcs), cmd_usage_error("pack", usage, "no SOURCE to pack");
+    cmd_check_zst_pattern("pack", o.pattern, o.compress_level);
+    if (parts && !part) return free(srcs), cmd_usage_error("pack", usage, "--parts needs --part");
+    if (part) {
+        sk_error perr = SK_ERROR_INIT;
+        if (sk_part_parse(part, (int)parts, &o.part, &o.parts, &perr))
+            return free(srcs), cmd_usage_error("pack", usage, "%s", perr.msg);
+    }
 
     o.warn = on_warn;
     o.progress = !quiet && isatty(2) ? on_progress : NULL;

@@ -76,3 +76,21 @@ int cmd_usage_error(const char *tool, const char *usage, const char *fmt, ...)
     fprintf(stderr, "\n\n%s", usage);
     return SK_EXIT_USAGE;
 }
+
+int cmd_parse_compress(const char *s, int *level)
+{
+    uint64_t v;
+    if (!strcmp(s, "none")) return *level = 0, 0;
+    if (!strcmp(s, "zstd")) return *level = 3, 0;
+    if (strncmp(s, "zstd:", 5) || cmd_parse_u64(s + 5, &v) || v < 1 || v > 22) return -1;
+    *level = (int)v;
+    return 0;
+}
+
+void cmd_check_zst_pattern(const char *tool, const char *pattern, int level)
+{
+    size_t n = strlen(pattern);
+    if (level && strcmp(pattern, "-") && (n < 4 || strcmp(pattern + n - 4, ".zst")))
+        fprintf(stderr, "shardkit %s: warning: --compress zstd writes zstd data, but the "
+                "shard names (%s) do not end in .zst\n", tool, pattern);
+}

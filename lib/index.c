@@ -120,6 +120,25 @@ int sk_index_add_member(sk_index_builder *b, const char *ext, size_t ext_len,
     return SK_OK;
 }
 
+int sk_index_builder_range(const sk_index_builder *b, uint64_t i, uint64_t *offset,
+                           uint64_t *span)
+{
+    if (i >= b->nsamples) return SK_E_NOTFOUND;
+    const unsigned char *r = b->samples + i * IDX_SAMPLE;
+    *offset = sk_get_le64(r);
+    *span = sk_get_le64(r + 8);
+    return SK_OK;
+}
+
+void sk_index_builder_set_stored(sk_index_builder *b, uint64_t i, uint64_t stored_offset,
+                                 uint64_t stored_span)
+{
+    if (i >= b->nsamples) return;
+    unsigned char *r = b->samples + i * IDX_SAMPLE;
+    sk_put_le64(r + 16, stored_offset);
+    sk_put_le64(r + 24, stored_span);
+}
+
 /* Sorting the key order table needs the builder's buffers; qsort_r keeps
  * this reentrant across threads that build several indexes at once. */
 static int key_order_cmp(const void *pa, const void *pb, void *ctx)

@@ -54,6 +54,13 @@ static inline uint64_t sk_get_le64(const unsigned char *p)
 
 
 
+/* index.c: what writer.c needs of a builder's records (sample i's tar
+ * range; setting its stored range once the compressed frames are known). */
+int sk_index_builder_range(const sk_index_builder *b, uint64_t i, uint64_t *offset,
+                           uint64_t *span);
+void sk_index_builder_set_stored(sk_index_builder *b, uint64_t i, uint64_t stored_offset,
+                                 uint64_t stored_span);
+
 /* fsutil.c */
 int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *err);
 /* The temporary name ".NAME.tmp" beside path; caller frees. */

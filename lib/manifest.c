@@ -134,7 +134,7 @@ int sk_manifest_write(sk_manifest *m, const char *path, sk_error *err)
         json_array_append_new(shards, o);
     }
     json_object_set_new(root, "shards", shards);
-    qsort(m->exts, m->nexts, sizeof *m->exts, ext_cmp);
+    if (m->nexts) qsort(m->exts, m->nexts, sizeof *m->exts, ext_cmp); /* qsort(NULL, 0) is UB */
     for (size_t i = 0; i < m->nexts; i++)
         json_object_set_new(exts, m->exts[i].ext, json_integer((json_int_t)m->exts[i].count));
     json_t *totals = json_object();

@@ -11,6 +11,7 @@
  * Memory: the catalog's names plus ring slots of at most SLOT_MAX bytes.
  */
 #include "catalog.h"
+#include "part.h"
 #include "s3io.h"
 #include "tar.h"
 #include "writer.h"
@@ -83,6 +84,9 @@ struct sk_pack {
     sk_error first_err; /* shard-parallel mode: the error that stopped it */
     sk_pack_stats st;
     struct timespec t0, last_progress;
+    /* --part: the caller's pattern, and the names with {part} expanded */
+    const char *pattern_tmpl;
+    char *part_pattern, *part_manifest;
 };
 
 /* ---------------------------------------------------------- shard names */
@@ -156,6 +160,16 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts, sk_error *err)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->slot_ready, NULL);
     pthread_cond_init(&p->slot_free, NULL);
+    /* --part: {part} in the names becomes this part's number (lib/part.c) */
+    p->pattern_tmpl = opts->pattern;
+    int rc = sk_part_output_names(opts->pattern, opts->manifest, opts->part, opts->parts,
+                                  &p->part_pattern, &p->part_manifest, err);
+    if (rc) {
+        sk_pack_free(p);
+        return rc;
+    }
+    p->o.pattern = p->part_pattern;
+    if (p->part_manifest) p->o.manifest = p->part_manifest;
     *out = p;
     return SK_OK;
 }
@@ -174,6 +188,8 @@ void sk_pack_free(sk_pack *p)
     free(p->todo);
     for (size_t i = 0; i < p->ext_tallies_n; i++) sk_manifest_free(p->ext_tallies[i]);
     free(p->ext_tallies);
+    free(p->part_pattern);
+    free(p->part_manifest);
     sk_catalog_release(&p->cat);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->slot_ready);
@@ -264,6 +280,8 @@ static int plan(sk_pack *p, sk_error *err)
 {
     sk_catalog *c = &p->cat;
     SK_GUARD(sk_catalog_group(c, err));
+    /* --part: keep only the samples of this part (lib/part.c) */
+    if (p->o.parts > 0) SK_GUARD(sk_part_filter(c, p->o.part, p->o.parts, err));
     p->order = sk_xmalloc((c->nsamples + 1) * sizeof *p->order, err);
     if (!p->order) return SK_E_NOMEM;
     for (size_t i = 0; i < c->nsamples; i++) p->order[i] = (uint32_t)i;
@@ -912,8 +930,8 @@ static int shard_url(const sk_pack *p, const char *shard, const char *manifest_d
 
 static int options_json(const sk_pack *p, char *buf, size_t cap)
 {
-    const char *base = strrchr(p->o.pattern, '/');
-    base = base ? base + 1 : p->o.pattern;
+    const char *base = strrchr(p->pattern_tmpl, '/'); /* --part: {part} unexpanded */
+    base = base ? base + 1 : p->pattern_tmpl;
     /* The pattern's basename only: no machine paths in the manifest. */
     char esc[1024];
     size_t o = 0;
@@ -923,13 +941,15 @@ static int options_json(const sk_pack *p, char *buf, size_t cap)
         else esc[o++] = *s;
     }
     esc[o] = 0;
+    char zbuf[32] = "null";
+    if (p->o.compress_level) snprintf(zbuf, sizeof zbuf, "\"zstd:%d\"", p->o.compress_level);
     int n = snprintf(buf, cap,
                      "{\"pattern\":\"%s\",\"start\":%llu,\"max_size\":%llu,\"max_count\":%llu,"
-                     "\"order\":\"%s\",\"seed\":%llu,\"mtime\":%llu,\"compress\":null}",
+                     "\"order\":\"%s\",\"seed\":%llu,\"mtime\":%llu,\"compress\":%s}",
                      esc, (unsigned long long)p->o.start, (unsigned long long)p->o.max_size,
                      (unsigned long long)p->o.max_count, p->o.shuffle ? "shuffle" : "key",
                      (unsigned long long)(p->o.shuffle ? p->o.seed : 0),
-                     (unsigned long long)p->o.mtime);
+                     (unsigned long long)p->o.mtime, zbuf);
     return n >= (int)cap ? -1 : 0;
 }
 
@@ -1008,6 +1028,7 @@ static int write_parallel(sk_pack *p, size_t todo_shards, sk_error *err)
         w[i].p = p;
         w[i].dc.fd = -1;
         w[i].out.fd = -1;
+        w[i].out.zlevel = p->o.compress_level;
         w[i].out.s3 = p->cat.s3, w[i].out.s3_part_size = p->cat.s3_part_size; /* s3io */
         w[i].t.exts = sk_manifest_new();
         if (!w[i].t.exts || add_tally(p, w[i].t.exts)) {
@@ -1052,9 +1073,9 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     int nthreads = 0, rc;
     clock_gettime(CLOCK_MONOTONIC, &p->t0);
     p->last_progress = p->t0;
+    out.zlevel = p->o.compress_level; /* 0: plain tar */
 
     if ((rc = plan(p, err))) goto cleanup;
-    if (getenv("SK_DEBUG_TIMING")) fprintf(stderr, "plan done at %.3f s\n", since(&p->t0));
     /* where the manifest goes, and the output directory */
     const char *slash = strrchr(p->o.pattern, '/');
     snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern);
@@ -1073,6 +1094,8 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     man = sk_manifest_new();
     if (!man || options_json(p, opts, sizeof opts)) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
     man->options_json = strdup(opts);
+    man->part = p->o.part; /* --part */
+    man->parts = p->o.parts;
 
     /* which planned shards are already complete (--resume) */
     p->todo = sk_xmalloc((p->cat.nsamples + 1) * sizeof *p->todo, err);
@@ -1123,6 +1146,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
         ms.index_url = iurl;
         ms.bytes = sp->info.size;
         ms.crc32c = sp->info.crc32c;
+        ms.part = p->o.part; /* --part */
         ms.samples = sp->done ? sp->count : sp->written;
         if (sp->done) p->st.samples += sp->count;
         if ((rc = sk_manifest_add_shard(man, &ms, err))) goto cleanup;

@@ -223,6 +223,13 @@ typedef struct sk_pack_options {
     int skip_errors;      /* skip unreadable inputs instead of stopping */
     int follow_symlinks;
     const char *tmp_dir;  /* where archive members are spooled */
+    int compress_level;   /* zstd level 1..22: .tar.zst shards in the zstd seekable
+                           * format, one frame per sample or run of small
+                           * samples; 0 = plain tar */
+    /* --part: pack only the samples of part (0..parts-1); parts = 0 packs all.
+     * pattern (and manifest) then need "{part}" (see sk_part_name); the
+     * default manifest is manifest-{part}.json beside the shards. */
+    int part, parts;
     /* Called with each warning (skipped input, oversized sample). */
     void (*warn)(void *ctx, const char *msg);
     /* Called about twice a second and once at the end. */
@@ -635,6 +642,144 @@ void sk_reader_get_stats(const sk_reader *r, sk_reader_stats *st);
 int sk_reader_write_tar(const sk_reader_sample *s, int fd, const char *fd_name, sk_error *err);
 /* Writes the two end blocks of a tar stream. */
 int sk_reader_write_tar_end(int fd, const char *fd_name, sk_error *err);
+
+/* ------------------------------------------------------------------ shard */
+/* Existing shards -> new shards: another size or count, a seeded global
+ * shuffle, filters, other compression.  Inputs are read through sk_in_open
+ * (libarchive parses them: tar, .tar.gz/.bz2/.xz/.zst, zip, 7z, cpio). */
+
+/* A sequential byte stream an input is read from: a local file or stdin
+ * now; the S3 client plugs in by replacing sk_in_open.  read fills up to
+ * cap bytes, *got = 0 at the end. */
+typedef struct sk_in_stream {
+    void *ctx;
+    int (*read)(void *ctx, void *buf, size_t cap, size_t *got, sk_error *err);
+    void (*close)(void *ctx);
+    uint64_t size; /* bytes when known (a local file), else UINT64_MAX */
+} sk_in_stream;
+/* Opens url ("-" = stdin); s3:// gives SK_E_USAGE "not supported yet". */
+typedef int (*sk_in_open_fn)(sk_in_stream *s, const char *url, sk_error *err);
+extern sk_in_open_fn sk_in_open;
+
+typedef struct sk_shard_stats {
+    uint64_t inputs, inputs_done;
+    uint64_t bytes_in;        /* input bytes (as stored: compressed size) read */
+    uint64_t bytes_in_total;  /* of all inputs, when known (else 0) */
+    uint64_t samples_in;      /* samples read */
+    uint64_t samples;         /* samples written */
+    uint64_t members;         /* members written */
+    uint64_t dropped;         /* samples dropped by the filters */
+    uint64_t skipped;         /* entries skipped: no key, directories, links */
+    uint64_t shards, shards_resumed;
+    uint64_t output_bytes;
+    double seconds;
+} sk_shard_stats;
+
+typedef struct sk_shard_options {
+    const char *pattern;   /* printf pattern with one integer field, or "-":
+                            * one tar stream on stdout, no index or manifest */
+    const char *manifest;  /* NULL: manifest.json beside the shards */
+    uint64_t max_size;     /* bytes of tar per shard; 0 = 512 MiB (none for "-") */
+    uint64_t max_count;    /* samples per shard; 0 = no limit */
+    uint64_t num_shards;   /* exactly N shards, counts within one of even; 0 = off */
+    uint64_t start;        /* number of the first shard */
+    const char *const *select; size_t nselect; /* keep only these extensions */
+    const char *const *drop; size_t ndrop;     /* drop these extensions */
+    const char *const *rename_from;            /* extension renames, */
+    const char *const *rename_to; size_t nrename; /* applied after select/drop */
+    const char *keys_file; /* keep only the keys listed (one per line) */
+    int shuffle;           /* uniform seeded permutation of all samples */
+    uint64_t seed;
+    const char *tmp_dir;   /* shuffle buckets (default $TMPDIR or /tmp) */
+    uint64_t shuffle_mem;  /* memory for one bucket; 0 = 256 MiB */
+    int compress_level;    /* zstd level 1..22 (.tar.zst, seekable); 0 = none */
+    uint64_t mtime;        /* mtime in every header (default 0) */
+    int resume;            /* keep complete shards an earlier run wrote */
+    int part, parts;       /* --part I/N: needs lib/part.c (issue 7); parts=0 */
+    void (*warn)(void *ctx, const char *msg);
+    void (*progress)(void *ctx, const sk_shard_stats *stats); /* ~2/s + at end */
+    void *ctx;
+} sk_shard_options;
+
+/* Reads every input (a shard path, a brace pattern, a manifest.json, or
+ * "-" for stdin), applies the filters, and writes shards, their indexes
+ * and the manifest.  Deterministic: same inputs and options give the same
+ * bytes.  Members keep their input order within a sample. */
+int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
+               sk_shard_stats *stats, sk_error *err);
+
+/* ----------------------------------------------------------------- verify */
+/* Proves shards sound: tar structure (header checksums, sizes,
+ * end-of-archive, trailing garbage), truncation, index agreement, manifest
+ * agreement, sample adjacency, duplicate keys, required extensions, empty
+ * members, and (SK_VERIFY_JPEG) JPEG decodability.  Every problem goes to
+ * the report callback with the shard, offset and key. */
+
+#define SK_VERIFY_DEEP 1u /* read all data: member CRC32Cs, shard CRC32C */
+#define SK_VERIFY_JPEG 2u /* decode every .jpg/.jpeg member with libjpeg-turbo */
+
+typedef struct sk_verify_problem {
+    int warning;        /* 1: a warning (empty member), 0: an error */
+    const char *kind;   /* "tar", "truncated", "index", "manifest", "split",
+                         * "duplicate", "missing", "empty", "jpeg", "crc" */
+    const char *shard;  /* the shard (or manifest) it was found in */
+    uint64_t offset;    /* tar position (decompressed stream for .tar.zst) */
+    const char *key;    /* the sample's key, or NULL */
+    const char *msg;
+} sk_verify_problem;
+
+typedef struct sk_verify_options {
+    unsigned flags;                /* SK_VERIFY_* */
+    const char *const *require;    /* extensions every sample must have */
+    size_t nrequire;
+    int jobs;                      /* JPEG decoding threads; 0 = cores */
+    void (*report)(void *ctx, const sk_verify_problem *p);
+    void *ctx;
+} sk_verify_options;
+
+typedef struct sk_verify_stats {
+    uint64_t shards, samples, members, bytes, jpegs;
+    uint64_t errors, warnings;
+} sk_verify_stats;
+
+/* Verifies each target (a shard, a brace pattern, or a manifest.json and
+ * all its shards).  Returns SK_OK when the check ran (stats->errors says
+ * whether problems were found), or an error for a usage or I/O failure
+ * (unreadable target, s3:// not supported yet). */
+int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opts,
+              sk_verify_stats *stats, sk_error *err);
+
+/* -------------------------------------------------------------- scale-out */
+/* --part I/N: N copies of a tool (a Slurm job array, a Kubernetes Indexed
+ * Job, an AWS Batch array job) each take a disjoint, deterministic slice of
+ * the samples, chosen by a fixed hash of the sample key alone: every sample
+ * is in exactly one part, whatever order the input is listed in, and
+ * `shardkit index merge` joins the parts' manifests.  Parts are numbered
+ * 0..N-1.  Details and recipes: docs/scale-out.md. */
+
+#define SK_PART_MAX 65536 /* most parts a run can be split into */
+
+/* The 64-bit hash behind the partition: FNV-1a 64 of the key's bytes, then
+ * murmur3's fmix64.  Fixed forever: changing it would move samples. */
+uint64_t sk_part_hash(const char *key, size_t key_len);
+/* The part (0..parts-1) of the sample with this key: the high 32 bits of
+ * sk_part_hash times parts, shifted right by 32.  parts <= 1 gives 0. */
+int sk_part_of(const char *key, size_t key_len, int parts);
+/* Parses --part: "I/N" (0 <= I < N), or "auto", which reads the scheduler's
+ * variables: SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT (or _MIN/_MAX;
+ * the array must be tasks 0..N-1), Kubernetes' JOB_COMPLETION_INDEX or AWS
+ * Batch's AWS_BATCH_JOB_ARRAY_INDEX, these two with parts_hint.  parts_hint
+ * is --parts N (0 when not given); when given it sets N for Slurm too, so a
+ * rerun of one array task keeps the same N.  SK_E_USAGE names the variable
+ * or value at fault. */
+int sk_part_parse(const char *spec, int parts_hint, int *part, int *parts, sk_error *err);
+/* Expands every "{part}" in a file name template to the part number, zero
+ * padded to the width of parts-1 (N = 4: "0".."3"; N = 16: "00".."15").
+ * SK_E_USAGE when the template has {part} but parts = 0, or (with required)
+ * has none though parts > 0, since the parts' files would then collide.
+ * *out is malloc'ed, the caller frees it. */
+int sk_part_name(const char *tmpl, int part, int parts, int required, char **out,
+                 sk_error *err);
 
 /* ------------------------------------------------- pack from and to S3 */
 /* s3:// sources and an s3:// output pattern for sk_pack (docs/s3-pipelines.md).

@@ -112,15 +112,12 @@ int sk_sink_s3_finish(sk_shard_out *o, sk_index_shard_info *info, sk_error *err)
     o->sink = NULL;
     int rc = sk_s3_writer_finish(s->w, &size, &crc, err); /* frees the writer, aborts on failure */
     s->w = NULL;
-    if (!rc && (size != o->bytes || crc != o->crc))
+    /* info (file size, CRC32C, flags) was filled in by sk_shard_out_finish */
+    if (!rc && (size != info->size || crc != info->crc32c))
         rc = sk_error_set(err, SK_E_MISMATCH, "%s: uploaded %llu bytes with CRC32C %08x, wrote %llu "
                           "with %08x", o->path, (unsigned long long)size, crc,
-                          (unsigned long long)o->bytes, o->crc);
+                          (unsigned long long)info->size, info->crc32c);
     if (!rc) {
-        info->size = o->bytes;
-        info->crc32c = o->crc;
-        info->first_block_crc32c = o->first_block_crc;
-        info->flags = 0;
         /* the index goes up after the shard: a shard without its index is
          * simply redone by --resume */
         char tmp[4200], ikey[2048];
@@ -238,7 +235,7 @@ int sk_sink_s3_matches(sk_catalog *c, const char *url, uint64_t count, const cha
     if (get_object(c->s3, bucket, ikey, &blob, NULL) || !blob.len) goto out;
     if (sk_index_from_memory(&ix, blob.p, blob.len, ikey, 0, NULL)) goto out;
     const sk_index_shard_info *in = sk_index_shard(ix);
-    if (in->size != head.size || in->flags || sk_index_sample_count(ix) != count || !count ||
+    if (in->size != head.size || sk_index_sample_count(ix) != count || !count ||
         sk_index_sample(ix, 0, &first, NULL) || sk_index_sample(ix, count - 1, &last, NULL))
         goto out;
     if (first.key_len != first_len || memcmp(first.key, first_key, first_len) ||

@@ -9,7 +9,7 @@ set -eu
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 cd "$T"
 mkdir src && cd src
-for i in $(seq -w 0 29); do head -c $((RANDOM % 9000 + 1)) /dev/urandom > s$i.bin; echo "c$i" > s$i.txt; done
+for i in $(seq -w 0 29); do head -c $((RANDOM % 9000 + 1000)) /dev/urandom > s$i.bin; echo "c$i" > s$i.txt; done
 ls | sort > ../list
 tar --format=posix -cf ../plain-000.tar -T ../list
 cd ..
@@ -44,9 +44,10 @@ for shard in shard-000.tar.gz shard-001.tar.zst shard-002.tar.zst shard-003.tar.
 done
 "$SK_BIN" get manifest.json '#119' -e bin | cmp - src/s29.bin
 "$SK_BIN" get manifest.json '#61' -o d && cmp d/s01.bin src/s01.bin && cmp d/s01.txt src/s01.txt
-# a damaged zstd frame is an error, not garbage
+# a damaged zstd frame is an error, not garbage (offset 700 lies in s00.bin,
+# whose 1000+ bytes follow the first tar header in the first frame)
 cp shard-002.tar.zst bad.tar.zst && cp shard-002.tar.zst.idx bad.tar.zst.idx
-printf '\xff\xff\xff\xff' | dd of=bad.tar.zst bs=1 seek=3100 conv=notrunc 2>/dev/null
+printf '\xff\xff\xff\xff' | dd of=bad.tar.zst bs=1 seek=700 conv=notrunc 2>/dev/null
 if "$SK_BIN" get bad.tar.zst s00 --ext bin > /dev/null 2>err; then echo "damage not seen"; exit 1; fi
 grep -Eq "zstd|CRC32C" err
 "$SK_BIN" get bad.tar.zst s29 --ext bin | cmp - src/s29.bin   # frames before it are never read

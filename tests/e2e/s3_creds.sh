@@ -19,20 +19,23 @@ read -r port <"$fifo"
 C=http://127.0.0.1:$port
 echo data >"$t/f"
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
-# output is captured whole: grep -q closing the pipe early would SIGPIPE the upload
+# output is captured whole and matched from a here-string: a pipe into
+# grep -q could close early and SIGPIPE the writer under pipefail
 up() { local o; o=$("$SK_BIN" upload -v --endpoint-url "$MOTO_URL" "$t/f" "s3://bkt/$1" "${@:2}" 2>&1 >/dev/null) || true; printf '%s\n' "$o"; }
 
 # shared credentials file, named profile
 printf '[other]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$AK" "$SK" >"$t/credentials"
-AWS_SHARED_CREDENTIALS_FILE=$t/credentials up prof --profile other | grep -q 'credentials from shared credentials file'
+grep -q 'credentials from shared credentials file' <<<"$(AWS_SHARED_CREDENTIALS_FILE=$t/credentials up prof --profile other)"
 
 # container credentials, relative URI + token
-AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/creds SHARDKIT_CONTAINER_CREDENTIALS_HOST=$C \
-    AWS_CONTAINER_AUTHORIZATION_TOKEN="Bearer tok-123" up rel | grep -q 'credentials from container credentials'
+out=$(AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/creds SHARDKIT_CONTAINER_CREDENTIALS_HOST=$C \
+    AWS_CONTAINER_AUTHORIZATION_TOKEN="Bearer tok-123" up rel)
+grep -q 'credentials from container credentials' <<<"$out"
 # full URI + token file
 echo "Bearer tok-123" >"$t/tokfile"
-AWS_CONTAINER_CREDENTIALS_FULL_URI=$C/creds AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=$t/tokfile \
-    up full | grep -q 'credentials from container credentials'
+out=$(AWS_CONTAINER_CREDENTIALS_FULL_URI=$C/creds AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=$t/tokfile \
+    up full)
+grep -q 'credentials from container credentials' <<<"$out"
 # a wrong token is an error that names the endpoint, not a silent fallback
 set +e
 out=$(AWS_CONTAINER_CREDENTIALS_FULL_URI=$C/creds AWS_CONTAINER_AUTHORIZATION_TOKEN=wrong up bad)
@@ -41,7 +44,7 @@ grep -q 'HTTP 401' <<<"$out"
 
 # EC2 instance metadata, IMDSv2
 unset AWS_EC2_METADATA_DISABLED
-AWS_EC2_METADATA_SERVICE_ENDPOINT=$C up imds | grep -q 'credentials from instance metadata'
+grep -q 'credentials from instance metadata' <<<"$(AWS_EC2_METADATA_SERVICE_ENDPOINT=$C up imds)"
 grep -q 'PUT /latest/api/token' "$t/cred.log"
 grep -q 'GET /latest/meta-data/iam/security-credentials/sk-role' "$t/cred.log"
 # ... and AWS_EC2_METADATA_DISABLED is honoured

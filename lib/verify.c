@@ -1,0 +1,839 @@
+/*
+ * verify.c - `shardkit verify`: proves shards sound, or reports each
+ * problem with the shard, tar offset and key.
+ *
+ * Per shard: one walk of the tar headers with the shared reader
+ * (tar_read.c), which checks every header checksum and size field and so
+ * never steps over a corrupt header (a WebDataset reader stops silently
+ * there); then the end-of-archive blocks and anything after them.  A plain
+ * tar is walked through pread (headers only, at header speed) unless --deep
+ * asks for every member's CRC32C and the shard's, when it is read once
+ * sequentially; compressed shards are always streamed.  The walk's records
+ * are compared with the index sidecar, the manifest's entry, and across
+ * shards for duplicate and split keys.  --jpeg decodes JPEG members with
+ * libjpeg-turbo on --jobs threads (pread from plain tars).
+ */
+#include "internal.h"
+#include "tar.h"
+#include "verify_int.h"
+
+#include <archive.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define STREAM_BUF (1u << 20)
+#define MAX_INDEX_REPORTS 10
+
+/* ---------------------------------------------------------------- sources */
+
+enum { M_PREAD, M_PLAIN, M_ARCHIVE };
+
+struct vsrc {
+    int mode, fd;
+    const char *path;
+    struct archive *a;
+    unsigned char *in, *buf;
+    uint64_t buf_pos;
+    size_t len;
+    int eof;
+    uint32_t file_crc;
+    uint64_t file_read;
+    sk_error *err;
+    int cb_rc;
+};
+
+static int pread_full(int fd, uint64_t off, void *buf, size_t n, size_t *got, const char *path,
+                      sk_error *err)
+{
+    *got = 0;
+    while (*got < n) {
+        ssize_t k = pread(fd, (unsigned char *)buf + *got, n - *got, (off_t)(off + *got));
+        if (k < 0 && errno == EINTR) continue;
+        SK_FAIL_IF(k < 0, err, SK_E_IO, "%s: read failed at offset %llu: %s", path,
+                   (unsigned long long)(off + *got), strerror(errno));
+        if (k == 0) break;
+        *got += (size_t)k;
+    }
+    return SK_OK;
+}
+
+static int file_read(struct vsrc *s, void *dst, size_t n, size_t *got, sk_error *err)
+{
+    for (;;) {
+        ssize_t k = read(s->fd, dst, n);
+        if (k < 0 && errno == EINTR) continue;
+        SK_FAIL_IF(k < 0, err, SK_E_IO, "%s: read failed: %s", s->path, strerror(errno));
+        s->file_crc = sk_crc32c(s->file_crc, dst, (size_t)k);
+        s->file_read += (uint64_t)k;
+        *got = (size_t)k;
+        return SK_OK;
+    }
+}
+
+static la_ssize_t archive_cb(struct archive *a, void *ctx, const void **out)
+{
+    struct vsrc *s = ctx;
+    size_t got = 0;
+    (void)a;
+    if ((s->cb_rc = file_read(s, s->in, STREAM_BUF, &got, s->err))) return -1;
+    *out = s->in;
+    return (la_ssize_t)got;
+}
+
+static int produce(struct vsrc *s, size_t *got, sk_error *err)
+{
+    *got = 0;
+    if (s->eof) return SK_OK;
+    if (s->mode == M_PLAIN) {
+        SK_GUARD(file_read(s, s->buf, STREAM_BUF, got, err));
+    } else {
+        s->err = err;
+        la_ssize_t k = archive_read_data(s->a, s->buf, STREAM_BUF);
+        if (k < 0)
+            return s->cb_rc ? s->cb_rc
+                            : sk_error_set(err, SK_E_CORRUPT, "%s: %s (near compressed offset %llu)",
+                                           s->path, archive_error_string(s->a),
+                                           (unsigned long long)s->file_read);
+        *got = (size_t)k;
+    }
+    if (!*got) s->eof = 1;
+    return SK_OK;
+}
+
+static int vsrc_read_at(void *ctx, uint64_t pos, void *dst, size_t n, size_t *got, sk_error *err)
+{
+    struct vsrc *s = ctx;
+    if (s->mode == M_PREAD) return pread_full(s->fd, pos, dst, n, got, s->path, err);
+    *got = 0;
+    SK_FAIL_IF(pos < s->buf_pos, err, SK_E_IO, "%s: internal error: backward read", s->path);
+    while (*got < n) {
+        uint64_t p = pos + *got;
+        if (p < s->buf_pos + s->len) {
+            size_t k = (size_t)(s->buf_pos + s->len - p);
+            if (k > n - *got) k = n - *got;
+            memcpy((unsigned char *)dst + *got, s->buf + (p - s->buf_pos), k);
+            *got += k;
+            continue;
+        }
+        s->buf_pos += s->len;
+        s->len = 0;
+        size_t k;
+        SK_GUARD(produce(s, &k, err));
+        if (!k) break;
+        s->len = k;
+    }
+    return SK_OK;
+}
+
+static int is_compressed(const unsigned char *m, size_t n)
+{
+    if (n >= 4) {
+        uint32_t v = sk_get_le32(m);
+        if (v == 0xFD2FB528u || (v & 0xFFFFFFF0u) == 0x184D2A50u) return 1;
+    }
+    return (n >= 2 && m[0] == 0x1f && m[1] == 0x8b) || (n >= 3 && !memcmp(m, "BZh", 3)) ||
+           (n >= 6 && !memcmp(m, "\xfd" "7zXZ\0", 6)) || (n >= 4 && !memcmp(m, "\x04\x22\x4d\x18", 4));
+}
+
+static int vsrc_open(struct vsrc *s, int fd, const char *path, int mode, sk_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->fd = fd;
+    s->path = path;
+    s->mode = mode;
+    if (mode == M_PREAD) return SK_OK;
+    SK_FAIL_IF(lseek(fd, 0, SEEK_SET) < 0, err, SK_E_IO, "%s: %s", path, strerror(errno));
+    s->buf = sk_xmalloc(STREAM_BUF, err);
+    if (!s->buf) return SK_E_NOMEM;
+    if (mode == M_ARCHIVE) {
+        struct archive_entry *ae;
+        s->in = sk_xmalloc(STREAM_BUF, err);
+        s->a = archive_read_new();
+        SK_FAIL_IF(!s->in || !s->a, err, SK_E_NOMEM, "out of memory");
+        archive_read_support_filter_all(s->a);
+        archive_read_support_format_raw(s->a);
+        s->err = err;
+        if (archive_read_open(s->a, s, NULL, archive_cb, NULL) != ARCHIVE_OK ||
+            archive_read_next_header(s->a, &ae) != ARCHIVE_OK)
+            return s->cb_rc ? s->cb_rc
+                            : sk_error_set(err, SK_E_CORRUPT, "%s: %s", path,
+                                           archive_error_string(s->a));
+    }
+    return SK_OK;
+}
+
+static void vsrc_close(struct vsrc *s)
+{
+    if (s->a) archive_read_free(s->a);
+    free(s->in);
+    free(s->buf);
+    s->a = NULL;
+    s->in = s->buf = NULL;
+}
+
+/* -------------------------------------------------------------- the walk */
+
+struct vmember {
+    uint64_t data_offset, size;
+    uint32_t header_len, crc;
+    uint32_t ext_off, ext_len; /* in the shard's string pool */
+};
+
+struct vsample {
+    uint64_t offset, span;
+    uint32_t key_off, key_len, first, count;
+};
+
+struct keyrec { /* for duplicates across the whole run */
+    char *key;
+    size_t len;
+    uint32_t shard;
+    uint64_t offset;
+    char *exts; /* the run's extensions, ",a,b," */
+};
+
+struct jpegjob {
+    uint64_t data_offset, size, sample_offset;
+    uint32_t sample;
+    int bad;
+    char why[200];
+};
+
+typedef struct vstate {
+    const sk_verify_options *o;
+    sk_verify_stats st;
+    /* every shard's name, for the key records */
+    char **shards;
+    size_t nshards, cap_shards;
+    struct keyrec *keys;
+    size_t nkeys, cap_keys;
+    /* the current shard */
+    struct vsample *s;
+    size_t ns, cap_s;
+    struct vmember *m;
+    size_t nm, cap_m;
+    char *pool;
+    size_t npool, cap_pool;
+    struct jpegjob *jobs;
+    size_t njobs, cap_jobs;
+} vstate;
+
+static void problem(vstate *v, int warning, const char *kind, const char *shard, uint64_t off,
+                    const char *key, size_t klen, const char *fmt, ...)
+    __attribute__((format(printf, 8, 9)));
+static void problem(vstate *v, int warning, const char *kind, const char *shard, uint64_t off,
+                    const char *key, size_t klen, const char *fmt, ...)
+{
+    char msg[SK_ERROR_MAX], k[SK_TAR_NAME_MAX + 1];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (key) {
+        if (klen > SK_TAR_NAME_MAX) klen = SK_TAR_NAME_MAX;
+        memcpy(k, key, klen);
+        k[klen] = 0;
+    }
+    if (warning) v->st.warnings++;
+    else v->st.errors++;
+    sk_verify_problem p = {warning, kind, shard, off, key ? k : NULL, msg};
+    if (v->o->report) v->o->report(v->o->ctx, &p);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t unit, sk_error *err)
+{
+    if (need <= *cap) return SK_OK;
+    size_t n = *cap ? *cap : 64;
+    while (n < need) n *= 2;
+    void *q = sk_xrealloc(*p, n * unit, err);
+    if (!q) return SK_E_NOMEM;
+    *p = q;
+    *cap = n;
+    return SK_OK;
+}
+
+static int pool_add(vstate *v, const char *s, size_t n, uint32_t *off, sk_error *err)
+{
+    SK_GUARD(grow((void **)&v->pool, &v->cap_pool, v->npool + n + 1, 1, err));
+    *off = (uint32_t)v->npool;
+    memcpy(v->pool + v->npool, s, n);
+    v->pool[v->npool + n] = 0;
+    v->npool += n + 1;
+    return SK_OK;
+}
+
+static int is_jpeg_ext(const char *e, size_t n)
+{
+    const char *dot = memrchr(e, '.', n);
+    if (dot) {
+        n -= (size_t)(dot + 1 - e);
+        e = dot + 1;
+    }
+    return !sk_ext_cmp(e, n, "jpg", 3) || !sk_ext_cmp(e, n, "jpeg", 4);
+}
+
+/* The checks that need a whole sample: required extensions; then its
+ * key goes to the run-wide list for duplicate and split checks. */
+static int close_sample(vstate *v, uint32_t shard, sk_error *err)
+{
+    if (!v->ns) return SK_OK;
+    struct vsample *s = &v->s[v->ns - 1];
+    const char *key = v->pool + s->key_off;
+    const char *name = v->shards[shard];
+    for (size_t i = 0; i < v->o->nrequire; i++) {
+        const char *want = v->o->require[i];
+        int found = 0;
+        for (uint32_t j = 0; j < s->count && !found; j++) {
+            const struct vmember *m = &v->m[s->first + j];
+            found = !sk_ext_cmp(v->pool + m->ext_off, m->ext_len, want, strlen(want));
+        }
+        if (!found)
+            problem(v, 0, "missing", name, s->offset, key, s->key_len,
+                    "sample has no '%s' member", want);
+    }
+    SK_GUARD(grow((void **)&v->keys, &v->cap_keys, v->nkeys + 1, sizeof *v->keys, err));
+    struct keyrec *k = &v->keys[v->nkeys];
+    size_t elen = 2;
+    for (uint32_t j = 0; j < s->count; j++) elen += v->m[s->first + j].ext_len + 1;
+    k->key = strndup(key, s->key_len);
+    k->exts = malloc(elen);
+    SK_FAIL_IF(!k->key || !k->exts, err, SK_E_NOMEM, "out of memory");
+    v->nkeys++;
+    k->len = s->key_len;
+    k->shard = shard;
+    k->offset = s->offset;
+    char *p = k->exts;
+    *p++ = ',';
+    for (uint32_t j = 0; j < s->count; j++) {
+        const struct vmember *m = &v->m[s->first + j];
+        memcpy(p, v->pool + m->ext_off, m->ext_len);
+        p += m->ext_len;
+        *p++ = ',';
+    }
+    *p = 0;
+    return SK_OK;
+}
+
+static int add_entry(vstate *v, uint32_t shard, const sk_tar_entry *e, sk_error *err)
+{
+    const char *name = v->shards[shard];
+    size_t kl, eo;
+    if (sk_tar_is_meta(e->name, e->name_len)) return SK_OK;
+    if (sk_sample_split(e->name, e->name_len, &kl, &eo) != SK_OK) {
+        problem(v, 0, "split", name, e->header_offset, NULL, 0,
+                "member '%s' has no WebDataset key (no dot in its basename)", e->name);
+        return SK_OK;
+    }
+    struct vsample *cur = v->ns ? &v->s[v->ns - 1] : NULL;
+    if (!cur || cur->key_len != kl || memcmp(v->pool + cur->key_off, e->name, kl)) {
+        SK_GUARD(close_sample(v, shard, err));
+        SK_GUARD(grow((void **)&v->s, &v->cap_s, v->ns + 1, sizeof *v->s, err));
+        cur = &v->s[v->ns++];
+        memset(cur, 0, sizeof *cur);
+        SK_GUARD(pool_add(v, e->name, kl, &cur->key_off, err));
+        cur->key_len = (uint32_t)kl;
+        cur->offset = e->header_offset;
+        cur->first = (uint32_t)v->nm;
+    }
+    const char *ext = e->name + eo;
+    size_t el = e->name_len - eo;
+    for (uint32_t j = 0; j < cur->count; j++) {
+        const struct vmember *m = &v->m[cur->first + j];
+        if (!sk_ext_cmp(v->pool + m->ext_off, m->ext_len, ext, el))
+            problem(v, 0, "duplicate", name, e->header_offset, e->name, kl,
+                    "extension '%s' occurs twice in one sample", ext);
+    }
+    SK_GUARD(grow((void **)&v->m, &v->cap_m, v->nm + 1, sizeof *v->m, err));
+    struct vmember *m = &v->m[v->nm++];
+    char low[SK_TAR_NAME_MAX + 1];
+    for (size_t i = 0; i < el && i < SK_TAR_NAME_MAX; i++)
+        low[i] = ext[i] >= 'A' && ext[i] <= 'Z' ? (char)(ext[i] + 32) : ext[i];
+    SK_GUARD(pool_add(v, low, el, &m->ext_off, err));
+    m->ext_len = (uint32_t)el;
+    m->data_offset = e->data_offset;
+    m->size = e->size;
+    m->header_len = e->header_len;
+    m->crc = e->crc32c;
+    cur->count++;
+    cur->span = e->data_offset + sk_tar_pad(e->size) - cur->offset;
+    v->st.members++;
+    if (!e->size)
+        problem(v, 1, "empty", name, e->header_offset, e->name, kl, "member '%s' is empty",
+                e->name);
+    if ((v->o->flags & SK_VERIFY_JPEG) && e->size && is_jpeg_ext(ext, el)) {
+        SK_GUARD(grow((void **)&v->jobs, &v->cap_jobs, v->njobs + 1, sizeof *v->jobs, err));
+        struct jpegjob *j = &v->jobs[v->njobs++];
+        memset(j, 0, sizeof *j);
+        j->data_offset = e->data_offset;
+        j->size = e->size;
+        j->sample = (uint32_t)(v->ns - 1);
+        j->sample_offset = e->header_offset;
+    }
+    return SK_OK;
+}
+
+/* ------------------------------------------------------------- the index */
+
+static void check_index(vstate *v, const char *name, const sk_index_shard_info *actual,
+                        int have_crc, int walked_all)
+{
+    char ip[4200];
+    sk_index *ix;
+    sk_error e = SK_ERROR_INIT;
+    struct stat sb;
+    snprintf(ip, sizeof ip, "%s.idx", name);
+    if (stat(ip, &sb) != 0) return; /* shards made by others need not have one */
+    if (sk_index_open(&ix, ip, 0, &e)) {
+        problem(v, 0, "index", name, 0, NULL, 0, "%s", e.msg);
+        return;
+    }
+    const sk_index_shard_info *in = sk_index_shard(ix);
+    int reports = 0;
+#define IXBAD(off, key, klen, ...)                                                   \
+    do {                                                                             \
+        if (reports++ < MAX_INDEX_REPORTS) problem(v, 0, "index", name, off, key, klen, __VA_ARGS__); \
+    } while (0)
+    if (in->size != actual->size || in->first_block_crc32c != actual->first_block_crc32c) {
+        IXBAD(0, NULL, 0, "index %s belongs to another shard or version: it records %llu bytes "
+              "and first-block CRC32C %08x, the shard has %llu bytes and %08x", ip,
+              (unsigned long long)in->size, in->first_block_crc32c,
+              (unsigned long long)actual->size, actual->first_block_crc32c);
+        sk_index_close(ix);
+        return;
+    }
+    int crcs = have_crc && !(in->flags & SK_INDEX_NO_CRC);
+    if (crcs && in->crc32c != actual->crc32c)
+        IXBAD(0, NULL, 0, "shard CRC32C is %08x, its index records %08x", actual->crc32c, in->crc32c);
+    if ((in->flags & SK_INDEX_ZSTD) != (actual->flags & SK_INDEX_ZSTD))
+        IXBAD(0, NULL, 0, "index flags %u do not match the shard's compression", in->flags);
+    uint64_t S = sk_index_sample_count(ix), M = sk_index_member_count(ix);
+    if (walked_all && (S != v->ns || M != v->nm))
+        IXBAD(0, NULL, 0, "index has %llu samples and %llu members, the shard %zu and %zu",
+              (unsigned long long)S, (unsigned long long)M, v->ns, v->nm);
+    for (uint64_t i = 0; i < S && i < v->ns; i++) {
+        sk_sample_ref r;
+        const struct vsample *s = &v->s[i];
+        const char *key = v->pool + s->key_off;
+        if (sk_index_sample(ix, i, &r, &e)) {
+            IXBAD(s->offset, key, s->key_len, "%s", e.msg);
+            continue;
+        }
+        if (r.key_len != s->key_len || memcmp(r.key, key, s->key_len) || r.offset != s->offset ||
+            r.span != s->span || r.member_count != s->count || r.first_member != s->first) {
+            IXBAD(s->offset, key, s->key_len, "index sample %llu ('%.*s' at %llu, span %llu, %u "
+                  "members) disagrees with the shard (at %llu, span %llu, %u members)",
+                  (unsigned long long)i, (int)r.key_len, r.key, (unsigned long long)r.offset,
+                  (unsigned long long)r.span, r.member_count, (unsigned long long)s->offset,
+                  (unsigned long long)s->span, s->count);
+            continue;
+        }
+        for (uint32_t j = 0; j < s->count && s->first + j < M; j++) {
+            sk_member_ref mr;
+            const struct vmember *m = &v->m[s->first + j];
+            if (sk_index_member(ix, s->first + j, &mr, &e)) {
+                IXBAD(s->offset, key, s->key_len, "%s", e.msg);
+                continue;
+            }
+            if (mr.data_offset != m->data_offset || mr.size != m->size ||
+                mr.header_len != m->header_len || mr.ext_len != m->ext_len ||
+                memcmp(mr.ext, v->pool + m->ext_off, m->ext_len))
+                IXBAD(m->data_offset, key, s->key_len, "index member .%.*s (data at %llu, %llu "
+                      "bytes) disagrees with the shard (.%s at %llu, %llu bytes)",
+                      (int)mr.ext_len, mr.ext, (unsigned long long)mr.data_offset,
+                      (unsigned long long)mr.size, v->pool + m->ext_off,
+                      (unsigned long long)m->data_offset, (unsigned long long)m->size);
+            else if (crcs && mr.crc32c != m->crc)
+                problem(v, 0, "crc", name, m->data_offset, key, s->key_len,
+                        "member .%s: data CRC32C %08x, the index records %08x (corrupt data)",
+                        v->pool + m->ext_off, m->crc, mr.crc32c);
+        }
+    }
+    if (reports > MAX_INDEX_REPORTS)
+        problem(v, 0, "index", name, 0, NULL, 0, "%d more index disagreements not shown",
+                reports - MAX_INDEX_REPORTS);
+#undef IXBAD
+    sk_index_close(ix);
+}
+
+/* ------------------------------------------------------------------ JPEG */
+
+struct jctx {
+    vstate *v;
+    int fd;
+    size_t next;
+    pthread_mutex_t mu;
+};
+
+static void jpeg_one(struct jpegjob *j, const unsigned char *data)
+{
+    j->bad = sk_jpeg_check(data, (size_t)j->size, j->why, sizeof j->why);
+}
+
+static void *jpeg_worker(void *arg)
+{
+    struct jctx *c = arg;
+    unsigned char *buf = NULL;
+    size_t cap = 0;
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        size_t i = c->next++;
+        pthread_mutex_unlock(&c->mu);
+        if (i >= c->v->njobs) break;
+        struct jpegjob *j = &c->v->jobs[i];
+        if (j->size > cap) {
+            free(buf);
+            cap = (size_t)j->size;
+            if (!(buf = malloc(cap))) {
+                cap = 0;
+                j->bad = 1;
+                snprintf(j->why, sizeof j->why, "out of memory");
+                continue;
+            }
+        }
+        size_t got;
+        sk_error e = SK_ERROR_INIT;
+        if (pread_full(c->fd, j->data_offset, buf, (size_t)j->size, &got, "", &e) || got < j->size) {
+            j->bad = 1;
+            snprintf(j->why, sizeof j->why, "cannot read the member");
+            continue;
+        }
+        jpeg_one(j, buf);
+    }
+    free(buf);
+    return NULL;
+}
+
+/* Decodes the collected JPEG members: in parallel from a plain tar, in
+ * order through a second stream pass from a compressed one. */
+static int check_jpegs(vstate *v, int fd, const char *name, int compressed, sk_error *err)
+{
+    if (!v->njobs) return SK_OK;
+    v->st.jpegs += v->njobs;
+    if (!compressed) {
+        int n = v->o->jobs > 0 ? v->o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+        if (n < 1) n = 1;
+        if ((size_t)n > v->njobs) n = (int)v->njobs;
+        struct jctx c = {.v = v, .fd = fd};
+        pthread_mutex_init(&c.mu, NULL);
+        pthread_t *t = calloc((size_t)n, sizeof *t);
+        int started = 0;
+        for (int i = 0; t && i < n; i++)
+            if (pthread_create(&t[i], NULL, jpeg_worker, &c) == 0) started++;
+        if (!started) jpeg_worker(&c);
+        for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+        free(t);
+        pthread_mutex_destroy(&c.mu);
+    } else {
+        struct vsrc s;
+        int rc = vsrc_open(&s, fd, name, M_ARCHIVE, err);
+        unsigned char *buf = NULL;
+        size_t cap = 0;
+        for (size_t i = 0; !rc && i < v->njobs; i++) {
+            struct jpegjob *j = &v->jobs[i];
+            if (j->size > cap) {
+                free(buf);
+                cap = (size_t)j->size;
+                if (!(buf = sk_xmalloc(cap, err))) { rc = SK_E_NOMEM; break; }
+            }
+            size_t got;
+            if ((rc = vsrc_read_at(&s, j->data_offset, buf, (size_t)j->size, &got, err))) break;
+            if (got < j->size) {
+                j->bad = 1;
+                snprintf(j->why, sizeof j->why, "truncated");
+            } else {
+                jpeg_one(j, buf);
+            }
+        }
+        free(buf);
+        vsrc_close(&s);
+        if (rc) return rc;
+    }
+    for (size_t i = 0; i < v->njobs; i++) {
+        const struct jpegjob *j = &v->jobs[i];
+        if (!j->bad) continue;
+        const struct vsample *s = &v->s[j->sample];
+        problem(v, 0, "jpeg", name, j->sample_offset, v->pool + s->key_off, s->key_len,
+                "JPEG does not decode: %s", j->why);
+    }
+    return SK_OK;
+}
+
+/* ----------------------------------------------------------------- shard */
+
+static const char *kind_of(const char *msg)
+{
+    return strstr(msg, "truncated") || strstr(msg, "Truncated") || strstr(msg, "unexpected end") ||
+                   strstr(msg, "premature")
+               ? "truncated"
+               : "tar";
+}
+
+/* After the last member, at: two zero blocks, then nothing but zeros (GNU
+ * tar pads to a record).  A damaged stream is a problem, an I/O error not. */
+static int check_end(vstate *v, struct vsrc *s, const char *name, uint64_t at, sk_error *err)
+{
+    unsigned char b[SK_TAR_BLOCK];
+    size_t got;
+    sk_error e = SK_ERROR_INIT;
+    int rc;
+    for (uint64_t pos = at;; pos += got) {
+        if ((rc = vsrc_read_at(s, pos, b, sizeof b, &got, &e))) {
+            if (rc != SK_E_CORRUPT) return *err = e, rc;
+            problem(v, 0, kind_of(e.msg), name, pos, NULL, 0, "%s", e.msg);
+            return SK_OK;
+        }
+        if (pos == at && got == 0) {
+            problem(v, 0, "truncated", name, at, NULL, 0,
+                    "no end-of-archive blocks after the last member (truncated?)");
+            return SK_OK;
+        }
+        if (pos < at + 2 * SK_TAR_BLOCK && got < SK_TAR_BLOCK) {
+            problem(v, 0, "truncated", name, pos + got, NULL, 0,
+                    "end-of-archive is %llu bytes, not two blocks (truncated)",
+                    (unsigned long long)(pos + got - at));
+            return SK_OK;
+        }
+        if (!got) return SK_OK;
+        size_t k = 0;
+        while (k < got && !b[k]) k++;
+        if (k < got) {
+            problem(v, 0, "tar", name, pos + k, NULL, 0, "%s at offset %llu",
+                    pos < at + 2 * SK_TAR_BLOCK ? "end-of-archive block is not zero"
+                                                : "trailing garbage after the end-of-archive blocks",
+                    (unsigned long long)(pos + k));
+            return SK_OK;
+        }
+    }
+}
+
+struct expect { /* what a manifest says of a shard */
+    int have;
+    uint64_t bytes, samples;
+    uint32_t crc32c;
+    const char *manifest;
+};
+
+static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk_error *err)
+{
+    SK_FAIL_IF(!strncmp(name, "s3://", 5), err, SK_E_USAGE,
+               "%s: s3:// objects are not supported yet (local files only)", name);
+    int fd = open(name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && ex && ex->have && errno == ENOENT) {
+        problem(v, 0, "manifest", ex->manifest, 0, NULL, 0, "shard %s is missing", name);
+        return SK_OK;
+    }
+    SK_FAIL_IF(fd < 0, err, SK_E_IO, "%s: cannot open: %s", name, strerror(errno));
+    SK_GUARD(grow((void **)&v->shards, &v->cap_shards, v->nshards + 1, sizeof *v->shards, err));
+    uint32_t shard = (uint32_t)v->nshards;
+    v->shards[v->nshards++] = strdup(name);
+    v->ns = v->nm = v->npool = v->njobs = 0;
+    struct stat sb;
+    unsigned char first[SK_TAR_BLOCK];
+    size_t nfirst = 0;
+    int rc = SK_OK;
+    struct vsrc s = {0};
+    sk_tar_reader r;
+    int have_reader = 0;
+    if (fstat(fd, &sb) != 0 || (rc = pread_full(fd, 0, first, sizeof first, &nfirst, name, err))) {
+        if (!rc) rc = sk_error_set(err, SK_E_IO, "%s: %s", name, strerror(errno));
+        goto out;
+    }
+    int compressed = is_compressed(first, nfirst);
+    int deep = (v->o->flags & SK_VERIFY_DEEP) != 0;
+    int mode = compressed ? M_ARCHIVE : deep ? M_PLAIN : M_PREAD;
+    uint32_t magic = nfirst >= 4 ? sk_get_le32(first) : 0;
+    int zstd = magic == 0xFD2FB528u || (magic & 0xFFFFFFF0u) == 0x184D2A50u;
+    sk_index_shard_info actual = {.size = (uint64_t)sb.st_size,
+                                  .first_block_crc32c = sk_crc32c(0, first, nfirst),
+                                  .flags = zstd ? SK_INDEX_ZSTD : 0};
+    v->st.shards++;
+    v->st.bytes += (uint64_t)sb.st_size;
+    sk_error oe = SK_ERROR_INIT;
+    if ((rc = vsrc_open(&s, fd, name, mode, &oe))) {
+        if (rc == SK_E_CORRUPT) {
+            problem(v, 0, kind_of(oe.msg), name, 0, NULL, 0, "%s", oe.msg);
+            rc = SK_OK;
+        } else {
+            *err = oe;
+        }
+        goto out;
+    }
+    sk_tar_src src = {.ctx = &s, .read_at = vsrc_read_at, .name = name,
+                      .size = compressed ? UINT64_MAX : (uint64_t)sb.st_size};
+    sk_tar_reader_init(&r, &src, deep || compressed ? SK_TAR_CRC : 0);
+    have_reader = 1;
+    int walked_all = 0;
+    for (;;) {
+        sk_tar_entry e;
+        sk_error te = SK_ERROR_INIT;
+        int trc = sk_tar_next(&r, &e, &te);
+        if (trc == SK_E_IO || trc == SK_E_NOMEM) {
+            *err = te;
+            rc = trc;
+            goto out;
+        }
+        if (trc) {
+            problem(v, 0, kind_of(te.msg), name, r.pos,
+                    v->ns ? v->pool + v->s[v->ns - 1].key_off : NULL,
+                    v->ns ? v->s[v->ns - 1].key_len : 0, "%s", te.msg);
+            break;
+        }
+        if (e.end) {
+            walked_all = 1;
+            if ((rc = check_end(v, &s, name, r.pos, err))) goto out;
+            break;
+        }
+        if ((rc = add_entry(v, shard, &e, err))) goto out;
+    }
+    if (rc) goto out;
+    if ((rc = close_sample(v, shard, err))) goto out;
+    v->st.samples += v->ns;
+    int have_crc = 0;
+    if (mode != M_PREAD) { /* the rest of the file, for the shard's CRC32C */
+        for (;;) {
+            size_t k;
+            unsigned char *tmp = s.in ? s.in : s.buf;
+            if ((rc = file_read(&s, tmp, STREAM_BUF, &k, err))) goto out;
+            if (!k) break;
+        }
+        actual.crc32c = s.file_crc;
+        have_crc = 1;
+    }
+    check_index(v, name, &actual, have_crc, walked_all);
+    if (ex && ex->have) {
+        if (ex->bytes != actual.size)
+            problem(v, 0, "manifest", name, 0, NULL, 0, "%llu bytes, the manifest says %llu",
+                    (unsigned long long)actual.size, (unsigned long long)ex->bytes);
+        if (walked_all && ex->samples != v->ns)
+            problem(v, 0, "manifest", name, 0, NULL, 0, "%zu samples, the manifest says %llu",
+                    v->ns, (unsigned long long)ex->samples);
+        if (have_crc && ex->crc32c && ex->crc32c != actual.crc32c)
+            problem(v, 0, "manifest", name, 0, NULL, 0, "CRC32C %08x, the manifest says %08x",
+                    actual.crc32c, ex->crc32c);
+    }
+    if (v->o->flags & SK_VERIFY_JPEG) rc = check_jpegs(v, fd, name, compressed, err);
+out:
+    if (have_reader) sk_tar_reader_release(&r);
+    vsrc_close(&s);
+    close(fd);
+    return rc;
+}
+
+/* --------------------------------------------------------- across shards */
+
+static int keyrec_cmp(const void *a, const void *b)
+{
+    const struct keyrec *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->key, y->key, n);
+    if (c) return c;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static int exts_overlap(const char *a, const char *b)
+{
+    for (const char *p = a + 1; *p; p = strchr(p, ',') + 1) {
+        size_t n = (size_t)(strchr(p, ',') - p);
+        char pat[SK_TAR_NAME_MAX + 3];
+        if (n + 2 >= sizeof pat) continue;
+        pat[0] = ',';
+        memcpy(pat + 1, p, n);
+        pat[n + 1] = ',';
+        pat[n + 2] = 0;
+        if (strstr(b, pat)) return 1;
+    }
+    return 0;
+}
+
+static void check_keys(vstate *v)
+{
+    if (v->nkeys > 1) qsort(v->keys, v->nkeys, sizeof *v->keys, keyrec_cmp);
+    for (size_t i = 1; i < v->nkeys; i++) {
+        const struct keyrec *a = &v->keys[i - 1], *b = &v->keys[i];
+        if (a->len != b->len || memcmp(a->key, b->key, a->len)) continue;
+        if (a->shard == b->shard && !exts_overlap(a->exts, b->exts))
+            problem(v, 0, "split", v->shards[b->shard], b->offset, b->key, b->len,
+                    "members of this sample are not adjacent (another run at offset %llu); a "
+                    "WebDataset reader sees two samples", (unsigned long long)a->offset);
+        else if (a->shard == b->shard)
+            problem(v, 0, "duplicate", v->shards[b->shard], b->offset, b->key, b->len,
+                    "duplicate key (also at offset %llu)", (unsigned long long)a->offset);
+        else
+            problem(v, 0, "duplicate", v->shards[b->shard], b->offset, b->key, b->len,
+                    "duplicate key (also in %s at offset %llu)", v->shards[a->shard],
+                    (unsigned long long)a->offset);
+    }
+}
+
+/* ----------------------------------------------------------------- entry */
+
+static int verify_manifest(vstate *v, const char *path, sk_error *err)
+{
+    sk_manifest *m;
+    sk_error me = SK_ERROR_INIT;
+    int rc = sk_manifest_load(&m, path, &me);
+    if (rc == SK_E_CORRUPT || rc == SK_E_INPUT || rc == SK_E_MISMATCH) {
+        problem(v, 0, "manifest", path, 0, NULL, 0, "%s", me.msg);
+        return SK_OK;
+    }
+    if (rc) {
+        *err = me;
+        return rc;
+    }
+    const char *sl = strrchr(path, '/');
+    int dl = sl ? (int)(sl - path) : 0;
+    for (size_t i = 0; i < m->nshards && !rc; i++) {
+        const sk_manifest_shard *ms = &m->shards[i];
+        char *p = NULL;
+        if (ms->url[0] == '/' || !dl || strstr(ms->url, "://")) p = strdup(ms->url);
+        else if (asprintf(&p, "%.*s/%s", dl, path, ms->url) < 0) p = NULL;
+        if (!p) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); break; }
+        struct expect ex = {1, ms->bytes, ms->samples, ms->crc32c, path};
+        rc = verify_shard(v, p, &ex, err);
+        free(p);
+    }
+    sk_manifest_free(m);
+    return rc;
+}
+
+int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opts,
+              sk_verify_stats *stats, sk_error *err)
+{
+    vstate v = {.o = opts};
+    int rc = SK_OK;
+    for (size_t i = 0; i < n && !rc; i++) {
+        char **ex;
+        size_t k;
+        if ((rc = sk_brace_expand(targets[i], &ex, &k, err))) break;
+        for (size_t j = 0; j < k && !rc; j++) {
+            size_t l = strlen(ex[j]);
+            if (!strncmp(ex[j], "s3://", 5))
+                rc = sk_error_set(err, SK_E_USAGE, "%s: s3:// objects are not supported yet "
+                                  "(local files only)", ex[j]);
+            else if (l > 5 && !strcmp(ex[j] + l - 5, ".json")) rc = verify_manifest(&v, ex[j], err);
+            else rc = verify_shard(&v, ex[j], NULL, err);
+        }
+        sk_brace_free(ex);
+    }
+    if (!rc) check_keys(&v);
+    for (size_t i = 0; i < v.nkeys; i++) {
+        free(v.keys[i].key);
+        free(v.keys[i].exts);
+    }
+    for (size_t i = 0; i < v.nshards; i++) free(v.shards[i]);
+    free(v.keys);
+    free(v.shards);
+    free(v.s);
+    free(v.m);
+    free(v.pool);
+    free(v.jobs);
+    if (stats) *stats = v.st;
+    return rc;
+}

@@ -1,0 +1,90 @@
+/* test_shuffle.c - the bucket shuffle emits every record exactly once,
+ * the same order for the same seed, another for another seed, also when
+ * the memory budget forces many buckets and recursive splits. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "shuffle.h"
+
+#define N 2000
+
+struct got {
+    uint32_t order[N];
+    size_t n;
+};
+
+static int collect(void *ctx, const unsigned char *rec, size_t len, sk_error *err)
+{
+    struct got *g = ctx;
+    (void)err;
+    assert_int_equal(len, 100);
+    g->order[g->n++] = sk_get_le32(rec);
+    return SK_OK;
+}
+
+static void run(uint64_t seed, uint64_t mem, struct got *g)
+{
+    sk_shuffler *s;
+    sk_error err = SK_ERROR_INIT;
+    unsigned char rec[100] = {0};
+    assert_int_equal(sk_shuffler_new(&s, NULL, seed, mem, mem ? 4 * N * 108 : 0, &err), SK_OK);
+    for (uint32_t i = 0; i < N; i++) {
+        sk_put_le32(rec, i);
+        assert_int_equal(sk_shuffler_add(s, rec, sizeof rec, &err), SK_OK);
+    }
+    assert_int_equal(sk_shuffler_count(s), N);
+    g->n = 0;
+    assert_int_equal(sk_shuffler_drain(s, collect, g, &err), SK_OK);
+    sk_shuffler_free(s);
+    assert_int_equal(g->n, N);
+    char seen[N] = {0};
+    for (size_t i = 0; i < N; i++) {
+        assert_true(g->order[i] < N);
+        assert_false(seen[g->order[i]]);
+        seen[g->order[i]] = 1;
+    }
+}
+
+static void test_permutation_deterministic(void **state)
+{
+    (void)state;
+    static struct got a, b, c;
+    run(1, 0, &a);
+    run(1, 0, &b);
+    run(2, 0, &c);
+    assert_memory_equal(a.order, b.order, sizeof a.order);
+    assert_memory_not_equal(a.order, c.order, sizeof a.order);
+}
+
+static void test_small_memory_recursion(void **state)
+{
+    (void)state;
+    static struct got a, b;
+    run(7, 4096, &a); /* ~40 records per bucket at most: many splits */
+    run(7, 4096, &b);
+    assert_memory_equal(a.order, b.order, sizeof a.order);
+    size_t fixed = 0;
+    for (size_t i = 0; i < N; i++) fixed += a.order[i] == i;
+    assert_true(fixed < 20); /* a uniform permutation has ~1 fixed point */
+}
+
+static void test_uniform_below(void **state)
+{
+    (void)state;
+    uint64_t s = 3, hist[7] = {0};
+    for (int i = 0; i < 70000; i++) hist[sk_uniform_below(&s, 7)]++;
+    for (int i = 0; i < 7; i++) assert_true(hist[i] > 9500 && hist[i] < 10500);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_permutation_deterministic),
+        cmocka_unit_test(test_small_memory_recursion),
+        cmocka_unit_test(test_uniform_below),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
