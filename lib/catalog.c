@@ -14,6 +14,7 @@
 #include <archive_entry.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -230,6 +231,13 @@ static int walk(sk_catalog *c, uint16_t src, int dirfd, char *rel, size_t rel_le
         const char *name = de->d_name;
         if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
         struct stat st;
+        if (de->d_type == DT_REG) {
+            /* sized later, by several threads at once (size_items) */
+            size_t before = c->nitems;
+            rc = add_item(c, src, dir_id, name, 0, 0, err);
+            if (c->nitems > before) c->items[c->nitems - 1].flags |= SK_ITEM_UNSIZED;
+            continue;
+        }
         if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
             rc = sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s%s: %s", c->srcs[src].label,
                                     (int)rel_len, rel, name, strerror(errno));
@@ -559,8 +567,100 @@ static int item_cmp(const void *pa, const void *pb, void *ctx)
     return d;
 }
 
+/* ---------------------------------------------------------------- sizing */
+
+/* A directory walk learns from getdents which entries are regular files;
+ * their sizes (one fstatat each, the bulk of listing a tree of small
+ * files) are then read by several threads, each over a slice of the items
+ * and with the slice's directories opened once. */
+struct sizer {
+    sk_catalog *c;
+    size_t from, to;
+    sk_error err;
+    int rc;
+};
+
+static void *size_slice(void *arg)
+{
+    struct sizer *z = arg;
+    sk_catalog *c = z->c;
+    int dfd = -1;
+    uint32_t dsrc = 0, ddir = UINT32_MAX;
+    for (size_t i = z->from; i < z->to && !z->rc; i++) {
+        sk_item *it = &c->items[i];
+        if (!(it->flags & SK_ITEM_UNSIZED)) continue;
+        if (dfd < 0 || dsrc != it->src || ddir != it->dir) {
+            if (dfd >= 0 && dfd != c->srcs[dsrc].fd) close(dfd);
+            dsrc = it->src;
+            ddir = it->dir;
+            if (!c->dir_lens[it->dir]) {
+                dfd = c->srcs[it->src].fd;
+            } else {
+                char dir[SK_TAR_NAME_MAX + 1];
+                memcpy(dir, c->arena + c->dirs[it->dir], c->dir_lens[it->dir]);
+                dir[c->dir_lens[it->dir]] = 0;
+                dfd = openat(c->srcs[it->src].fd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            }
+        }
+        struct stat st;
+        const char *base = c->arena + it->base;
+        it->flags &= ~SK_ITEM_UNSIZED;
+        if (dfd >= 0 && fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+            it->size = (uint64_t)st.st_size;
+            continue;
+        }
+        int e = dfd < 0 ? errno : (errno ? errno : EINVAL);
+        it->flags |= SK_ITEM_DROPPED;
+        if (!c->skip_errors) {
+            z->rc = sk_error_set(&z->err, SK_E_IO, "%s/%s%s: %s", c->srcs[it->src].label,
+                                 c->arena + c->dirs[it->dir], base,
+                                 e == EINVAL ? "no longer a regular file" : strerror(e));
+        }
+    }
+    if (dfd >= 0 && ddir != UINT32_MAX && dfd != c->srcs[dsrc].fd) close(dfd);
+    return NULL;
+}
+
+static int size_items(sk_catalog *c, sk_error *err)
+{
+    int n = c->jobs > 0 ? c->jobs : 1;
+    if (n > 16) n = 16;
+    if ((size_t)n > c->nitems / 1024 + 1) n = (int)(c->nitems / 1024 + 1);
+    struct sizer z[16];
+    pthread_t th[16];
+    int started = 0;
+    for (int t = 0; t < n; t++) {
+        z[t] = (struct sizer){c, c->nitems * (size_t)t / (size_t)n,
+                              c->nitems * (size_t)(t + 1) / (size_t)n, SK_ERROR_INIT, 0};
+        if (t == 0) continue;
+        if (pthread_create(&th[t], NULL, size_slice, &z[t]) != 0) break;
+        started = t;
+    }
+    for (int t = started + 1; t < n; t++) size_slice(&z[t]); /* threads that did not start */
+    size_slice(&z[0]);
+    for (int t = 1; t <= started; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < n; t++)
+        if (z[t].rc) {
+            if (err) *err = z[t].err;
+            return z[t].rc;
+        }
+    /* in skip mode, drop what vanished, with a warning each, in walk order */
+    size_t o = 0;
+    for (size_t i = 0; i < c->nitems; i++) {
+        if (c->items[i].flags & SK_ITEM_DROPPED) {
+            warn(c, "%s/%s%s: vanished or changed type while listed", c->srcs[c->items[i].src].label,
+                 c->arena + c->dirs[c->items[i].dir], c->arena + c->items[i].base);
+            continue;
+        }
+        c->items[o++] = c->items[i];
+    }
+    c->nitems = o;
+    return SK_OK;
+}
+
 int sk_catalog_group(sk_catalog *c, sk_error *err)
 {
+    SK_GUARD(size_items(c, err));
     qsort_r(c->items, c->nitems, sizeof *c->items, item_cmp, c);
     free(c->samples);
     c->samples = NULL;

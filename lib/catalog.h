@@ -17,8 +17,10 @@ typedef struct sk_item {
     uint32_t base;      /* arena offset of the NUL-terminated basename */
     uint16_t src;       /* which source: its root fd or spool fd */
     uint16_t key_end;   /* bytes of the basename before its first dot */
-    uint32_t reserved;
+    uint32_t flags;     /* SK_ITEM_* */
 } sk_item;
+#define SK_ITEM_UNSIZED 1u /* found by the walk; size still to be read */
+#define SK_ITEM_DROPPED 2u /* gone or not regular when sized; skipped */
 
 typedef struct sk_source {
     int fd;        /* directory fd (files) or spool fd (archive members) */
@@ -49,6 +51,7 @@ typedef struct sk_catalog {
     int follow_symlinks, skip_errors;
     uint64_t skipped;
     const char *tmp_dir;
+    int jobs;          /* threads for reading sizes (sk_catalog_group) */
     sk_warn_fn warn;
     void *warn_ctx;
     /* s3io: the client for S3 sources and sinks, and the fetcher */

@@ -155,6 +155,7 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts, sk_error *err)
     p->cat.follow_symlinks = opts->follow_symlinks;
     p->cat.skip_errors = opts->skip_errors;
     p->cat.tmp_dir = opts->tmp_dir;
+    p->cat.jobs = p->o.jobs;
     p->cat.warn = opts->warn;
     p->cat.warn_ctx = opts->ctx;
     pthread_mutex_init(&p->mu, NULL);
