@@ -30,6 +30,9 @@
 /* Allocation that reports exhaustion through sk_error instead of crashing. */
 void *sk_xmalloc(size_t n, sk_error *err);
 void *sk_xrealloc(void *p, size_t n, sk_error *err);
+/* Grows the array *p of *cap elements of unit bytes to hold at least need
+ * (capacity doubles from 64); *p and *cap are kept on failure. */
+int sk_grow(void **p, size_t *cap, size_t need, size_t unit, sk_error *err);
 
 /* Little-endian stores and loads for the on-disk formats. */
 static inline void sk_put_le32(unsigned char *p, uint32_t v)
