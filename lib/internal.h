@@ -70,4 +70,12 @@ int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *
 char *sk_tmp_name(const char *path, sk_error *err);
 /* mkdir -p. */
 int sk_mkdirs(const char *dir, sk_error *err);
+
+/* shardlist.c: a dataset directory's contents.  *manifest = "DIR/manifest.json"
+ * when that exists (caller frees; no listing then); else *names = the sorted
+ * paths "DIR/NAME" of the entries not starting with '.' that keep(NAME,
+ * path) accepts (free with sk_shard_list_free; may be none). */
+int sk_shard_list_dir(const char *dir, int (*keep)(const char *name, const char *path),
+                      char **manifest, char ***names, size_t *count, sk_error *err);
+void sk_shard_list_free(char **names, size_t n);
 #endif /* SK_INTERNAL_H */
