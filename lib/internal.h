@@ -70,6 +70,9 @@ int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *
 char *sk_tmp_name(const char *path, sk_error *err);
 /* mkdir -p. */
 int sk_mkdirs(const char *dir, sk_error *err);
+/* The directory part of path: "." when it has none, "/" for the root;
+ * caller frees (NULL when out of memory). */
+char *sk_dir_of(const char *path);
 
 /* shardlist.c: a dataset directory's contents.  *manifest = "DIR/manifest.json"
  * when that exists (caller frees; no listing then); else *names = the sorted

@@ -137,19 +137,11 @@ static char *join(const char *dir, const char *rel)
     return out;
 }
 
-static char *dir_of(const char *path)
-{
-    const char *sl = strrchr(path, '/');
-    if (!sl) return strdup(".");
-    if (sl == path) return strdup("/");
-    return strndup(path, (size_t)(sl - path));
-}
-
 static int open_manifest(sk_dataset *ds, const char *path, sk_error *err)
 {
     sk_manifest *m;
     SK_GUARD(sk_manifest_load(&m, path, err));
-    char *dir = dir_of(path);
+    char *dir = sk_dir_of(path);
     int rc = dir ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
     for (size_t i = 0; !rc && i < m->nshards; i++) {
         const sk_manifest_shard *ms = &m->shards[i];
