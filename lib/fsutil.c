@@ -57,3 +57,11 @@ int sk_mkdirs(const char *dir, sk_error *err)
                "%s: not a directory", dir);
     return SK_OK;
 }
+
+char *sk_dir_of(const char *path)
+{
+    const char *sl = strrchr(path, '/');
+    if (!sl) return strdup(".");
+    if (sl == path) return strdup("/");
+    return strndup(path, (size_t)(sl - path));
+}

@@ -18,9 +18,9 @@
  * ("stream from the start").
  */
 #include "internal.h"
+#include "shard_stream.h"
 #include "tar.h"
 
-#include <archive.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,11 +28,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zstd.h>
-
-#define STREAM_BUF (1u << 20)
-
-enum kind { K_PLAIN, K_ARCHIVE, K_ZSTD };
 
 /* ------------------------------------------------------------ pread source */
 
@@ -44,21 +39,6 @@ struct pread_src {
     size_t win_len;
 };
 
-static int pread_full(int fd, uint64_t off, void *buf, size_t n, size_t *got, const char *path,
-                      sk_error *err)
-{
-    *got = 0;
-    while (*got < n) {
-        ssize_t k = pread(fd, (unsigned char *)buf + *got, n - *got, (off_t)(off + *got));
-        if (k < 0 && errno == EINTR) continue;
-        SK_FAIL_IF(k < 0, err, SK_E_IO, "%s: read failed at offset %llu: %s", path,
-                   (unsigned long long)(off + *got), strerror(errno));
-        if (k == 0) break;
-        *got += (size_t)k;
-    }
-    return SK_OK;
-}
-
 static int pread_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
 {
     struct pread_src *p = ctx;
@@ -67,8 +47,8 @@ static int pread_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *g
         *got = n;
         return SK_OK;
     }
-    if (n >= sizeof p->win) return pread_full(p->fd, pos, buf, n, got, p->path, err);
-    SK_GUARD(pread_full(p->fd, pos, p->win, sizeof p->win, &p->win_len, p->path, err));
+    if (n >= sizeof p->win) return sk_stream_pread(p->fd, pos, buf, n, got, p->path, err);
+    SK_GUARD(sk_stream_pread(p->fd, pos, p->win, sizeof p->win, &p->win_len, p->path, err));
     p->win_off = pos;
     *got = p->win_len < n ? p->win_len : n;
     memcpy(buf, p->win, *got);
@@ -91,130 +71,6 @@ static int map_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got
     *got = pos >= m->size ? 0 : (m->size - pos < n ? (size_t)(m->size - pos) : n);
     memcpy(buf, m->map + pos, *got);
     return SK_OK;
-}
-
-/* ----------------------------------------------------------- stream source */
-
-struct stream {
-    enum kind kind;
-    int fd;
-    const char *path;
-    uint32_t file_crc; /* of every file byte read so far */
-    uint64_t file_read;
-    unsigned char *in; /* compressed input */
-    struct archive *a;
-    ZSTD_DStream *z;
-    ZSTD_inBuffer zin;
-    size_t zlast; /* last ZSTD_decompressStream result: 0 = frame complete */
-    unsigned char *buf; /* decompressed (or plain) bytes [buf_pos, buf_pos+len) */
-    uint64_t buf_pos;
-    size_t len;
-    int eof;
-    sk_error *err; /* where the libarchive callback reports */
-    int cb_rc;
-};
-
-static int file_read(struct stream *s, void *dst, size_t n, size_t *got, sk_error *err)
-{
-    for (;;) {
-        ssize_t k = read(s->fd, dst, n);
-        if (k < 0 && errno == EINTR) continue;
-        SK_FAIL_IF(k < 0, err, SK_E_IO, "%s: read failed: %s", s->path, strerror(errno));
-        s->file_crc = sk_crc32c(s->file_crc, dst, (size_t)k);
-        s->file_read += (uint64_t)k;
-        *got = (size_t)k;
-        return SK_OK;
-    }
-}
-
-static la_ssize_t archive_cb(struct archive *a, void *ctx, const void **out)
-{
-    struct stream *s = ctx;
-    size_t got = 0;
-    (void)a;
-    if ((s->cb_rc = file_read(s, s->in, STREAM_BUF, &got, s->err))) return -1;
-    *out = s->in;
-    return (la_ssize_t)got;
-}
-
-/* Fills dst with the next bytes of the tar stream; *got = 0 at its end. */
-static int produce(struct stream *s, unsigned char *dst, size_t cap, size_t *got, sk_error *err)
-{
-    *got = 0;
-    if (s->eof) return SK_OK;
-    if (s->kind == K_PLAIN) {
-        SK_GUARD(file_read(s, dst, cap, got, err));
-    } else if (s->kind == K_ARCHIVE) {
-        s->err = err;
-        la_ssize_t k = archive_read_data(s->a, dst, cap);
-        if (k < 0) {
-            if (s->cb_rc) return s->cb_rc;
-            return sk_error_set(err, SK_E_CORRUPT, "%s: %s (near compressed offset %llu)",
-                                s->path, archive_error_string(s->a),
-                                (unsigned long long)s->file_read);
-        }
-        *got = (size_t)k;
-    } else {
-        ZSTD_outBuffer out = {dst, cap, 0};
-        while (out.pos == 0) {
-            if (s->zin.pos == s->zin.size) {
-                size_t k;
-                SK_GUARD(file_read(s, s->in, STREAM_BUF, &k, err));
-                if (k == 0) {
-                    SK_FAIL_IF(s->zlast != 0, err, SK_E_CORRUPT,
-                               "%s: zstd stream truncated at compressed offset %llu", s->path,
-                               (unsigned long long)s->file_read);
-                    break;
-                }
-                s->zin.src = s->in;
-                s->zin.size = k;
-                s->zin.pos = 0;
-            }
-            size_t r = ZSTD_decompressStream(s->z, &out, &s->zin);
-            SK_FAIL_IF(ZSTD_isError(r), err, SK_E_CORRUPT,
-                       "%s: zstd: %s (near compressed offset %llu)", s->path,
-                       ZSTD_getErrorName(r), (unsigned long long)s->file_read);
-            s->zlast = r;
-        }
-        *got = out.pos;
-    }
-    if (*got == 0) s->eof = 1;
-    return SK_OK;
-}
-
-static int stream_read_at(void *ctx, uint64_t pos, void *dst, size_t n, size_t *got,
-                          sk_error *err)
-{
-    struct stream *s = ctx;
-    *got = 0;
-    SK_FAIL_IF(pos < s->buf_pos, err, SK_E_IO, "%s: internal error: backward read", s->path);
-    while (*got < n) {
-        uint64_t p = pos + *got;
-        if (p < s->buf_pos + s->len) {
-            size_t k = (size_t)(s->buf_pos + s->len - p);
-            if (k > n - *got) k = n - *got;
-            memcpy((unsigned char *)dst + *got, s->buf + (p - s->buf_pos), k);
-            *got += k;
-            continue;
-        }
-        s->buf_pos += s->len;
-        s->len = 0;
-        size_t k;
-        SK_GUARD(produce(s, s->buf, STREAM_BUF, &k, err));
-        if (k == 0) break;
-        s->len = k;
-    }
-    return SK_OK;
-}
-
-/* Reads the rest of the file into the whole-shard CRC. */
-static int drain(struct stream *s, sk_error *err)
-{
-    for (;;) {
-        size_t k;
-        SK_GUARD(file_read(s, s->buf, STREAM_BUF, &k, err));
-        if (!k) return SK_OK;
-    }
 }
 
 /* --------------------------------------------------------- zstd seek table */
@@ -296,7 +152,7 @@ struct state {
     FILE *dali; /* memory stream: lines follow the header, which needs the count */
     char *dali_buf;
     size_t dali_len;
-    enum kind kind;
+    sk_stream_kind kind;
     uint64_t file_size;
     sk_zstd_frame *frames;
     size_t nframes;
@@ -328,18 +184,6 @@ static void warn(struct state *s, const char *fmt, ...)
     s->o->warn(s->o->warn_ctx, msg);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t unit, sk_error *err)
-{
-    if (need <= *cap) return SK_OK;
-    size_t n = *cap ? *cap : 64;
-    while (n < need) n *= 2;
-    void *q = sk_xrealloc(*p, n * unit, err);
-    if (!q) return SK_E_NOMEM;
-    *p = q;
-    *cap = n;
-    return SK_OK;
-}
-
 static int close_sample(struct state *s, sk_error *err)
 {
     if (!s->open) return SK_OK;
@@ -347,7 +191,7 @@ static int close_sample(struct state *s, sk_error *err)
     const char *key = s->names + s->pm[0].name_off;
     size_t klen = s->pm[0].ext_off - 1;
     uint64_t so = s->s_off, ss = s->s_end - s->s_off;
-    if (s->kind != K_PLAIN) {
+    if (s->kind != SK_STREAM_PLAIN) {
         so = 0;
         ss = s->file_size;
         if (s->nframes) {
@@ -387,9 +231,9 @@ static int close_sample(struct state *s, sk_error *err)
         fputc('\n', s->dali);
     }
     /* remember the key */
-    SK_GUARD(grow((void **)&s->keys, &s->cap_keys, s->nkeys_bytes + klen, 1, err));
+    SK_GUARD(sk_grow((void **)&s->keys, &s->cap_keys, s->nkeys_bytes + klen, 1, err));
     size_t cap2 = s->cap_key_at;
-    SK_GUARD(grow((void **)&s->key_at, &s->cap_key_at, s->nkeys + 1, sizeof *s->key_at, err));
+    SK_GUARD(sk_grow((void **)&s->key_at, &s->cap_key_at, s->nkeys + 1, sizeof *s->key_at, err));
     if (cap2 != s->cap_key_at) {
         uint32_t *q = sk_xrealloc(s->key_len, s->cap_key_at * sizeof *q, err);
         if (!q) return SK_E_NOMEM;
@@ -447,8 +291,8 @@ static int add_entry(struct state *s, const sk_tar_entry *e, sk_error *err)
         s->s_off = e->header_offset;
     }
     s->s_end = e->data_offset + sk_tar_pad(e->size);
-    SK_GUARD(grow((void **)&s->pm, &s->cap_pm, s->npm + 1, sizeof *s->pm, err));
-    SK_GUARD(grow((void **)&s->names, &s->cap_names, s->nnames + e->name_len, 1, err));
+    SK_GUARD(sk_grow((void **)&s->pm, &s->cap_pm, s->npm + 1, sizeof *s->pm, err));
+    SK_GUARD(sk_grow((void **)&s->names, &s->cap_names, s->nnames + e->name_len, 1, err));
     struct pending *m = &s->pm[s->npm++];
     m->data_offset = e->data_offset;
     m->size = e->size;
@@ -506,19 +350,6 @@ static int check_split_keys(struct state *s, sk_error *err)
     return SK_OK;
 }
 
-static enum kind detect(const unsigned char *m, size_t n)
-{
-    if (n >= 4) {
-        uint32_t v = sk_get_le32(m);
-        if (v == 0xFD2FB528u || (v & 0xFFFFFFF0u) == 0x184D2A50u) return K_ZSTD;
-    }
-    if (n >= 2 && m[0] == 0x1f && m[1] == 0x8b) return K_ARCHIVE;           /* gzip */
-    if (n >= 3 && !memcmp(m, "BZh", 3)) return K_ARCHIVE;                   /* bzip2 */
-    if (n >= 6 && !memcmp(m, "\xfd" "7zXZ\0", 6)) return K_ARCHIVE;         /* xz */
-    if (n >= 4 && !memcmp(m, "\x04\x22\x4d\x18", 4)) return K_ARCHIVE;      /* lz4 */
-    return K_PLAIN;
-}
-
 int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats *stats,
                    sk_error *err)
 {
@@ -533,7 +364,7 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
     SK_FAIL_IF(fd < 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s",
                shard, strerror(errno));
     struct state s = {.shard = shard, .o = o, .st = st};
-    struct stream sm = {.fd = fd, .path = shard};
+    sk_stream sm = {0};
     struct pread_src ps = {.fd = fd, .path = shard};
     struct map_src ms = {0};
     sk_tar_reader r;
@@ -548,12 +379,12 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
         goto cleanup;
     }
     s.file_size = (uint64_t)sb.st_size;
-    if ((rc = pread_full(fd, 0, first, sizeof first, &nfirst, shard, err))) goto cleanup;
-    s.kind = detect(first, nfirst);
+    if ((rc = sk_stream_pread(fd, 0, first, sizeof first, &nfirst, shard, err))) goto cleanup;
+    s.kind = sk_stream_detect(first, nfirst);
     sk_index_shard_info info = {.size = s.file_size,
                                 .first_block_crc32c = sk_crc32c(0, first, nfirst)};
-    int fast = (o->flags & SK_BUILD_FAST) && s.kind == K_PLAIN;
-    if (o->dali_path && s.kind != K_PLAIN) {
+    int fast = (o->flags & SK_BUILD_FAST) && s.kind == SK_STREAM_PLAIN;
+    if (o->dali_path && s.kind != SK_STREAM_PLAIN) {
         rc = sk_error_set(err, SK_E_USAGE, "%s: DALI's webdataset reader needs an uncompressed tar",
                           shard);
         goto cleanup;
@@ -590,34 +421,17 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
         }
         info.flags |= SK_INDEX_NO_CRC;
     } else {
-        sm.kind = s.kind;
         src.ctx = &sm;
-        src.read_at = stream_read_at;
-        if (s.kind == K_PLAIN) src.size = s.file_size;
-        if (!(sm.buf = sk_xmalloc(STREAM_BUF, err))) { rc = SK_E_NOMEM; goto cleanup; }
-        if (s.kind != K_PLAIN && !(sm.in = sk_xmalloc(STREAM_BUF, err))) { rc = SK_E_NOMEM; goto cleanup; }
-        if (s.kind == K_ZSTD) {
+        src.read_at = sk_stream_read_at;
+        if (s.kind == SK_STREAM_PLAIN) src.size = s.file_size;
+        if (s.kind == SK_STREAM_ZSTD) {
             info.flags |= SK_INDEX_ZSTD;
             sk_tar_src fsrc = {.ctx = &ps, .read_at = pread_read_at, .size = s.file_size, .name = shard};
             if ((rc = sk_zstd_seek_table(&fsrc, &s.frames, &s.nframes, err))) goto cleanup;
-            if (!(sm.z = ZSTD_createDStream())) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
-            ZSTD_initDStream(sm.z);
-        } else if (s.kind == K_ARCHIVE) {
+        } else if (s.kind == SK_STREAM_ARCHIVE) {
             info.flags |= SK_INDEX_GZIP;
-            struct archive_entry *ae;
-            sm.a = archive_read_new();
-            sm.err = err;
-            if (!sm.a) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
-            archive_read_support_filter_all(sm.a);
-            archive_read_support_format_raw(sm.a);
-            if (archive_read_open(sm.a, &sm, NULL, archive_cb, NULL) != ARCHIVE_OK ||
-                archive_read_next_header(sm.a, &ae) != ARCHIVE_OK) {
-                rc = sm.cb_rc ? sm.cb_rc
-                              : sk_error_set(err, SK_E_CORRUPT, "%s: %s", shard,
-                                             archive_error_string(sm.a));
-                goto cleanup;
-            }
         }
+        if ((rc = sk_stream_open(&sm, fd, shard, s.kind, err))) goto cleanup;
     }
     sk_tar_reader_init(&r, &src, fast ? 0 : SK_TAR_CRC);
     have_reader = 1;
@@ -637,7 +451,7 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
     st->dirs = r.dirs;
     st->links = r.links;
     if (!fast) {
-        if ((rc = drain(&sm, err))) goto cleanup;
+        if ((rc = sk_stream_drain(&sm, err))) goto cleanup;
         info.crc32c = sm.file_crc;
     }
     st->bytes = s.file_size;
@@ -668,10 +482,7 @@ cleanup:
     if (dali_tmp && rc) unlink(dali_tmp);
     free(dali_tmp);
     if (have_reader) sk_tar_reader_release(&r);
-    if (sm.a) archive_read_free(sm.a);
-    if (sm.z) ZSTD_freeDStream(sm.z);
-    free(sm.buf);
-    free(sm.in);
+    sk_stream_close(&sm);
     if (ms.map) munmap((void *)ms.map, ms.size);
     free(s.frames);
     free(s.pm);

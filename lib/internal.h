@@ -30,6 +30,9 @@
 /* Allocation that reports exhaustion through sk_error instead of crashing. */
 void *sk_xmalloc(size_t n, sk_error *err);
 void *sk_xrealloc(void *p, size_t n, sk_error *err);
+/* Grows the array *p of *cap elements of unit bytes to hold at least need
+ * (capacity doubles from 64); *p and *cap are kept on failure. */
+int sk_grow(void **p, size_t *cap, size_t need, size_t unit, sk_error *err);
 
 /* Little-endian stores and loads for the on-disk formats. */
 static inline void sk_put_le32(unsigned char *p, uint32_t v)
@@ -67,4 +70,15 @@ int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *
 char *sk_tmp_name(const char *path, sk_error *err);
 /* mkdir -p. */
 int sk_mkdirs(const char *dir, sk_error *err);
+/* The directory part of path: "." when it has none, "/" for the root;
+ * caller frees (NULL when out of memory). */
+char *sk_dir_of(const char *path);
+
+/* shardlist.c: a dataset directory's contents.  *manifest = "DIR/manifest.json"
+ * when that exists (caller frees; no listing then); else *names = the sorted
+ * paths "DIR/NAME" of the entries not starting with '.' that keep(NAME,
+ * path) accepts (free with sk_shard_list_free; may be none). */
+int sk_shard_list_dir(const char *dir, int (*keep)(const char *name, const char *path),
+                      char **manifest, char ***names, size_t *count, sk_error *err);
+void sk_shard_list_free(char **names, size_t n);
 #endif /* SK_INTERNAL_H */

@@ -14,7 +14,6 @@
 #include "tar.h"
 
 #include <archive.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,19 +137,11 @@ static char *join(const char *dir, const char *rel)
     return out;
 }
 
-static char *dir_of(const char *path)
-{
-    const char *sl = strrchr(path, '/');
-    if (!sl) return strdup(".");
-    if (sl == path) return strdup("/");
-    return strndup(path, (size_t)(sl - path));
-}
-
 static int open_manifest(sk_dataset *ds, const char *path, sk_error *err)
 {
     sk_manifest *m;
     SK_GUARD(sk_manifest_load(&m, path, err));
-    char *dir = dir_of(path);
+    char *dir = sk_dir_of(path);
     int rc = dir ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
     for (size_t i = 0; !rc && i < m->nshards; i++) {
         const sk_manifest_shard *ms = &m->shards[i];
@@ -184,54 +175,32 @@ static int is_shard_name(const char *n)
     return 0;
 }
 
-static int name_cmp(const void *a, const void *b)
+/* A shard of a listed directory: a tar, compressed or not, with an index. */
+static int keep_indexed_shard(const char *name, const char *path)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    char *ip;
+    if (!is_shard_name(name) || asprintf(&ip, "%s.idx", path) < 0) return 0;
+    int has = access(ip, F_OK) == 0;
+    free(ip);
+    return has;
 }
 
 static int open_dir(sk_dataset *ds, const char *dir, sk_error *err)
 {
-    char *mf;
-    SK_FAIL_IF(asprintf(&mf, "%s/manifest.json", dir) < 0, err, SK_E_NOMEM, "out of memory");
-    if (access(mf, F_OK) == 0) {
+    char *mf, **names;
+    size_t n;
+    SK_GUARD(sk_shard_list_dir(dir, keep_indexed_shard, &mf, &names, &n, err));
+    if (mf) {
         int rc = open_manifest(ds, mf, err);
         free(mf);
         return rc;
     }
-    free(mf);
-    DIR *d = opendir(dir);
-    SK_FAIL_IF(!d, err, SK_E_IO, "%s: cannot list: %s", dir, strerror(errno));
-    char **names = NULL;
-    size_t n = 0, cap = 0;
     int rc = SK_OK;
-    struct dirent *de;
-    while (!rc && (de = readdir(d))) {
-        if (!is_shard_name(de->d_name)) continue;
-        char *p, *ip;
-        if (asprintf(&p, "%s/%s", dir, de->d_name) < 0) { rc = SK_E_NOMEM; break; }
-        if (asprintf(&ip, "%s.idx", p) < 0) { free(p); rc = SK_E_NOMEM; break; }
-        int has = access(ip, F_OK) == 0;
-        free(ip);
-        if (!has) { free(p); continue; }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            char **q = realloc(names, cap * sizeof *q);
-            if (!q) { free(p); rc = SK_E_NOMEM; break; }
-            names = q;
-        }
-        names[n++] = p;
-    }
-    closedir(d);
-    if (rc) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-    if (!rc && n == 0)
+    if (n == 0)
         rc = sk_error_set(err, SK_E_NOTFOUND,
                           "%s: no manifest.json and no shards with an index (.idx) in it", dir);
-    if (!rc) qsort(names, n, sizeof *names, name_cmp);
-    for (size_t i = 0; i < n; i++) {
-        if (!rc) rc = add_shard(ds, names[i], NULL, err);
-        free(names[i]);
-    }
-    free(names);
+    for (size_t i = 0; !rc && i < n; i++) rc = add_shard(ds, names[i], NULL, err);
+    sk_shard_list_free(names, n);
     return rc;
 }
 

@@ -47,14 +47,6 @@ static char *abs_path(const char *p)
     return out;
 }
 
-static char *dir_of(const char *path)
-{
-    const char *sl = strrchr(path, '/');
-    if (!sl) return strdup(".");
-    if (sl == path) return strdup("/");
-    return strndup(path, (size_t)(sl - path));
-}
-
 /* target relative to dir (both absolute, normalised). */
 static char *rel_path(const char *dir, const char *target)
 {
@@ -83,7 +75,7 @@ static char *rel_path(const char *dir, const char *target)
 static char *rebase(const char *mpath, const char *url, const char *out_dir_abs)
 {
     if (url[0] == '/' || strstr(url, "://")) return strdup(url);
-    char *md = dir_of(mpath), *joined = NULL, *abs = NULL, *rel = NULL;
+    char *md = sk_dir_of(mpath), *joined = NULL, *abs = NULL, *rel = NULL;
     if (md && asprintf(&joined, "%s/%s", md, url) >= 0 && (abs = abs_path(joined)))
         rel = rel_path(out_dir_abs, abs);
     free(md);
@@ -120,7 +112,7 @@ int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, 
     sk_manifest **in = calloc(n ? n : 1, sizeof *in);
     sk_manifest *out = sk_manifest_new();
     size_t *order = calloc(n ? n : 1, sizeof *order);
-    char *out_dir = dir_of(out_path), *out_dir_abs = out_dir ? abs_path(out_dir) : NULL;
+    char *out_dir = sk_dir_of(out_path), *out_dir_abs = out_dir ? abs_path(out_dir) : NULL;
     char **abs_urls = NULL, ***sorted = NULL;
     sk_index **ix = NULL;
     struct keyref *keys = NULL;
@@ -288,7 +280,7 @@ cleanup:
 int sk_manifest_write_wids(const sk_manifest *m, const char *manifest_path, const char *out_path,
                            sk_error *err)
 {
-    char *od = dir_of(out_path), *oda = od ? abs_path(od) : NULL;
+    char *od = sk_dir_of(out_path), *oda = od ? abs_path(od) : NULL;
     json_t *root = json_object(), *list = json_array();
     int rc = SK_OK;
     char *tmp = NULL, *text = NULL;

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <dirent.h>
 #include <unistd.h>
 
 #define DEFAULT_BUFFER (4u << 20)
@@ -191,51 +190,28 @@ static int add_manifest(sk_reader *r, const char *path, sk_error *err)
     return rc;
 }
 
-static int name_cmp(const void *a, const void *b)
+static int keep_shard(const char *name, const char *path)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    (void)path;
+    return is_shard_name(name);
 }
 
 static int add_dir(sk_reader *r, const char *dir, sk_error *err)
 {
-    char *mf;
-    SK_FAIL_IF(asprintf(&mf, "%s/manifest.json", dir) < 0, err, SK_E_NOMEM, "out of memory");
-    if (access(mf, F_OK) == 0) {
+    char *mf, **names;
+    size_t n;
+    SK_GUARD(sk_shard_list_dir(dir, keep_shard, &mf, &names, &n, err));
+    if (mf) {
         int rc = add_manifest(r, mf, err);
         free(mf);
         return rc;
     }
-    free(mf);
-    DIR *d = opendir(dir);
-    SK_FAIL_IF(!d, err, SK_E_IO, "%s: cannot list: %s", dir, strerror(errno));
-    char **names = NULL;
-    size_t n = 0, cap = 0;
     int rc = SK_OK;
-    struct dirent *de;
-    while (!rc && (de = readdir(d))) {
-        if (de->d_name[0] == '.' || !is_shard_name(de->d_name)) continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            char **q = realloc(names, cap * sizeof *q);
-            if (!q) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); break; }
-            names = q;
-        }
-        if (asprintf(&names[n], "%s/%s", dir, de->d_name) < 0) {
-            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-            break;
-        }
-        n++;
-    }
-    closedir(d);
-    if (!rc && n == 0)
+    if (n == 0)
         rc = sk_error_set(err, SK_E_NOTFOUND, "%s: no manifest.json and no .tar or .tar.zst in it",
                           dir);
-    if (!rc) qsort(names, n, sizeof *names, name_cmp);
-    for (size_t i = 0; i < n; i++) {
-        if (!rc) rc = add_shard(r, names[i], NULL, -1, err);
-        free(names[i]);
-    }
-    free(names);
+    for (size_t i = 0; !rc && i < n; i++) rc = add_shard(r, names[i], NULL, -1, err);
+    sk_shard_list_free(names, n);
     return rc;
 }
 

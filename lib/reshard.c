@@ -179,18 +179,6 @@ static void progress(rs *r, int final)
     r->o->progress(r->o->ctx, &r->st);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t unit, sk_error *err)
-{
-    if (need <= *cap) return SK_OK;
-    size_t n = *cap ? *cap : 64;
-    while (n < need) n *= 2;
-    void *q = sk_xrealloc(*p, n * unit, err);
-    if (!q) return SK_E_NOMEM;
-    *p = q;
-    *cap = n;
-    return SK_OK;
-}
-
 /* ------------------------------------------------------------------ --keys */
 
 static uint64_t hash_bytes(const char *s, size_t n)
@@ -448,7 +436,7 @@ static int emit(rs *r, const struct sview *v, sk_error *err)
 static int serialize(rs *r, const struct samp *s, sk_error *err)
 {
     size_t need = 20 + s->klen + s->nm * 32 + s->elen + s->len;
-    SK_GUARD(grow((void **)&r->rec, &r->rec_cap, need, 1, err));
+    SK_GUARD(sk_grow((void **)&r->rec, &r->rec_cap, need, 1, err));
     unsigned char *p = r->rec;
     sk_put_le32(p, (uint32_t)s->klen);
     sk_put_le32(p + 4, (uint32_t)s->nm);
@@ -486,7 +474,7 @@ static int emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *
     p += 20;
     v.key = (const char *)p;
     p += v.klen;
-    SK_GUARD(grow((void **)&r->vm, &r->vm_cap, v.nm, sizeof *r->vm, err));
+    SK_GUARD(sk_grow((void **)&r->vm, &r->vm_cap, v.nm, sizeof *r->vm, err));
     for (size_t i = 0; i < v.nm; i++, p += 32) {
         struct memb *m = &r->vm[i];
         m->data_off = sk_get_le64(p);
@@ -589,7 +577,7 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_e
         }
         if (kl != s->klen || memcmp(name, s->key, kl)) { /* a new sample */
             if ((rc = sample_done(r, s, counting, err))) goto done;
-            if ((rc = grow((void **)&s->key, &s->kcap, kl + 1, 1, err))) goto done;
+            if ((rc = sk_grow((void **)&s->key, &s->kcap, kl + 1, 1, err))) goto done;
             memcpy(s->key, name, kl);
             s->klen = kl;
         }
@@ -623,9 +611,9 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_e
             oname[kl + 1 + i] = oe[i];
         size_t onl = kl + 1 + oel;
         size_t hl = sk_tar_header_size(oname, onl, size);
-        if ((rc = grow((void **)&s->img, &s->cap, s->len + hl + sk_tar_pad(size), 1, err)) ||
-            (rc = grow((void **)&s->m, &s->mcap, s->nm + 1, sizeof *s->m, err)) ||
-            (rc = grow((void **)&s->exts, &s->ecap, s->elen + oel + 1, 1, err)))
+        if ((rc = sk_grow((void **)&s->img, &s->cap, s->len + hl + sk_tar_pad(size), 1, err)) ||
+            (rc = sk_grow((void **)&s->m, &s->mcap, s->nm + 1, sizeof *s->m, err)) ||
+            (rc = sk_grow((void **)&s->exts, &s->ecap, s->elen + oel + 1, 1, err)))
             goto done;
         sk_tar_header(s->img + s->len, oname, onl, size, r->o->mtime);
         unsigned char *d = s->img + s->len + hl;
@@ -683,7 +671,7 @@ static int expand_inputs(const char *const *in, size_t n, char ***out, size_t *n
                 const char *sl = strrchr(ex[j], '/');
                 int dl = sl ? (int)(sl - ex[j]) : 0;
                 for (size_t s = 0; s < m->nshards && !rc; s++) {
-                    if ((rc = grow((void **)&list, &cap, cnt + 2, sizeof *list, err))) break;
+                    if ((rc = sk_grow((void **)&list, &cap, cnt + 2, sizeof *list, err))) break;
                     const char *u = m->shards[s].url;
                     if (u[0] == '/' || !dl || strstr(u, "://")) list[cnt] = strdup(u);
                     else if (asprintf(&list[cnt], "%.*s/%s", dl, ex[j], u) < 0) list[cnt] = NULL;
@@ -691,7 +679,7 @@ static int expand_inputs(const char *const *in, size_t n, char ***out, size_t *n
                 }
                 sk_manifest_free(m);
             } else {
-                if ((rc = grow((void **)&list, &cap, cnt + 2, sizeof *list, err))) break;
+                if ((rc = sk_grow((void **)&list, &cap, cnt + 2, sizeof *list, err))) break;
                 if (!(list[cnt++] = strdup(ex[j]))) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
             }
         }

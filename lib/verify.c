@@ -14,10 +14,10 @@
  * libjpeg-turbo on --jobs threads (pread from plain tars).
  */
 #include "internal.h"
+#include "shard_stream.h"
 #include "tar.h"
 #include "verify_int.h"
 
-#include <archive.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -26,155 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define STREAM_BUF (1u << 20)
 #define MAX_INDEX_REPORTS 10
-
-/* ---------------------------------------------------------------- sources */
-
-enum { M_PREAD, M_PLAIN, M_ARCHIVE };
-
-struct vsrc {
-    int mode, fd;
-    const char *path;
-    struct archive *a;
-    unsigned char *in, *buf;
-    uint64_t buf_pos;
-    size_t len;
-    int eof;
-    uint32_t file_crc;
-    uint64_t file_read;
-    sk_error *err;
-    int cb_rc;
-};
-
-static int pread_full(int fd, uint64_t off, void *buf, size_t n, size_t *got, const char *path,
-                      sk_error *err)
-{
-    *got = 0;
-    while (*got < n) {
-        ssize_t k = pread(fd, (unsigned char *)buf + *got, n - *got, (off_t)(off + *got));
-        if (k < 0 && errno == EINTR) continue;
-        SK_FAIL_IF(k < 0, err, SK_E_IO, "%s: read failed at offset %llu: %s", path,
-                   (unsigned long long)(off + *got), strerror(errno));
-        if (k == 0) break;
-        *got += (size_t)k;
-    }
-    return SK_OK;
-}
-
-static int file_read(struct vsrc *s, void *dst, size_t n, size_t *got, sk_error *err)
-{
-    for (;;) {
-        ssize_t k = read(s->fd, dst, n);
-        if (k < 0 && errno == EINTR) continue;
-        SK_FAIL_IF(k < 0, err, SK_E_IO, "%s: read failed: %s", s->path, strerror(errno));
-        s->file_crc = sk_crc32c(s->file_crc, dst, (size_t)k);
-        s->file_read += (uint64_t)k;
-        *got = (size_t)k;
-        return SK_OK;
-    }
-}
-
-static la_ssize_t archive_cb(struct archive *a, void *ctx, const void **out)
-{
-    struct vsrc *s = ctx;
-    size_t got = 0;
-    (void)a;
-    if ((s->cb_rc = file_read(s, s->in, STREAM_BUF, &got, s->err))) return -1;
-    *out = s->in;
-    return (la_ssize_t)got;
-}
-
-static int produce(struct vsrc *s, size_t *got, sk_error *err)
-{
-    *got = 0;
-    if (s->eof) return SK_OK;
-    if (s->mode == M_PLAIN) {
-        SK_GUARD(file_read(s, s->buf, STREAM_BUF, got, err));
-    } else {
-        s->err = err;
-        la_ssize_t k = archive_read_data(s->a, s->buf, STREAM_BUF);
-        if (k < 0)
-            return s->cb_rc ? s->cb_rc
-                            : sk_error_set(err, SK_E_CORRUPT, "%s: %s (near compressed offset %llu)",
-                                           s->path, archive_error_string(s->a),
-                                           (unsigned long long)s->file_read);
-        *got = (size_t)k;
-    }
-    if (!*got) s->eof = 1;
-    return SK_OK;
-}
-
-static int vsrc_read_at(void *ctx, uint64_t pos, void *dst, size_t n, size_t *got, sk_error *err)
-{
-    struct vsrc *s = ctx;
-    if (s->mode == M_PREAD) return pread_full(s->fd, pos, dst, n, got, s->path, err);
-    *got = 0;
-    SK_FAIL_IF(pos < s->buf_pos, err, SK_E_IO, "%s: internal error: backward read", s->path);
-    while (*got < n) {
-        uint64_t p = pos + *got;
-        if (p < s->buf_pos + s->len) {
-            size_t k = (size_t)(s->buf_pos + s->len - p);
-            if (k > n - *got) k = n - *got;
-            memcpy((unsigned char *)dst + *got, s->buf + (p - s->buf_pos), k);
-            *got += k;
-            continue;
-        }
-        s->buf_pos += s->len;
-        s->len = 0;
-        size_t k;
-        SK_GUARD(produce(s, &k, err));
-        if (!k) break;
-        s->len = k;
-    }
-    return SK_OK;
-}
-
-static int is_compressed(const unsigned char *m, size_t n)
-{
-    if (n >= 4) {
-        uint32_t v = sk_get_le32(m);
-        if (v == 0xFD2FB528u || (v & 0xFFFFFFF0u) == 0x184D2A50u) return 1;
-    }
-    return (n >= 2 && m[0] == 0x1f && m[1] == 0x8b) || (n >= 3 && !memcmp(m, "BZh", 3)) ||
-           (n >= 6 && !memcmp(m, "\xfd" "7zXZ\0", 6)) || (n >= 4 && !memcmp(m, "\x04\x22\x4d\x18", 4));
-}
-
-static int vsrc_open(struct vsrc *s, int fd, const char *path, int mode, sk_error *err)
-{
-    memset(s, 0, sizeof *s);
-    s->fd = fd;
-    s->path = path;
-    s->mode = mode;
-    if (mode == M_PREAD) return SK_OK;
-    SK_FAIL_IF(lseek(fd, 0, SEEK_SET) < 0, err, SK_E_IO, "%s: %s", path, strerror(errno));
-    s->buf = sk_xmalloc(STREAM_BUF, err);
-    if (!s->buf) return SK_E_NOMEM;
-    if (mode == M_ARCHIVE) {
-        struct archive_entry *ae;
-        s->in = sk_xmalloc(STREAM_BUF, err);
-        s->a = archive_read_new();
-        SK_FAIL_IF(!s->in || !s->a, err, SK_E_NOMEM, "out of memory");
-        archive_read_support_filter_all(s->a);
-        archive_read_support_format_raw(s->a);
-        s->err = err;
-        if (archive_read_open(s->a, s, NULL, archive_cb, NULL) != ARCHIVE_OK ||
-            archive_read_next_header(s->a, &ae) != ARCHIVE_OK)
-            return s->cb_rc ? s->cb_rc
-                            : sk_error_set(err, SK_E_CORRUPT, "%s: %s", path,
-                                           archive_error_string(s->a));
-    }
-    return SK_OK;
-}
-
-static void vsrc_close(struct vsrc *s)
-{
-    if (s->a) archive_read_free(s->a);
-    free(s->in);
-    free(s->buf);
-    s->a = NULL;
-    s->in = s->buf = NULL;
-}
 
 /* -------------------------------------------------------------- the walk */
 
@@ -245,21 +97,9 @@ static void problem(vstate *v, int warning, const char *kind, const char *shard,
     if (v->o->report) v->o->report(v->o->ctx, &p);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t unit, sk_error *err)
-{
-    if (need <= *cap) return SK_OK;
-    size_t n = *cap ? *cap : 64;
-    while (n < need) n *= 2;
-    void *q = sk_xrealloc(*p, n * unit, err);
-    if (!q) return SK_E_NOMEM;
-    *p = q;
-    *cap = n;
-    return SK_OK;
-}
-
 static int pool_add(vstate *v, const char *s, size_t n, uint32_t *off, sk_error *err)
 {
-    SK_GUARD(grow((void **)&v->pool, &v->cap_pool, v->npool + n + 1, 1, err));
+    SK_GUARD(sk_grow((void **)&v->pool, &v->cap_pool, v->npool + n + 1, 1, err));
     *off = (uint32_t)v->npool;
     memcpy(v->pool + v->npool, s, n);
     v->pool[v->npool + n] = 0;
@@ -296,7 +136,7 @@ static int close_sample(vstate *v, uint32_t shard, sk_error *err)
             problem(v, 0, "missing", name, s->offset, key, s->key_len,
                     "sample has no '%s' member", want);
     }
-    SK_GUARD(grow((void **)&v->keys, &v->cap_keys, v->nkeys + 1, sizeof *v->keys, err));
+    SK_GUARD(sk_grow((void **)&v->keys, &v->cap_keys, v->nkeys + 1, sizeof *v->keys, err));
     struct keyrec *k = &v->keys[v->nkeys];
     size_t elen = 2;
     for (uint32_t j = 0; j < s->count; j++) elen += v->m[s->first + j].ext_len + 1;
@@ -332,7 +172,7 @@ static int add_entry(vstate *v, uint32_t shard, const sk_tar_entry *e, sk_error 
     struct vsample *cur = v->ns ? &v->s[v->ns - 1] : NULL;
     if (!cur || cur->key_len != kl || memcmp(v->pool + cur->key_off, e->name, kl)) {
         SK_GUARD(close_sample(v, shard, err));
-        SK_GUARD(grow((void **)&v->s, &v->cap_s, v->ns + 1, sizeof *v->s, err));
+        SK_GUARD(sk_grow((void **)&v->s, &v->cap_s, v->ns + 1, sizeof *v->s, err));
         cur = &v->s[v->ns++];
         memset(cur, 0, sizeof *cur);
         SK_GUARD(pool_add(v, e->name, kl, &cur->key_off, err));
@@ -348,7 +188,7 @@ static int add_entry(vstate *v, uint32_t shard, const sk_tar_entry *e, sk_error 
             problem(v, 0, "duplicate", name, e->header_offset, e->name, kl,
                     "extension '%s' occurs twice in one sample", ext);
     }
-    SK_GUARD(grow((void **)&v->m, &v->cap_m, v->nm + 1, sizeof *v->m, err));
+    SK_GUARD(sk_grow((void **)&v->m, &v->cap_m, v->nm + 1, sizeof *v->m, err));
     struct vmember *m = &v->m[v->nm++];
     char low[SK_TAR_NAME_MAX + 1];
     for (size_t i = 0; i < el && i < SK_TAR_NAME_MAX; i++)
@@ -366,7 +206,7 @@ static int add_entry(vstate *v, uint32_t shard, const sk_tar_entry *e, sk_error 
         problem(v, 1, "empty", name, e->header_offset, e->name, kl, "member '%s' is empty",
                 e->name);
     if ((v->o->flags & SK_VERIFY_JPEG) && e->size && is_jpeg_ext(ext, el)) {
-        SK_GUARD(grow((void **)&v->jobs, &v->cap_jobs, v->njobs + 1, sizeof *v->jobs, err));
+        SK_GUARD(sk_grow((void **)&v->jobs, &v->cap_jobs, v->njobs + 1, sizeof *v->jobs, err));
         struct jpegjob *j = &v->jobs[v->njobs++];
         memset(j, 0, sizeof *j);
         j->data_offset = e->data_offset;
@@ -497,7 +337,7 @@ static void *jpeg_worker(void *arg)
         }
         size_t got;
         sk_error e = SK_ERROR_INIT;
-        if (pread_full(c->fd, j->data_offset, buf, (size_t)j->size, &got, "", &e) || got < j->size) {
+        if (sk_stream_pread(c->fd, j->data_offset, buf, (size_t)j->size, &got, "", &e) || got < j->size) {
             j->bad = 1;
             snprintf(j->why, sizeof j->why, "cannot read the member");
             continue;
@@ -529,8 +369,8 @@ static int check_jpegs(vstate *v, int fd, const char *name, int compressed, sk_e
         free(t);
         pthread_mutex_destroy(&c.mu);
     } else {
-        struct vsrc s;
-        int rc = vsrc_open(&s, fd, name, M_ARCHIVE, err);
+        sk_stream s;
+        int rc = sk_stream_open(&s, fd, name, SK_STREAM_ARCHIVE, err);
         unsigned char *buf = NULL;
         size_t cap = 0;
         for (size_t i = 0; !rc && i < v->njobs; i++) {
@@ -541,7 +381,7 @@ static int check_jpegs(vstate *v, int fd, const char *name, int compressed, sk_e
                 if (!(buf = sk_xmalloc(cap, err))) { rc = SK_E_NOMEM; break; }
             }
             size_t got;
-            if ((rc = vsrc_read_at(&s, j->data_offset, buf, (size_t)j->size, &got, err))) break;
+            if ((rc = sk_stream_read_at(&s, j->data_offset, buf, (size_t)j->size, &got, err))) break;
             if (got < j->size) {
                 j->bad = 1;
                 snprintf(j->why, sizeof j->why, "truncated");
@@ -550,7 +390,7 @@ static int check_jpegs(vstate *v, int fd, const char *name, int compressed, sk_e
             }
         }
         free(buf);
-        vsrc_close(&s);
+        sk_stream_close(&s);
         if (rc) return rc;
     }
     for (size_t i = 0; i < v->njobs; i++) {
@@ -575,14 +415,14 @@ static const char *kind_of(const char *msg)
 
 /* After the last member, at: two zero blocks, then nothing but zeros (GNU
  * tar pads to a record).  A damaged stream is a problem, an I/O error not. */
-static int check_end(vstate *v, struct vsrc *s, const char *name, uint64_t at, sk_error *err)
+static int check_end(vstate *v, sk_stream *s, const char *name, uint64_t at, sk_error *err)
 {
     unsigned char b[SK_TAR_BLOCK];
     size_t got;
     sk_error e = SK_ERROR_INIT;
     int rc;
     for (uint64_t pos = at;; pos += got) {
-        if ((rc = vsrc_read_at(s, pos, b, sizeof b, &got, &e))) {
+        if ((rc = sk_stream_read_at(s, pos, b, sizeof b, &got, &e))) {
             if (rc != SK_E_CORRUPT) return *err = e, rc;
             problem(v, 0, kind_of(e.msg), name, pos, NULL, 0, "%s", e.msg);
             return SK_OK;
@@ -628,7 +468,7 @@ static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk
         return SK_OK;
     }
     SK_FAIL_IF(fd < 0, err, SK_E_IO, "%s: cannot open: %s", name, strerror(errno));
-    SK_GUARD(grow((void **)&v->shards, &v->cap_shards, v->nshards + 1, sizeof *v->shards, err));
+    SK_GUARD(sk_grow((void **)&v->shards, &v->cap_shards, v->nshards + 1, sizeof *v->shards, err));
     uint32_t shard = (uint32_t)v->nshards;
     v->shards[v->nshards++] = strdup(name);
     v->ns = v->nm = v->npool = v->njobs = 0;
@@ -636,25 +476,26 @@ static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk
     unsigned char first[SK_TAR_BLOCK];
     size_t nfirst = 0;
     int rc = SK_OK;
-    struct vsrc s = {0};
+    sk_stream s = {0};
     sk_tar_reader r;
     int have_reader = 0;
-    if (fstat(fd, &sb) != 0 || (rc = pread_full(fd, 0, first, sizeof first, &nfirst, name, err))) {
+    if (fstat(fd, &sb) != 0 || (rc = sk_stream_pread(fd, 0, first, sizeof first, &nfirst, name, err))) {
         if (!rc) rc = sk_error_set(err, SK_E_IO, "%s: %s", name, strerror(errno));
         goto out;
     }
-    int compressed = is_compressed(first, nfirst);
+    /* compressed shards, zstd too, are all read through libarchive */
+    sk_stream_kind detected = sk_stream_detect(first, nfirst);
+    int compressed = detected != SK_STREAM_PLAIN;
     int deep = (v->o->flags & SK_VERIFY_DEEP) != 0;
-    int mode = compressed ? M_ARCHIVE : deep ? M_PLAIN : M_PREAD;
-    uint32_t magic = nfirst >= 4 ? sk_get_le32(first) : 0;
-    int zstd = magic == 0xFD2FB528u || (magic & 0xFFFFFFF0u) == 0x184D2A50u;
+    sk_stream_kind mode = compressed ? SK_STREAM_ARCHIVE : deep ? SK_STREAM_PLAIN : SK_STREAM_PREAD;
+    int zstd = detected == SK_STREAM_ZSTD;
     sk_index_shard_info actual = {.size = (uint64_t)sb.st_size,
                                   .first_block_crc32c = sk_crc32c(0, first, nfirst),
                                   .flags = zstd ? SK_INDEX_ZSTD : 0};
     v->st.shards++;
     v->st.bytes += (uint64_t)sb.st_size;
     sk_error oe = SK_ERROR_INIT;
-    if ((rc = vsrc_open(&s, fd, name, mode, &oe))) {
+    if ((rc = sk_stream_open(&s, fd, name, mode, &oe))) {
         if (rc == SK_E_CORRUPT) {
             problem(v, 0, kind_of(oe.msg), name, 0, NULL, 0, "%s", oe.msg);
             rc = SK_OK;
@@ -663,7 +504,7 @@ static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk
         }
         goto out;
     }
-    sk_tar_src src = {.ctx = &s, .read_at = vsrc_read_at, .name = name,
+    sk_tar_src src = {.ctx = &s, .read_at = sk_stream_read_at, .name = name,
                       .size = compressed ? UINT64_MAX : (uint64_t)sb.st_size};
     sk_tar_reader_init(&r, &src, deep || compressed ? SK_TAR_CRC : 0);
     have_reader = 1;
@@ -694,13 +535,8 @@ static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk
     if ((rc = close_sample(v, shard, err))) goto out;
     v->st.samples += v->ns;
     int have_crc = 0;
-    if (mode != M_PREAD) { /* the rest of the file, for the shard's CRC32C */
-        for (;;) {
-            size_t k;
-            unsigned char *tmp = s.in ? s.in : s.buf;
-            if ((rc = file_read(&s, tmp, STREAM_BUF, &k, err))) goto out;
-            if (!k) break;
-        }
+    if (mode != SK_STREAM_PREAD) { /* the rest of the file, for the shard's CRC32C */
+        if ((rc = sk_stream_drain(&s, err))) goto out;
         actual.crc32c = s.file_crc;
         have_crc = 1;
     }
@@ -719,7 +555,7 @@ static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk
     if (v->o->flags & SK_VERIFY_JPEG) rc = check_jpegs(v, fd, name, compressed, err);
 out:
     if (have_reader) sk_tar_reader_release(&r);
-    vsrc_close(&s);
+    sk_stream_close(&s);
     close(fd);
     return rc;
 }
