@@ -27,7 +27,7 @@
 
 /* ------------------------------------------------------------------ source */
 /* A source hands out the stored bytes of a shard sequentially from an
- * offset: a local file now; an S3 object through ranged GETs. */
+ * offset: a local file, or an S3 object through one streaming GET. */
 
 typedef struct src {
     void *ctx;
@@ -89,12 +89,13 @@ static int file_open(src *s, const char *url, uint64_t off, sk_error *err)
     return SK_OK;
 }
 
-/* An S3 object read with ranged GETs straight into the caller's buffer
- * (the ring), each as large as the free space offered: no bytes pass
- * through another buffer, and the next GET is asked for only when the
- * consumer has made room, so memory stays bounded by the ring. */
+/* An S3 object read with one streaming GET from the start offset to the
+ * end (sk_s3_stream): per-request costs are paid once per shard, not per
+ * ring refill, and the engine pauses the transfer while the ring is full,
+ * so memory stays bounded by the ring plus the stream's 1 MiB window. */
 struct s3_src {
     sk_s3 *s3;
+    sk_s3_stream *get; /* opened at the first read */
     char *bucket, *key;
     uint64_t pos, size;
     const char *url;
@@ -125,9 +126,12 @@ static int s3_read(void *ctx, void *buf, size_t n, size_t *got, sk_error *err)
     }
     uint64_t left = s->size - s->pos;
     size_t want = left < n ? (size_t)left : n;
-    SK_GUARD(sk_s3_get(s->s3, s->bucket, s->key, s->pos, want, buf, want, got, err));
-    SK_FAIL_IF(*got == 0, err, SK_E_REMOTE, "%s: empty answer to a ranged GET at offset %llu",
-               s->url, (unsigned long long)s->pos);
+    /* The range ends at the size HEAD gave: bytes appended since are not
+     * this shard's, and a replaced object fails the engine's If-Match. */
+    if (!s->get) SK_GUARD(sk_s3_stream_open(&s->get, s->s3, s->bucket, s->key, s->pos, left, err));
+    SK_GUARD(sk_s3_stream_read(s->get, buf, want, got, err));
+    SK_FAIL_IF(*got == 0, err, SK_E_REMOTE, "%s: the object ended at offset %llu, before its size %llu",
+               s->url, (unsigned long long)s->pos, (unsigned long long)s->size);
     if (s->tee_fd >= 0 && sk_write_all(s->tee_fd, buf, *got, s->tmp, NULL)) {
         close(s->tee_fd); /* a full cache disk only costs the caching */
         s->tee_fd = -1;
@@ -140,6 +144,7 @@ static int s3_read(void *ctx, void *buf, size_t n, size_t *got, sk_error *err)
 static void s3_close(void *ctx)
 {
     struct s3_src *s = ctx;
+    sk_s3_stream_close(s->get);
     if (s->tee_fd >= 0) close(s->tee_fd);
     if (s->tmp) unlink(s->tmp); /* stopped early: no partial file survives */
     cache_unreserve(s);
@@ -349,7 +354,7 @@ struct sk_reader_stream {
     sk_error err;
     uint64_t grows;
     int cache_state;
-    int remote; /* one GET per refill: as much as the ring has room for */
+    int remote; /* a stream: take whatever it has, up to the ring's room */
     /* producer-only */
     src s;
     ZSTD_DStream *zd;

@@ -51,6 +51,7 @@ void sk_s3_req_reset(sk_s3_req *r)
     r->dst_len = 0, r->etag[0] = 0, r->crc32c[0] = 0, r->content_length = 0, r->has_length = 0;
     r->body_off = 0, r->delivered = 0, r->skip = 0, r->attempt = 0, r->not_before_ms = 0;
     r->sink_stopped = 0, r->finished = 0, r->next = NULL;
+    r->paused = 0, r->body_seen = 0, r->first_etag[0] = 0;
 }
 
 void sk_s3_req_header(sk_s3_req *r, const char *fmt, ...)
@@ -82,16 +83,50 @@ static int on_seek(void *ud, curl_off_t off, int origin)
     return CURL_SEEKFUNC_OK;
 }
 
+/* A streaming GET's body.  The bytes of one call are pushed whole or not at
+ * all: after CURL_WRITEFUNC_PAUSE libcurl hands the same bytes again on
+ * unpause, so nothing here may change before push has taken them. */
+static size_t on_push(sk_s3_req *r, char *p, size_t len, long code)
+{
+    if (!r->body_seen) {
+        r->body_seen = 1;
+        /* A server that ignores Range answers 200 with the whole object:
+         * skip to where this attempt should begin. */
+        r->skip = code == 206 ? 0 : r->range_off + r->delivered;
+        if (!r->first_etag[0]) snprintf(r->first_etag, sizeof r->first_etag, "%s", r->etag);
+    }
+    size_t off = r->skip < len ? (size_t)r->skip : len, k = len - off;
+    if (r->range_len && k > r->range_len - r->delivered) k = (size_t)(r->range_len - r->delivered);
+    if (k) {
+        int v = r->push(r->push_ud, p + off, k);
+        if (v == SK_S3_PUSH_PAUSE) {
+            r->paused = 1;
+            pthread_mutex_lock(&r->s3->mu);
+            r->s3->npaused++;
+            pthread_mutex_unlock(&r->s3->mu);
+            return CURL_WRITEFUNC_PAUSE;
+        }
+        if (v) {
+            r->sink_stopped = 1;
+            return 0;
+        }
+        r->delivered += k;
+    }
+    r->skip -= off;
+    return len;
+}
+
 static size_t on_write(char *p, size_t sz, size_t n, void *ud)
 {
     sk_s3_req *r = ud;
     size_t len = sz * n;
     long code = 0;
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
-    if (code < 200 || code >= 300 || (!r->dst && !r->sink)) {
+    if (code < 200 || code >= 300 || (!r->dst && !r->sink && !r->push)) {
         if (r->resp.len + len > (64u << 20)) return 0;
         return sk_s3_buf_add(&r->resp, p, len) ? 0 : len;
     }
+    if (r->push) return on_push(r, p, len, code);
     if (r->dst) {
         if (r->dst_len + len > r->dst_cap) return 0;
         memcpy(r->dst + r->dst_len, p, len);
@@ -217,8 +252,25 @@ out:
     return rc;
 }
 
+/* A streaming GET's headers, per attempt: the range from what was already
+ * delivered, and after the first bytes the ETag they came with, so that an
+ * object replaced meanwhile fails (412) instead of being spliced. */
+static void push_headers(sk_s3_req *r)
+{
+    uint64_t from = r->range_off + r->delivered;
+    r->nhdrs = 0;
+    if (r->range_len)
+        sk_s3_req_header(r, "range:bytes=%llu-%llu", (unsigned long long)from,
+                         (unsigned long long)(r->range_off + r->range_len - 1));
+    else if (from)
+        sk_s3_req_header(r, "range:bytes=%llu-", (unsigned long long)from);
+    if (r->delivered && r->first_etag[0]) sk_s3_req_header(r, "if-match:\"%s\"", r->first_etag);
+}
+
 static int start(sk_s3 *s3, sk_s3_req *r)
 {
+    if (r->push) push_headers(r);
+    r->body_seen = 0;
     int rc = build_and_sign(s3, r);
     if (rc) return rc;
     CURL *c = s3->npool ? s3->pool[--s3->npool] : curl_easy_init();
@@ -284,6 +336,7 @@ static const char *explain(const char *code)
         {"BadDigest", "the checksum sent does not match the data received"},
         {"PermanentRedirect", "the bucket is in another region: pass --region"},
         {"AuthorizationHeaderMalformed", "the region in the signature is wrong for this bucket: pass --region"},
+        {"PreconditionFailed", "the object changed while it was being read"},
     };
     for (size_t i = 0; i < SK_ARRAY_LEN(tab); i++)
         if (!strcmp(code, tab[i].code)) return tab[i].why;
@@ -358,6 +411,112 @@ static uint64_t backoff_ms(sk_s3 *s3, int attempt)
     return (uint64_t)((s3->rng >> 8) % (top + 1));
 }
 
+/* Marks r ended and takes it off the resume list (under mu, just before its
+ * done callback, which may free it): nothing may queue it after this. */
+static void resume_unlink(sk_s3 *s3, sk_s3_req *r)
+{
+    r->ended = 1;
+    if (!r->resume_queued) return;
+    for (sk_s3_req **pp = &s3->resume_head; *pp; pp = &(*pp)->resume_next)
+        if (*pp == r) {
+            *pp = r->resume_next;
+            break;
+        }
+    r->resume_queued = 0;
+    r->resume_next = NULL;
+}
+
+/* Ends a cancelled request (called without mu); in flight or queued. */
+static void cancel_now(sk_s3 *s3, sk_s3_req *r)
+{
+    pthread_mutex_lock(&s3->mu);
+    if (r->easy) {
+        CURL *c = r->easy;
+        pthread_mutex_unlock(&s3->mu);
+        curl_multi_remove_handle(s3->multi, c);
+        curl_easy_cleanup(c); /* its connection was mid-body: not reusable */
+        pthread_mutex_lock(&s3->mu);
+        r->easy = NULL;
+        s3->inflight--;
+        if (r->paused) s3->npaused--;
+        r->paused = 0;
+    } else {
+        sk_s3_req **pp = &s3->q_head, *prev = NULL;
+        while (*pp && *pp != r) prev = *pp, pp = &(*pp)->next;
+        if (!*pp) { /* neither in flight nor queued: already finished */
+            pthread_mutex_unlock(&s3->mu);
+            return;
+        }
+        *pp = r->next;
+        if (s3->q_tail == r) s3->q_tail = prev;
+        r->next = NULL;
+    }
+    resume_unlink(s3, r);
+    s3->pending--;
+    pthread_mutex_unlock(&s3->mu);
+    r->rc = sk_error_set(&r->err, SK_E_IO, "%s: cancelled", r->url[0] ? r->url : r->key);
+    curl_slist_free_all(r->hl);
+    r->hl = NULL;
+    r->done(r);
+    pthread_mutex_lock(&s3->mu);
+    pthread_cond_broadcast(&s3->cv);
+    pthread_mutex_unlock(&s3->mu);
+}
+
+/* Runs the resumes and cancels other threads asked for (engine thread). */
+static void run_resumes(sk_s3 *s3)
+{
+    for (;;) {
+        pthread_mutex_lock(&s3->mu);
+        sk_s3_req *r = s3->resume_head;
+        if (r) {
+            s3->resume_head = r->resume_next;
+            r->resume_queued = 0;
+            r->resume_next = NULL;
+        }
+        int cancel = r && r->cancel;
+        pthread_mutex_unlock(&s3->mu);
+        if (!r) return;
+        if (cancel) {
+            cancel_now(s3, r);
+        } else if (r->easy && r->paused) {
+            r->paused = 0;
+            pthread_mutex_lock(&s3->mu);
+            s3->npaused--;
+            pthread_mutex_unlock(&s3->mu);
+            /* may call on_write at once, which may pause again */
+            curl_easy_pause(r->easy, CURLPAUSE_CONT);
+        }
+    }
+}
+
+static void resume_push(sk_s3_req *r)
+{
+    sk_s3 *s3 = r->s3;
+    if (!r->resume_queued && !r->ended) {
+        r->resume_queued = 1;
+        r->resume_next = s3->resume_head;
+        s3->resume_head = r;
+    }
+}
+
+void sk_s3_req_resume(sk_s3_req *r)
+{
+    pthread_mutex_lock(&r->s3->mu);
+    resume_push(r);
+    pthread_mutex_unlock(&r->s3->mu);
+    curl_multi_wakeup(r->s3->multi);
+}
+
+void sk_s3_req_cancel(sk_s3_req *r)
+{
+    pthread_mutex_lock(&r->s3->mu);
+    r->cancel = 1;
+    resume_push(r);
+    pthread_mutex_unlock(&r->s3->mu);
+    curl_multi_wakeup(r->s3->multi);
+}
+
 static void *engine(void *arg)
 {
     sk_s3 *s3 = arg;
@@ -369,7 +528,7 @@ static void *engine(void *arg)
         }
         uint64_t now = sk_s3_now_ms(), wake = now + 1000;
         sk_s3_req **pp = &s3->q_head, *prev = NULL;
-        while (*pp && s3->inflight < s3->concurrency) {
+        while (*pp && s3->inflight - s3->npaused < s3->concurrency) {
             sk_s3_req *r = *pp;
             if (r->not_before_ms > now) {
                 if (r->not_before_ms < wake) wake = r->not_before_ms;
@@ -382,6 +541,7 @@ static void *engine(void *arg)
             if (start(s3, r)) {
                 /* could not even build the request: finish it now */
                 r->rc = r->err.code ? r->err.code : SK_E_NOMEM;
+                resume_unlink(s3, r);
                 s3->pending--;
                 pthread_mutex_unlock(&s3->mu);
                 r->done(r);
@@ -395,6 +555,7 @@ static void *engine(void *arg)
             if (r->not_before_ms > now && r->not_before_ms < wake) wake = r->not_before_ms;
         pthread_mutex_unlock(&s3->mu);
 
+        run_resumes(s3);
         int running;
         curl_multi_perform(s3->multi, &running);
         CURLMsg *m;
@@ -417,6 +578,8 @@ static void *engine(void *arg)
             r->attempt++;
             pthread_mutex_lock(&s3->mu);
             s3->inflight--;
+            if (r->paused) s3->npaused--;
+            r->paused = 0;
             if (retry && r->attempt < s3->max_attempts) {
                 if (s3->verbose)
                     fprintf(stderr, "s3: will retry (%d/%d): %s\n", r->attempt, s3->max_attempts, r->err.msg);
@@ -433,6 +596,7 @@ static void *engine(void *arg)
                 snprintf(why, sizeof why, "%s", r->err.msg);
                 sk_error_set(&r->err, r->rc, "%s (gave up after %d attempts)", why, r->attempt);
             }
+            resume_unlink(s3, r);
             s3->pending--;
             pthread_mutex_unlock(&s3->mu);
             curl_slist_free_all(r->hl);
@@ -455,6 +619,7 @@ void sk_s3_submit(sk_s3_req *r)
     sk_s3 *s3 = r->s3;
     r->next = NULL;
     r->finished = 0;
+    r->ended = 0;
     pthread_mutex_lock(&s3->mu);
     if (s3->q_tail) s3->q_tail->next = r;
     else s3->q_head = r;
@@ -574,7 +739,11 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
         rc = sk_error_set(err, SK_E_NOMEM, "cannot create a curl multi handle");
         goto fail;
     }
-    curl_multi_setopt(s3->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)s3->concurrency);
+    /* No connection limit in curl: the engine starts at most concurrency
+     * requests itself, and a limit here would make a new request wait in
+     * curl for the connection of a paused stream (sk_s3_stream), which may
+     * only resume after that request is served. */
+    curl_multi_setopt(s3->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
     curl_multi_setopt(s3->multi, CURLMOPT_MAXCONNECTS, (long)s3->concurrency * 2);
     if (pthread_create(&s3->thread, NULL, engine, s3)) {
         rc = sk_error_set(err, SK_E_NOMEM, "cannot start the S3 engine thread");

@@ -65,6 +65,14 @@ struct sk_s3_req {
     sk_s3_sink sink;              /* ...or to a callback... */
     void *sink_ud;                /* ...else into resp */
     int check_body_error;         /* a 200 may carry <Error> (Complete, Copy) */
+    /* ...or, for a streaming GET, to push: it takes all n bytes (returns
+     * 0), or none (SK_S3_PUSH_PAUSE: the engine pauses the transfer until
+     * sk_s3_req_resume), or stops it (anything else).  The engine sends the
+     * range itself, from range_off + delivered, so that a retry resumes
+     * where the last attempt stopped instead of fetching everything again. */
+    int (*push)(void *ud, const void *p, size_t n);
+    void *push_ud;
+    uint64_t range_off, range_len; /* range_len 0: to the end */
     sk_s3_done_fn done;
     void *ud;
     /* --- results */
@@ -86,6 +94,13 @@ struct sk_s3_req {
     uint64_t not_before_ms;
     int sink_stopped;
     int finished;
+    int paused;        /* push said pause; the transfer is paused (engine thread only) */
+    int body_seen;     /* this attempt's first body byte came (push) */
+    int resume_queued; /* on the client's resume list (under mu) */
+    int cancel;        /* sk_s3_req_cancel was called (under mu) */
+    int ended;         /* done is about to run or ran: never queue it again (under mu) */
+    char first_etag[80]; /* the ETag the first bytes came with: a resume must match it */
+    sk_s3_req *resume_next;
     sk_s3_req *next;
     char url[2048];
 };
@@ -108,6 +123,11 @@ struct sk_s3 {
     int inflight, pending, stop;
     CURL *pool[64];
     int npool;
+    /* Paused streaming GETs do not count against concurrency: a consumer
+     * that is slow to drain one stream must not keep others from starting
+     * (the reader's current shard behind its paused prefetches). */
+    int npaused;
+    sk_s3_req *resume_head; /* resumes and cancels for the engine thread */
     uint64_t n_requests, n_retries;
     unsigned rng;
 };
@@ -121,6 +141,14 @@ void sk_s3_req_reset(sk_s3_req *r);
 /* Adds an extra header "name: value". */
 void sk_s3_req_header(sk_s3_req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 uint64_t sk_s3_now_ms(void);
+
+#define SK_S3_PUSH_PAUSE 1
+/* Any thread: asks the engine thread to unpause r's transfer (curl allows
+ * curl_easy_pause only there); harmless when r is not paused. */
+void sk_s3_req_resume(sk_s3_req *r);
+/* Any thread: ends r soon, queued or in flight (rc SK_E_IO); its done
+ * callback still runs, once, on the engine thread. */
+void sk_s3_req_cancel(sk_s3_req *r);
 
 #endif
 

@@ -451,6 +451,27 @@ int sk_s3_get_async(sk_s3 *s3, const char *bucket, const char *key, sk_s3_get_do
                     sk_error *err);
 void sk_s3_drain(sk_s3 *s3);
 
+/* Streaming GET: one request for bytes [offset, offset + len) of an object
+ * (len 0: to its end), read in order with sk_s3_stream_read.  The engine
+ * keeps at most SK_S3_STREAM_WINDOW bytes of the body; when the reader falls
+ * behind it pauses the transfer (TCP then holds the server back) rather
+ * than block its thread, which serves every other request of the client,
+ * and resumes it once the reader has drained half the window.  A transfer
+ * that fails midway is retried from the first byte not yet delivered
+ * (Range: bytes=N-, If-Match the first attempt's ETag, so a replaced object
+ * is an error, never a splice).  A paused stream does not count against
+ * the client's concurrency.  Close every stream before sk_s3_free. */
+#define SK_S3_STREAM_WINDOW (1u << 20)
+typedef struct sk_s3_stream sk_s3_stream;
+int sk_s3_stream_open(sk_s3_stream **out, sk_s3 *s3, const char *bucket, const char *key,
+                      uint64_t offset, uint64_t len, sk_error *err);
+/* Copies up to n bytes into buf, waiting for at least one; *got = 0 at the
+ * end of the range.  An error names the object and comes after every byte
+ * that arrived before it. */
+int sk_s3_stream_read(sk_s3_stream *st, void *buf, size_t n, size_t *got, sk_error *err);
+/* Stops the transfer if it is still running (at any point) and frees st. */
+void sk_s3_stream_close(sk_s3_stream *st);
+
 /* Streaming multipart upload: a writer fed sequentially, parts sent in
  * parallel in the background, memory bounded by max_parts_in_flight x
  * part_size.  Objects that end below the part size go up in one PUT. */

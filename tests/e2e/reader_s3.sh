@@ -2,7 +2,8 @@
 # reader_s3.sh - the reader on s3:// shards in moto_server (signature
 # checking on), through a logging proxy that counts requests: S3 and local
 # give the same sample stream (keys and bytes, .tar and .tar.zst), the
-# 2 ranks x 3 workers split reads every sample once, and with --cache-dir
+# 2 ranks x 3 workers split reads every sample once, GETs cut midway by the
+# proxy resume from the byte reached (Range: bytes=N-), and with --cache-dir
 # the second epoch (same process or a new one) makes no S3 request at all.
 set -euo pipefail
 . "$SK_ROOT/tests/helpers/moto.sh"
@@ -32,6 +33,18 @@ sk --buffer 64K "$urls" >"$t/s3.tar"
 cmp "$t/s3.tar" "$t/local.tar" || fail "tar stream from S3 differs from local"
 sk s3://bkt/ds/z-000005.tar.zst | cmp - "$t/s/train-000005.tar" || fail ".tar.zst from S3 differs"
 grep -q '^GET /bkt/ds/train-000003.tar' "$t/req.log" || fail "no GET of a shard went through the proxy"
+
+echo "== a GET cut midway resumes from the bytes already delivered"
+main_proxy=$PROXY_URL
+proxy_start "$MOTO_URL" "$t/cut.log" --cut-gets 2
+"$SK_BIN" cat --endpoint-url "$PROXY_URL" --buffer 64K "$urls" >"$t/cut.tar" || fail "a cut GET was not retried"
+cmp "$t/cut.tar" "$t/local.tar" || fail "tar stream with cut GETs differs from local"
+grep -q ' cut$' "$t/cut.log" || fail "the proxy cut no GET"
+grep -Eq '^GET /bkt/ds/train-[0-9]+\.tar 206 bytes=[1-9][0-9]*-[0-9]+$' "$t/cut.log" ||
+    fail "no GET resumed past the bytes delivered: $(cat "$t/cut.log")"
+"$SK_BIN" cat --endpoint-url "$PROXY_URL" s3://bkt/ds/z-000005.tar.zst | cmp - "$t/s/train-000005.tar" ||
+    fail ".tar.zst with cut GETs differs"
+PROXY_URL=$main_proxy
 
 echo "== 2 ranks x 3 workers from S3: every key once"
 : >"$t/split"

@@ -8,6 +8,10 @@ read completely and forwarded), and with --faults injects, by request number:
   every 7th request   the connection reset halfway through the request body
   request 4           forwarded, then the answer stalled for --stall seconds
 With --delay S every PUT waits S seconds before its answer (for kill tests).
+With --cut-gets N every Nth GET answer with a body over 1 KiB is cut: its
+headers promise the whole body, half is sent, then the connection is reset
+(a mid-body network failure; the log line ends " cut", and with this option
+every GET's line ends with its Range header or "-").
 Prints the port it listens on as its first line of stdout.
 """
 import argparse, http.client, http.server, socket, struct, sys, threading, time
@@ -15,6 +19,7 @@ import argparse, http.client, http.server, socket, struct, sys, threading, time
 args = None
 lock = threading.Lock()
 count = 0
+gets = 0
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -53,8 +58,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         r = up.getresponse()
         data = r.read()
         up.close()
+        cut = False
+        if args.cut_gets and self.command == "GET":
+            global gets
+            with lock:
+                gets += 1
+                cut = gets % args.cut_gets == 0 and len(data) > 1024
         with open(args.log, "a") as f:
-            f.write("%s %s %d\n" % (self.command, self.path, r.status))
+            if args.cut_gets and self.command == "GET":
+                f.write("%s %s %d %s%s\n" % (self.command, self.path, r.status,
+                                              self.headers.get("Range", "-"), " cut" if cut else ""))
+            else:
+                f.write("%s %s %d\n" % (self.command, self.path, r.status))
         if args.faults and n == 4:
             time.sleep(args.stall)
             self.close_connection = True
@@ -69,6 +84,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         clen = r.getheader("Content-Length") if self.command == "HEAD" else None
         self.send_header("Content-Length", clen or str(len(data)))
         self.end_headers()
+        if cut:
+            self.wfile.write(data[:len(data) // 2])
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return
         if self.command != "HEAD":
             self.wfile.write(data)
 
@@ -83,6 +105,7 @@ def main():
     p.add_argument("--faults", action="store_true")
     p.add_argument("--stall", type=float, default=5)
     p.add_argument("--delay", type=float, default=0)
+    p.add_argument("--cut-gets", type=int, default=0)
     args = p.parse_args()
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
