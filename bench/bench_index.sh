@@ -4,7 +4,7 @@
 # tar; lookup latency p50/p99 over random keys on a warm cache; index open
 # time for a small and a large index.  Standalone or run by bench/run
 # (env SK_BIN, BUILD, SK_ROOT).  Cache: ${BENCH_DIR:-/tmp/shardkit-bench}.
-#   SAMPLES=300000 SHARDS=8 LOOKUPS=100000 bench/bench_index.sh
+#   SAMPLES=300000 SHARDS=8 LOOKUPS=100000 BENCH_RUNS=3 bench/bench_index.sh
 set -eu
 SK_ROOT=${SK_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-build}
@@ -40,22 +40,37 @@ bytes=$(cat shard-*.tar | wc -c)
 members=$(wc -l < files)
 cat shard-*.tar > /dev/null   # warm cache: every figure below is CPU + page cache
 t() { local s e; s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N); echo "$e - $s" | bc; }
-echo "shard set: $SHARDS GNU tar shards, $SAMPLES samples, $members members, $((bytes / 1048576)) MiB"
-fast=$(t "$SK_BIN" index --fast -q "$pattern")
-full=$(t "$SK_BIN" index -q "$pattern")
-tartf=$(t sh -c 'for f in shard-*.tar; do tar tf "$f"; done')
-pyscan=$(t python3 -c '
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+pyscan() {
+    python3 -c '
 import glob, tarfile
 n = 0
 for f in sorted(glob.glob("shard-*.tar")):
     with tarfile.open(f) as tf:
         for m in tf:
             n += m.isreg() and m.offset_data >= 0
-print(n)')
-printf '%-44s %8.2f s\n' "shardkit index --fast (headers only)" "$fast" \
+print(n)'
+}
+# BENCH_RUNS rounds, the tools interleaved within each round so that load
+# from other jobs on the machine hits them alike; medians reported.
+RUNS=${BENCH_RUNS:-3}
+fast=() fast1=() full=() tartf=() py=()
+for ((r = 0; r < RUNS; r++)); do
+    fast+=("$(t "$SK_BIN" index --fast -q "$pattern")")
+    fast1+=("$(t "$SK_BIN" index --fast -q -j 1 "$pattern")")
+    full+=("$(t "$SK_BIN" index -q "$pattern")")
+    tartf+=("$(t sh -c 'for f in shard-*.tar; do tar tf "$f"; done')")
+    py+=("$(t pyscan)")
+done
+fast=$(median "${fast[@]}") fast1=$(median "${fast1[@]}") full=$(median "${full[@]}")
+tartf=$(median "${tartf[@]}") pyscan=$(median "${py[@]}")
+echo "medians of $RUNS interleaved runs, $(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg)"
+printf '%-52s %8.2f s\n' "shardkit index --fast (headers only, -j cores)" "$fast" \
+    "shardkit index --fast -j 1 (one thread)" "$fast1" \
     "shardkit index (reads data: member + shard CRC32C)" "$full" \
     "tar tf (GNU tar 1.34)" "$tartf" "Python tarfile scan" "$pyscan"
 echo "speedup of --fast: $(echo "scale=1; $tartf / $fast" | bc)x over tar tf, $(echo "scale=1; $pyscan / $fast" | bc)x over Python"
+echo "speedup of --fast -j 1: $(echo "scale=1; $tartf / $fast1" | bc)x over tar tf, $(echo "scale=1; $pyscan / $fast1" | bc)x over Python"
 echo "speedup of default: $(echo "scale=1; $tartf / $full" | bc)x over tar tf, $(echo "scale=1; $pyscan / $full" | bc)x over Python"
 # a small index for the O(1) open figure
 mkdir -p small && (cd small && [ -f s.tar ] || { printf a > a.txt; tar -cf s.tar a.txt; }) && "$SK_BIN" index -q --no-manifest small/s.tar

@@ -7,8 +7,10 @@
 #include "cmd.h"
 
 #include <getopt.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: shardkit index [options] SHARD...\n"
@@ -25,6 +27,8 @@ static const char usage[] =
     "      --dali           also write DALI's wds2idx v1.2 index, SHARD.dali.idx\n"
     "      --wids[=PATH]    also write wids' shard index JSON (default: wids.json\n"
     "                       beside the manifest)\n"
+    "  -j, --jobs N         index N shards at once (default: the number of cores);\n"
+    "                       output and manifest are the same for any N\n"
     "  -q, --quiet          print nothing but errors and warnings\n"
     "  -h, --help           show this help\n"
     "\n"
@@ -38,6 +42,65 @@ static void warn_cb(void *ctx, const char *msg)
 {
     (void)ctx;
     fprintf(stderr, "shardkit index: warning: %s\n", msg);
+}
+
+/* One shard's build.  With several jobs, shards are built by worker threads
+ * in any order, but everything a build reports (warnings, errors, the
+ * summary line, the manifest entry) is emitted by the main thread in shard
+ * order, so the output does not depend on -j or on scheduling. */
+struct job {
+    const char *shard;
+    char *idx, *dpath;
+    sk_build_stats st;
+    sk_error err;
+    int rc, done;
+    char *warns; /* the build's warnings, held back until the shard's turn */
+    size_t wlen;
+    FILE *wf;
+};
+
+struct pool {
+    struct job *jobs;
+    size_t n, next;
+    unsigned flags;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* a job is done */
+};
+
+static void warn_buffer(void *ctx, const char *msg)
+{
+    struct job *j = ctx;
+    if (!j->wf) j->wf = open_memstream(&j->warns, &j->wlen);
+    if (j->wf) fprintf(j->wf, "shardkit index: warning: %s\n", msg);
+    else warn_cb(NULL, msg); /* out of memory: out of order beats lost */
+}
+
+static void run_job(struct job *j, unsigned flags, int buffered)
+{
+    sk_build_opts bo = {.flags = flags, .index_path = j->idx, .dali_path = j->dpath,
+                        .warn = buffered ? warn_buffer : warn_cb, .warn_ctx = j};
+    j->err = (sk_error)SK_ERROR_INIT;
+    j->rc = sk_index_build(j->shard, &bo, &j->st, &j->err);
+    if (j->wf) {
+        fclose(j->wf);
+        j->wf = NULL;
+    }
+}
+
+static void *worker(void *arg)
+{
+    struct pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        size_t i = p->next < p->n ? p->next++ : p->n;
+        pthread_mutex_unlock(&p->mu);
+        if (i == p->n) return NULL;
+        run_job(&p->jobs[i], p->flags, 1);
+        pthread_mutex_lock(&p->mu);
+        p->jobs[i].done = 1;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
 }
 
 /* Directory part of p ("." when none). */
@@ -117,6 +180,7 @@ int cmd_index(int argc, char **argv)
         {"dali", no_argument, NULL, OPT_DALI},
         {"fast", no_argument, NULL, OPT_FAST},
         {"help", no_argument, NULL, 'h'},
+        {"jobs", required_argument, NULL, 'j'},
         {"manifest", required_argument, NULL, 'o'},
         {"no-manifest", no_argument, NULL, OPT_NO_MANIFEST},
         {"quiet", no_argument, NULL, 'q'},
@@ -125,9 +189,14 @@ int cmd_index(int argc, char **argv)
     };
     const char *manifest_path = NULL, *wids_path = NULL;
     int fast = 0, dali = 0, wids = 0, quiet = 0, no_manifest = 0, c;
-    while ((c = getopt_long(argc, argv, "ho:q", opts, NULL)) != -1) {
+    uint64_t njobs = 0; /* 0: one per core */
+    while ((c = getopt_long(argc, argv, "hj:o:q", opts, NULL)) != -1) {
         switch (c) {
         case 'h': fputs(usage, stdout); return SK_EXIT_OK;
+        case 'j':
+            if (cmd_parse_u64(optarg, &njobs) || njobs < 1 || njobs > 1024)
+                return cmd_usage_error("index", usage, "-j needs a number of jobs from 1 to 1024");
+            break;
         case 'o': manifest_path = optarg; break;
         case 'q': quiet = 1; break;
         case OPT_FAST: fast = 1; break;
@@ -173,24 +242,57 @@ int cmd_index(int argc, char **argv)
     if (!mpath || !mdir) { fprintf(stderr, "shardkit index: out of memory\n"); status = SK_EXIT_PROBLEM; goto done; }
     m->options_json = strdup(fast ? "{\"index\":{\"fast\":true}}" : "{\"index\":{\"fast\":false}}");
 
-    for (size_t i = 0; i < nshards; i++) {
-        const char *shard = shards[i];
-        char *idx = NULL, *dpath = NULL;
-        sk_build_opts bo = {.flags = fast ? SK_BUILD_FAST : 0, .warn = warn_cb};
-        sk_build_stats st;
-        if (asprintf(&idx, "%s.idx", shard) < 0 || (dali && asprintf(&dpath, "%s.dali.idx", shard) < 0)) {
+    struct job *jobs = calloc(nshards, sizeof *jobs);
+    if (!jobs) { fprintf(stderr, "shardkit index: out of memory\n"); status = SK_EXIT_PROBLEM; goto done; }
+    size_t njob = 0; /* jobs set up; fewer than nshards only when out of memory */
+    for (; njob < nshards; njob++) {
+        struct job *j = &jobs[njob];
+        j->shard = shards[njob];
+        if (asprintf(&j->idx, "%s.idx", j->shard) < 0) j->idx = NULL; /* else undefined */
+        if (j->idx && dali && asprintf(&j->dpath, "%s.dali.idx", j->shard) < 0) j->dpath = NULL;
+        if (!j->idx || (dali && !j->dpath)) {
             fprintf(stderr, "shardkit index: out of memory\n");
             status = SK_EXIT_PROBLEM;
-            free(idx);
+            free(j->idx);
+            j->idx = NULL;
             break;
         }
-        bo.index_path = idx;
-        bo.dali_path = dpath;
-        err = (sk_error)SK_ERROR_INIT;
-        if (sk_index_build(shard, &bo, &st, &err)) {
-            int rc = cmd_report("index", &err);
+    }
+    if (!njobs) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        njobs = cores > 0 ? (uint64_t)cores : 1;
+    }
+    if (njobs > njob) njobs = njob;
+    unsigned flags = fast ? SK_BUILD_FAST : 0;
+    struct pool pool = {.jobs = jobs, .n = njob, .flags = flags};
+    pthread_t *tids = NULL;
+    size_t nthreads = 0;
+    if (njobs > 1 && (tids = calloc(njobs, sizeof *tids))) {
+        pthread_mutex_init(&pool.mu, NULL);
+        pthread_cond_init(&pool.cv, NULL);
+        while (nthreads < njobs && !pthread_create(&tids[nthreads], NULL, worker, &pool))
+            nthreads++; /* a thread that cannot start is one job fewer */
+        if (!nthreads) {
+            pthread_mutex_destroy(&pool.mu);
+            pthread_cond_destroy(&pool.cv);
+        }
+    }
+    for (size_t i = 0; i < njob; i++) {
+        struct job *j = &jobs[i];
+        const char *shard = j->shard, *idx = j->idx;
+        if (nthreads) {
+            pthread_mutex_lock(&pool.mu);
+            while (!j->done) pthread_cond_wait(&pool.cv, &pool.mu);
+            pthread_mutex_unlock(&pool.mu);
+        } else {
+            run_job(j, flags, 0); /* one job: build here, warnings as they come */
+        }
+        if (j->warns) fwrite(j->warns, 1, j->wlen, stderr);
+        if (j->rc) {
+            int rc = cmd_report("index", &j->err);
             if (rc > status) status = rc;
         } else {
+            const sk_build_stats st = j->st;
             if (!quiet)
                 printf("%s: %llu samples, %llu members%s\n", shard, (unsigned long long)st.samples,
                        (unsigned long long)st.members, fast ? " (headers only)" : "");
@@ -201,14 +303,25 @@ int cmd_index(int argc, char **argv)
             sk_manifest_shard ms = {.url = (char *)under(shard, mdir),
                                     .index_url = (char *)under(idx, mdir), .bytes = st.bytes,
                                     .samples = st.samples, .crc32c = st.crc32c};
+            err = (sk_error)SK_ERROR_INIT;
             if (!no_manifest && (sk_manifest_add_shard(m, &ms, &err) || add_exts(m, idx, &err))) {
                 cmd_report("index", &err);
                 status = SK_EXIT_PROBLEM;
             }
         }
-        free(idx);
-        free(dpath);
     }
+    for (size_t t = 0; t < nthreads; t++) pthread_join(tids[t], NULL);
+    if (nthreads) {
+        pthread_mutex_destroy(&pool.mu);
+        pthread_cond_destroy(&pool.cv);
+    }
+    free(tids);
+    for (size_t i = 0; i < njob; i++) {
+        free(jobs[i].idx);
+        free(jobs[i].dpath);
+        free(jobs[i].warns);
+    }
+    free(jobs);
     if (status == SK_EXIT_OK && !no_manifest) {
         err = (sk_error)SK_ERROR_INIT;
         if (sk_manifest_write(m, mpath, &err)) status = cmd_report("index", &err);
