@@ -82,7 +82,7 @@ static void test_s3_get_object_example(void **state)
 {
     (void)state;
     const char *h[] = {"Host:examplebucket.s3.amazonaws.com", "Range:bytes=0-9",
-                       "x-amz-content-sha256:" EMPTY_SHA, "x-amz-date:20130524T000000Z"};
+                       ("x-amz-content-sha256:" EMPTY_SHA), "x-amz-date:20130524T000000Z"};
     char auth[512];
     sk_error err = SK_ERROR_INIT;
     sk_s3_sigv4_input in = {"GET", "/test.txt", "", h, 4, EMPTY_SHA, "20130524T000000Z",
