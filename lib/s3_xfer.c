@@ -168,6 +168,10 @@ static void finished(item *it)
     sk_s3_xfer *x = it->x;
     pthread_mutex_lock(&x->mu);
     it->stage = S_DONE;
+    if (it->fd >= 0) { /* every read is behind it: free the descriptor now */
+        close(it->fd);
+        it->fd = -1;
+    }
     pthread_cond_broadcast(&x->cv);
     pthread_mutex_unlock(&x->mu);
 }
@@ -534,6 +538,14 @@ static int resume_lookup(item *it, unsigned char **keep, sk_error *err)
 static int run_file(item *it, sk_error *err)
 {
     sk_s3_xfer *x = it->x;
+    if (it->fd < 0) {
+        struct stat st;
+        it->fd = open(it->src, O_RDONLY | O_CLOEXEC);
+        SK_FAIL_IF(it->fd < 0, err, SK_E_IO, "%s: %s", it->src, strerror(errno));
+        SK_FAIL_IF(fstat(it->fd, &st) != 0 || (uint64_t)st.st_size != it->size, err, SK_E_INPUT,
+                   "%s: changed size since it was listed", it->src);
+        posix_fadvise(it->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    }
     if (it->size <= x->o.multipart_threshold) {
         slot *s = get_slot(x, it->size ? it->size : 1);
         SK_FAIL_IF(!s, err, SK_E_NOMEM, "out of memory");
@@ -773,21 +785,14 @@ static void item_queue(sk_s3_xfer *x, item *it)
 int sk_s3_xfer_add_file(sk_s3_xfer *x, const char *path, const char *bucket, const char *key,
                         sk_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    SK_FAIL_IF(fd < 0, err, SK_E_IO, "%s: %s", path, strerror(errno));
+    /* Only stat now: a dataset of 20,000 files must not hold 20,000 open
+     * descriptors; run_file opens it when its turn comes. */
     struct stat st;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return sk_error_set(err, SK_E_IO, "%s: not a regular file", path);
-    }
+    SK_FAIL_IF(stat(path, &st) != 0, err, SK_E_IO, "%s: %s", path, strerror(errno));
+    SK_FAIL_IF(!S_ISREG(st.st_mode), err, SK_E_IO, "%s: not a regular file", path);
     item *it = item_new(x, K_FILE, path, bucket, key, err);
-    if (!it) {
-        close(fd);
-        return SK_E_NOMEM;
-    }
-    it->fd = fd;
+    if (!it) return SK_E_NOMEM;
     it->size = (uint64_t)st.st_size;
-    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     pthread_mutex_lock(&x->mu);
     x->bytes_total += it->size;
     pthread_mutex_unlock(&x->mu);
