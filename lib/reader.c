@@ -168,12 +168,41 @@ static char *join(const char *dir, const char *rel)
     return out;
 }
 
+/* One S3 client for the whole list, made when the first s3:// URL needs it. */
+static int need_s3(sk_reader *r, sk_error *err)
+{
+    if (r->s3) return SK_OK;
+    sk_s3_config cfg = SK_S3_CONFIG_INIT;
+    cfg.endpoint_url = r->s3_endpoint;
+    return sk_s3_new(&r->s3, &cfg, err);
+}
+
+/* A manifest on S3: one HEAD for its size, one GET for its bytes. */
+static int load_remote_manifest(sk_reader *r, const char *url, sk_manifest **m, sk_error *err)
+{
+    char *bucket = NULL, *key = NULL, *text = NULL;
+    sk_s3_object obj;
+    size_t got = 0;
+    int rc = need_s3(r, err);
+    if (!rc) rc = sk_s3_parse_url(url, &bucket, &key, err);
+    if (!rc) rc = sk_s3_head(r->s3, bucket, key, &obj, err);
+    if (!rc && obj.size > (64u << 20))
+        rc = sk_error_set(err, SK_E_INPUT, "%s: %llu bytes is too big for a manifest", url,
+                          (unsigned long long)obj.size);
+    if (!rc && !(text = malloc(obj.size + 1))) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (!rc && obj.size) rc = sk_s3_get(r->s3, bucket, key, 0, 0, text, obj.size, &got, err);
+    if (!rc) rc = sk_manifest_parse(m, text, got, url, err);
+    free(text);
+    free(bucket);
+    free(key);
+    return rc;
+}
+
 static int add_manifest(sk_reader *r, const char *path, sk_error *err)
 {
-    SK_FAIL_IF(sk_reader_is_remote(path), err, SK_E_USAGE,
-               "%s: s3:// manifests are not supported by the reader yet", path);
     sk_manifest *m;
-    SK_GUARD(sk_manifest_load(&m, path, err));
+    if (sk_reader_is_remote(path)) SK_GUARD(load_remote_manifest(r, path, &m, err));
+    else SK_GUARD(sk_manifest_load(&m, path, err));
     const char *sl = strrchr(path, '/');
     char *dir = sl ? strndup(path, (size_t)(sl - path) + (sl == path)) : strdup("");
     int rc = dir ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
@@ -809,12 +838,8 @@ int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
     o->s3_endpoint = r->s3_endpoint;
     for (size_t i = 0; !rc && i < n; i++) rc = add_url(r, urls[i], err);
     if (!rc && r->nsh == 0) rc = sk_error_set(err, SK_E_USAGE, "no shards to read");
-    for (size_t i = 0; !rc && !r->s3 && i < r->nsh; i++) {
-        if (!sk_reader_is_remote(r->sh[i].url)) continue;
-        sk_s3_config cfg = SK_S3_CONFIG_INIT;
-        cfg.endpoint_url = r->s3_endpoint;
-        rc = sk_s3_new(&r->s3, &cfg, err);
-    }
+    for (size_t i = 0; !rc && !r->s3 && i < r->nsh; i++)
+        if (sk_reader_is_remote(r->sh[i].url)) rc = need_s3(r, err);
     if (!rc) rc = plan_epoch(r, o->epoch, err);
     if (rc) {
         sk_reader_close(r);

@@ -32,6 +32,7 @@ cmp "$t/s3.keys" "$t/local.keys" || fail "shuffled keys from S3 differ from loca
 sk --buffer 64K "$urls" >"$t/s3.tar"
 cmp "$t/s3.tar" "$t/local.tar" || fail "tar stream from S3 differs from local"
 sk s3://bkt/ds/z-000005.tar.zst | cmp - "$t/s/train-000005.tar" || fail ".tar.zst from S3 differs"
+sk s3://bkt/ds/manifest.json | cmp - "$t/local.tar" || fail "the dataset read through its manifest on S3 differs"
 grep -q '^GET /bkt/ds/train-000003.tar' "$t/req.log" || fail "no GET of a shard went through the proxy"
 
 echo "== a GET cut midway resumes from the bytes already delivered"
