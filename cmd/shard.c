@@ -33,7 +33,7 @@ static const char usage[] =
     "                           output shards, in bounded memory\n"
     "      --seed N             seed for --shuffle (default 0)\n"
     "      --tmp-dir DIR        shuffle buckets go there (default $TMPDIR or /tmp)\n"
-    "      --shuffle-mem SIZE   memory for one shuffle bucket (default 256M)\n"
+    "      --shuffle-mem SIZE   memory the shuffle may hold (default 256M)\n"
     "      --compress zstd[:L]  .tar.zst shards (zstd seekable format, one frame\n"
     "                           per sample or run of small samples; level 1..22,\n"
     "                           default 3); 'none' for plain tar\n"

@@ -7,9 +7,9 @@
  * by the WebDataset rule (adjacent members with one key).  A sample is
  * assembled once, directly as the tar bytes it will have in the output
  * (headers, data, padding), so writing it is one writev; with --shuffle it
- * is serialized into a bucket file instead (shuffle.c) and written after
- * the scatter pass.  Only one sample (or one shuffle bucket) is ever held
- * in memory.
+ * goes into a shuffle bucket instead (shuffle.c: in memory up to
+ * --shuffle-mem, else a file) and is written after the scatter pass.
+ * Without --shuffle only one sample is ever held in memory.
  */
 #include "internal.h"
 #include "part.h"
@@ -435,7 +435,8 @@ static int emit(rs *r, const struct sview *v, sk_error *err)
 
 static int serialize(rs *r, const struct samp *s, sk_error *err)
 {
-    size_t need = 20 + s->klen + s->nm * 32 + s->elen + s->len;
+    /* the image is not copied here: addv copies it once, into the bucket */
+    size_t need = 20 + s->klen + s->nm * 32 + s->elen;
     SK_GUARD(sk_grow((void **)&r->rec, &r->rec_cap, need, 1, err));
     unsigned char *p = r->rec;
     sk_put_le32(p, (uint32_t)s->klen);
@@ -455,9 +456,8 @@ static int serialize(rs *r, const struct samp *s, sk_error *err)
         sk_put_le32(p + 28, m->ext_len);
     }
     memcpy(p, s->exts, s->elen);
-    p += s->elen;
-    memcpy(p, s->img, s->len);
-    return sk_shuffler_add(r->shuf, r->rec, need, err);
+    struct iovec v[2] = {{r->rec, need}, {s->img, s->len}};
+    return sk_shuffler_addv(r->shuf, v, 2, err);
 }
 
 static int emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *err)

@@ -712,7 +712,7 @@ typedef struct sk_shard_options {
     int shuffle;           /* uniform seeded permutation of all samples */
     uint64_t seed;
     const char *tmp_dir;   /* shuffle buckets (default $TMPDIR or /tmp) */
-    uint64_t shuffle_mem;  /* memory for one bucket; 0 = 256 MiB */
+    uint64_t shuffle_mem;  /* memory the shuffle may hold; 0 = 256 MiB */
     int compress_level;    /* zstd level 1..22 (.tar.zst, seekable); 0 = none */
     uint64_t mtime;        /* mtime in every header (default 0) */
     int resume;            /* keep complete shards an earlier run wrote */

@@ -1,6 +1,7 @@
 /* test_shuffle.c - the bucket shuffle emits every record exactly once,
  * the same order for the same seed, another for another seed, also when
- * the memory budget forces many buckets and recursive splits. */
+ * the memory budget forces many buckets and recursive splits, and for
+ * records of mixed sizes with some buckets in memory and some in files. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +23,22 @@ static int collect(void *ctx, const unsigned char *rec, size_t len, sk_error *er
     (void)err;
     assert_int_equal(len, 100);
     g->order[g->n++] = sk_get_le32(rec);
+    return SK_OK;
+}
+
+struct order {
+    uint32_t *order;
+    size_t n;
+};
+
+static int check_mixed(void *ctx, const unsigned char *rec, size_t len, sk_error *err)
+{
+    struct order *g = ctx;
+    (void)err;
+    uint32_t i = sk_get_le32(rec);
+    assert_int_equal(len, 4 + (i * 7919u) % (i % 10 ? 900 : 19000));
+    for (size_t k = 4; k < len; k++) assert_int_equal(rec[k], i & 0xff);
+    g->order[g->n++] = i;
     return SK_OK;
 }
 
@@ -71,6 +88,51 @@ static void test_small_memory_recursion(void **state)
     assert_true(fixed < 20); /* a uniform permutation has ~1 fixed point */
 }
 
+/* Records of mixed sizes through addv, with a budget that keeps some
+ * buckets in memory and sends others (and records larger than a write
+ * buffer) to files: each record comes back once and intact, the order
+ * is the same every time, and add and addv give the same order. */
+static void mixed(uint64_t seed, int gathered, uint32_t *order)
+{
+    enum { M = 600 };
+    static unsigned char rec[20000];
+    sk_shuffler *s;
+    sk_error err = SK_ERROR_INIT;
+    assert_int_equal(sk_shuffler_new(&s, NULL, seed, 256 << 10, 1 << 20, &err), SK_OK);
+    for (uint32_t i = 0; i < M; i++) {
+        size_t len = 4 + (i * 7919u) % (i % 10 ? 900 : 19000);
+        sk_put_le32(rec, i);
+        memset(rec + 4, (int)(i & 0xff), len - 4);
+        if (gathered) {
+            struct iovec v[3] = {{rec, 4}, {rec + 4, 0}, {rec + 4, len - 4}};
+            assert_int_equal(sk_shuffler_addv(s, v, 3, &err), SK_OK);
+        } else {
+            assert_int_equal(sk_shuffler_add(s, rec, len, &err), SK_OK);
+        }
+    }
+    struct order g = {order, 0};
+    assert_int_equal(sk_shuffler_drain(s, check_mixed, &g, &err), SK_OK);
+    sk_shuffler_free(s);
+    assert_int_equal(g.n, M);
+    char seen[M] = {0};
+    for (size_t i = 0; i < M; i++) {
+        assert_true(order[i] < M);
+        assert_false(seen[order[i]]);
+        seen[order[i]] = 1;
+    }
+}
+
+static void test_mixed_sizes_partial_spill(void **state)
+{
+    (void)state;
+    static uint32_t a[600], b[600], c[600];
+    mixed(5, 1, a);
+    mixed(5, 1, b);
+    mixed(5, 0, c);
+    assert_memory_equal(a, b, sizeof a);
+    assert_memory_equal(a, c, sizeof a);
+}
+
 static void test_uniform_below(void **state)
 {
     (void)state;
@@ -84,6 +146,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_permutation_deterministic),
         cmocka_unit_test(test_small_memory_recursion),
+        cmocka_unit_test(test_mixed_sizes_partial_spill),
         cmocka_unit_test(test_uniform_below),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
