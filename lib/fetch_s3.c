@@ -185,7 +185,7 @@ static void *fetcher_main(void *arg)
     return NULL;
 }
 
-int sk_fetch_start(sk_catalog *c, const uint32_t *order, const uint64_t *todo, uint64_t ntodo,
+int sk_fetch_start(sk_catalog *c, const uint32_t *order, const uint64_t *pending, uint64_t npending,
                    sk_error *err)
 {
     int any = 0;
@@ -206,8 +206,8 @@ int sk_fetch_start(sk_catalog *c, const uint32_t *order, const uint64_t *todo, u
     pthread_cond_init(&f->ready, NULL);
     c->fetch = f;
     SK_FAIL_IF(!f->list || !f->ring, err, SK_E_NOMEM, "out of memory");
-    for (uint64_t q = 0; q < ntodo; q++) {
-        uint32_t s = order[todo[q]];
+    for (uint64_t q = 0; q < npending; q++) {
+        uint32_t s = order[pending[q]];
         size_t first = c->samples[s], k = sk_sample_members(c, s);
         for (size_t m = 0; m < k; m++) {
             if (!is_prefetched(c, &c->items[first + m])) continue;

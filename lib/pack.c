@@ -67,8 +67,8 @@ struct sk_pack {
     uint32_t *order;          /* sample ids in output order */
     struct shard_plan *shards;
     size_t nshards;
-    uint64_t *todo;           /* positions still to write, in order */
-    uint64_t ntodo;
+    uint64_t *pending;           /* positions still to write, in order */
+    uint64_t npending;
     /* the ring */
     pthread_mutex_t mu;
     pthread_cond_t slot_ready, slot_free;
@@ -186,7 +186,7 @@ void sk_pack_free(sk_pack *p)
     free(p->slots);
     free(p->order);
     free(p->shards);
-    free(p->todo);
+    free(p->pending);
     for (size_t i = 0; i < p->ext_tallies_n; i++) sk_manifest_free(p->ext_tallies[i]);
     free(p->ext_tallies);
     free(p->part_pattern);
@@ -577,7 +577,7 @@ static void *reader_main(void *arg)
     struct dir_cache dc = {0, 0, -1};
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        if (p->stop || p->next_claim >= p->ntodo) break;
+        if (p->stop || p->next_claim >= p->npending) break;
         uint64_t seq = p->next_claim++;
         while (!p->stop && seq >= p->released + p->nslots) {
             p->readers_waiting++;
@@ -588,7 +588,7 @@ static void *reader_main(void *arg)
         struct slot *sl = &p->slots[seq % p->nslots];
         sl->state = FILLING;
         pthread_mutex_unlock(&p->mu);
-        fill_slot(p, sl, p->order[p->todo[seq]], &dc);
+        fill_slot(p, sl, p->order[p->pending[seq]], &dc);
         pthread_mutex_lock(&p->mu);
         sl->state = READY;
         /* wake the writer only when it sleeps on this very slot */
@@ -753,7 +753,7 @@ static void print_warnings(sk_pack *p, struct slot *sl, struct tally *t)
     sl->warnings = NULL;
 }
 
-/* Ring mode: writes planned shard sp from todo positions [*seq, ...):
+/* Ring mode: writes planned shard sp from pending positions [*seq, ...):
  * waits for each slot in order, batches ready slots into one writev. */
 static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk_shard_out *out,
                             struct tally *t, sk_error *err)
@@ -784,7 +784,7 @@ static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk
             iov[n].iov_base = sl->buf;
             iov[n].iov_len = sl->len;
             crc = sk_crc32c_combine(crc, sl->crc, sl->len);
-            if ((rc = add_index_records(p, out, p->order[p->todo[*seq]], off + bytes, sl->m, t, err)))
+            if ((rc = add_index_records(p, out, p->order[p->pending[*seq]], off + bytes, sl->m, t, err)))
                 break;
             bytes += sl->len;
             n++;
@@ -802,8 +802,8 @@ static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk
         if (!rc && !n) { /* the slot at *seq is a big sample to stream */
             struct slot *sl = &p->slots[*seq % p->nslots];
             uint64_t at = out->bytes;
-            rc = stream_sample(p, out, p->order[p->todo[*seq]], sl, err);
-            if (!rc) rc = add_index_records(p, out, p->order[p->todo[*seq]], at, sl->m, t, err);
+            rc = stream_sample(p, out, p->order[p->pending[*seq]], sl, err);
+            if (!rc) rc = add_index_records(p, out, p->order[p->pending[*seq]], at, sl->m, t, err);
             print_warnings(p, sl, t);
             (*seq)++;
         }
@@ -997,7 +997,7 @@ static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, i
         sk_manifest_free(t.exts);
         return sk_error_set(err, SK_E_NOMEM, "out of memory");
     }
-    for (int i = 0; i < p->o.jobs && p->ntodo; i++) {
+    for (int i = 0; i < p->o.jobs && p->npending; i++) {
         if (pthread_create(&(*threads)[i], NULL, reader_main, p) != 0)
             return sk_error_set(err, SK_E_NOMEM, "cannot start reader thread: %s", strerror(errno));
         (*nthreads)++;
@@ -1017,9 +1017,9 @@ static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, i
 }
 
 /* Runs min(jobs, shards to do) shard workers to the end. */
-static int write_parallel(sk_pack *p, size_t todo_shards, sk_error *err)
+static int write_parallel(sk_pack *p, size_t pending_shards, sk_error *err)
 {
-    size_t n = (size_t)p->o.jobs < todo_shards ? (size_t)p->o.jobs : todo_shards;
+    size_t n = (size_t)p->o.jobs < pending_shards ? (size_t)p->o.jobs : pending_shards;
     struct shard_worker *w = calloc(n, sizeof *w);
     pthread_t *th = calloc(n, sizeof *th);
     size_t started = 0;
@@ -1099,8 +1099,8 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     man->parts = p->o.parts;
 
     /* which planned shards are already complete (--resume) */
-    p->todo = sk_xmalloc((p->cat.nsamples + 1) * sizeof *p->todo, err);
-    if (!p->todo) { rc = SK_E_NOMEM; goto cleanup; }
+    p->pending = sk_xmalloc((p->cat.nsamples + 1) * sizeof *p->pending, err);
+    if (!p->pending) { rc = SK_E_NOMEM; goto cleanup; }
     for (size_t i = 0; i < p->nshards; i++) {
         struct shard_plan *sp = &p->shards[i];
         if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
@@ -1115,16 +1115,16 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
             }
             continue;
         }
-        for (uint64_t k = 0; k < sp->count; k++) p->todo[p->ntodo++] = sp->first + k;
+        for (uint64_t k = 0; k < sp->count; k++) p->pending[p->npending++] = sp->first + k;
     }
 
-    if ((rc = sk_fetch_start(&p->cat, p->order, p->todo, p->ntodo, err))) goto cleanup; /* s3io */
-    size_t todo_shards = 0;
-    for (size_t i = 0; i < p->nshards; i++) todo_shards += !p->shards[i].done;
+    if ((rc = sk_fetch_start(&p->cat, p->order, p->pending, p->npending, err))) goto cleanup; /* s3io */
+    size_t pending_shards = 0;
+    for (size_t i = 0; i < p->nshards; i++) pending_shards += !p->shards[i].done;
     /* s3io: S3 sources are fetched ahead in plan order, which the ring
      * consumes in order; shard-parallel workers would not */
-    if (p->o.jobs >= 2 && todo_shards >= 2 && !p->cat.fetch) {
-        if ((rc = write_parallel(p, todo_shards, err))) goto cleanup;
+    if (p->o.jobs >= 2 && pending_shards >= 2 && !p->cat.fetch) {
+        if ((rc = write_parallel(p, pending_shards, err))) goto cleanup;
     } else {
         if ((rc = write_with_ring(p, &out, &threads, &nthreads, err))) goto cleanup;
     }

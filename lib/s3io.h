@@ -41,9 +41,9 @@ size_t sk_s3_item_key(const sk_catalog *c, const sk_item *it, char *buf, size_t 
 
 /* ------------------------------------------------------- fetch_s3.c */
 
-/* Starts downloading the S3 items of the samples order[todo[0..ntodo)],
+/* Starts downloading the S3 items of the samples order[pending[0..npending)],
  * in that order, ahead of the readers.  A no-op without S3 sources. */
-int sk_fetch_start(sk_catalog *c, const uint32_t *order, const uint64_t *todo, uint64_t ntodo,
+int sk_fetch_start(sk_catalog *c, const uint32_t *order, const uint64_t *pending, uint64_t npending,
                    sk_error *err);
 /* Reads want bytes at offset at of item it (want + 1 must fit in dst when
  * probe is set, as for files).  Objects fetched ahead are taken from the
