@@ -34,6 +34,19 @@ int cmd_parse_compress(const char *s, int *level);
 /* Warns on stderr when compressing to a pattern not ending in .zst. */
 void cmd_check_zst_pattern(const char *tool, const char *pattern, int level);
 
+/* The one status line a tool keeps on a terminal's stderr: warnings clear
+ * it before they print, and the tool ends it with cmd_ui_end. */
+typedef struct cmd_ui {
+    const char *tool;
+    int progress_shown;
+} cmd_ui;
+/* A library warn callback (ctx is a cmd_ui): "shardkit TOOL: warning: MSG". */
+void cmd_ui_warn(void *ctx, const char *msg);
+/* Starts (or redraws) the status line. */
+void cmd_ui_status(cmd_ui *ui, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Ends the status line, if one was shown. */
+void cmd_ui_end(cmd_ui *ui);
+
 /* Prints "shardkit <tool>: <message>" for a library error and maps its code
  * to an exit code (usage errors give 2, everything else 1). */
 int cmd_report(const char *tool, const sk_error *err);

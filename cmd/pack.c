@@ -99,26 +99,14 @@ static const struct option options[] = {
     {NULL, 0, NULL, 0},
 };
 
-struct ui {
-    int progress_shown;
-};
-
-static void on_warn(void *ctx, const char *msg)
-{
-    struct ui *ui = ctx;
-    if (ui->progress_shown) fputs("\r\033[K", stderr);
-    fprintf(stderr, "shardkit pack: warning: %s\n", msg);
-}
-
 static void on_progress(void *ctx, const sk_pack_stats *st)
 {
-    struct ui *ui = ctx;
+    cmd_ui *ui = ctx;
     double mb = (double)st->bytes_done / 1e6, rate = st->seconds > 0 ? mb / st->seconds : 0;
     double left = rate > 0 ? ((double)(st->bytes_total - st->bytes_done) / 1e6) / rate : 0;
-    fprintf(stderr, "\r\033[K%llu/%llu files  %llu shards  %.1f MB  %.1f MB/s  ETA %.0fs",
-            (unsigned long long)st->files_done, (unsigned long long)st->files_total,
-            (unsigned long long)st->shards, mb, rate, left);
-    ui->progress_shown = 1;
+    cmd_ui_status(ui, "%llu/%llu files  %llu shards  %.1f MB  %.1f MB/s  ETA %.0fs",
+                  (unsigned long long)st->files_done, (unsigned long long)st->files_total,
+                  (unsigned long long)st->shards, mb, rate, left);
 }
 
 struct source { int kind; const char *path; };
@@ -127,7 +115,7 @@ enum { SRC_DIR, SRC_LIST, SRC_ARCHIVE, SRC_S3 };
 int cmd_pack(int argc, char **argv)
 {
     sk_pack_options o = {0};
-    struct ui ui = {0};
+    cmd_ui ui = {"pack", 0};
     const char *root = NULL, *part = NULL;
     uint64_t parts = 0;
     int nul = 0, json = 0, quiet = 0, c;
@@ -227,7 +215,7 @@ int cmd_pack(int argc, char **argv)
             return free(srcs), cmd_usage_error("pack", usage, "%s", perr.msg);
     }
 
-    o.warn = on_warn;
+    o.warn = cmd_ui_warn;
     o.progress = !quiet && isatty(2) ? on_progress : NULL;
     o.ctx = &ui;
     sk_error err = SK_ERROR_INIT;
@@ -271,7 +259,7 @@ int cmd_pack(int argc, char **argv)
         }
     }
     if (!rc) rc = sk_pack_run(p, &st, &err);
-    if (ui.progress_shown) fputs("\n", stderr);
+    cmd_ui_end(&ui);
     sk_pack_free(p);
     sk_s3_free(s3);
     free(srcs);

@@ -83,27 +83,15 @@ static const struct option options[] = {
     {NULL, 0, NULL, 0},
 };
 
-struct ui {
-    int progress_shown;
-};
-
-static void on_warn(void *ctx, const char *msg)
-{
-    struct ui *ui = ctx;
-    if (ui->progress_shown) fputs("\r\033[K", stderr);
-    fprintf(stderr, "shardkit shard: warning: %s\n", msg);
-}
-
 static void on_progress(void *ctx, const sk_shard_stats *st)
 {
-    struct ui *ui = ctx;
+    cmd_ui *ui = ctx;
     double mb = (double)st->bytes_in / 1e6, rate = st->seconds > 0 ? mb / st->seconds : 0;
-    fprintf(stderr, "\r\033[K%llu/%llu inputs  %llu samples  %llu shards  %.1f MB  %.1f MB/s",
-            (unsigned long long)st->inputs_done, (unsigned long long)st->inputs,
-            (unsigned long long)st->samples, (unsigned long long)st->shards, mb, rate);
+    cmd_ui_status(ui, "%llu/%llu inputs  %llu samples  %llu shards  %.1f MB  %.1f MB/s",
+                  (unsigned long long)st->inputs_done, (unsigned long long)st->inputs,
+                  (unsigned long long)st->samples, (unsigned long long)st->shards, mb, rate);
     if (st->bytes_in_total && rate > 0 && st->bytes_in < st->bytes_in_total)
         fprintf(stderr, "  ETA %.0fs", (double)(st->bytes_in_total - st->bytes_in) / 1e6 / rate);
-    ui->progress_shown = 1;
 }
 
 /* Appends the comma-separated items of s to *list. */
@@ -123,7 +111,7 @@ int cmd_shard(int argc, char **argv)
     sk_shard_options o = {0};
     const char *part = NULL;
     uint64_t parts = 0;
-    struct ui ui = {0};
+    cmd_ui ui = {"shard", 0};
     const char **sel = NULL, **drop = NULL, **from = NULL, **to = NULL;
     size_t nren = 0;
     int json = 0, quiet = 0, c, rc = SK_EXIT_OK;
@@ -213,14 +201,14 @@ int cmd_shard(int argc, char **argv)
     o.rename_from = from;
     o.rename_to = to;
     o.nrename = nren;
-    o.warn = on_warn;
+    o.warn = cmd_ui_warn;
     o.progress = !quiet && isatty(2) ? on_progress : NULL;
     o.ctx = &ui;
 
     sk_error err = SK_ERROR_INIT;
     sk_shard_stats st = {0};
     int r = sk_reshard((const char *const *)argv + optind, (size_t)(argc - optind), &o, &st, &err);
-    if (ui.progress_shown) fputs("\n", stderr);
+    cmd_ui_end(&ui);
     if (r) {
         rc = cmd_report("shard", &err);
         goto out;

@@ -94,3 +94,26 @@ void cmd_check_zst_pattern(const char *tool, const char *pattern, int level)
         fprintf(stderr, "shardkit %s: warning: --compress zstd writes zstd data, but the "
                 "shard names (%s) do not end in .zst\n", tool, pattern);
 }
+
+void cmd_ui_warn(void *ctx, const char *msg)
+{
+    cmd_ui *ui = ctx;
+    if (ui->progress_shown) fputs("\r\033[K", stderr);
+    fprintf(stderr, "shardkit %s: warning: %s\n", ui->tool, msg);
+}
+
+void cmd_ui_status(cmd_ui *ui, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("\r\033[K", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    ui->progress_shown = 1;
+}
+
+void cmd_ui_end(cmd_ui *ui)
+{
+    if (ui->progress_shown) fputs("\n", stderr);
+    ui->progress_shown = 0;
+}

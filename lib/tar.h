@@ -74,7 +74,7 @@ void sk_tar_reader_release(sk_tar_reader *r);
 /* Next regular member (or e->end).  SK_E_CORRUPT names the offset on a bad
  * checksum or a truncated member; SK_E_INPUT names an unsupported entry. */
 int sk_tar_next(sk_tar_reader *r, sk_tar_entry *e, sk_error *err);
-/* 1 when name is WebDataset metadata ("__xxx__" at top level), which
+/* 1 when name is WebDataset metadata ("__name__" at top level), which
  * readers skip. */
 int sk_tar_is_meta(const char *name, size_t n);
 
