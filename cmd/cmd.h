@@ -34,6 +34,32 @@ int cmd_parse_compress(const char *s, int *level);
 /* Warns on stderr when compressing to a pattern not ending in .zst. */
 void cmd_check_zst_pattern(const char *tool, const char *pattern, int level);
 
+/* The S3 options of the tools that read or write s3:// URLs (pack, shard,
+ * verify): rows for a getopt table, usage lines, and one parser, so that
+ * every tool spells and checks them alike. */
+enum { CMD_OPT_ENDPOINT = 900, CMD_OPT_REGION, CMD_OPT_PROFILE, CMD_OPT_MAX_ATTEMPTS,
+       CMD_OPT_PART_SIZE };
+#define CMD_S3_CLIENT_OPTIONS                                          \
+    {"endpoint-url", required_argument, NULL, CMD_OPT_ENDPOINT},       \
+    {"region", required_argument, NULL, CMD_OPT_REGION},               \
+    {"profile", required_argument, NULL, CMD_OPT_PROFILE},             \
+    {"max-attempts", required_argument, NULL, CMD_OPT_MAX_ATTEMPTS}
+#define CMD_S3_PART_SIZE_OPTION {"part-size", required_argument, NULL, CMD_OPT_PART_SIZE}
+#define CMD_S3_CLIENT_USAGE                                                                   \
+    "      --endpoint-url URL   S3-compatible endpoint (default AWS_ENDPOINT_URL, else AWS)\n" \
+    "      --region NAME        region (default AWS_REGION, profile, us-east-1)\n"            \
+    "      --profile NAME       credentials/config profile (default AWS_PROFILE)\n"           \
+    "      --max-attempts N     tries per request, first included (default 8)\n"
+#define CMD_S3_PART_SIZE_USAGE \
+    "      --part-size SIZE     multipart part size of shard uploads (default 8MiB)\n"
+/* 1: c is one of those options, taken into cfg (and *part_size, which may
+ * be NULL where the tool has no --part-size); 0: another option; -1: a bad
+ * value, reported with the usage (exit 2). */
+int cmd_s3_option(const char *tool, const char *usage, int c, const char *arg, sk_s3_config *cfg,
+                  uint64_t *part_size);
+/* 1 when any of the n strings is an s3:// URL. */
+int cmd_any_s3(const char *const *s, size_t n);
+
 /* The one status line a tool keeps on a terminal's stderr: warnings clear
  * it before they print, and the tool ends it with cmd_ui_end. */
 typedef struct cmd_ui {

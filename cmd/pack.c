@@ -49,12 +49,9 @@ static const char usage[] =
     "      --json               print a JSON summary on stdout\n"
     "  -q, --quiet              no progress line\n"
     "S3 (for s3:// sources, --root or outputs):\n"
-    "      --endpoint-url URL   S3-compatible endpoint (default AWS_ENDPOINT_URL, else AWS)\n"
-    "      --region NAME        region (default AWS_REGION, profile, us-east-1)\n"
-    "      --profile NAME       credentials/config profile (default AWS_PROFILE)\n"
+    CMD_S3_CLIENT_USAGE
     "      --concurrency N      GETs in flight when fetching sources (default 64)\n"
-    "      --part-size SIZE     multipart part size of shard uploads (default 8MiB)\n"
-    "      --max-attempts N     tries per request, first included (default 8)\n"
+    CMD_S3_PART_SIZE_USAGE
     "  -h, --help               this text\n"
     "\n"
     "Exit status: 0 done, 1 an input or output problem, 2 usage error.\n";
@@ -63,7 +60,7 @@ enum {
     OPT_FILES_FROM = 256, OPT_ROOT, OPT_FROM_ARCHIVE, OPT_MAX_SIZE, OPT_MAX_COUNT, OPT_START,
     OPT_SHUFFLE, OPT_SEED, OPT_MTIME, OPT_RESUME, OPT_ON_ERROR, OPT_FOLLOW, OPT_MANIFEST,
     OPT_TMP_DIR, OPT_JSON, OPT_COMPRESS, OPT_PART, OPT_PARTS,
-    OPT_ENDPOINT, OPT_REGION, OPT_PROFILE, OPT_CONCURRENCY, OPT_PART_SIZE, OPT_MAX_ATTEMPTS,
+    OPT_CONCURRENCY,
 };
 
 static const struct option options[] = {
@@ -88,12 +85,9 @@ static const struct option options[] = {
     {"tmp-dir", required_argument, NULL, OPT_TMP_DIR},
     {"json", no_argument, NULL, OPT_JSON},
     {"compress", required_argument, NULL, OPT_COMPRESS},
-    {"endpoint-url", required_argument, NULL, OPT_ENDPOINT},
-    {"region", required_argument, NULL, OPT_REGION},
-    {"profile", required_argument, NULL, OPT_PROFILE},
+    CMD_S3_CLIENT_OPTIONS,
+    CMD_S3_PART_SIZE_OPTION,
     {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
-    {"part-size", required_argument, NULL, OPT_PART_SIZE},
-    {"max-attempts", required_argument, NULL, OPT_MAX_ATTEMPTS},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -177,25 +171,18 @@ int cmd_pack(int argc, char **argv)
             if (cmd_parse_compress(optarg, &o.compress_level))
                 return free(srcs), cmd_usage_error("pack", usage, "--compress '%s': want zstd, zstd:LEVEL (1..22) or none", optarg);
             break;
-        case OPT_ENDPOINT: s3cfg.endpoint_url = optarg; break;
-        case OPT_REGION: s3cfg.region = optarg; break;
-        case OPT_PROFILE: s3cfg.profile = optarg; break;
         case OPT_CONCURRENCY:
             if (cmd_parse_u64(optarg, &concurrency) || !concurrency || concurrency > 256)
                 return free(srcs), cmd_usage_error("pack", usage, "--concurrency '%s': want 1..256", optarg);
             break;
-        case OPT_PART_SIZE:
-            if (cmd_parse_size(optarg, &part_size) || part_size < (5u << 20) || part_size > (5ull << 30))
-                return free(srcs), cmd_usage_error("pack", usage, "--part-size '%s': want 5MiB..5GiB", optarg);
-            break;
-        case OPT_MAX_ATTEMPTS:
-            if (cmd_parse_u64(optarg, &v) || !v || v > 100)
-                return free(srcs), cmd_usage_error("pack", usage, "--max-attempts '%s': want 1..100", optarg);
-            s3cfg.max_attempts = (int)v;
-            break;
         case 'q': quiet = 1; break;
         case 'h': free(srcs); fputs(usage, stdout); return SK_EXIT_OK;
-        default: free(srcs); fputs(usage, stderr); return SK_EXIT_USAGE;
+        default:
+            switch (cmd_s3_option("pack", usage, c, optarg, &s3cfg, &part_size)) {
+            case 1: break;
+            case -1: free(srcs); return SK_EXIT_USAGE;
+            default: free(srcs); fputs(usage, stderr); return SK_EXIT_USAGE;
+            }
         }
     }
     int need_s3 = (o.pattern && !strncmp(o.pattern, "s3://", 5)) ||

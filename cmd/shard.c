@@ -17,7 +17,9 @@ static const char usage[] =
     "out/train-%06d.tar), each with its index (.idx), plus manifest.json.\n"
     "An INPUT is a shard (tar, .tar.gz/.bz2/.xz/.zst, zip, 7z), a brace\n"
     "pattern ('train-{000..099}.tar'), a manifest.json, or '-' for one archive\n"
-    "on stdin.  Samples keep their input order unless --shuffle.\n"
+    "on stdin; inputs, PATTERN and --manifest may be s3:// URLs (shards stream\n"
+    "from GETs and into multipart uploads, no local copy).  Samples keep their\n"
+    "input order unless --shuffle.\n"
     "\n"
     "  -o, --output PATTERN     shard names: a printf pattern with one integer\n"
     "                           field; '-' writes one tar stream to stdout\n"
@@ -47,8 +49,10 @@ static const char usage[] =
     "      --json               print a JSON summary on stdout\n"
     "  -q, --quiet              no progress line\n"
     "  -h, --help               this text\n"
+    "S3 (for s3:// inputs or outputs):\n"
+    CMD_S3_CLIENT_USAGE
+    CMD_S3_PART_SIZE_USAGE
     "\n"
-    "s3:// inputs and outputs are not supported yet.\n"
     "Exit status: 0 done, 1 an input or output problem, 2 usage error.\n";
 
 enum {
@@ -78,6 +82,8 @@ static const struct option options[] = {
     {"part", required_argument, NULL, OPT_PART},
     {"parts", required_argument, NULL, OPT_PARTS},
     {"json", no_argument, NULL, OPT_JSON},
+    CMD_S3_CLIENT_OPTIONS,
+    CMD_S3_PART_SIZE_OPTION,
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -115,7 +121,8 @@ int cmd_shard(int argc, char **argv)
     const char **sel = NULL, **drop = NULL, **from = NULL, **to = NULL;
     size_t nren = 0;
     int json = 0, quiet = 0, c, rc = SK_EXIT_OK;
-    uint64_t v;
+    sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
+    sk_s3 *s3 = NULL;
 
 #define BAD(...) do { rc = cmd_usage_error("shard", usage, __VA_ARGS__); goto out; } while (0)
     while ((c = getopt_long(argc, argv, "o:qh", options, NULL)) != -1) {
@@ -182,7 +189,12 @@ int cmd_shard(int argc, char **argv)
         case OPT_JSON: json = 1; break;
         case 'q': quiet = 1; break;
         case 'h': fputs(usage, stdout); goto out;
-        default: fputs(usage, stderr); rc = SK_EXIT_USAGE; goto out;
+        default:
+            switch (cmd_s3_option("shard", usage, c, optarg, &s3cfg, &o.s3_part_size)) {
+            case 1: break;
+            case -1: rc = SK_EXIT_USAGE; goto out;
+            default: fputs(usage, stderr); rc = SK_EXIT_USAGE; goto out;
+            }
         }
     }
     if (!o.pattern) BAD("no output: give -o PATTERN");
@@ -194,7 +206,6 @@ int cmd_shard(int argc, char **argv)
     }
     if (!!o.max_count + !!o.max_size + !!o.num_shards > 1 && o.num_shards)
         BAD("--num-shards does not combine with --max-size or --max-count");
-    (void)v;
     cmd_check_zst_pattern("shard", o.pattern, o.compress_level);
     o.select = sel;
     o.drop = drop;
@@ -207,6 +218,13 @@ int cmd_shard(int argc, char **argv)
 
     sk_error err = SK_ERROR_INIT;
     sk_shard_stats st = {0};
+    const char *outs[] = {o.pattern, o.manifest};
+    if ((cmd_any_s3(outs, 2) || cmd_any_s3((const char *const *)argv + optind, (size_t)(argc - optind))) &&
+        sk_s3_new(&s3, &s3cfg, &err)) {
+        rc = cmd_report("shard", &err);
+        goto out;
+    }
+    o.s3 = s3;
     int r = sk_reshard((const char *const *)argv + optind, (size_t)(argc - optind), &o, &st, &err);
     cmd_ui_end(&ui);
     if (r) {
@@ -224,6 +242,7 @@ int cmd_shard(int argc, char **argv)
                 (unsigned long long)st.shards, (unsigned long long)st.shards_resumed,
                 (unsigned long long)st.bytes_in, (unsigned long long)st.output_bytes, st.seconds);
 out:
+    sk_s3_free(s3);
     free(sel);
     free(drop);
     free(from);

@@ -117,3 +117,32 @@ void cmd_ui_end(cmd_ui *ui)
     if (ui->progress_shown) fputs("\n", stderr);
     ui->progress_shown = 0;
 }
+
+int cmd_s3_option(const char *tool, const char *usage, int c, const char *arg, sk_s3_config *cfg,
+                  uint64_t *part_size)
+{
+    uint64_t v;
+    switch (c) {
+    case CMD_OPT_ENDPOINT: cfg->endpoint_url = arg; return 1;
+    case CMD_OPT_REGION: cfg->region = arg; return 1;
+    case CMD_OPT_PROFILE: cfg->profile = arg; return 1;
+    case CMD_OPT_MAX_ATTEMPTS:
+        if (cmd_parse_u64(arg, &v) || !v || v > 100)
+            return cmd_usage_error(tool, usage, "--max-attempts '%s': want 1..100", arg), -1;
+        cfg->max_attempts = (int)v;
+        return 1;
+    case CMD_OPT_PART_SIZE:
+        if (!part_size) return 0;
+        if (cmd_parse_size(arg, part_size) || *part_size < (5u << 20) || *part_size > (5ull << 30))
+            return cmd_usage_error(tool, usage, "--part-size '%s': want 5MiB..5GiB", arg), -1;
+        return 1;
+    default: return 0;
+    }
+}
+
+int cmd_any_s3(const char *const *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] && !strncmp(s[i], "s3://", 5)) return 1;
+    return 0;
+}

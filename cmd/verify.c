@@ -17,6 +17,8 @@ static const char usage[] =
     "sample counts, CRC32C), samples whose members are not adjacent, duplicate\n"
     "keys within and across shards, missing required extensions, empty members\n"
     "(a warning).  Each problem is reported with its shard, offset and key.\n"
+    "s3:// shards and manifests are read whole through streaming GETs, so every\n"
+    "object's size and CRC32C is checked against its index and the manifest.\n"
     "\n"
     "      --deep               read all data: CRC32C of every member against the\n"
     "                           index, and of every shard against index and manifest\n"
@@ -27,8 +29,9 @@ static const char usage[] =
     "      --json               one JSON object per problem, then a summary object\n"
     "  -q, --quiet              print problems only, no summary line\n"
     "  -h, --help               this text\n"
+    "S3 (for s3:// targets):\n"
+    CMD_S3_CLIENT_USAGE
     "\n"
-    "s3:// objects are not supported yet.\n"
     "Exit status: 0 sound (warnings allowed), 1 a problem was found, 2 usage or\n"
     "I/O error.\n";
 
@@ -40,6 +43,7 @@ static const struct option options[] = {
     {"require", required_argument, NULL, OPT_REQUIRE},
     {"jobs", required_argument, NULL, 'j'},
     {"json", no_argument, NULL, OPT_JSON},
+    CMD_S3_CLIENT_OPTIONS,
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -85,6 +89,8 @@ int cmd_verify(int argc, char **argv)
     const char **req = NULL;
     int json = 0, quiet = 0, c, rc = SK_EXIT_OK;
     uint64_t v;
+    sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
+    sk_s3 *s3 = NULL;
     while ((c = getopt_long(argc, argv, "j:qh", options, NULL)) != -1) {
         switch (c) {
         case OPT_DEEP: o.flags |= SK_VERIFY_DEEP; break;
@@ -108,7 +114,12 @@ int cmd_verify(int argc, char **argv)
         case OPT_JSON: json = 1; break;
         case 'q': quiet = 1; break;
         case 'h': free(req); fputs(usage, stdout); return SK_EXIT_OK;
-        default: free(req); fputs(usage, stderr); return SK_EXIT_USAGE;
+        default:
+            switch (cmd_s3_option("verify", usage, c, optarg, &s3cfg, NULL)) {
+            case 1: break;
+            case -1: free(req); return SK_EXIT_USAGE;
+            default: free(req); fputs(usage, stderr); return SK_EXIT_USAGE;
+            }
         }
     }
     if (optind >= argc) {
@@ -120,7 +131,11 @@ int cmd_verify(int argc, char **argv)
     o.ctx = &json;
     sk_error err = SK_ERROR_INIT;
     sk_verify_stats st = {0};
-    int r = sk_verify((const char *const *)argv + optind, (size_t)(argc - optind), &o, &st, &err);
+    const char *const *targets = (const char *const *)argv + optind;
+    int r = cmd_any_s3(targets, (size_t)(argc - optind)) ? sk_s3_new(&s3, &s3cfg, &err) : SK_OK;
+    o.s3 = s3;
+    if (!r) r = sk_verify(targets, (size_t)(argc - optind), &o, &st, &err);
+    sk_s3_free(s3);
     free(req);
     if (r) {
         fflush(stdout);

@@ -235,6 +235,7 @@ struct sk_index {
     const unsigned char *samples, *members, *order, *strings;
     char *path;
     int mapped; /* 1 when sk_index_open mapped it; from_memory bytes are the caller's */
+    int owned;  /* sk_index_adopt: the bytes are ours to free */
 };
 
 int sk_index_open(sk_index **out, const char *path, unsigned flags, sk_error *err)
@@ -263,6 +264,17 @@ int sk_index_open(sk_index **out, const char *path, unsigned flags, sk_error *er
         return rc;
     }
     (*out)->mapped = 1;
+    return SK_OK;
+}
+
+int sk_index_adopt(sk_index **out, void *data, size_t size, const char *name, sk_error *err)
+{
+    int rc = sk_index_from_memory(out, data, size, name, 0, err);
+    if (rc) {
+        free(data);
+        return rc;
+    }
+    (*out)->owned = 1;
     return SK_OK;
 }
 
@@ -320,6 +332,7 @@ void sk_index_close(sk_index *ix)
 {
     if (!ix) return;
     if (ix->mapped) munmap((void *)ix->map, ix->map_size);
+    if (ix->owned) free((void *)ix->map);
     free(ix->path);
     free(ix);
 }

@@ -55,14 +55,15 @@ static inline uint64_t sk_get_le64(const unsigned char *p)
     return (uint64_t)sk_get_le32(p) | (uint64_t)sk_get_le32(p + 4) << 32;
 }
 
-
-
 /* index.c: what writer.c needs of a builder's records (sample i's tar
  * range; setting its stored range once the compressed frames are known). */
 int sk_index_builder_range(const sk_index_builder *b, uint64_t i, uint64_t *offset,
                            uint64_t *span);
 void sk_index_builder_set_stored(sk_index_builder *b, uint64_t i, uint64_t stored_offset,
                                  uint64_t stored_span);
+/* sk_index_from_memory over a malloc'd copy the index then owns (freed by
+ * sk_index_close, or here when the bytes are refused). */
+int sk_index_adopt(sk_index **out, void *data, size_t size, const char *name, sk_error *err);
 
 /* fsutil.c */
 int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *err);

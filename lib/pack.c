@@ -382,7 +382,7 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
     if (sk_is_s3_url(path)) { /* s3io: the shard and its index are objects */
         size_t k1 = sample_key(&p->cat, p->order[sp->first], ipath);
         size_t k2 = sample_key(&p->cat, p->order[sp->first + sp->count - 1], key);
-        return sk_sink_s3_matches(&p->cat, path, sp->count, ipath, k1, key, k2, &sp->info);
+        return sk_sink_s3_matches(p->cat.s3, path, sp->count, ipath, k1, key, k2, &sp->info);
     }
     if (stat(path, &st) != 0 || index_path(path, ipath, sizeof ipath)) return 0;
     if (sk_index_open(&ix, ipath, 0, NULL) != SK_OK) return 0;
@@ -1082,7 +1082,8 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern);
     if (mdir[0] && !sk_is_s3_url(mdir) && (rc = sk_mkdirs(mdir, err))) goto cleanup;
     if (sk_is_s3_url(p->o.pattern) && /* s3io: aborts a killed run's uploads */
-        (rc = sk_sink_s3_prepare(&p->cat, p->o.pattern, p->o.start, p->nshards, err)))
+        (rc = sk_sink_s3_prepare(p->cat.s3, p->o.pattern, p->o.start, p->nshards,
+                                   p->cat.warn, p->cat.warn_ctx, err)))
         goto cleanup;
     out.s3 = p->cat.s3, out.s3_part_size = p->cat.s3_part_size; /* s3io */
     if (p->o.manifest) {
@@ -1134,7 +1135,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
         struct shard_plan *sp = &p->shards[i];
         char ipath[4200], iurl[4200];
         if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
-        if (sp->done && (rc = sk_is_s3_url(path) ? sk_sink_s3_count_exts(&p->cat, path, man, err) /* s3io */
+        if (sp->done && (rc = sk_is_s3_url(path) ? sk_sink_s3_count_exts(p->cat.s3, path, man, err) /* s3io */
                                                  : count_exts_from_index(path, man, err)))
             goto cleanup;
         if (index_path(path, ipath, sizeof ipath) || shard_url(p, path, mdir, url, sizeof url) ||
@@ -1159,7 +1160,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
                                             strlen(p->ext_tallies[i]->exts[k].ext),
                                             p->ext_tallies[i]->exts[k].count, err)))
                 goto cleanup;
-    if (!(rc = sk_is_s3_url(mpath) ? sk_sink_s3_put_manifest(&p->cat, man, mpath, err) /* s3io */
+    if (!(rc = sk_is_s3_url(mpath) ? sk_sink_s3_put_manifest(p->cat.s3, man, mpath, err) /* s3io */
                                    : sk_manifest_write(man, mpath, err)))
         progress(p, 1);
 

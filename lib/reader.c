@@ -13,6 +13,7 @@
  * from sample counts without reading data.
  */
 #include "reader.h"
+#include "s3io.h"
 #include "tar.h"
 
 #include <fcntl.h>
@@ -177,31 +178,13 @@ static int need_s3(sk_reader *r, sk_error *err)
     return sk_s3_new(&r->s3, &cfg, err);
 }
 
-/* A manifest on S3: one HEAD for its size, one GET for its bytes. */
-static int load_remote_manifest(sk_reader *r, const char *url, sk_manifest **m, sk_error *err)
-{
-    char *bucket = NULL, *key = NULL, *text = NULL;
-    sk_s3_object obj;
-    size_t got = 0;
-    int rc = need_s3(r, err);
-    if (!rc) rc = sk_s3_parse_url(url, &bucket, &key, err);
-    if (!rc) rc = sk_s3_head(r->s3, bucket, key, &obj, err);
-    if (!rc && obj.size > (64u << 20))
-        rc = sk_error_set(err, SK_E_INPUT, "%s: %llu bytes is too big for a manifest", url,
-                          (unsigned long long)obj.size);
-    if (!rc && !(text = malloc(obj.size + 1))) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-    if (!rc && obj.size) rc = sk_s3_get(r->s3, bucket, key, 0, 0, text, obj.size, &got, err);
-    if (!rc) rc = sk_manifest_parse(m, text, got, url, err);
-    free(text);
-    free(bucket);
-    free(key);
-    return rc;
-}
-
 static int add_manifest(sk_reader *r, const char *path, sk_error *err)
 {
     sk_manifest *m;
-    if (sk_reader_is_remote(path)) SK_GUARD(load_remote_manifest(r, path, &m, err));
+    if (sk_reader_is_remote(path)) {
+        SK_GUARD(need_s3(r, err));
+        SK_GUARD(sk_s3_load_manifest(r->s3, path, &m, err));
+    }
     else SK_GUARD(sk_manifest_load(&m, path, err));
     const char *sl = strrchr(path, '/');
     char *dir = sl ? strndup(path, (size_t)(sl - path) + (sl == path)) : strdup("");

@@ -1,10 +1,11 @@
 /*
  * reshard.c - `shardkit shard`: existing shards in, new shards out.
  *
- * Inputs are byte streams opened through sk_in_open (local files and stdin
- * now, S3 once the client plugs in) and parsed by libarchive, so any tar
- * dialect, compression filter, zip or 7z works.  Members group into samples
- * by the WebDataset rule (adjacent members with one key).  A sample is
+ * Inputs are byte streams (local files and stdin through sk_in_open, s3://
+ * objects through one streaming GET each) parsed by libarchive, so any tar
+ * dialect, compression filter, zip or 7z works; s3:// outputs stream into
+ * multipart uploads (sink_s3.c), no local copy made.  Members group into
+ * samples by the WebDataset rule (adjacent members with one key).  A sample is
  * assembled once, directly as the tar bytes it will have in the output
  * (headers, data, padding), so writing it is one writev; with --shuffle it
  * goes into a shuffle bucket instead (shuffle.c: in memory up to
@@ -13,6 +14,7 @@
  */
 #include "internal.h"
 #include "part.h"
+#include "s3io.h"
 #include "shuffle.h"
 #include "tar.h"
 #include "writer.h"
@@ -59,8 +61,6 @@ static void fd_close(void *ctx)
 
 static int default_in_open(sk_in_stream *s, const char *url, sk_error *err)
 {
-    SK_FAIL_IF(!strncmp(url, "s3://", 5), err, SK_E_USAGE,
-               "%s: s3:// inputs are not supported yet (local files and '-' only)", url);
     struct fd_in *f = calloc(1, sizeof *f);
     SK_FAIL_IF(!f, err, SK_E_NOMEM, "out of memory");
     f->name = strdup(strcmp(url, "-") ? url : "stdin");
@@ -86,6 +86,54 @@ static int default_in_open(sk_in_stream *s, const char *url, sk_error *err)
 }
 
 sk_in_open_fn sk_in_open = default_in_open;
+
+/* An s3:// input: one streaming GET from the first byte to the last (the
+ * stream retries a broken transfer from where it stopped). */
+static int s3_read(void *ctx, void *buf, size_t cap, size_t *got, sk_error *err)
+{
+    return sk_s3_stream_read(ctx, buf, cap, got, err);
+}
+
+static void s3_close(void *ctx)
+{
+    sk_s3_stream_close(ctx);
+}
+
+static int s3_in_open(sk_s3 *s3, sk_in_stream *s, const char *url, sk_error *err)
+{
+    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// input needs an S3 client", url);
+    char *bucket = NULL, *key = NULL;
+    sk_s3_stream *st = NULL;
+    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+    int rc = sk_s3_stream_open(&st, s3, bucket, key, 0, 0, err);
+    free(bucket), free(key);
+    SK_GUARD(rc);
+    *s = (sk_in_stream){.ctx = st, .read = s3_read, .close = s3_close, .size = UINT64_MAX};
+    return SK_OK;
+}
+
+/* An input's size: stat, or a HEAD for an s3:// one (which also finds a
+ * missing object before any shard is written).  UINT64_MAX for stdin. */
+static int input_size(sk_s3 *s3, const char *url, uint64_t *size, sk_error *err)
+{
+    *size = UINT64_MAX;
+    if (!strcmp(url, "-")) return SK_OK;
+    if (sk_is_s3_url(url)) {
+        char *bucket = NULL, *key = NULL;
+        sk_s3_object head;
+        SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// input needs an S3 client", url);
+        SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+        int rc = sk_s3_head(s3, bucket, key, &head, err);
+        free(bucket), free(key);
+        if (!rc) *size = head.size;
+        return rc;
+    }
+    struct stat sb;
+    SK_FAIL_IF(stat(url, &sb) != 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
+               "%s: cannot open: %s", url, strerror(errno));
+    *size = (uint64_t)sb.st_size;
+    return SK_OK;
+}
 
 /* ------------------------------------------------------------------ state */
 
@@ -316,12 +364,20 @@ static int add_to_manifest(rs *r, const char *path, const sk_index_shard_info *i
  * key by key against it instead of being written. */
 static int try_resume(rs *r, const char *path)
 {
-    char ipath[4200];
-    struct stat sb;
-    snprintf(ipath, sizeof ipath, "%s.idx", path);
-    if (stat(path, &sb) != 0 || sk_index_open(&r->rix, ipath, 0, NULL) != SK_OK) return 0;
-    const sk_index_shard_info *in = sk_index_shard(r->rix);
-    if (in->size != (uint64_t)sb.st_size || !sk_index_sample_count(r->rix) ||
+    if (sk_is_s3_url(path)) { /* object and index object agree, CRC32C included */
+        if (!sk_s3_shard_sound(r->o->s3, path, &r->rix)) return 0;
+    } else {
+        char ipath[4200];
+        struct stat sb;
+        snprintf(ipath, sizeof ipath, "%s.idx", path);
+        if (stat(path, &sb) != 0 || sk_index_open(&r->rix, ipath, 0, NULL) != SK_OK) return 0;
+        if (sk_index_shard(r->rix)->size != (uint64_t)sb.st_size) {
+            sk_index_close(r->rix);
+            r->rix = NULL;
+            return 0;
+        }
+    }
+    if (!sk_index_sample_count(r->rix) ||
         (r->target && sk_index_sample_count(r->rix) != r->target)) {
         sk_index_close(r->rix);
         r->rix = NULL;
@@ -533,7 +589,7 @@ static la_ssize_t la_read(struct archive *a, void *ctx, const void **out)
 static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_error *err)
 {
     struct la_ctx c = {.r = r, .err = err};
-    SK_GUARD(sk_in_open(&c.in, url, err));
+    SK_GUARD(sk_is_s3_url(url) ? s3_in_open(r->o->s3, &c.in, url, err) : sk_in_open(&c.in, url, err));
     struct archive *a = archive_read_new();
     int rc = SK_OK;
     c.buf = malloc(IN_BUF);
@@ -653,7 +709,7 @@ done:
 /* ---------------------------------------------------------------- inputs */
 
 /* Expands the user's inputs (brace patterns; manifests -> their shards). */
-static int expand_inputs(const char *const *in, size_t n, char ***out, size_t *nout,
+static int expand_inputs(sk_s3 *s3, const char *const *in, size_t n, char ***out, size_t *nout,
                          sk_error *err)
 {
     char **list = NULL;
@@ -665,9 +721,11 @@ static int expand_inputs(const char *const *in, size_t n, char ***out, size_t *n
         if ((rc = sk_brace_expand(in[i], &ex, &k, err))) break;
         for (size_t j = 0; j < k && !rc; j++) {
             size_t l = strlen(ex[j]);
-            if (l > 5 && !strcmp(ex[j] + l - 5, ".json") && strncmp(ex[j], "s3://", 5)) {
+            if (l > 5 && !strcmp(ex[j] + l - 5, ".json")) {
                 sk_manifest *m;
-                if ((rc = sk_manifest_load(&m, ex[j], err))) break;
+                if ((rc = sk_is_s3_url(ex[j]) ? sk_s3_load_manifest(s3, ex[j], &m, err)
+                                              : sk_manifest_load(&m, ex[j], err)))
+                    break;
                 const char *sl = strrchr(ex[j], '/');
                 int dl = sl ? (int)(sl - ex[j]) : 0;
                 for (size_t s = 0; s < m->nshards && !rc; s++) {
@@ -746,14 +804,16 @@ static int count_samples(rs *r, char **in, size_t n, struct samp *s, sk_error *e
                    "counts while it scatters) or use --max-count");
     for (size_t i = 0; i < n && !filtered; i++) {
         char ip[4200];
-        struct stat sb;
+        uint64_t size;
         sk_index *ix;
         snprintf(ip, sizeof ip, "%s.idx", in[i]);
-        if (stat(in[i], &sb) != 0 || sk_index_open(&ix, ip, SK_INDEX_TRUST_BODY, NULL)) {
+        if (input_size(o->s3, in[i], &size, NULL) ||
+            (sk_is_s3_url(ip) ? sk_s3_load_index(o->s3, ip, &ix, NULL)
+                              : sk_index_open(&ix, ip, SK_INDEX_TRUST_BODY, NULL))) {
             filtered = 1;
             break;
         }
-        if (sk_index_shard(ix)->size == (uint64_t)sb.st_size) r->total += sk_index_sample_count(ix);
+        if (sk_index_shard(ix)->size == size) r->total += sk_index_sample_count(ix);
         else filtered = 1;
         sk_index_close(ix);
     }
@@ -781,9 +841,8 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
     r.max_size = opts->max_size ? opts->max_size : (512u << 20);
     r.max_count = opts->max_count;
     if (!opts->pattern) return sk_error_set(err, SK_E_USAGE, "no output pattern");
-    if (!strncmp(opts->pattern, "s3://", 5))
-        return sk_error_set(err, SK_E_USAGE, "%s: s3:// outputs are not supported yet",
-                            opts->pattern);
+    SK_FAIL_IF((sk_is_s3_url(opts->pattern) || sk_is_s3_url(opts->manifest)) && !opts->s3, err,
+               SK_E_USAGE, "%s: an s3:// output needs an S3 client", opts->pattern);
     if (r.to_stdout && (opts->num_shards > 1 || opts->max_count || opts->max_size || opts->resume))
         return sk_error_set(err, SK_E_USAGE, "-o - writes one tar stream: --num-shards, "
                             "--max-size, --max-count and --resume do not apply");
@@ -792,24 +851,26 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
         SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
     }
     if (!ninputs) return sk_error_set(err, SK_E_USAGE, "no input shards");
-    if ((rc = expand_inputs(inputs, ninputs, &in, &nin, err))) goto cleanup;
+    if ((rc = expand_inputs(opts->s3, inputs, ninputs, &in, &nin, err))) goto cleanup;
     r.st.inputs = nin;
-    for (size_t i = 0; i < nin; i++) {
-        struct stat sb;
-        if (strcmp(in[i], "-") && strncmp(in[i], "s3://", 5) && stat(in[i], &sb) == 0)
-            r.st.bytes_in_total += (uint64_t)sb.st_size;
+    for (size_t i = 0; i < nin && !rc; i++) { /* for the ETA and the shuffle's buckets */
+        uint64_t size;
+        if (!(rc = input_size(opts->s3, in[i], &size, err)) && size != UINT64_MAX)
+            r.st.bytes_in_total += size;
     }
+    if (rc) goto cleanup;
     if (opts->keys_file && (rc = load_keys(&r, opts->keys_file, err))) goto cleanup;
 
     if (!r.to_stdout) {
         const char *slash = strrchr(opts->pattern, '/');
         snprintf(r.mdir, sizeof r.mdir, "%.*s", slash ? (int)(slash - opts->pattern) : 0,
                  opts->pattern);
-        if (r.mdir[0] && (rc = sk_mkdirs(r.mdir, err))) goto cleanup;
+        if (r.mdir[0] && !sk_is_s3_url(r.mdir) && (rc = sk_mkdirs(r.mdir, err))) goto cleanup;
         if (opts->manifest) {
             snprintf(r.mpath, sizeof r.mpath, "%s", opts->manifest);
             const char *ms = strrchr(r.mpath, '/');
             snprintf(r.mdir, sizeof r.mdir, "%.*s", ms ? (int)(ms - r.mpath) : 0, r.mpath);
+            if (r.mdir[0] && !sk_is_s3_url(r.mdir) && (rc = sk_mkdirs(r.mdir, err))) goto cleanup;
         } else {
             snprintf(r.mpath, sizeof r.mpath, "%s%smanifest.json", r.mdir, r.mdir[0] ? "/" : "");
         }
@@ -821,6 +882,11 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
         }
     }
 
+    r.out.s3 = opts->s3, r.out.s3_part_size = opts->s3_part_size;
+    if (sk_is_s3_url(opts->pattern) && /* a killed run's unfinished uploads go first */
+        (rc = sk_sink_s3_prepare(opts->s3, opts->pattern, opts->start, opts->num_shards, opts->warn,
+                                 opts->ctx, err)))
+        goto cleanup;
     if (opts->shuffle) {
         /* scatter: every sample into a random bucket */
         if ((rc = sk_shuffler_new(&r.shuf, opts->tmp_dir, opts->seed, opts->shuffle_mem,
@@ -855,7 +921,9 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
         r.man->parts = opts->parts;
         for (size_t i = 0; i < r.man->nshards; i++) r.man->shards[i].part = opts->part;
     }
-    if (!rc && r.man) rc = sk_manifest_write(r.man, r.mpath, err);
+    if (!rc && r.man) /* last of all: a reader never sees a manifest of missing shards */
+        rc = sk_is_s3_url(r.mpath) ? sk_sink_s3_put_manifest(opts->s3, r.man, r.mpath, err)
+                                   : sk_manifest_write(r.man, r.mpath, err);
     if (!rc) progress(&r, 1);
 
 cleanup:
@@ -884,7 +952,7 @@ int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options
     /* --part: {part} in the pattern (and manifest) names this part's files */
     sk_shard_options o = *opts;
     char *pattern = NULL, *manifest = NULL;
-    if (opts->pattern && strcmp(opts->pattern, "-") && strncmp(opts->pattern, "s3://", 5)) {
+    if (opts->pattern && strcmp(opts->pattern, "-")) {
         SK_GUARD(sk_part_output_names(opts->pattern, opts->manifest, opts->part, opts->parts,
                                       &pattern, &manifest, err));
         o.pattern = pattern;

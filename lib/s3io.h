@@ -1,5 +1,5 @@
 /*
- * s3io.h - S3 as a source and a sink of pack (and later shard): the pieces
+ * s3io.h - S3 as a source and a sink of pack and shard: the pieces
  * the shared modules (catalog.c, pack.c, writer.c) call through small hooks,
  * so the logic itself stays in catalog_s3.c, fetch_s3.c and sink_s3.c.
  * Internal to libshardkit.
@@ -57,24 +57,31 @@ void sk_fetch_free(sk_catalog *c);
 
 /* -------------------------------------------------------- sink_s3.c */
 
-/* Before the first shard: checks the client, aborts multipart uploads
- * left under the planned shard names by a killed run. */
-int sk_sink_s3_prepare(sk_catalog *c, const char *pattern, uint64_t start, size_t nshards,
-                       sk_error *err);
+/* Before the first shard: checks the client, aborts the multipart uploads
+ * a killed run left under the names pattern gives shards start ..
+ * start + nshards - 1 (nshards 0: every number from start on). */
+int sk_sink_s3_prepare(sk_s3 *s3, const char *pattern, uint64_t start, size_t nshards,
+                       void (*warn)(void *, const char *), void *warn_ctx, sk_error *err);
 /* sk_shard_out's S3 flavour (writer.c calls these for s3:// names). */
 int sk_sink_s3_begin(struct sk_shard_out *o, sk_error *err);
 int sk_sink_s3_write(struct sk_shard_out *o, const struct iovec *iov, int iovcnt, sk_error *err);
 int sk_sink_s3_finish(struct sk_shard_out *o, sk_index_shard_info *info, sk_error *err);
 void sk_sink_s3_abort(struct sk_shard_out *o);
-/* --resume: the shard object and its index object exist, the index holds
- * count samples from first_key to last_key, records the object's size,
- * and the object's CRC32C equals the recorded one.  1 keep, 0 redo. */
-int sk_sink_s3_matches(sk_catalog *c, const char *url, uint64_t count, const char *first_key,
+/* --resume: 1 when the shard object and its index object ("URL.idx")
+ * exist, the index is sound and not empty, records the object's size, and
+ * the object's CRC32C equals the recorded one; *out is then the index. */
+int sk_s3_shard_sound(sk_s3 *s3, const char *url, sk_index **out);
+/* sk_s3_shard_sound, and the index holds count samples from first_key to
+ * last_key.  1 keep (info filled), 0 redo. */
+int sk_sink_s3_matches(sk_s3 *s3, const char *url, uint64_t count, const char *first_key,
                        size_t first_len, const char *last_key, size_t last_len,
                        sk_index_shard_info *info);
 /* Counts a kept shard's extensions from its index object. */
-int sk_sink_s3_count_exts(sk_catalog *c, const char *url, sk_manifest *man, sk_error *err);
+int sk_sink_s3_count_exts(sk_s3 *s3, const char *url, sk_manifest *man, sk_error *err);
 /* Writes the manifest as an object (the last one of a run). */
-int sk_sink_s3_put_manifest(sk_catalog *c, sk_manifest *man, const char *url, sk_error *err);
+int sk_sink_s3_put_manifest(sk_s3 *s3, sk_manifest *man, const char *url, sk_error *err);
+/* Reads a manifest or an index object (SK_E_NOTFOUND when missing). */
+int sk_s3_load_manifest(sk_s3 *s3, const char *url, sk_manifest **m, sk_error *err);
+int sk_s3_load_index(sk_s3 *s3, const char *url, sk_index **out, sk_error *err);
 
 #endif

@@ -41,7 +41,14 @@ int sk_stream_pread(int fd, uint64_t off, void *buf, size_t n, size_t *got, cons
 static int file_read(sk_stream *s, void *dst, size_t n, size_t *got, sk_error *err)
 {
     for (;;) {
-        ssize_t k = read(s->fd, dst, n);
+        ssize_t k;
+        if (s->src) {
+            size_t g = 0;
+            SK_GUARD(s->src(s->src_ctx, dst, n, &g, err));
+            k = (ssize_t)g;
+        } else {
+            k = read(s->fd, dst, n);
+        }
         if (k < 0 && errno == EINTR) continue;
         SK_FAIL_IF(k < 0, err, SK_E_IO, "%s: read failed: %s", s->path, strerror(errno));
         s->file_crc = sk_crc32c(s->file_crc, dst, (size_t)k);
@@ -61,14 +68,9 @@ static la_ssize_t archive_cb(struct archive *a, void *ctx, const void **out)
     return (la_ssize_t)got;
 }
 
-int sk_stream_open(sk_stream *s, int fd, const char *path, sk_stream_kind kind, sk_error *err)
+static int stream_init(sk_stream *s, sk_stream_kind kind, sk_error *err)
 {
-    memset(s, 0, sizeof *s);
-    s->fd = fd;
-    s->path = path;
-    s->kind = kind;
-    if (kind == SK_STREAM_PREAD) return SK_OK;
-    SK_FAIL_IF(lseek(fd, 0, SEEK_SET) < 0, err, SK_E_IO, "%s: %s", path, strerror(errno));
+    const char *path = s->path;
     s->buf = sk_xmalloc(SK_STREAM_BUF, err);
     if (!s->buf) return SK_E_NOMEM;
     if (kind == SK_STREAM_PLAIN) return SK_OK;
@@ -90,6 +92,30 @@ int sk_stream_open(sk_stream *s, int fd, const char *path, sk_stream_kind kind, 
                         : sk_error_set(err, SK_E_CORRUPT, "%s: %s", path,
                                        archive_error_string(s->a));
     return SK_OK;
+}
+
+int sk_stream_open(sk_stream *s, int fd, const char *path, sk_stream_kind kind, sk_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->fd = fd;
+    s->path = path;
+    s->kind = kind;
+    if (kind == SK_STREAM_PREAD) return SK_OK;
+    SK_FAIL_IF(lseek(fd, 0, SEEK_SET) < 0, err, SK_E_IO, "%s: %s", path, strerror(errno));
+    return stream_init(s, kind, err);
+}
+
+int sk_stream_open_src(sk_stream *s, sk_stream_src src, void *ctx, const char *path,
+                       sk_stream_kind kind, sk_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->fd = -1;
+    s->src = src;
+    s->src_ctx = ctx;
+    s->path = path;
+    s->kind = kind;
+    SK_FAIL_IF(kind == SK_STREAM_PREAD, err, SK_E_USAGE, "%s: not a file: no random access", path);
+    return stream_init(s, kind, err);
 }
 
 void sk_stream_close(sk_stream *s)

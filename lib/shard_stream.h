@@ -1,7 +1,8 @@
 /*
- * shard_stream.h - reads a local shard file as a tar byte stream, for the
- * modules that walk a shard's tar headers (indexer.c, verify.c); internal,
- * never installed.
+ * shard_stream.h - reads a shard as a tar byte stream, for the modules that
+ * walk a shard's tar headers (indexer.c, verify.c): a local file, or any
+ * sequential source (an S3 object's streaming GET); internal, never
+ * installed.
  *
  * A shard is a plain tar, a tar compressed with any filter libarchive reads
  * (gzip, bzip2, xz, lz4, zstd: opened as libarchive's "raw" format), or a
@@ -31,9 +32,15 @@ typedef enum {
     SK_STREAM_PREAD    /* uncompressed tar, random access, no CRC */
 } sk_stream_kind;
 
+/* A sequential source of the file's bytes: up to n into dst, *got = 0 at
+ * the end. */
+typedef int (*sk_stream_src)(void *ctx, void *dst, size_t n, size_t *got, sk_error *err);
+
 typedef struct sk_stream {
     sk_stream_kind kind;
-    int fd;            /* not owned */
+    int fd;            /* not owned; -1 with a source */
+    sk_stream_src src; /* instead of fd when set */
+    void *src_ctx;
     const char *path;  /* for messages */
     uint32_t file_crc; /* of every file byte read so far */
     uint64_t file_read;
@@ -61,6 +68,11 @@ int sk_stream_pread(int fd, uint64_t off, void *buf, size_t n, size_t *got, cons
 /* Starts reading fd (from offset 0) as kind.  s is zeroed first; call
  * sk_stream_close on it whatever this returns. */
 int sk_stream_open(sk_stream *s, int fd, const char *path, sk_stream_kind kind, sk_error *err);
+
+/* The same over a sequential source, read from its first byte (any kind
+ * but SK_STREAM_PREAD). */
+int sk_stream_open_src(sk_stream *s, sk_stream_src src, void *ctx, const char *path,
+                       sk_stream_kind kind, sk_error *err);
 
 /* sk_tar_src read_at over an sk_stream (ctx). */
 int sk_stream_read_at(void *ctx, uint64_t pos, void *dst, size_t n, size_t *got, sk_error *err);

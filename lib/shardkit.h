@@ -669,16 +669,17 @@ int sk_reader_write_tar_end(int fd, const char *fd_name, sk_error *err);
  * shuffle, filters, other compression.  Inputs are read through sk_in_open
  * (libarchive parses them: tar, .tar.gz/.bz2/.xz/.zst, zip, 7z, cpio). */
 
-/* A sequential byte stream an input is read from: a local file or stdin
- * now; the S3 client plugs in by replacing sk_in_open.  read fills up to
- * cap bytes, *got = 0 at the end. */
+/* A sequential byte stream an input is read from.  s3:// inputs are read
+ * through sk_shard_options.s3; every other input through sk_in_open (a
+ * local file, or stdin for "-"), which a caller may replace to add a
+ * source.  read fills up to cap bytes, *got = 0 at the end. */
 typedef struct sk_in_stream {
     void *ctx;
     int (*read)(void *ctx, void *buf, size_t cap, size_t *got, sk_error *err);
     void (*close)(void *ctx);
     uint64_t size; /* bytes when known (a local file), else UINT64_MAX */
 } sk_in_stream;
-/* Opens url ("-" = stdin); s3:// gives SK_E_USAGE "not supported yet". */
+/* Opens url ("-" = stdin). */
 typedef int (*sk_in_open_fn)(sk_in_stream *s, const char *url, sk_error *err);
 extern sk_in_open_fn sk_in_open;
 
@@ -716,10 +717,12 @@ typedef struct sk_shard_options {
     int compress_level;    /* zstd level 1..22 (.tar.zst, seekable); 0 = none */
     uint64_t mtime;        /* mtime in every header (default 0) */
     int resume;            /* keep complete shards an earlier run wrote */
-    int part, parts;       /* --part I/N: needs lib/part.c (issue 7); parts=0 */
+    int part, parts;       /* --part I/N (parts 0: off) */
     void (*warn)(void *ctx, const char *msg);
     void (*progress)(void *ctx, const sk_shard_stats *stats); /* ~2/s + at end */
     void *ctx;
+    sk_s3 *s3;             /* client for s3:// inputs, outputs and manifest */
+    uint64_t s3_part_size; /* multipart part size of shard uploads; 0 = 8 MiB */
 } sk_shard_options;
 
 /* Reads every input (a shard path, a brace pattern, a manifest.json, or
@@ -756,6 +759,7 @@ typedef struct sk_verify_options {
     int jobs;                      /* JPEG decoding threads; 0 = cores */
     void (*report)(void *ctx, const sk_verify_problem *p);
     void *ctx;
+    sk_s3 *s3;                     /* client for s3:// targets */
 } sk_verify_options;
 
 typedef struct sk_verify_stats {
@@ -764,9 +768,10 @@ typedef struct sk_verify_stats {
 } sk_verify_stats;
 
 /* Verifies each target (a shard, a brace pattern, or a manifest.json and
- * all its shards).  Returns SK_OK when the check ran (stats->errors says
- * whether problems were found), or an error for a usage or I/O failure
- * (unreadable target, s3:// not supported yet). */
+ * all its shards; local or s3://, an object always read whole so its
+ * CRC32C is checked).  Returns SK_OK when the check ran (stats->errors
+ * says whether problems were found), or an error for a usage, I/O or
+ * network failure (unreadable target, no S3 client for s3://). */
 int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opts,
               sk_verify_stats *stats, sk_error *err);
 

@@ -143,68 +143,83 @@ void sk_sink_s3_abort(sk_shard_out *o)
 /* ------------------------------------------------------- before a run */
 
 struct orphans {
-    char **found_key, **found_id;
-    size_t nfound, cap;
+    sk_s3 *s3;
+    const char *bucket, *pattern; /* pattern: the key part of the s3:// pattern */
+    uint64_t start, end;          /* shard numbers this run may write */
+    void (*warn)(void *, const char *);
+    void *warn_ctx;
 };
+
+/* The number n for which the pattern gives name, if any: the name must be
+ * the pattern's text before and after its integer field around a run of
+ * digits, and formatting n must give the name back (widths, zeros). */
+static int pattern_number(const char *pattern, const char *name, uint64_t *n)
+{
+    char pre[2048], post[2048], back[2100];
+    size_t pl = 0, ql = 0;
+    const char *p = pattern;
+    for (; *p && pl + 1 < sizeof pre; p++) { /* the text before the field */
+        if (*p == '%' && p[1] != '%') break;
+        pre[pl++] = *p;
+        if (*p == '%') p++;
+    }
+    if (*p != '%') return 0;
+    p += strspn(p + 1, "0123456789l") + 2; /* past "%", flags, width, 'l's and the conversion */
+    int hex = p[-1] == 'x';
+    for (; *p && ql + 1 < sizeof post; p++) {
+        post[ql++] = *p;
+        if (*p == '%') p++;
+    }
+    size_t nl = strlen(name);
+    if (nl <= pl + ql || memcmp(name, pre, pl) || memcmp(name + nl - ql, post, ql)) return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(name + pl, &end, hex ? 16 : 10);
+    if (errno || end != name + nl - ql || name[pl] == '-' || name[pl] == '+') return 0;
+    if (sk_shard_name(pattern, v, back, sizeof back, NULL) || strcmp(back, name)) return 0;
+    *n = v;
+    return 1;
+}
 
 static int on_upload(void *ud, const char *key, const char *upload_id)
 {
     struct orphans *o = ud;
-    if (o->nfound == o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 16;
-        char **a = realloc(o->found_key, cap * sizeof *a), **b;
-        if (!a) return 1;
-        o->found_key = a;
-        if (!(b = realloc(o->found_id, cap * sizeof *b))) return 1;
-        o->found_id = b;
-        o->cap = cap;
+    uint64_t n;
+    if (!pattern_number(o->pattern, key, &n) || n < o->start || n >= o->end) return 0;
+    /* a killed run's upload of one of our shards: never completed, never
+     * will be; its parts would be billed forever */
+    sk_error e = SK_ERROR_INIT;
+    if (sk_s3_abort_upload(o->s3, o->bucket, key, upload_id, &e) && o->warn) {
+        char msg[SK_ERROR_MAX + 100];
+        snprintf(msg, sizeof msg, "cannot abort an unfinished upload: %s", e.msg);
+        o->warn(o->warn_ctx, msg);
     }
-    o->found_key[o->nfound] = strdup(key);
-    o->found_id[o->nfound] = strdup(upload_id);
-    o->nfound++;
     return 0;
 }
 
-int sk_sink_s3_prepare(sk_catalog *c, const char *pattern, uint64_t start, size_t nshards,
-                       sk_error *err)
+int sk_sink_s3_prepare(sk_s3 *s3, const char *pattern, uint64_t start, size_t nshards,
+                       void (*warn)(void *, const char *), void *warn_ctx, sk_error *err)
 {
-    SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "%s: an s3:// output needs an S3 client", pattern);
+    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// output needs an S3 client", pattern);
     char *bucket = NULL, *key = NULL;
     SK_GUARD(sk_s3_parse_url(pattern, &bucket, &key, err));
     char *slash = strrchr(key, '/');
     char prefix[2048];
     snprintf(prefix, sizeof prefix, "%.*s", slash ? (int)(slash - key + 1) : 0, key);
-    struct orphans o = {NULL, NULL, 0, 0};
+    struct orphans o = {s3, bucket, key, start, nshards ? start + nshards : UINT64_MAX, warn,
+                        warn_ctx};
     sk_error e = SK_ERROR_INIT;
-    int rc = sk_s3_list_uploads(c->s3, bucket, prefix, on_upload, &o, &e);
-    if (rc && c->warn) { /* not fatal: the run itself does not need it */
+    if (sk_s3_list_uploads(s3, bucket, prefix, on_upload, &o, &e) && warn) {
+        /* not fatal: the run itself does not need it */
         char msg[SK_ERROR_MAX + 100];
         snprintf(msg, sizeof msg, "s3://%s/%s: cannot list unfinished uploads: %s", bucket, prefix, e.msg);
-        c->warn(c->warn_ctx, msg);
+        warn(warn_ctx, msg);
     }
-    for (size_t i = 0; i < o.nfound; i++) {
-        if (!o.found_key[i] || !o.found_id[i]) continue;
-        for (size_t k = 0; k < nshards; k++) {
-            char name[4200];
-            if (sk_shard_name(pattern, start + k, name, sizeof name, NULL)) break;
-            if (strcmp(name + 5 + strlen(bucket) + 1, o.found_key[i])) continue;
-            /* a killed run's upload of one of our shards: never completed,
-             * never will be; its parts would be billed forever */
-            if (sk_s3_abort_upload(c->s3, bucket, o.found_key[i], o.found_id[i], &e) && c->warn) {
-                char msg[SK_ERROR_MAX + 100];
-                snprintf(msg, sizeof msg, "cannot abort an unfinished upload: %s", e.msg);
-                c->warn(c->warn_ctx, msg);
-            }
-            break;
-        }
-        free(o.found_key[i]), free(o.found_id[i]);
-    }
-    free(o.found_key), free(o.found_id);
     free(bucket), free(key);
     return SK_OK;
 }
 
-/* ------------------------------------------------------------- resume */
+/* ------------------------------------------- manifests and indexes as objects */
 
 static int get_object(sk_s3 *s3, const char *bucket, const char *key, sk_s3_buf *out, sk_error *err)
 {
@@ -219,28 +234,35 @@ static int crc_sink(void *ud, const void *data, size_t len)
     return 0;
 }
 
-int sk_sink_s3_matches(sk_catalog *c, const char *url, uint64_t count, const char *first_key,
-                       size_t first_len, const char *last_key, size_t last_len,
-                       sk_index_shard_info *info)
+int sk_s3_load_index(sk_s3 *s3, const char *url, sk_index **out, sk_error *err)
 {
-    char *bucket = NULL, *key = NULL, ikey[2048];
+    char *bucket = NULL, *key = NULL;
     sk_s3_buf blob = {0};
+    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: no S3 client", url);
+    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+    int rc = get_object(s3, bucket, key, &blob, err);
+    if (!rc && !blob.p && !(blob.p = malloc(1))) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (!rc) { /* the index keeps the bytes */
+        rc = sk_index_adopt(out, blob.p, blob.len, url, err);
+        blob.p = NULL;
+    }
+    sk_s3_buf_free(&blob);
+    free(bucket), free(key);
+    return rc;
+}
+
+int sk_s3_shard_sound(sk_s3 *s3, const char *url, sk_index **out)
+{
+    char *bucket = NULL, *key = NULL, iurl[4200];
     sk_index *ix = NULL;
     sk_s3_object head;
-    sk_sample_ref first, last;
     int ok = 0;
-    if (!c->s3 || sk_s3_parse_url(url, &bucket, &key, NULL)) goto out;
-    snprintf(ikey, sizeof ikey, "%s.idx", key);
-    if (sk_s3_head(c->s3, bucket, key, &head, NULL)) goto out;
-    if (get_object(c->s3, bucket, ikey, &blob, NULL) || !blob.len) goto out;
-    if (sk_index_from_memory(&ix, blob.p, blob.len, ikey, 0, NULL)) goto out;
+    *out = NULL;
+    if (!s3 || sk_s3_parse_url(url, &bucket, &key, NULL)) goto out;
+    snprintf(iurl, sizeof iurl, "%s.idx", url);
+    if (sk_s3_head(s3, bucket, key, &head, NULL) || sk_s3_load_index(s3, iurl, &ix, NULL)) goto out;
     const sk_index_shard_info *in = sk_index_shard(ix);
-    if (in->size != head.size || sk_index_sample_count(ix) != count || !count ||
-        sk_index_sample(ix, 0, &first, NULL) || sk_index_sample(ix, count - 1, &last, NULL))
-        goto out;
-    if (first.key_len != first_len || memcmp(first.key, first_key, first_len) ||
-        last.key_len != last_len || memcmp(last.key, last_key, last_len))
-        goto out;
+    if (in->size != head.size || !sk_index_sample_count(ix)) goto out;
     /* A single-PUT object's HEAD carries its full CRC32C; a multipart
      * one's (ETag "...-N") a composite, or with some servers neither. */
     if (head.crc32c[0] && !strchr(head.crc32c, '-') && !strchr(head.etag, '-')) {
@@ -250,45 +272,67 @@ int sk_sink_s3_matches(sk_catalog *c, const char *url, uint64_t count, const cha
     }
     if (!ok) {
         uint32_t crc = 0;
-        ok = !sk_s3_get_cb(c->s3, bucket, key, 0, 0, crc_sink, &crc, NULL) && crc == in->crc32c;
+        ok = !sk_s3_get_cb(s3, bucket, key, 0, 0, crc_sink, &crc, NULL) && crc == in->crc32c;
     }
-    if (ok) *info = *in;
 out:
-    sk_index_close(ix);
-    sk_s3_buf_free(&blob);
+    if (ok) *out = ix;
+    else sk_index_close(ix);
     free(bucket), free(key);
     return ok;
 }
 
-int sk_sink_s3_count_exts(sk_catalog *c, const char *url, sk_manifest *man, sk_error *err)
+int sk_sink_s3_matches(sk_s3 *s3, const char *url, uint64_t count, const char *first_key,
+                       size_t first_len, const char *last_key, size_t last_len,
+                       sk_index_shard_info *info)
 {
-    char *bucket = NULL, *key = NULL, ikey[2048];
-    sk_s3_buf blob = {0};
+    sk_index *ix;
+    sk_sample_ref first, last;
+    if (!sk_s3_shard_sound(s3, url, &ix)) return 0;
+    int ok = sk_index_sample_count(ix) == count && !sk_index_sample(ix, 0, &first, NULL) &&
+             !sk_index_sample(ix, count - 1, &last, NULL) && first.key_len == first_len &&
+             !memcmp(first.key, first_key, first_len) && last.key_len == last_len &&
+             !memcmp(last.key, last_key, last_len);
+    if (ok) *info = *sk_index_shard(ix);
+    sk_index_close(ix);
+    return ok;
+}
+
+int sk_sink_s3_count_exts(sk_s3 *s3, const char *url, sk_manifest *man, sk_error *err)
+{
+    char iurl[4200];
     sk_index *ix = NULL;
-    SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "%s: no S3 client", url);
-    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
-    snprintf(ikey, sizeof ikey, "%s.idx", key);
-    int rc = get_object(c->s3, bucket, ikey, &blob, err);
-    if (!rc) rc = sk_index_from_memory(&ix, blob.p ? blob.p : "", blob.len, ikey, 0, err);
+    snprintf(iurl, sizeof iurl, "%s.idx", url);
+    int rc = sk_s3_load_index(s3, iurl, &ix, err);
     for (uint64_t i = 0; !rc && i < sk_index_member_count(ix); i++) {
         sk_member_ref m;
         if (!(rc = sk_index_member(ix, i, &m, err))) rc = sk_manifest_count_ext(man, m.ext, m.ext_len, 1, err);
     }
     sk_index_close(ix);
-    sk_s3_buf_free(&blob);
-    free(bucket), free(key);
     return rc;
 }
 
-int sk_sink_s3_put_manifest(sk_catalog *c, sk_manifest *man, const char *url, sk_error *err)
+int sk_sink_s3_put_manifest(sk_s3 *s3, sk_manifest *man, const char *url, sk_error *err)
 {
-    SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "%s: no S3 client", url);
+    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: no S3 client", url);
     char *bucket = NULL, *key = NULL, tmp[4200];
     SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
     scratch_name(tmp, sizeof tmp, "manifest");
     int rc = sk_manifest_write(man, tmp, err);
-    if (!rc) rc = put_file(c->s3, tmp, bucket, key, err);
+    if (!rc) rc = put_file(s3, tmp, bucket, key, err);
     unlink(tmp);
+    free(bucket), free(key);
+    return rc;
+}
+
+int sk_s3_load_manifest(sk_s3 *s3, const char *url, sk_manifest **m, sk_error *err)
+{
+    char *bucket = NULL, *key = NULL;
+    sk_s3_buf text = {0};
+    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: no S3 client", url);
+    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+    int rc = get_object(s3, bucket, key, &text, err);
+    if (!rc) rc = sk_manifest_parse(m, text.p ? text.p : "", text.len, url, err);
+    sk_s3_buf_free(&text);
     free(bucket), free(key);
     return rc;
 }

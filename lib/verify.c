@@ -12,8 +12,15 @@
  * are compared with the index sidecar, the manifest's entry, and across
  * shards for duplicate and split keys.  --jpeg decodes JPEG members with
  * libjpeg-turbo on --jobs threads (pread from plain tars).
+ *
+ * An s3:// shard (or a manifest whose shards are objects) goes through the
+ * same checks: a HEAD gives its size, a ranged GET its first block, and it
+ * is streamed whole through one GET, so its CRC32C is always compared with
+ * the index's and the manifest's: that is what finds a remote object that
+ * differs from the dataset it belongs to.
  */
 #include "internal.h"
+#include "s3io.h"
 #include "shard_stream.h"
 #include "tar.h"
 #include "verify_int.h"
@@ -219,19 +226,38 @@ static int add_entry(vstate *v, uint32_t shard, const sk_tar_entry *e, sk_error 
 
 /* ------------------------------------------------------------- the index */
 
-static void check_index(vstate *v, const char *name, const sk_index_shard_info *actual,
-                        int have_crc, int walked_all)
+/* The sidecar "NAME.idx" into *ix, or *ix = NULL when there is none
+ * (shards made by others need not have one) or it is refused (a problem
+ * reported).  Errors are for what stops the check: I/O, network, memory. */
+static int load_index(vstate *v, const char *name, char *ip, size_t cap, sk_index **ix,
+                      sk_error *err)
+{
+    struct stat sb;
+    sk_error e = SK_ERROR_INIT;
+    int rc;
+    *ix = NULL;
+    snprintf(ip, cap, "%s.idx", name);
+    if (!sk_is_s3_url(ip)) {
+        if (stat(ip, &sb) != 0) return SK_OK;
+        rc = sk_index_open(ix, ip, 0, &e);
+    } else {
+        rc = sk_s3_load_index(v->o->s3, ip, ix, &e);
+        if (rc == SK_E_NOTFOUND) return SK_OK;
+        if (rc && rc != SK_E_CORRUPT && rc != SK_E_MISMATCH && rc != SK_E_INPUT)
+            return *err = e, rc;
+    }
+    if (rc) problem(v, 0, "index", name, 0, NULL, 0, "%s", e.msg);
+    return SK_OK;
+}
+
+static int check_index(vstate *v, const char *name, const sk_index_shard_info *actual,
+                       int have_crc, int walked_all, sk_error *err)
 {
     char ip[4200];
     sk_index *ix;
+    SK_GUARD(load_index(v, name, ip, sizeof ip, &ix, err));
+    if (!ix) return SK_OK;
     sk_error e = SK_ERROR_INIT;
-    struct stat sb;
-    snprintf(ip, sizeof ip, "%s.idx", name);
-    if (stat(ip, &sb) != 0) return; /* shards made by others need not have one */
-    if (sk_index_open(&ix, ip, 0, &e)) {
-        problem(v, 0, "index", name, 0, NULL, 0, "%s", e.msg);
-        return;
-    }
     const sk_index_shard_info *in = sk_index_shard(ix);
     int reports = 0;
 #define IXBAD(off, key, klen, ...)                                                   \
@@ -244,7 +270,7 @@ static void check_index(vstate *v, const char *name, const sk_index_shard_info *
               (unsigned long long)in->size, in->first_block_crc32c,
               (unsigned long long)actual->size, actual->first_block_crc32c);
         sk_index_close(ix);
-        return;
+        return SK_OK;
     }
     int crcs = have_crc && !(in->flags & SK_INDEX_NO_CRC);
     if (crcs && in->crc32c != actual->crc32c)
@@ -298,6 +324,73 @@ static void check_index(vstate *v, const char *name, const sk_index_shard_info *
                 reports - MAX_INDEX_REPORTS);
 #undef IXBAD
     sk_index_close(ix);
+    return SK_OK;
+}
+
+/* ------------------------------------------------------------ the source */
+
+/* Where a shard's bytes come from: a local file (random access through
+ * fd), or an S3 object read in order through streaming GETs. */
+struct vsrc {
+    const char *name;
+    int fd;
+    sk_s3 *s3;
+    char *bucket, *key;
+    sk_s3_stream *st; /* the GET feeding the current sk_stream */
+    uint64_t size;
+};
+
+/* Opens name; SK_E_NOTFOUND (with a message) when it does not exist. */
+static int src_open(struct vsrc *f, sk_s3 *s3, const char *name, sk_error *err)
+{
+    *f = (struct vsrc){.name = name, .fd = -1, .s3 = s3};
+    if (!sk_is_s3_url(name)) {
+        struct stat sb;
+        f->fd = open(name, O_RDONLY | O_CLOEXEC);
+        SK_FAIL_IF(f->fd < 0 || fstat(f->fd, &sb) != 0, err,
+                   errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s", name,
+                   strerror(errno));
+        f->size = (uint64_t)sb.st_size;
+        return SK_OK;
+    }
+    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// target needs an S3 client", name);
+    sk_s3_object head;
+    SK_GUARD(sk_s3_parse_url(name, &f->bucket, &f->key, err));
+    SK_GUARD(sk_s3_head(s3, f->bucket, f->key, &head, err));
+    f->size = head.size;
+    return SK_OK;
+}
+
+static int src_first_block(struct vsrc *f, unsigned char *buf, size_t *got, sk_error *err)
+{
+    *got = 0;
+    if (f->fd >= 0) return sk_stream_pread(f->fd, 0, buf, SK_TAR_BLOCK, got, f->name, err);
+    if (!f->size) return SK_OK;
+    return sk_s3_get(f->s3, f->bucket, f->key, 0, f->size < SK_TAR_BLOCK ? f->size : SK_TAR_BLOCK,
+                     buf, SK_TAR_BLOCK, got, err);
+}
+
+static int src_read(void *ctx, void *dst, size_t n, size_t *got, sk_error *err)
+{
+    return sk_s3_stream_read(((struct vsrc *)ctx)->st, dst, n, got, err);
+}
+
+/* Starts a pass over the whole shard as kind (SK_STREAM_PREAD: local only). */
+static int src_stream(struct vsrc *f, sk_stream *s, sk_stream_kind kind, sk_error *err)
+{
+    if (f->fd >= 0) return sk_stream_open(s, f->fd, f->name, kind, err);
+    memset(s, 0, sizeof *s);
+    sk_s3_stream_close(f->st);
+    f->st = NULL;
+    SK_GUARD(sk_s3_stream_open(&f->st, f->s3, f->bucket, f->key, 0, 0, err));
+    return sk_stream_open_src(s, src_read, f, f->name, kind, err);
+}
+
+static void src_close(struct vsrc *f)
+{
+    if (f->fd >= 0) close(f->fd);
+    sk_s3_stream_close(f->st);
+    free(f->bucket), free(f->key);
 }
 
 /* ------------------------------------------------------------------ JPEG */
@@ -348,13 +441,16 @@ static void *jpeg_worker(void *arg)
     return NULL;
 }
 
-/* Decodes the collected JPEG members: in parallel from a plain tar, in
- * order through a second stream pass from a compressed one. */
-static int check_jpegs(vstate *v, int fd, const char *name, int compressed, sk_error *err)
+/* Decodes the collected JPEG members: in parallel from a local plain tar,
+ * in order through a second stream pass from a compressed one or an
+ * object. */
+static int check_jpegs(vstate *v, struct vsrc *f, int compressed, sk_error *err)
 {
+    const char *name = f->name;
+    int fd = f->fd;
     if (!v->njobs) return SK_OK;
     v->st.jpegs += v->njobs;
-    if (!compressed) {
+    if (!compressed && fd >= 0) {
         int n = v->o->jobs > 0 ? v->o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
         if (n < 1) n = 1;
         if ((size_t)n > v->njobs) n = (int)v->njobs;
@@ -370,7 +466,7 @@ static int check_jpegs(vstate *v, int fd, const char *name, int compressed, sk_e
         pthread_mutex_destroy(&c.mu);
     } else {
         sk_stream s;
-        int rc = sk_stream_open(&s, fd, name, SK_STREAM_ARCHIVE, err);
+        int rc = src_stream(f, &s, compressed ? SK_STREAM_ARCHIVE : SK_STREAM_PLAIN, err);
         unsigned char *buf = NULL;
         size_t cap = 0;
         for (size_t i = 0; !rc && i < v->njobs; i++) {
@@ -460,42 +556,43 @@ struct expect { /* what a manifest says of a shard */
 
 static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk_error *err)
 {
-    SK_FAIL_IF(!strncmp(name, "s3://", 5), err, SK_E_USAGE,
-               "%s: s3:// objects are not supported yet (local files only)", name);
-    int fd = open(name, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && ex && ex->have && errno == ENOENT) {
+    struct vsrc f;
+    sk_error oerr = SK_ERROR_INIT;
+    int orc = src_open(&f, v->o->s3, name, &oerr);
+    if (orc == SK_E_NOTFOUND && ex && ex->have) {
         problem(v, 0, "manifest", ex->manifest, 0, NULL, 0, "shard %s is missing", name);
+        src_close(&f);
         return SK_OK;
     }
-    SK_FAIL_IF(fd < 0, err, SK_E_IO, "%s: cannot open: %s", name, strerror(errno));
+    if (orc) {
+        src_close(&f);
+        return *err = oerr, orc;
+    }
     SK_GUARD(sk_grow((void **)&v->shards, &v->cap_shards, v->nshards + 1, sizeof *v->shards, err));
     uint32_t shard = (uint32_t)v->nshards;
     v->shards[v->nshards++] = strdup(name);
     v->ns = v->nm = v->npool = v->njobs = 0;
-    struct stat sb;
     unsigned char first[SK_TAR_BLOCK];
     size_t nfirst = 0;
     int rc = SK_OK;
     sk_stream s = {0};
     sk_tar_reader r;
     int have_reader = 0;
-    if (fstat(fd, &sb) != 0 || (rc = sk_stream_pread(fd, 0, first, sizeof first, &nfirst, name, err))) {
-        if (!rc) rc = sk_error_set(err, SK_E_IO, "%s: %s", name, strerror(errno));
-        goto out;
-    }
-    /* compressed shards, zstd too, are all read through libarchive */
+    if ((rc = src_first_block(&f, first, &nfirst, err))) goto out;
+    /* compressed shards, zstd too, are all read through libarchive; an
+     * object is streamed whole (a pread costs a request there) */
     sk_stream_kind detected = sk_stream_detect(first, nfirst);
     int compressed = detected != SK_STREAM_PLAIN;
-    int deep = (v->o->flags & SK_VERIFY_DEEP) != 0;
+    int deep = (v->o->flags & SK_VERIFY_DEEP) != 0 || f.fd < 0;
     sk_stream_kind mode = compressed ? SK_STREAM_ARCHIVE : deep ? SK_STREAM_PLAIN : SK_STREAM_PREAD;
     int zstd = detected == SK_STREAM_ZSTD;
-    sk_index_shard_info actual = {.size = (uint64_t)sb.st_size,
+    sk_index_shard_info actual = {.size = f.size,
                                   .first_block_crc32c = sk_crc32c(0, first, nfirst),
                                   .flags = zstd ? SK_INDEX_ZSTD : 0};
     v->st.shards++;
-    v->st.bytes += (uint64_t)sb.st_size;
+    v->st.bytes += f.size;
     sk_error oe = SK_ERROR_INIT;
-    if ((rc = sk_stream_open(&s, fd, name, mode, &oe))) {
+    if ((rc = src_stream(&f, &s, mode, &oe))) {
         if (rc == SK_E_CORRUPT) {
             problem(v, 0, kind_of(oe.msg), name, 0, NULL, 0, "%s", oe.msg);
             rc = SK_OK;
@@ -505,7 +602,7 @@ static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk
         goto out;
     }
     sk_tar_src src = {.ctx = &s, .read_at = sk_stream_read_at, .name = name,
-                      .size = compressed ? UINT64_MAX : (uint64_t)sb.st_size};
+                      .size = compressed ? UINT64_MAX : f.size};
     sk_tar_reader_init(&r, &src, deep || compressed ? SK_TAR_CRC : 0);
     have_reader = 1;
     int walked_all = 0;
@@ -540,7 +637,7 @@ static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk
         actual.crc32c = s.file_crc;
         have_crc = 1;
     }
-    check_index(v, name, &actual, have_crc, walked_all);
+    if ((rc = check_index(v, name, &actual, have_crc, walked_all, err))) goto out;
     if (ex && ex->have) {
         if (ex->bytes != actual.size)
             problem(v, 0, "manifest", name, 0, NULL, 0, "%llu bytes, the manifest says %llu",
@@ -552,11 +649,14 @@ static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk
             problem(v, 0, "manifest", name, 0, NULL, 0, "CRC32C %08x, the manifest says %08x",
                     actual.crc32c, ex->crc32c);
     }
-    if (v->o->flags & SK_VERIFY_JPEG) rc = check_jpegs(v, fd, name, compressed, err);
+    if (v->o->flags & SK_VERIFY_JPEG) {
+        sk_stream_close(&s); /* its GET, for an object, before the JPEG pass opens another */
+        rc = check_jpegs(v, &f, compressed, err);
+    }
 out:
     if (have_reader) sk_tar_reader_release(&r);
     sk_stream_close(&s);
-    close(fd);
+    src_close(&f);
     return rc;
 }
 
@@ -614,7 +714,10 @@ static int verify_manifest(vstate *v, const char *path, sk_error *err)
 {
     sk_manifest *m;
     sk_error me = SK_ERROR_INIT;
-    int rc = sk_manifest_load(&m, path, &me);
+    int rc = sk_is_s3_url(path) ? (v->o->s3 ? sk_s3_load_manifest(v->o->s3, path, &m, &me)
+                                            : sk_error_set(&me, SK_E_USAGE, "%s: an s3:// target "
+                                                           "needs an S3 client", path))
+                                : sk_manifest_load(&m, path, &me);
     if (rc == SK_E_CORRUPT || rc == SK_E_INPUT || rc == SK_E_MISMATCH) {
         problem(v, 0, "manifest", path, 0, NULL, 0, "%s", me.msg);
         return SK_OK;
@@ -650,10 +753,7 @@ int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opt
         if ((rc = sk_brace_expand(targets[i], &ex, &k, err))) break;
         for (size_t j = 0; j < k && !rc; j++) {
             size_t l = strlen(ex[j]);
-            if (!strncmp(ex[j], "s3://", 5))
-                rc = sk_error_set(err, SK_E_USAGE, "%s: s3:// objects are not supported yet "
-                                  "(local files only)", ex[j]);
-            else if (l > 5 && !strcmp(ex[j] + l - 5, ".json")) rc = verify_manifest(&v, ex[j], err);
+            if (l > 5 && !strcmp(ex[j] + l - 5, ".json")) rc = verify_manifest(&v, ex[j], err);
             else rc = verify_shard(&v, ex[j], NULL, err);
         }
         sk_brace_free(ex);

@@ -130,8 +130,6 @@ expect_ok "$SK_BIN" shard in/manifest.json -o r2/s-%02d.tar --max-count 50
 expect_fail 1 "--resume: sample 0 is not" "$SK_BIN" shard in/i-001.tar -o r2/s-%02d.tar --max-count 50 --resume
 
 step "errors"
-expect_fail 2 "s3:// inputs are not supported yet" "$SK_BIN" shard s3://b/x.tar -o e/s-%02d.tar
-expect_fail 2 "s3:// outputs are not supported yet" "$SK_BIN" shard in/i-000.tar -o s3://b/s-%02d.tar
 expect_fail 2 "no {part} field" "$SK_BIN" shard in/i-000.tar -o e/s-%02d.tar --part 0/2
 expect_fail 2 "--num-shards" "$SK_BIN" shard - -o e/s-%02d.tar --num-shards 3 < in/i-000.tar
 expect_fail 2 "PATTERN" "$SK_BIN" shard in/i-000.tar

@@ -124,7 +124,6 @@ run $V b/s-01.tar
 [ "$RC" = 1 ] || die "exit $RC"
 grep -q '^b/s-01.tar:[0-9]*: error: truncated' "$OUT" || die "human report format"
 assert_contains "$OUT" "PROBLEMS"
-expect_fail 2 "not supported yet" $V s3://bucket/x.tar
 expect_fail 2 "cannot open" $V nope.tar
 expect_fail 2 "nothing to verify" $V
 $V --help | grep -q -- "--deep" || die "--help"
