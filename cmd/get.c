@@ -18,8 +18,9 @@ static const char usage[] =
     "       shardkit get [options] DATASET '#ORDINAL'\n"
     "\n"
     "DATASET is a manifest.json, a directory (its manifest.json, or its shards\n"
-    "with .idx sidecars) or one shard.  KEY is a sample key; #N is the N-th\n"
-    "sample of the dataset, counting from 0.\n"
+    "with .idx sidecars) or one shard, local or s3:// (s3://bucket/prefix/ means\n"
+    "its manifest.json; a member is then one ranged GET).  KEY is a sample key;\n"
+    "#N is the N-th sample of the dataset, counting from 0.\n"
     "\n"
     "  -e, --ext EXT       only the member with this extension\n"
     "  -o, --output PATH   a file (one member, or --tar) or a directory (all\n"
@@ -27,6 +28,8 @@ static const char usage[] =
     "      --tar           write the sample as a one-sample tar\n"
     "      --trust-index   skip the index body checksum (open in O(1))\n"
     "  -h, --help          show this help\n"
+    "S3 (for an s3:// DATASET):\n"
+    CMD_S3_CLIENT_USAGE
     "\n"
     "Every member read is checked against its CRC32C in the index.\n"
     "Exit status: 0 written, 1 not found or damaged data, 2 usage.\n";
@@ -79,11 +82,14 @@ int cmd_get(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"tar", no_argument, NULL, OPT_TAR},
         {"trust-index", no_argument, NULL, OPT_TRUST},
+        CMD_S3_CLIENT_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     const char *ext = NULL, *out = NULL;
     int tar = 0, c;
     unsigned flags = 0;
+    sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
+    sk_s3 *s3 = NULL;
     while ((c = getopt_long(argc, argv, "e:ho:", opts, NULL)) != -1) {
         switch (c) {
         case 'e': ext = optarg; break;
@@ -91,7 +97,12 @@ int cmd_get(int argc, char **argv)
         case 'o': out = optarg; break;
         case OPT_TAR: tar = 1; break;
         case OPT_TRUST: flags |= SK_INDEX_TRUST_BODY; break;
-        default: return cmd_usage_error("get", usage, "unknown option");
+        default:
+            switch (cmd_s3_option("get", usage, c, optarg, &s3cfg, NULL)) {
+            case 1: break;
+            case -1: return SK_EXIT_USAGE;
+            default: return cmd_usage_error("get", usage, "unknown option");
+            }
         }
     }
     if (argc - optind != 2) return cmd_usage_error("get", usage, "need DATASET and KEY (or '#N')");
@@ -101,11 +112,15 @@ int cmd_get(int argc, char **argv)
     sk_dataset *ds = NULL;
     sk_hit h;
     int rc;
-    if ((rc = sk_dataset_open(&ds, dataset, flags, &err))) return cmd_report("get", &err);
+    if ((cmd_any_s3(&dataset, 1) && (rc = sk_s3_new(&s3, &s3cfg, &err))) ||
+        (rc = sk_dataset_open_s3(&ds, dataset, s3, flags, &err))) {
+        sk_s3_free(s3);
+        return cmd_report("get", &err);
+    }
     if (key[0] == '#') {
         uint64_t ord;
         if (cmd_parse_u64(key + 1, &ord)) {
-            sk_dataset_close(ds);
+            sk_dataset_close(ds), sk_s3_free(s3);
             return cmd_usage_error("get", usage, "'%s' is not #ORDINAL", key);
         }
         rc = sk_dataset_at(ds, ord, &h, &err);
@@ -168,14 +183,14 @@ int cmd_get(int argc, char **argv)
     } else if (h.sample.member_count == 1) {
         if ((rc = write_member(ds, &h, 0, NULL, &err))) goto fail;
     } else {
-        sk_dataset_close(ds);
+        sk_dataset_close(ds), sk_s3_free(s3);
         return cmd_usage_error("get", usage,
                                "sample has %u members: choose one with --ext, or use -o DIR or --tar",
                                h.sample.member_count);
     }
-    sk_dataset_close(ds);
+    sk_dataset_close(ds), sk_s3_free(s3);
     return SK_EXIT_OK;
 fail:
-    sk_dataset_close(ds);
+    sk_dataset_close(ds), sk_s3_free(s3);
     return cmd_report("get", &err);
 }

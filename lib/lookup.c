@@ -5,12 +5,14 @@
  * parsed; each is opened when first needed, so a lookup by ordinal in a
  * dataset with a manifest touches one index and one shard.
  *
- * Shard bytes come through an sk_range_reader, so an S3 ranged GET can
- * stand in for pread: the S3 client sets sk_range_open.  Before the first
- * read from a shard, its size and first-block CRC32C are compared with the
- * index header, so an index never serves offsets into another file.
+ * Shard bytes come through an sk_range_reader: pread for a local file,
+ * one ranged GET per read for an s3:// object (its index object is fetched
+ * whole, once, and kept).  Before the first read from a shard, its size and
+ * first-block CRC32C are compared with the index header, so an index never
+ * serves offsets into another file.
  */
 #include "internal.h"
+#include "s3io.h"
 #include "tar.h"
 
 #include <archive.h>
@@ -75,12 +77,53 @@ int sk_range_reader_file(sk_range_reader *rr, const char *path, sk_error *err)
 
 static int default_open(sk_range_reader *rr, const char *url, sk_error *err)
 {
-    SK_FAIL_IF(!strncmp(url, "s3://", 5), err, SK_E_USAGE,
-               "%s: s3:// datasets are not supported yet (local files only)", url);
     return sk_range_reader_file(rr, url, err);
 }
 
 sk_range_open_fn sk_range_open = default_open;
+
+struct s3_rr {
+    sk_s3 *s3;
+    char *bucket, *key;
+    uint64_t size;
+};
+
+static int s3_read_at(void *ctx, uint64_t off, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct s3_rr *f = ctx;
+    *got = 0;
+    if (off >= f->size || !n) return SK_OK;
+    if (n > f->size - off) n = (size_t)(f->size - off); /* a range past the end is an error */
+    return sk_s3_get(f->s3, f->bucket, f->key, off, n, buf, n, got, err);
+}
+
+static void s3_rr_close(void *ctx)
+{
+    struct s3_rr *f = ctx;
+    free(f->bucket), free(f->key);
+    free(f);
+}
+
+/* An s3:// object as a range reader: a HEAD for its size, then one ranged
+ * GET per read. */
+static int s3_range_open(sk_s3 *s3, sk_range_reader *rr, const char *url, sk_error *err)
+{
+    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", url);
+    memset(rr, 0, sizeof *rr);
+    struct s3_rr *f = calloc(1, sizeof *f);
+    SK_FAIL_IF(!f, err, SK_E_NOMEM, "out of memory");
+    sk_s3_object head;
+    f->s3 = s3;
+    int rc = sk_s3_parse_url(url, &f->bucket, &f->key, err);
+    if (!rc) rc = sk_s3_head(s3, f->bucket, f->key, &head, err);
+    if (rc) {
+        s3_rr_close(f);
+        return rc;
+    }
+    f->size = head.size;
+    *rr = (sk_range_reader){.ctx = f, .read_at = s3_read_at, .size = f->size, .close = s3_rr_close};
+    return SK_OK;
+}
 
 /* ----------------------------------------------------------------- dataset */
 
@@ -103,6 +146,7 @@ struct sk_dataset {
     size_t n, cap;
     unsigned flags;
     int counted;
+    sk_s3 *s3; /* the caller's, for s3:// manifests, indexes and shards */
 };
 
 static int add_shard(sk_dataset *ds, const char *path, const char *index_path, sk_error *err)
@@ -140,7 +184,8 @@ static char *join(const char *dir, const char *rel)
 static int open_manifest(sk_dataset *ds, const char *path, sk_error *err)
 {
     sk_manifest *m;
-    SK_GUARD(sk_manifest_load(&m, path, err));
+    SK_GUARD(sk_is_s3_url(path) ? sk_s3_load_manifest(ds->s3, path, &m, err)
+                                : sk_manifest_load(&m, path, err));
     char *dir = sk_dir_of(path);
     int rc = dir ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
     for (size_t i = 0; !rc && i < m->nshards; i++) {
@@ -221,18 +266,31 @@ void sk_dataset_close(sk_dataset *ds)
 
 int sk_dataset_open(sk_dataset **out, const char *path, unsigned flags, sk_error *err)
 {
+    return sk_dataset_open_s3(out, path, NULL, flags, err);
+}
+
+int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned flags,
+                       sk_error *err)
+{
     *out = NULL;
-    SK_FAIL_IF(!strncmp(path, "s3://", 5), err, SK_E_USAGE,
-               "%s: s3:// datasets are not supported yet (local files only)", path);
-    struct stat st;
-    SK_FAIL_IF(stat(path, &st) != 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: %s",
-               path, strerror(errno));
+    int remote = sk_is_s3_url(path);
+    SK_FAIL_IF(remote && !s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", path);
+    struct stat st = {0};
+    SK_FAIL_IF(!remote && stat(path, &st) != 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
+               "%s: %s", path, strerror(errno));
     sk_dataset *ds = calloc(1, sizeof *ds);
     SK_FAIL_IF(!ds, err, SK_E_NOMEM, "out of memory");
     ds->flags = flags;
+    ds->s3 = s3;
     int rc;
     size_t len = strlen(path);
-    if (S_ISDIR(st.st_mode)) rc = open_dir(ds, path, err);
+    char *mf = NULL;
+    if (remote && path[len - 1] == '/') { /* a prefix: its manifest (a listing would not say
+                                           * which objects are shards of one dataset) */
+        if (asprintf(&mf, "%smanifest.json", path) < 0) mf = NULL;
+        rc = mf ? open_manifest(ds, mf, err) : sk_error_set(err, SK_E_NOMEM, "out of memory");
+        free(mf);
+    } else if (S_ISDIR(st.st_mode)) rc = open_dir(ds, path, err);
     else if (len > 5 && !strcmp(path + len - 5, ".json")) rc = open_manifest(ds, path, err);
     else rc = add_shard(ds, path, NULL, err);
     if (rc) {
@@ -246,7 +304,8 @@ int sk_dataset_open(sk_dataset **out, const char *path, unsigned flags, sk_error
 static int ensure_index(sk_dataset *ds, struct shard *s, sk_error *err)
 {
     if (s->ix) return SK_OK;
-    SK_GUARD(sk_index_open(&s->ix, s->index_path, ds->flags, err));
+    SK_GUARD(sk_is_s3_url(s->index_path) ? sk_s3_load_index(ds->s3, s->index_path, &s->ix, err)
+                                         : sk_index_open(&s->ix, s->index_path, ds->flags, err));
     const sk_index_shard_info *in = sk_index_shard(s->ix);
     if (s->from_manifest) {
         int bad = in->size != s->bytes || sk_index_sample_count(s->ix) != s->samples ||
@@ -269,10 +328,11 @@ static int ensure_index(sk_dataset *ds, struct shard *s, sk_error *err)
 }
 
 /* Opens the shard and proves the index was built from it. */
-static int ensure_shard(struct shard *s, sk_error *err)
+static int ensure_shard(const sk_dataset *ds, struct shard *s, sk_error *err)
 {
     if (s->rr_open) return SK_OK;
-    SK_GUARD(sk_range_open(&s->rr, s->path, err));
+    SK_GUARD(sk_is_s3_url(s->path) ? s3_range_open(ds->s3, &s->rr, s->path, err)
+                                   : sk_range_open(&s->rr, s->path, err));
     s->rr_open = 1;
     const sk_index_shard_info *in = sk_index_shard(s->ix);
     unsigned char b[SK_TAR_BLOCK];
@@ -502,7 +562,7 @@ int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size
     struct shard *s = &ds->s[h->shard];
     SK_FAIL_IF(cap < m.size, err, SK_E_USAGE, "buffer of %zu bytes for a member of %llu", cap,
                (unsigned long long)m.size);
-    SK_GUARD(ensure_shard(s, err));
+    SK_GUARD(ensure_shard(ds, s, err));
     const sk_index_shard_info *in = sk_index_shard(s->ix);
     if (in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)) {
         SK_GUARD(read_compressed(s, &h->sample, m.data_offset, buf, (size_t)m.size, err));

@@ -297,8 +297,9 @@ typedef struct sk_build_stats {
 int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats *stats,
                    sk_error *err);
 
-/* How lookups read shard bytes: a local file now, an S3 ranged GET later.
- * read_at fills buf with n bytes at off, *got < n only at the end. */
+/* How lookups read shard bytes: pread from a local file (s3:// objects are
+ * read with ranged GETs through the dataset's client).  read_at fills buf
+ * with n bytes at off, *got < n only at the end. */
 typedef struct sk_range_reader {
     void *ctx;
     int (*read_at)(void *ctx, uint64_t off, void *buf, size_t n, size_t *got, sk_error *err);
@@ -307,7 +308,7 @@ typedef struct sk_range_reader {
 } sk_range_reader;
 /* Opens a local file as a range reader (pread). */
 int sk_range_reader_file(sk_range_reader *rr, const char *path, sk_error *err);
-/* Opens url; a hook the S3 client replaces; today local paths only. */
+/* Opens a local url; a hook a caller may replace to add a source. */
 typedef int (*sk_range_open_fn)(sk_range_reader *rr, const char *url, sk_error *err);
 extern sk_range_open_fn sk_range_open;
 
@@ -317,6 +318,14 @@ typedef struct sk_dataset sk_dataset;
 /* flags: SK_INDEX_TRUST_BODY opens every index in O(1); without it each
  * index's body checksum is verified once, when first used. */
 int sk_dataset_open(sk_dataset **out, const char *path, unsigned flags, sk_error *err);
+/* The same, where path may also be s3:// (a manifest, a shard, or a prefix
+ * ending in '/', meaning its manifest.json): an index object is fetched
+ * whole once per shard, when first used; a member is then one ranged GET
+ * (plus, on the shard's first read, a HEAD and a 512-byte GET proving the
+ * index belongs to it).  s3 stays the caller's; free it after the dataset. */
+typedef struct sk_s3 sk_s3;
+int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned flags,
+                       sk_error *err);
 void sk_dataset_close(sk_dataset *ds);
 /* Opens every index now (so the count is known); returns the sample count. */
 int sk_dataset_samples(sk_dataset *ds, uint64_t *count, sk_error *err);
