@@ -111,19 +111,8 @@ no_uploads_left skb
 
 step "2. SIGKILL during the second shard's upload, then --resume"
 proxy_start "$B" "$T/kill.log" --delay 0.3
-"$SK_BIN" shard --endpoint-url "$PROXY_URL" s3://skb/in/manifest.json -o s3://skb/k/o-%04d.tar \
-    --max-size 8M --part-size 5MiB 2>/dev/null &
-pid=$!
-for _ in $(seq 600); do
-    grep -q '^PUT /skb/k/o-0001.tar?partNumber=1' "$T/kill.log" 2>/dev/null && break
-    sleep 0.05
-done
-kill -9 $pid 2>/dev/null
-wait $pid 2>/dev/null
-grep -q '^PUT /skb/k/o-0001.tar?partNumber=1' "$T/kill.log" || die "the run never reached the second shard"
-n=$(aws s3api list-multipart-uploads --bucket skb --query 'length(Uploads || `[]`)' --output text)
-[ "$n" -ge 1 ] || die "the killed run left no multipart upload (the test did not kill mid-upload)"
-aws s3api head-object --bucket skb --key k/manifest.json >/dev/null 2>&1 && die "manifest written by a killed run"
+kill_mid_upload skb k/o-0001.tar "$SK_BIN" shard --endpoint-url "$PROXY_URL" s3://skb/in/manifest.json \
+    -o s3://skb/k/o-%04d.tar --max-size 8M --part-size 5MiB
 expect_ok "$SK_BIN" shard --endpoint-url "$B" s3://skb/in/manifest.json -o s3://skb/k/o-%04d.tar \
     --max-size 8M --part-size 5MiB --resume --json
 assert_contains "$OUT" '"shards_resumed": 1,'

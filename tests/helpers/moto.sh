@@ -7,6 +7,12 @@
 #                       to the new key.
 #   moto_stop           stops them all; call it from the test's EXIT trap.
 #   skip_unless_moto    exits 77 when moto_server or aws is missing.
+#   kill_mid_upload BUCKET KEY CMD...
+#                       runs CMD (through a proxy_start proxy whose log is
+#                       $PROXY_LOG) in the background and SIGKILLs it once
+#                       the proxy has seen the first part of KEY's multipart
+#                       upload; fails unless that upload is left unfinished
+#                       and no manifest.json was written beside KEY.
 # Each call of moto_start starts another server; MOTO_PIDS tracks them all.
 
 MOTO_PIDS=${MOTO_PIDS:-}
@@ -65,4 +71,26 @@ proxy_start() {
     read -r port <"$fifo"
     rm -f "$fifo"
     PROXY_URL=http://127.0.0.1:$port
+    PROXY_LOG=$log
+}
+
+kill_mid_upload() {
+    local bucket=$1 key=$2 pid n
+    shift 2
+    "$@" 2>/dev/null &
+    pid=$!
+    for _ in $(seq 600); do
+        grep -q "^PUT /$bucket/$key?partNumber=1" "$PROXY_LOG" 2>/dev/null && break
+        sleep 0.05
+    done
+    kill -9 $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    grep -q "^PUT /$bucket/$key?partNumber=1" "$PROXY_LOG" || die "the run never reached $key"
+    n=$(command aws --endpoint-url "$MOTO_URL" s3api list-multipart-uploads --bucket "$bucket" \
+        --query 'length(Uploads || `[]`)' --output text)
+    [ "$n" -ge 1 ] || die "the killed run left no multipart upload (the test did not kill mid-upload)"
+    if command aws --endpoint-url "$MOTO_URL" s3api head-object --bucket "$bucket" \
+        --key "$(dirname "$key")/manifest.json" >/dev/null 2>&1; then
+        die "manifest written by a killed run"
+    fi
 }
