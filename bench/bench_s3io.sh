@@ -58,3 +58,36 @@ report "shardkit pack s3->s3 (c=8)"
 measure "two-step (aws sync, tar, aws cp)" "$two_step" @OUT@
 report "two-step (aws sync, tar, aws cp)"
 echo "speedup, two-step / shardkit (c=64): $(fmt_ratio "$M_WALL" "$sk_wall")x"
+
+# Resharding in S3: the shards just packed, rewritten into 32 MB shards
+# straight from S3 to S3, against the same job staged through local disk
+# (aws s3 cp down, shardkit shard, aws s3 cp up).
+"$SK_BIN" pack --endpoint-url "$MOTO_URL" s3://bench/src/ -o s3://bench/packed/train-%06d.tar \
+    --max-size 256M >/dev/null 2>&1
+sk_shard=$BENCH_DIR/sk_shard.sh
+{
+    echo '#!/usr/bin/env bash'
+    echo '# shardkit: S3 shards straight into new S3 shards'
+    echo "exec '$SK_BIN' shard --endpoint-url '$MOTO_URL' s3://bench/packed/manifest.json \\"
+    echo '    -o "s3://bench/rs/$(basename "$1")/train-%06d.tar" --max-size 32M'
+} >"$sk_shard"
+staged=$BENCH_DIR/staged_shard.sh
+{
+    echo '#!/usr/bin/env bash'
+    echo '# the same through local disk: download, reshard, upload'
+    echo 'set -euo pipefail'
+    echo "'$AWS' --endpoint-url '$MOTO_URL' s3 cp --quiet --recursive s3://bench/packed/ \"\$1/in/\""
+    echo "'$SK_BIN' shard \"\$1/in/manifest.json\" -o \"\$1/out/train-%06d.tar\" --max-size 32M -q"
+    echo "'$AWS' --endpoint-url '$MOTO_URL' s3 cp --quiet --recursive \"\$1/out/\" \"s3://bench/staged/\$(basename \"\$1\")/\""
+} >"$staged"
+chmod +x "$sk_shard" "$staged"
+report_mb() {
+    printf '%-34s wall %7.2fs  %8s MB/s  peak RSS %7.1f MiB\n' "$1" "$M_WALL" \
+        "$(fmt_rate $((C_BYTES / 1000000)) "$M_WALL")" "$M_RSS"
+}
+measure "shardkit shard s3->s3" "$sk_shard" @OUT@
+rs_wall=$M_WALL
+report_mb "shardkit shard s3->s3"
+measure "staged (aws cp, shard, aws cp)" "$staged" @OUT@
+report_mb "staged (aws cp, shard, aws cp)"
+echo "speedup, staged / shardkit shard: $(fmt_ratio "$M_WALL" "$rs_wall")x"
