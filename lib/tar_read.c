@@ -271,9 +271,22 @@ static int crc_data(sk_tar_reader *r, sk_tar_entry *e, sk_error *err)
     return SK_OK;
 }
 
+/* The header block at pos: lent by the source when it can (peek_at), else
+ * copied into buf.  *b stays valid until the next read from the source. */
+static int header_block(sk_tar_reader *r, uint64_t pos, unsigned char *buf,
+                        const unsigned char **b, size_t *got, sk_error *err)
+{
+    if (!r->src.peek_at) {
+        *b = buf;
+        return src_read(r, pos, buf, SK_TAR_BLOCK, got, err);
+    }
+    return r->src.peek_at(r->src.ctx, pos, SK_TAR_BLOCK, b, got, err);
+}
+
 int sk_tar_next(sk_tar_reader *r, sk_tar_entry *e, sk_error *err)
 {
-    unsigned char b[SK_TAR_BLOCK];
+    unsigned char bbuf[SK_TAR_BLOCK];
+    const unsigned char *b;
     char *longname = NULL, *paxbuf = NULL;
     struct pax pax = {0};
     uint64_t first = r->pos;
@@ -282,7 +295,7 @@ int sk_tar_next(sk_tar_reader *r, sk_tar_entry *e, sk_error *err)
     for (;;) {
         uint64_t at = r->pos;
         size_t got;
-        if ((rc = src_read(r, at, b, SK_TAR_BLOCK, &got, err))) goto out;
+        if ((rc = header_block(r, at, bbuf, &b, &got, err))) goto out;
         if (got == 0 && at == first) { /* end of stream without end blocks */
             e->end = 1;
             goto out;
@@ -380,11 +393,11 @@ int sk_tar_next(sk_tar_reader *r, sk_tar_entry *e, sk_error *err)
                 joined[pl] = '/';
                 memcpy(joined + pl + 1, b, n1);
                 nlen = pl + 1 + n1;
+                nm = joined;
             } else {
-                memcpy(joined, b, n1);
+                nm = (const char *)b; /* set_name copies it out of the block */
                 nlen = n1;
             }
-            nm = joined;
         }
         if ((rc = set_name(&r->name, &r->name_cap, nm, nlen, NULL, err))) goto out;
         uint64_t end = data + (type == '1' || type == '2' || type == '5' ? 0 : sk_tar_pad(size));
