@@ -247,6 +247,7 @@ struct state {
     uint64_t *key_at; /* offset << 20 | len would not fit long keys: two arrays */
     uint32_t *key_len;
     size_t nkeys, cap_key_at;
+    int keys_unsorted; /* 0: every key so far greater than the one before */
     int warned_unkeyed;
 };
 
@@ -316,6 +317,11 @@ static int close_sample(struct state *s, sk_error *err)
         uint32_t *q = sk_xrealloc(s->key_len, s->cap_key_at * sizeof *q, err);
         if (!q) return SK_E_NOMEM;
         s->key_len = q;
+    }
+    if (s->nkeys && !s->keys_unsorted) { /* still strictly increasing? */
+        size_t pl = s->key_len[s->nkeys - 1];
+        int d = memcmp(s->keys + s->key_at[s->nkeys - 1], key, pl < klen ? pl : klen);
+        s->keys_unsorted = d > 0 || (d == 0 && pl >= klen);
     }
     memcpy(s->keys + s->nkeys_bytes, key, klen);
     s->key_at[s->nkeys] = s->nkeys_bytes;
@@ -396,7 +402,8 @@ static int same_key(const struct state *s, size_t i, size_t j)
 
 static int check_split_keys(struct state *s, sk_error *err)
 {
-    if (s->nkeys < 2) return SK_OK;
+    /* Strictly increasing keys (shards written in key order) cannot repeat. */
+    if (s->nkeys < 2 || !s->keys_unsorted) return SK_OK;
     size_t cap = 16;
     while (cap < s->nkeys * 2) cap *= 2;
     size_t *slot = sk_xmalloc(cap * sizeof *slot, err);

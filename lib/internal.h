@@ -66,6 +66,10 @@ void sk_index_builder_set_stored(sk_index_builder *b, uint64_t i, uint64_t store
 
 /* fsutil.c */
 int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *err);
+/* Writes every buffer of iov in order (writev, resumed after short writes);
+ * iov is consumed. */
+struct iovec;
+int sk_writev_all(int fd, struct iovec *iov, int iovcnt, const char *path, sk_error *err);
 /* The temporary name ".NAME.tmp" beside path; caller frees. */
 char *sk_tmp_name(const char *path, sk_error *err);
 /* mkdir -p. */
