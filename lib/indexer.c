@@ -289,14 +289,17 @@ static int close_sample(struct state *s, sk_error *err)
         const struct pending *m = &s->pm[i];
         const char *ext = s->names + m->name_off + m->ext_off;
         size_t elen = m->name_len - m->ext_off;
+        size_t up = 0; /* extensions are nearly always lowercase already */
+        while (up < elen && !(ext[up] >= 'A' && ext[up] <= 'Z')) up++;
         char lower[512];
-        char *lx = elen <= sizeof lower ? lower : malloc(elen);
+        char *lx = up == elen ? (char *)ext : elen <= sizeof lower ? lower : malloc(elen);
         SK_FAIL_IF(!lx, err, SK_E_NOMEM, "out of memory");
-        for (size_t k = 0; k < elen; k++)
-            lx[k] = (char)(ext[k] >= 'A' && ext[k] <= 'Z' ? ext[k] + 32 : ext[k]);
+        if (lx != ext)
+            for (size_t k = 0; k < elen; k++)
+                lx[k] = (char)(ext[k] >= 'A' && ext[k] <= 'Z' ? ext[k] + 32 : ext[k]);
         int rc = sk_index_add_member(s->b, lx, elen, m->data_offset, m->size, m->header_len,
                                      m->crc, err);
-        if (lx != lower) free(lx);
+        if (lx != lower && lx != ext) free(lx);
         SK_GUARD(rc);
     }
     if (s->dali) {
@@ -375,8 +378,10 @@ static int add_entry(struct state *s, const sk_tar_entry *e, sk_error *err)
         s->s_off = e->header_offset;
     }
     s->s_end = e->data_offset + sk_tar_pad(e->size);
-    SK_GUARD(sk_grow((void **)&s->pm, &s->cap_pm, s->npm + 1, sizeof *s->pm, err));
-    SK_GUARD(sk_grow((void **)&s->names, &s->cap_names, s->nnames + e->name_len, 1, err));
+    if (s->npm == s->cap_pm) /* (checked here: this runs for every member) */
+        SK_GUARD(sk_grow((void **)&s->pm, &s->cap_pm, s->npm + 1, sizeof *s->pm, err));
+    if (s->nnames + e->name_len > s->cap_names)
+        SK_GUARD(sk_grow((void **)&s->names, &s->cap_names, s->nnames + e->name_len, 1, err));
     struct pending *m = &s->pm[s->npm++];
     m->data_offset = e->data_offset;
     m->size = e->size;
