@@ -84,12 +84,31 @@ static void warn_buffer(void *ctx, const char *msg)
 
 static int add_exts(sk_manifest *m, const char *idx_path, sk_error *err)
 {
+    /* A shard has a handful of extensions and as many members as samples
+     * times that: tally them here (the index keeps the strings mapped),
+     * then add one count per extension. */
+    struct { const char *ext; size_t len; uint64_t n; } seen[16];
+    size_t nseen = 0;
     sk_index *ix;
     int rc = sk_index_open(&ix, idx_path, SK_INDEX_TRUST_BODY, err);
     for (uint64_t i = 0; !rc && i < sk_index_member_count(ix); i++) {
         sk_member_ref r;
-        if (!(rc = sk_index_member(ix, i, &r, err))) rc = sk_manifest_count_ext(m, r.ext, r.ext_len, 1, err);
+        if ((rc = sk_index_member(ix, i, &r, err))) break;
+        size_t k = 0;
+        while (k < nseen && !(seen[k].len == r.ext_len && !memcmp(seen[k].ext, r.ext, r.ext_len))) k++;
+        if (k < nseen) {
+            seen[k].n++;
+        } else if (nseen < sizeof seen / sizeof *seen && !memchr(r.ext, 0, r.ext_len)) {
+            seen[nseen].ext = r.ext;
+            seen[nseen].len = r.ext_len;
+            seen[nseen++].n = 1;
+        } else {
+            /* many extensions, or one with a NUL (counted as before) */
+            rc = sk_manifest_count_ext(m, r.ext, r.ext_len, 1, err);
+        }
     }
+    for (size_t k = 0; !rc && k < nseen; k++)
+        rc = sk_manifest_count_ext(m, seen[k].ext, seen[k].len, seen[k].n, err);
     if (ix) sk_index_close(ix);
     return rc;
 }
