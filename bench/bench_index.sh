@@ -64,12 +64,16 @@ print(n)'
 RUNS=${BENCH_RUNS:-3}
 OLD=${SK_OLD_BIN:-}
 fast=() fast1=() old=() full=() tartf=() py=()
+# Fresh output, as bench/lib.sh does it: the last run's indexes and manifest
+# deleted and synced, untimed (replacing a file on ext4 starts a flush of
+# its replacement).
+fresh() { rm -f shard-*.tar.idx manifest.json; sync; }
 for ((r = 0; r < RUNS; r++)); do
-    fast+=("$(t "$SK_BIN" index --fast -q "$pattern")")
-    [ -z "$OLD" ] || old+=("$(t "$OLD" index --fast -q "$pattern")")
-    fast1+=("$(t "$SK_BIN" index --fast -q -j 1 "$pattern")")
-    full+=("$(t "$SK_BIN" index -q "$pattern")")
-    tartf+=("$(t sh -c 'for f in shard-*.tar; do tar tf "$f"; done')")
+    fresh; fast+=("$(t "$SK_BIN" index --fast -q "$pattern")")
+    [ -z "$OLD" ] || { fresh; old+=("$(t "$OLD" index --fast -q "$pattern")"); }
+    fresh; fast1+=("$(t "$SK_BIN" index --fast -q -j 1 "$pattern")")
+    fresh; full+=("$(t "$SK_BIN" index -q "$pattern")")
+    sync; tartf+=("$(t sh -c 'for f in shard-*.tar; do tar tf "$f"; done')")
     py+=("$(t python3 -c "$PYSCAN")")
 done
 fast=$(median $(wall "${fast[@]}")) fast1=$(median $(wall "${fast1[@]}")) full=$(median $(wall "${full[@]}"))
