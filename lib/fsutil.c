@@ -1,7 +1,8 @@
 /*
  * fsutil.c - file system helpers every writer shares: full writes (one
- * buffer or a gather list) that name the file on failure, the temporary name a file is written under before
- * its rename, and making an output directory.
+ * buffer or a gather list) that name the file on failure, the temporary
+ * name a file is written under before its rename, and making an output
+ * directory.
  */
 #include "internal.h"
 

@@ -63,8 +63,6 @@ static int src_read(sk_tar_reader *r, uint64_t pos, void *buf, size_t n, size_t 
     return SK_OK;
 }
 
-/* An octal field (leading spaces, digits, then NUL/space) or GNU base-256
- * (high bit of the first byte).  Returns -1 when malformed or negative. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 /* Eight octal digits at p, most significant first, as a number; -1 when
  * one is not a digit.  SWAR: digits pair up into 16-bit lanes, then 32,
@@ -82,6 +80,8 @@ static int64_t octal8(const unsigned char *p)
 }
 #endif
 
+/* An octal field (leading spaces, digits, then NUL/space) or GNU base-256
+ * (high bit of the first byte).  Returns -1 when malformed or negative. */
 static int parse_num(const unsigned char *f, size_t w, uint64_t *out)
 {
     uint64_t v = 0;
