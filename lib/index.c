@@ -142,6 +142,52 @@ int sk_index_add_member(sk_index_builder *b, const char *ext, size_t ext_len,
     return SK_OK;
 }
 
+int sk_index_add_sample_members(sk_index_builder *b, const char *key, size_t key_len,
+                                uint64_t offset, uint64_t span, uint64_t stored_offset,
+                                uint64_t stored_span, const sk_index_member_in *m, size_t n,
+                                sk_error *err)
+{
+    size_t strings = key_len + 1;
+    for (size_t i = 0; i < n; i++) strings += m[i].ext_len + 1;
+    SK_FAIL_IF(b->nsamples >= UINT32_MAX, err, SK_E_INPUT, "more than 2^32 samples in one shard");
+    SK_FAIL_IF(b->nstrings + strings > UINT32_MAX, err, SK_E_INPUT, "index string pool over 4 GiB");
+    SK_GUARD(grow(&b->samples, &b->cap_samples, (b->nsamples + 1) * IDX_SAMPLE, err));
+    SK_GUARD(grow(&b->members, &b->cap_members, (b->nmembers + n) * IDX_MEMBER, err));
+    SK_GUARD(grow(&b->strings, &b->cap_strings, b->nstrings + strings, err));
+    unsigned char *r = b->samples + b->nsamples * IDX_SAMPLE;
+    sk_put_le64(r, offset);
+    sk_put_le64(r + 8, span);
+    sk_put_le64(r + 16, stored_offset);
+    sk_put_le64(r + 24, stored_span);
+    sk_put_le32(r + 32, (uint32_t)b->nstrings);
+    sk_put_le32(r + 36, (uint32_t)key_len);
+    sk_put_le32(r + 40, (uint32_t)b->nmembers);
+    sk_put_le32(r + 44, (uint32_t)n);
+    b->nsamples++;
+    unsigned char *str = b->strings + b->nstrings;
+    memcpy(str, key, key_len);
+    str[key_len] = 0;
+    str += key_len + 1;
+    r = b->members + b->nmembers * IDX_MEMBER;
+    for (size_t i = 0; i < n; i++, r += IDX_MEMBER) {
+        sk_put_le64(r, m[i].data_offset);
+        sk_put_le64(r + 8, m[i].size);
+        sk_put_le32(r + 16, m[i].crc32c);
+        sk_put_le32(r + 20, (uint32_t)(str - b->strings));
+        sk_put_le32(r + 24, (uint32_t)m[i].ext_len);
+        sk_put_le32(r + 28, m[i].header_len);
+        for (size_t k = 0; k < m[i].ext_len; k++) {
+            unsigned char c = (unsigned char)m[i].ext[k];
+            str[k] = c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
+        }
+        str[m[i].ext_len] = 0;
+        str += m[i].ext_len + 1;
+    }
+    b->nmembers += n;
+    b->nstrings += strings;
+    return SK_OK;
+}
+
 int sk_index_builder_range(const sk_index_builder *b, uint64_t i, uint64_t *offset,
                            uint64_t *span)
 {

@@ -243,6 +243,8 @@ struct state {
     uint64_t s_off, s_end;
     struct pending *pm;
     size_t npm, cap_pm;
+    sk_index_member_in *min; /* the open sample's members, for the builder */
+    size_t cap_min;
     char *names; /* names of the open sample's members */
     size_t nnames, cap_names;
     /* every sample's key, to find keys split over several samples */
@@ -287,25 +289,17 @@ static int close_sample(struct state *s, sk_error *err)
             }
         }
     }
-    SK_GUARD(sk_index_add_sample(s->b, key, klen, s->s_off, s->s_end - s->s_off,
-                                 so, ss, err));
+    if (s->npm > s->cap_min)
+        SK_GUARD(sk_grow((void **)&s->min, &s->cap_min, s->npm, sizeof *s->min, err));
     for (size_t i = 0; i < s->npm; i++) {
         const struct pending *m = &s->pm[i];
-        const char *ext = s->names + m->name_off + m->ext_off;
-        size_t elen = m->name_len - m->ext_off;
-        size_t up = 0; /* extensions are nearly always lowercase already */
-        while (up < elen && !(ext[up] >= 'A' && ext[up] <= 'Z')) up++;
-        char lower[512];
-        char *lx = up == elen ? (char *)ext : elen <= sizeof lower ? lower : malloc(elen);
-        SK_FAIL_IF(!lx, err, SK_E_NOMEM, "out of memory");
-        if (lx != ext)
-            for (size_t k = 0; k < elen; k++)
-                lx[k] = (char)(ext[k] >= 'A' && ext[k] <= 'Z' ? ext[k] + 32 : ext[k]);
-        int rc = sk_index_add_member(s->b, lx, elen, m->data_offset, m->size, m->header_len,
-                                     m->crc, err);
-        if (lx != lower && lx != ext) free(lx);
-        SK_GUARD(rc);
+        s->min[i] = (sk_index_member_in){.ext = s->names + m->name_off + m->ext_off,
+                                         .ext_len = m->name_len - m->ext_off,
+                                         .data_offset = m->data_offset, .size = m->size,
+                                         .header_len = m->header_len, .crc32c = m->crc};
     }
+    SK_GUARD(sk_index_add_sample_members(s->b, key, klen, s->s_off, s->s_end - s->s_off, so, ss,
+                                         s->min, s->npm, err));
     if (s->dali) {
         for (size_t i = 0; i < s->npm; i++) {
             const struct pending *m = &s->pm[i];
@@ -575,6 +569,7 @@ cleanup:
     free(hs.win);
     free(s.frames);
     free(s.pm);
+    free(s.min);
     free(s.names);
     free(s.keys);
     free(s.key_at);
