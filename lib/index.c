@@ -170,18 +170,21 @@ int sk_index_add_sample_members(sk_index_builder *b, const char *key, size_t key
     str += key_len + 1;
     r = b->members + b->nmembers * IDX_MEMBER;
     for (size_t i = 0; i < n; i++, r += IDX_MEMBER) {
-        sk_put_le64(r, m[i].data_offset);
-        sk_put_le64(r + 8, m[i].size);
-        sk_put_le32(r + 16, m[i].crc32c);
+        /* fields into locals first: stores through unsigned char * may
+         * alias m[i], and would each reload it, one byte at a time */
+        const sk_index_member_in mi = m[i];
+        sk_put_le64(r, mi.data_offset);
+        sk_put_le64(r + 8, mi.size);
+        sk_put_le32(r + 16, mi.crc32c);
         sk_put_le32(r + 20, (uint32_t)(str - b->strings));
-        sk_put_le32(r + 24, (uint32_t)m[i].ext_len);
-        sk_put_le32(r + 28, m[i].header_len);
-        for (size_t k = 0; k < m[i].ext_len; k++) {
-            unsigned char c = (unsigned char)m[i].ext[k];
+        sk_put_le32(r + 24, (uint32_t)mi.ext_len);
+        sk_put_le32(r + 28, mi.header_len);
+        for (size_t k = 0; k < mi.ext_len; k++) {
+            unsigned char c = (unsigned char)mi.ext[k];
             str[k] = c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
         }
-        str[m[i].ext_len] = 0;
-        str += m[i].ext_len + 1;
+        str[mi.ext_len] = 0;
+        str += mi.ext_len + 1;
     }
     b->nmembers += n;
     b->nstrings += strings;
