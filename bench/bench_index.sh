@@ -4,7 +4,9 @@
 # tar; lookup latency p50/p99 over random keys on a warm cache; index open
 # time for a small and a large index.  Standalone or run by bench/run
 # (env SK_BIN, BUILD, SK_ROOT).  Cache: ${BENCH_DIR:-/tmp/shardkit-bench}.
-#   SAMPLES=300000 SHARDS=8 LOOKUPS=100000 BENCH_RUNS=3 bench/bench_index.sh
+# Wall and CPU (user+sys, GNU time) medians.  SK_OLD_BIN=path adds another
+# shardkit's --fast to the interleaved rounds (an A/B of two builds).
+#   SAMPLES=100000 SHARDS=8 LOOKUPS=100000 BENCH_RUNS=5 bench/bench_index.sh
 set -eu
 SK_ROOT=${SK_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-build}
@@ -39,10 +41,17 @@ pattern="shard-{000000..$(printf '%06d' $((SHARDS - 1)))}.tar"
 bytes=$(cat shard-*.tar | wc -c)
 members=$(wc -l < files)
 cat shard-*.tar > /dev/null   # warm cache: every figure below is CPU + page cache
-t() { local s e; s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N); echo "$e - $s" | bc; }
+# t CMD...: prints "wall cpu" in seconds (GNU time; cpu = user + sys)
+GNU_TIME=${GNU_TIME:-/usr/bin/time}
+TT=$(mktemp); trap 'rm -f "$TT"' EXIT
+t() {
+    "$GNU_TIME" -o "$TT" -f '%e %U %S' "$@" >/dev/null || return 1
+    awk 'END {printf "%s %.2f\n", $1, $2 + $3}' "$TT"
+}
+wall() { local v; for v in "$@"; do echo "${v% *}"; done; }
+cpu() { local v; for v in "$@"; do echo "${v#* }"; done; }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-pyscan() {
-    python3 -c '
+PYSCAN='
 import glob, tarfile
 n = 0
 for f in sorted(glob.glob("shard-*.tar")):
@@ -50,25 +59,34 @@ for f in sorted(glob.glob("shard-*.tar")):
         for m in tf:
             n += m.isreg() and m.offset_data >= 0
 print(n)'
-}
 # BENCH_RUNS rounds, the tools interleaved within each round so that load
 # from other jobs on the machine hits them alike; medians reported.
 RUNS=${BENCH_RUNS:-3}
-fast=() fast1=() full=() tartf=() py=()
+OLD=${SK_OLD_BIN:-}
+fast=() fast1=() old=() full=() tartf=() py=()
+# Fresh output, as bench/lib.sh does it: the last run's indexes and manifest
+# deleted and synced, untimed (replacing a file on ext4 starts a flush of
+# its replacement).
+fresh() { rm -f shard-*.tar.idx manifest.json; sync; }
 for ((r = 0; r < RUNS; r++)); do
-    fast+=("$(t "$SK_BIN" index --fast -q "$pattern")")
-    fast1+=("$(t "$SK_BIN" index --fast -q -j 1 "$pattern")")
-    full+=("$(t "$SK_BIN" index -q "$pattern")")
-    tartf+=("$(t sh -c 'for f in shard-*.tar; do tar tf "$f"; done')")
-    py+=("$(t pyscan)")
+    fresh; fast+=("$(t "$SK_BIN" index --fast -q "$pattern")")
+    [ -z "$OLD" ] || { fresh; old+=("$(t "$OLD" index --fast -q "$pattern")"); }
+    fresh; fast1+=("$(t "$SK_BIN" index --fast -q -j 1 "$pattern")")
+    fresh; full+=("$(t "$SK_BIN" index -q "$pattern")")
+    sync; tartf+=("$(t sh -c 'for f in shard-*.tar; do tar tf "$f"; done')")
+    py+=("$(t python3 -c "$PYSCAN")")
 done
-fast=$(median "${fast[@]}") fast1=$(median "${fast1[@]}") full=$(median "${full[@]}")
-tartf=$(median "${tartf[@]}") pyscan=$(median "${py[@]}")
+fast=$(median $(wall "${fast[@]}")) fast1=$(median $(wall "${fast1[@]}")) full=$(median $(wall "${full[@]}"))
+tartf=$(median $(wall "${tartf[@]}")) pyscan=$(median $(wall "${py[@]}"))
 echo "medians of $RUNS interleaved runs, $(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg)"
-printf '%-52s %8.2f s\n' "shardkit index --fast (headers only, -j cores)" "$fast" \
-    "shardkit index --fast -j 1 (one thread)" "$fast1" \
-    "shardkit index (reads data: member + shard CRC32C)" "$full" \
-    "tar tf (GNU tar 1.34)" "$tartf" "Python tarfile scan" "$pyscan"
+row() { printf '%-52s %8.2f s wall %6.2f s CPU\n' "$1" "$(median $(wall "${@:2}"))" "$(median $(cpu "${@:2}"))"; }
+row "shardkit index --fast (headers only, -j cores)" "${fast[@]}"
+[ -z "$OLD" ] || row "$OLD index --fast" "${old[@]}"
+row "shardkit index --fast -j 1 (one thread)" "${fast1[@]}"
+row "shardkit index (reads data: member + shard CRC32C)" "${full[@]}"
+row "tar tf (GNU tar 1.34)" "${tartf[@]}"
+row "Python tarfile scan" "${py[@]}"
+[ -z "$OLD" ] || echo "speedup of --fast over $OLD: $(echo "scale=2; $(median $(wall "${old[@]}")) / $fast" | bc)x"
 echo "speedup of --fast: $(echo "scale=1; $tartf / $fast" | bc)x over tar tf, $(echo "scale=1; $pyscan / $fast" | bc)x over Python"
 echo "speedup of --fast -j 1: $(echo "scale=1; $tartf / $fast1" | bc)x over tar tf, $(echo "scale=1; $pyscan / $fast1" | bc)x over Python"
 echo "speedup of default: $(echo "scale=1; $tartf / $full" | bc)x over tar tf, $(echo "scale=1; $pyscan / $full" | bc)x over Python"

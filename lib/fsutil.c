@@ -1,13 +1,16 @@
 /*
- * fsutil.c - file system helpers every writer shares: full writes that name
- * the file on failure, the temporary name a file is written under before
- * its rename, and making an output directory.
+ * fsutil.c - file system helpers every writer shares: full writes (one
+ * buffer or a gather list) that name the file on failure, the temporary
+ * name a file is written under before its rename, and making an output
+ * directory.
  */
 #include "internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *err)
@@ -19,6 +22,25 @@ int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *
         SK_FAIL_IF(w < 0, err, SK_E_IO, "%s: write failed: %s", path, strerror(errno));
         p += w;
         n -= (size_t)w;
+    }
+    return SK_OK;
+}
+
+int sk_writev_all(int fd, struct iovec *iov, int iovcnt, const char *path, sk_error *err)
+{
+    while (iovcnt) {
+        ssize_t w = writev(fd, iov, iovcnt > IOV_MAX ? IOV_MAX : iovcnt);
+        if (w < 0 && errno == EINTR) continue;
+        SK_FAIL_IF(w < 0, err, SK_E_IO, "%s: write failed: %s", path, strerror(errno));
+        while (iovcnt && (size_t)w >= iov->iov_len) { /* drop what was written */
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            iovcnt--;
+        }
+        if (iovcnt) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
     }
     return SK_OK;
 }

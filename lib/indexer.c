@@ -56,58 +56,102 @@ static int pread_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *g
 }
 
 /* The header source of --fast: pread of a window starting at the header
- * asked for, sized to what the last window served.  In a shard of samples
- * like (big.jpg, small.cls, small.json), one read at the first small header
- * covers the small members and the next big member's header, so a sample
+ * asked for, as long as the last runs of small members needed.  In a shard
+ * of samples like (small.cls, big.jpg, small.json), the read at the json
+ * header covers the json, the next cls and the next jpg header, so a sample
  * costs one system call, whether that run is 2.5 KiB (GNU tar) or 5.5 KiB
- * (a pax header per member, as WebDataset writes); runs of tiny members
- * grow the window up to 64 KiB a read.  Not a big fixed window: the
- * kernel's copy out of the page cache is already a quarter of the time
- * (cache misses), and copying big members' data would only add to it.  Not
- * mmap: it measured slower (fault-around maps, and later unmaps, mostly
- * data pages). */
+ * (a pax header per member, as WebDataset writes).  Header blocks are lent
+ * to the tar walker from the window (peek_at), not copied again.
+ *
+ * Sizing: the kernel's copy out of the page cache is the biggest single
+ * cost of the walk (the page cache is cold in the CPU caches), so every
+ * byte of window past the last header used is wasted work, while a window
+ * too short costs a second system call.  The window is the longest of the
+ * last HDR_RUNS runs (a run: the bytes from a window's start to the end of
+ * the last header read before the walk skips a member bigger than
+ * HDR_GAP), so shards whose small members keep one size read exactly what
+ * they use (2.5 KiB a sample on the benchmark shards, where a fixed 1 KiB
+ * of slack used to be read too), and varying ones what the longest recent
+ * sample needed; a run longer than that reads on with a doubled window (up
+ * to 64 KiB, reached only when members are tiny).  Not mmap: it measured
+ * twice as slow (fault-around maps, and later unmaps, mostly data pages). */
 #define HDR_WIN_MIN 1024u
 #define HDR_WIN_START 4096u
-#define HDR_WIN_MAX (64u << 10) /* reached only when members are tiny */
-#define HDR_WIN_SLACK 1024u     /* beyond the last window's use: a sample a
-                                  * little longer than the last still fits */
+#define HDR_WIN_MAX (64u << 10)
+#define HDR_RUNS 8
+#define HDR_GAP (4u * SK_TAR_BLOCK) /* a skip this short (a small member's data)
+                                     * does not end a run */
 struct hdr_src {
     int fd;
     const char *path;
     unsigned char *win;
     uint64_t win_off;
     size_t win_len, want;
+    uint64_t run_off;  /* where the current run of contiguous windows began */
     uint64_t used_end; /* end of the furthest read served from the window */
+    size_t runs[HDR_RUNS]; /* lengths of the last runs, a ring */
+    unsigned run_i;
 };
 
-static int hdr_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
+/* A run ended (the walk skips more than HDR_GAP): its length sizes the
+ * next windows. */
+static void hdr_run_end(struct hdr_src *h, uint64_t next)
 {
-    struct hdr_src *h = ctx;
-    uint64_t wend = h->win_off + h->win_len;
-    if (pos >= h->win_off && pos + n <= wend) {
-        memcpy(buf, h->win + (pos - h->win_off), n);
-        if (pos + n > h->used_end) h->used_end = pos + n;
-        *got = n;
-        return SK_OK;
-    }
-    if (n > HDR_WIN_MAX) return sk_stream_pread(h->fd, pos, buf, n, got, h->path, err);
-    if (h->win_len) {
-        if (pos >= h->win_off && pos <= wend) {
-            /* ran off the end of a fully used window: small members go on */
-            h->want = h->want * 2 > HDR_WIN_MAX ? HDR_WIN_MAX : h->want * 2;
-        } else {
-            size_t use = (size_t)(h->used_end - h->win_off) + HDR_WIN_SLACK;
-            use = (use + SK_TAR_BLOCK - 1) / SK_TAR_BLOCK * SK_TAR_BLOCK;
-            h->want = use < HDR_WIN_MIN ? HDR_WIN_MIN : use > HDR_WIN_MAX ? HDR_WIN_MAX : use;
-        }
+    uint64_t run = sk_tar_pad(h->used_end - h->run_off);
+    size_t w = 0;
+    h->runs[h->run_i++ % HDR_RUNS] = run > HDR_WIN_MAX ? HDR_WIN_MAX : (size_t)run;
+    for (unsigned i = 0; i < HDR_RUNS; i++) w = h->runs[i] > w ? h->runs[i] : w;
+    h->want = w < HDR_WIN_MIN ? HDR_WIN_MIN : w;
+    h->run_off = h->used_end = next;
+}
+
+/* Makes the window hold at least n bytes at pos (fewer only at the end of
+ * the file). */
+static int hdr_fill(struct hdr_src *h, uint64_t pos, size_t n, sk_error *err)
+{
+    if (h->win_len && pos >= h->win_off && pos <= h->used_end + HDR_GAP) {
+        /* ran off the end of the window: the run of small members goes on */
+        h->want = h->want * 2 > HDR_WIN_MAX ? HDR_WIN_MAX : h->want * 2;
+    } else if (h->win_len) {
+        hdr_run_end(h, pos);
+    } else {
+        h->run_off = h->used_end = pos;
     }
     size_t w = h->want > n ? h->want : n;
     h->win_len = 0; /* the window is invalid if the read fails */
     SK_GUARD(sk_stream_pread(h->fd, pos, h->win, w, &h->win_len, h->path, err));
     h->win_off = pos;
-    *got = h->win_len < n ? h->win_len : n;
-    h->used_end = pos + *got;
-    memcpy(buf, h->win, *got);
+    return SK_OK;
+}
+
+/* n <= HDR_WIN_MAX (the tar walker peeks one block). */
+static int hdr_peek_at(void *ctx, uint64_t pos, size_t n, const unsigned char **p, size_t *got,
+                       sk_error *err)
+{
+    struct hdr_src *h = ctx;
+    if (pos >= h->win_off && pos + n <= h->win_off + h->win_len) {
+        /* a big member inside the window still ends the run, or windows
+         * would grow to cover big members too */
+        if (pos > h->used_end + HDR_GAP) hdr_run_end(h, pos);
+    } else {
+        SK_GUARD(hdr_fill(h, pos, n, err));
+    }
+    size_t have = (size_t)(h->win_off + h->win_len - pos);
+    *got = have < n ? have : n;
+    *p = h->win + (pos - h->win_off);
+    if (pos + *got > h->used_end) h->used_end = pos + *got;
+    return SK_OK;
+}
+
+/* Copying reads (extended headers' contents) go through the window too. */
+static int hdr_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct hdr_src *h = ctx;
+    const unsigned char *p;
+    /* bigger than any window: a long pax or GNU long-name header */
+    if (n > HDR_WIN_MAX) return sk_stream_pread(h->fd, pos, buf, n, got, h->path, err);
+    SK_GUARD(hdr_peek_at(ctx, pos, n, &p, got, err));
+    memcpy(buf, p, *got);
     return SK_OK;
 }
 
@@ -199,6 +243,8 @@ struct state {
     uint64_t s_off, s_end;
     struct pending *pm;
     size_t npm, cap_pm;
+    sk_index_member_in *min; /* the open sample's members, for the builder */
+    size_t cap_min;
     char *names; /* names of the open sample's members */
     size_t nnames, cap_names;
     /* every sample's key, to find keys split over several samples */
@@ -207,6 +253,7 @@ struct state {
     uint64_t *key_at; /* offset << 20 | len would not fit long keys: two arrays */
     uint32_t *key_len;
     size_t nkeys, cap_key_at;
+    int keys_unsorted; /* 0: every key so far greater than the one before */
     int warned_unkeyed;
 };
 
@@ -242,22 +289,17 @@ static int close_sample(struct state *s, sk_error *err)
             }
         }
     }
-    SK_GUARD(sk_index_add_sample(s->b, key, klen, s->s_off, s->s_end - s->s_off,
-                                 so, ss, err));
+    if (s->npm > s->cap_min)
+        SK_GUARD(sk_grow((void **)&s->min, &s->cap_min, s->npm, sizeof *s->min, err));
     for (size_t i = 0; i < s->npm; i++) {
         const struct pending *m = &s->pm[i];
-        const char *ext = s->names + m->name_off + m->ext_off;
-        size_t elen = m->name_len - m->ext_off;
-        char lower[512];
-        char *lx = elen <= sizeof lower ? lower : malloc(elen);
-        SK_FAIL_IF(!lx, err, SK_E_NOMEM, "out of memory");
-        for (size_t k = 0; k < elen; k++)
-            lx[k] = (char)(ext[k] >= 'A' && ext[k] <= 'Z' ? ext[k] + 32 : ext[k]);
-        int rc = sk_index_add_member(s->b, lx, elen, m->data_offset, m->size, m->header_len,
-                                     m->crc, err);
-        if (lx != lower) free(lx);
-        SK_GUARD(rc);
+        s->min[i] = (sk_index_member_in){.ext = s->names + m->name_off + m->ext_off,
+                                         .ext_len = m->name_len - m->ext_off,
+                                         .data_offset = m->data_offset, .size = m->size,
+                                         .header_len = m->header_len, .crc32c = m->crc};
     }
+    SK_GUARD(sk_index_add_sample_members(s->b, key, klen, s->s_off, s->s_end - s->s_off, so, ss,
+                                         s->min, s->npm, err));
     if (s->dali) {
         for (size_t i = 0; i < s->npm; i++) {
             const struct pending *m = &s->pm[i];
@@ -276,6 +318,11 @@ static int close_sample(struct state *s, sk_error *err)
         uint32_t *q = sk_xrealloc(s->key_len, s->cap_key_at * sizeof *q, err);
         if (!q) return SK_E_NOMEM;
         s->key_len = q;
+    }
+    if (s->nkeys && !s->keys_unsorted) { /* still strictly increasing? */
+        size_t pl = s->key_len[s->nkeys - 1];
+        int d = memcmp(s->keys + s->key_at[s->nkeys - 1], key, pl < klen ? pl : klen);
+        s->keys_unsorted = d > 0 || (d == 0 && pl >= klen);
     }
     memcpy(s->keys + s->nkeys_bytes, key, klen);
     s->key_at[s->nkeys] = s->nkeys_bytes;
@@ -329,8 +376,10 @@ static int add_entry(struct state *s, const sk_tar_entry *e, sk_error *err)
         s->s_off = e->header_offset;
     }
     s->s_end = e->data_offset + sk_tar_pad(e->size);
-    SK_GUARD(sk_grow((void **)&s->pm, &s->cap_pm, s->npm + 1, sizeof *s->pm, err));
-    SK_GUARD(sk_grow((void **)&s->names, &s->cap_names, s->nnames + e->name_len, 1, err));
+    if (s->npm == s->cap_pm) /* (checked here: this runs for every member) */
+        SK_GUARD(sk_grow((void **)&s->pm, &s->cap_pm, s->npm + 1, sizeof *s->pm, err));
+    if (s->nnames + e->name_len > s->cap_names)
+        SK_GUARD(sk_grow((void **)&s->names, &s->cap_names, s->nnames + e->name_len, 1, err));
     struct pending *m = &s->pm[s->npm++];
     m->data_offset = e->data_offset;
     m->size = e->size;
@@ -356,7 +405,8 @@ static int same_key(const struct state *s, size_t i, size_t j)
 
 static int check_split_keys(struct state *s, sk_error *err)
 {
-    if (s->nkeys < 2) return SK_OK;
+    /* Strictly increasing keys (shards written in key order) cannot repeat. */
+    if (s->nkeys < 2 || !s->keys_unsorted) return SK_OK;
     size_t cap = 16;
     while (cap < s->nkeys * 2) cap *= 2;
     size_t *slot = sk_xmalloc(cap * sizeof *slot, err);
@@ -450,6 +500,7 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
         if (!(hs.win = sk_xmalloc(HDR_WIN_MAX, err))) { rc = SK_E_NOMEM; goto cleanup; }
         src.ctx = &hs;
         src.read_at = hdr_read_at;
+        src.peek_at = hdr_peek_at;
         src.size = s.file_size;
         info.flags |= SK_INDEX_NO_CRC;
     } else {
@@ -518,6 +569,7 @@ cleanup:
     free(hs.win);
     free(s.frames);
     free(s.pm);
+    free(s.min);
     free(s.names);
     free(s.keys);
     free(s.key_at);

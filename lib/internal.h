@@ -65,8 +65,27 @@ void sk_index_builder_set_stored(sk_index_builder *b, uint64_t i, uint64_t store
  * sk_index_close, or here when the bytes are refused). */
 int sk_index_adopt(sk_index **out, void *data, size_t size, const char *name, sk_error *err);
 
+/* index.c: one sample and its n members in one call, as
+ * sk_index_add_sample followed by n sk_index_add_member would add them,
+ * each extension lowercased (ASCII) on its way into the string pool; the
+ * hot path of `shardkit index`, with one capacity check per sample. */
+typedef struct sk_index_member_in {
+    const char *ext;
+    size_t ext_len;
+    uint64_t data_offset, size;
+    uint32_t header_len, crc32c;
+} sk_index_member_in;
+int sk_index_add_sample_members(sk_index_builder *b, const char *key, size_t key_len,
+                                uint64_t offset, uint64_t span, uint64_t stored_offset,
+                                uint64_t stored_span, const sk_index_member_in *m, size_t n,
+                                sk_error *err);
+
 /* fsutil.c */
 int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *err);
+/* Writes every buffer of iov in order (writev, resumed after short writes);
+ * iov is consumed. */
+struct iovec;
+int sk_writev_all(int fd, struct iovec *iov, int iovcnt, const char *path, sk_error *err);
 /* The temporary name ".NAME.tmp" beside path; caller frees. */
 char *sk_tmp_name(const char *path, sk_error *err);
 /* mkdir -p. */

@@ -7,10 +7,11 @@
 
 int sk_sample_split(const char *path, size_t n, size_t *key_len, size_t *ext_off)
 {
-    size_t base = n;
-    while (base > 0 && path[base - 1] != '/') base--;
-    size_t dot = base;
-    while (dot < n && path[dot] != '.') dot++;
+    /* memrchr/memchr: called for every member a scan or a pack sees */
+    const char *sl = memrchr(path, '/', n);
+    size_t base = sl ? (size_t)(sl - path) + 1 : 0;
+    const char *dp = memchr(path + base, '.', n - base);
+    size_t dot = dp ? (size_t)(dp - path) : n;
     /* Like WebDataset's base_plus_ext: at least one byte before the dot and
      * one after it, so ".hidden" and "name." hold no sample. */
     if (dot == n || dot == base || dot + 1 == n) return SK_E_INPUT;

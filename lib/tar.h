@@ -40,6 +40,13 @@ typedef struct sk_tar_src {
     /* Reads up to n bytes at stream position pos, never before the end of
      * the previous read; *got < n only at the end of the stream. */
     int (*read_at)(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err);
+    /* Optional (NULL: read_at is used): the same read, n <= SK_TAR_BLOCK,
+     * but *p points into the source's own buffer instead of copying; valid
+     * until the next call on the source.  A header-only walk spends a good
+     * part of its user time copying header blocks, so a buffered source
+     * lends them instead. */
+    int (*peek_at)(void *ctx, uint64_t pos, size_t n, const unsigned char **p, size_t *got,
+                   sk_error *err);
     uint64_t size; /* stream size when known (plain files), else UINT64_MAX */
     const char *name; /* for messages */
 } sk_tar_src;

@@ -44,8 +44,8 @@ int sk_tar_is_meta(const char *name, size_t n)
 {
     /* webdataset's tar_file_iterator skips names with no '/' that start
      * and end with "__" (meta_prefix / meta_suffix). */
-    if (n < 4 || memchr(name, '/', n)) return 0;
-    return !memcmp(name, "__", 2) && !memcmp(name + n - 2, "__", 2);
+    if (n < 4 || name[0] != '_' || name[1] != '_') return 0; /* most names: one compare */
+    return !memcmp(name + n - 2, "__", 2) && !memchr(name, '/', n);
 }
 
 /* Reads exactly n bytes at pos; *got tells how many arrived (short = end). */
@@ -63,11 +63,48 @@ static int src_read(sk_tar_reader *r, uint64_t pos, void *buf, size_t n, size_t 
     return SK_OK;
 }
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* Eight octal digits at p, most significant first, as a number; -1 when
+ * one is not a digit.  SWAR: digits pair up into 16-bit lanes, then 32,
+ * then one value, with no data-dependent branch (two fields are parsed
+ * for every header of a header-only scan). */
+static int64_t octal8(const unsigned char *p)
+{
+    uint64_t x;
+    memcpy(&x, p, 8);
+    if ((x & 0xF8F8F8F8F8F8F8F8u) != 0x3030303030303030u) return -1;
+    x &= 0x0707070707070707u;
+    x = ((x & 0x00FF00FF00FF00FFu) << 3) + (x >> 8 & 0x00FF00FF00FF00FFu);
+    x = ((x & 0x0000FFFF0000FFFFu) << 6) + (x >> 16 & 0x0000FFFF0000FFFFu);
+    return (int64_t)(((x & 0xFFFFFFFFu) << 12) + (x >> 32));
+}
+#endif
+
 /* An octal field (leading spaces, digits, then NUL/space) or GNU base-256
  * (high bit of the first byte).  Returns -1 when malformed or negative. */
 static int parse_num(const unsigned char *f, size_t w, uint64_t *out)
 {
     uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* The forms nearly every tar writes: a 12-byte size of 11 digits and
+     * a terminator; an 8-byte checksum of 6 digits, NUL, space. */
+    if (w == 12 && (f[11] == 0 || f[11] == ' ')) {
+        int64_t hi = octal8(f);
+        unsigned a = f[8] - '0', b = f[9] - '0', c = f[10] - '0';
+        if (hi >= 0 && a < 8 && b < 8 && c < 8) {
+            *out = (uint64_t)hi << 9 | a << 6 | b << 3 | c;
+            return 0;
+        }
+    } else if (w == 8 && f[6] == 0 && f[7] == ' ') {
+        unsigned char d[8] = {'0', '0'};
+        memcpy(d + 2, f, 6);
+        int64_t x = octal8(d);
+        if (x >= 0) {
+            *out = (uint64_t)x;
+            return 0;
+        }
+    }
+#endif
     if (f[0] & 0x80) {
         if (f[0] == 0xff) return -1; /* negative */
         v = f[0] & 0x7f;
@@ -98,53 +135,58 @@ static int zero_block(const unsigned char *b)
     return 1;
 }
 
+/* Bytes >= 128 in the block: each counts 256 less in a signed-char sum. */
+static uint32_t high_bytes(const unsigned char *b)
+{
+    uint32_t n = 0;
+    for (int i = 0; i < SK_TAR_BLOCK; i++) n += b[i] >> 7;
+    return n;
+}
+
 /* Header checksum: the stored value against both the unsigned and the
  * signed byte sum (old Sun and some other tars summed signed chars). */
 static int checksum_ok(const unsigned char *b)
 {
     uint64_t stored;
     if (parse_num(b + 148, 8, &stored)) return 0;
-    /* Both sums in one pass, the hottest loop of a header-only scan.  The
-     * signed sum follows from the unsigned one: each byte >= 128 counts 256
-     * less as a signed char, so we sum bytes and count the high ones. */
-    uint32_t usum, high;
+    /* The hottest loop of a header-only scan.  Nearly every tar sums
+     * unsigned bytes, so only the unsigned sum is taken in the loop; the
+     * signed one (256 less per byte >= 128) only when that does not match. */
+    uint32_t usum;
 #if defined(__SSE2__)
-    /* psadbw sums 8 bytes at a time; a signed compare marks high bytes
-     * (-1), whose count per lane stays <= 32. */
-    __m128i zero = _mm_setzero_si128(), acc = zero, cnt = zero;
-    for (int i = 0; i < SK_TAR_BLOCK; i += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(b + i));
-        acc = _mm_add_epi64(acc, _mm_sad_epu8(v, zero));
-        cnt = _mm_sub_epi8(cnt, _mm_cmplt_epi8(v, zero));
+    /* psadbw sums 8 bytes at a time; two accumulators halve the chain */
+    __m128i zero = _mm_setzero_si128(), a0 = zero, a1 = zero;
+    for (int i = 0; i < SK_TAR_BLOCK; i += 32) {
+        __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)(b + i));
+        __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(b + i + 16));
+        a0 = _mm_add_epi64(a0, _mm_sad_epu8(v0, zero));
+        a1 = _mm_add_epi64(a1, _mm_sad_epu8(v1, zero));
     }
-    cnt = _mm_sad_epu8(cnt, zero);
-    usum = (uint32_t)_mm_cvtsi128_si32(acc) + (uint32_t)_mm_cvtsi128_si32(_mm_unpackhi_epi64(acc, acc));
-    high = (uint32_t)_mm_cvtsi128_si32(cnt) + (uint32_t)_mm_cvtsi128_si32(_mm_unpackhi_epi64(cnt, cnt));
+    a0 = _mm_add_epi64(a0, a1);
+    usum = (uint32_t)_mm_cvtsi128_si32(a0) + (uint32_t)_mm_cvtsi128_si32(_mm_unpackhi_epi64(a0, a0));
 #else
     /* SWAR over 64-bit words: byte pairs add into four 16-bit lanes (each
-     * at most 64 * 2 * 255 = 32640, so no carry crosses lanes), high bytes
-     * are counted in eight byte lanes (at most 64 each). */
-    const uint64_t lo8 = 0x00ff00ff00ff00ffu, ones = 0x0101010101010101u;
-    uint64_t pairs = 0, highs = 0;
+     * at most 64 * 2 * 255 = 32640, so no carry crosses lanes). */
+    const uint64_t lo8 = 0x00ff00ff00ff00ffu;
+    uint64_t pairs = 0;
     for (int i = 0; i < SK_TAR_BLOCK; i += 8) {
         uint64_t w;
         memcpy(&w, b + i, 8);
         pairs += (w & lo8) + (w >> 8 & lo8);
-        highs += w >> 7 & ones;
     }
     pairs = (pairs & 0x0000ffff0000ffffu) + (pairs >> 16 & 0x0000ffff0000ffffu);
-    highs = (highs & lo8) + (highs >> 8 & lo8); /* four 16-bit lanes, <= 128 each */
     usum = (uint32_t)pairs + (uint32_t)(pairs >> 32);
-    high = (uint32_t)((highs * 0x0001000100010001u) >> 48); /* <= 512 */
 #endif
     /* the checksum field counts as eight spaces */
+    uint32_t field = 0, field_high = 0;
     for (int i = 148; i < 156; i++) {
-        usum -= b[i];
-        high -= b[i] >> 7;
+        field += b[i];
+        field_high += b[i] >> 7;
     }
-    long us = (long)usum + 8 * ' ';
-    long ss = us - 256 * (long)high;
-    return (long)stored == us || (long)stored == ss;
+    long us = (long)usum - (long)field + 8 * ' ';
+    if ((long)stored == us) return 1;
+    long ss = us - 256 * (long)(high_bytes(b) - field_high);
+    return (long)stored == ss;
 }
 
 static int set_name(char **dst, size_t *cap, const char *s, size_t n, size_t *len,
@@ -271,9 +313,22 @@ static int crc_data(sk_tar_reader *r, sk_tar_entry *e, sk_error *err)
     return SK_OK;
 }
 
+/* The header block at pos: lent by the source when it can (peek_at), else
+ * copied into buf.  *b stays valid until the next read from the source. */
+static int header_block(sk_tar_reader *r, uint64_t pos, unsigned char *buf,
+                        const unsigned char **b, size_t *got, sk_error *err)
+{
+    if (!r->src.peek_at) {
+        *b = buf;
+        return src_read(r, pos, buf, SK_TAR_BLOCK, got, err);
+    }
+    return r->src.peek_at(r->src.ctx, pos, SK_TAR_BLOCK, b, got, err);
+}
+
 int sk_tar_next(sk_tar_reader *r, sk_tar_entry *e, sk_error *err)
 {
-    unsigned char b[SK_TAR_BLOCK];
+    unsigned char bbuf[SK_TAR_BLOCK];
+    const unsigned char *b;
     char *longname = NULL, *paxbuf = NULL;
     struct pax pax = {0};
     uint64_t first = r->pos;
@@ -282,7 +337,7 @@ int sk_tar_next(sk_tar_reader *r, sk_tar_entry *e, sk_error *err)
     for (;;) {
         uint64_t at = r->pos;
         size_t got;
-        if ((rc = src_read(r, at, b, SK_TAR_BLOCK, &got, err))) goto out;
+        if ((rc = header_block(r, at, bbuf, &b, &got, err))) goto out;
         if (got == 0 && at == first) { /* end of stream without end blocks */
             e->end = 1;
             goto out;
@@ -380,11 +435,11 @@ int sk_tar_next(sk_tar_reader *r, sk_tar_entry *e, sk_error *err)
                 joined[pl] = '/';
                 memcpy(joined + pl + 1, b, n1);
                 nlen = pl + 1 + n1;
+                nm = joined;
             } else {
-                memcpy(joined, b, n1);
+                nm = (const char *)b; /* set_name copies it out of the block */
                 nlen = n1;
             }
-            nm = joined;
         }
         if ((rc = set_name(&r->name, &r->name_cap, nm, nlen, NULL, err))) goto out;
         uint64_t end = data + (type == '1' || type == '2' || type == '5' ? 0 : sk_tar_pad(size));

@@ -1,7 +1,8 @@
 /* test_tar_read.c - the tar header walker (lib/tar_read.c) on archives built
  * byte by byte here: v7 names, ustar prefix, GNU long names, pax per member
  * and global, base-256 sizes, signed checksums, skipped entries, WebDataset
- * metadata names, and the errors for bad checksums, truncation, sparse. */
+ * metadata names, a source that lends header blocks (peek_at), and the
+ * errors for bad checksums, truncation, sparse. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -177,6 +178,94 @@ static void test_global_pax_and_no_end_blocks(void **state)
     free(m.b);
 }
 
+/* A source that lends header blocks (peek_at) from a small window of its
+ * own, as index --fast's does; each refill scribbles over the old window
+ * first, so a block used after the next read would show. */
+struct lender {
+    struct mem *m;
+    unsigned char win[1024];
+    uint64_t off;
+    size_t len;
+};
+
+static int lend_peek_at(void *ctx, uint64_t pos, size_t n, const unsigned char **p, size_t *got,
+                        sk_error *err)
+{
+    struct lender *l = ctx;
+    if (!(pos >= l->off && pos + n <= l->off + l->len)) {
+        memset(l->win, 0xA5, sizeof l->win);
+        SK_GUARD(mem_read_at(l->m, pos, l->win, sizeof l->win, &l->len, err));
+        l->off = pos;
+    }
+    size_t have = (size_t)(l->off + l->len - pos);
+    *got = have < n ? have : n;
+    *p = l->win + (pos - l->off);
+    return 0;
+}
+
+static int lend_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct lender *l = ctx;
+    memset(l->win, 0xA5, sizeof l->win); /* the window is gone after any read */
+    l->len = 0;
+    return mem_read_at(l->m, pos, buf, n, got, err);
+}
+
+static void test_peek_source(void **state)
+{
+    (void)state;
+    struct mem m = {0};
+    header(&m, "v7/old.txt", NULL, 5, '\0', 0, SUM_SIGNED, 0);
+    data(&m, "hello", 5);
+    header(&m, "name.jpg", "some/prefix", 3, '0', 1, SUM_UNSIGNED, 0);
+    data(&m, "abc", 3);
+    header(&m, "dir/", NULL, 0, '5', 1, SUM_UNSIGNED, 0);
+    char longname[301];
+    memset(longname, 'n', 300);
+    memcpy(longname + 290, "/long.json", 10);
+    longname[300] = 0;
+    header(&m, "././@LongLink", NULL, 301, 'L', 2, SUM_UNSIGNED, 0);
+    data(&m, longname, 301);
+    header(&m, "truncated-name", NULL, 2, '0', 2, SUM_UNSIGNED, 0);
+    data(&m, "{}", 2);
+    pax(&m, 'x', "24 path=p\xc3\xa4x/\xc3\xbc.seg.png\n10 size=7\n");
+    header(&m, "fallback", NULL, 99, '0', 1, SUM_UNSIGNED, 0);
+    data(&m, "1234567", 7);
+    char big[3000];
+    memset(big, 'b', sizeof big);
+    header(&m, "big.bin", NULL, sizeof big, '0', 2, SUM_UNSIGNED, 1);
+    data(&m, big, sizeof big);
+    pax(&m, 'g', "15 path=global\n");
+    header(&m, "own", NULL, 1, '0', 1, SUM_UNSIGNED, 0);
+    data(&m, "x", 1);
+    room(&m, 1024);
+
+    sk_tar_reader a, b;
+    sk_tar_entry ea, eb;
+    struct lender l = {.m = &m};
+    sk_tar_src src = {.ctx = &l, .read_at = lend_read_at, .peek_at = lend_peek_at,
+                      .size = UINT64_MAX, .name = "lent.tar"};
+    open_reader(&a, &m, 0);
+    sk_tar_reader_init(&b, &src, 0);
+    int n = 0;
+    do {
+        next_ok(&a, &ea);
+        next_ok(&b, &eb);
+        assert_int_equal(ea.end, eb.end);
+        if (ea.end) break;
+        assert_int_equal(ea.name_len, eb.name_len);
+        assert_memory_equal(ea.name, eb.name, ea.name_len);
+        assert_int_equal(ea.header_offset, eb.header_offset);
+        assert_int_equal(ea.data_offset, eb.data_offset);
+        assert_int_equal(ea.size, eb.size);
+        n++;
+    } while (1);
+    assert_int_equal(n, 6); /* the directory is skipped */
+    sk_tar_reader_release(&a);
+    sk_tar_reader_release(&b);
+    free(m.b);
+}
+
 static void expect_error(struct mem *m, unsigned flags, int code, const char *msg)
 {
     sk_tar_reader r;
@@ -232,6 +321,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dialects),
         cmocka_unit_test(test_global_pax_and_no_end_blocks),
+        cmocka_unit_test(test_peek_source),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
