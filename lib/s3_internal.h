@@ -57,8 +57,13 @@ struct sk_s3_req {
     char query[768];              /* encoded, "partNumber=2&uploadId=..." */
     char hdrs[SK_S3_MAX_HDRS][320]; /* extra headers, lowercase names */
     int nhdrs;
-    const unsigned char *body;    /* request body, body_len bytes */
+    const unsigned char *body;    /* request body, body_len bytes... */
     size_t body_len;
+    int body_from_fd;             /* ...or body_len bytes of body_fd from body_fd_off,
+                                     read straight into curl's send buffer (never
+                                     with a signed payload: there is no buffer to hash) */
+    int body_fd;
+    uint64_t body_fd_off;
     int body_signed;              /* hash the body even without sign_payload */
     unsigned char *dst;           /* response body into a caller buffer... */
     size_t dst_cap;
@@ -89,6 +94,7 @@ struct sk_s3_req {
     CURL *easy;
     struct curl_slist *hl;
     size_t body_off;
+    int body_errno;   /* reading body_fd failed (errno; -1: the file shrank) */
     uint64_t delivered, skip; /* for sinks: bytes given out, bytes to drop */
     int attempt;
     uint64_t not_before_ms;
