@@ -248,15 +248,23 @@ static int build_and_sign(sk_s3 *s3, sk_s3_req *r)
     snprintf(h_date, sizeof h_date, "x-amz-date:%s", date);
     snprintf(h_sha, sizeof h_sha, "x-amz-content-sha256:%s", hash);
     hdrs[nh++] = h_host, hdrs[nh++] = h_date, hdrs[nh++] = h_sha;
-    if (s3->creds.token) {
-        snprintf(h_tok, sizeof h_tok, "x-amz-security-token:%s", s3->creds.token);
+    /* every attempt asks for the credentials: temporary ones are fetched
+     * anew here when their expiration is near (creds.c) */
+    const sk_creds *cr = sk_creds_provider_lock(&s3->creds, &r->err);
+    if (!cr) {
+        rc = r->err.code ? r->err.code : SK_E_REMOTE;
+        goto out;
+    }
+    if (cr->token) {
+        snprintf(h_tok, sizeof h_tok, "x-amz-security-token:%s", cr->token);
         hdrs[nh++] = h_tok;
     }
     for (int i = 0; i < r->nhdrs; i++) hdrs[nh++] = r->hdrs[i];
     char auth[1024];
     sk_s3_sigv4_input in = {r->method, path.p, r->query, hdrs, nh, hash, date, s3->region,
-                            "s3", s3->creds.access_key, s3->creds.secret_key};
+                            "s3", cr->access_key, cr->secret_key};
     rc = sk_s3_sigv4_sign(&in, auth, sizeof auth, &r->err);
+    sk_creds_provider_unlock(&s3->creds);
     if (rc) goto out;
 
     curl_slist_free_all(r->hl);
@@ -730,24 +738,13 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
     pthread_mutex_init(&s3->mu, NULL);
     pthread_cond_init(&s3->cv, NULL);
 
-    int rc;
-    if (cfg->creds) {
-        rc = cfg->creds->access_key && cfg->creds->secret_key ? 0 : SK_E_USAGE;
-        if (rc) sk_error_set(err, rc, "credentials given without a key");
-        s3->creds.access_key = cfg->creds->access_key ? strdup(cfg->creds->access_key) : NULL;
-        s3->creds.secret_key = cfg->creds->secret_key ? strdup(cfg->creds->secret_key) : NULL;
-        s3->creds.token = cfg->creds->token ? strdup(cfg->creds->token) : NULL;
-        s3->creds.region = cfg->creds->region ? strdup(cfg->creds->region) : NULL;
-        snprintf(s3->creds.source, sizeof s3->creds.source, "%s", cfg->creds->source[0] ? cfg->creds->source : "given");
-    } else {
-        rc = sk_creds_load(&s3->creds, cfg->profile, err);
-    }
+    int rc = sk_creds_provider_init(&s3->creds, cfg->creds, cfg->profile, cfg->verbose, err);
     if (rc) goto fail;
 
     const char *region = cfg->region;
     if (!region || !*region) region = getenv("AWS_REGION");
     if (!region || !*region) region = getenv("AWS_DEFAULT_REGION");
-    if (!region || !*region) region = s3->creds.region;
+    if (!region || !*region) region = s3->creds.cur.region;
     if (!region || !*region) region = "us-east-1";
     snprintf(s3->region, sizeof s3->region, "%s", region);
 
@@ -765,7 +762,7 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
     snprintf(s3->base, sizeof s3->base, "%s://%s", s3->scheme, s3->host);
     if (s3->verbose)
         fprintf(stderr, "s3: endpoint %s, region %s, %s style, credentials from %s\n", s3->base,
-                s3->region, s3->path_style ? "path" : "virtual-hosted", s3->creds.source);
+                s3->region, s3->path_style ? "path" : "virtual-hosted", s3->creds.cur.source);
 
     s3->multi = curl_multi_init();
     if (!s3->multi) {
@@ -802,7 +799,7 @@ void sk_s3_free(sk_s3 *s3)
     }
     for (int i = 0; i < s3->npool; i++) curl_easy_cleanup(s3->pool[i]);
     if (s3->multi) curl_multi_cleanup(s3->multi);
-    sk_creds_release(&s3->creds);
+    sk_creds_provider_release(&s3->creds);
     pthread_mutex_destroy(&s3->mu);
     pthread_cond_destroy(&s3->cv);
     free(s3);

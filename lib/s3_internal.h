@@ -44,6 +44,37 @@ int sk_s3_uri_encode(sk_s3_buf *b, const char *s, int keep_slash);
 int sk_http_fetch(const char *method, const char *url, const char *const *headers,
                   long timeout_ms, sk_s3_buf *out, long *status, sk_error *err);
 
+/* ---- credentials that renew themselves (creds.c) */
+
+/* As sk_creds_load; *expires is the credentials' Expiration in seconds since
+ * the epoch, 0 when they do not expire (or say nothing). */
+int sk_creds_load_exp(sk_creds *out, const char *profile, int64_t *expires, sk_error *err);
+/* An ISO 8601 time ("2026-11-22T01:02:03Z") as seconds since the epoch, 0
+ * when it is not one. */
+int64_t sk_creds_parse_time(const char *s);
+
+/* A client's credentials.  Loaded ones are fetched anew shortly before they
+ * expire (see creds.c); given ones are used as they are.  Thread-safe. */
+typedef struct sk_creds_provider {
+    pthread_mutex_t mu;
+    sk_creds cur;
+    int64_t expires;   /* 0: never */
+    int64_t next_try;  /* after a failed refresh, not before this time */
+    int refreshable;   /* loaded through the chain (not given by the caller) */
+    char *profile;
+    int verbose;
+    uint64_t refreshes;
+} sk_creds_provider;
+/* given NULL: load for profile (sk_creds_load's rules); else copy given. */
+int sk_creds_provider_init(sk_creds_provider *p, const sk_creds *given, const char *profile,
+                           int verbose, sk_error *err);
+/* The current credentials, refreshed first when their expiration is near,
+ * with p locked until sk_creds_provider_unlock; NULL (and not locked) when
+ * they have expired and could not be refreshed. */
+const sk_creds *sk_creds_provider_lock(sk_creds_provider *p, sk_error *err);
+void sk_creds_provider_unlock(sk_creds_provider *p);
+void sk_creds_provider_release(sk_creds_provider *p);
+
 #define SK_S3_MAX_HDRS 8
 
 typedef struct sk_s3_req sk_s3_req;
@@ -118,7 +149,7 @@ struct sk_s3 {
     char region[64];
     int path_style;
     int concurrency, max_attempts, read_timeout, sign_payload, verbose;
-    sk_creds creds;
+    sk_creds_provider creds;
     /* engine */
     CURLM *multi;
     pthread_t thread;
