@@ -337,12 +337,22 @@ static void fmt_time(int64_t t, char *out, size_t cap)
     strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+static int expired_error(const sk_creds_provider *p, sk_error *err)
+{
+    char when[32];
+    fmt_time(p->expires, when, sizeof when);
+    return sk_error_set(err, SK_E_REMOTE, "credentials from the %s expired at %s and could not be refreshed: %s",
+                        p->cur.source, when, p->last_err);
+}
+
 /* Fetches anew when the expiration is near (under p->mu). */
 static int maybe_refresh(sk_creds_provider *p, sk_error *err)
 {
     if (!p->refreshable || !p->expires) return 0;
     int64_t now = (int64_t)time(NULL), left = p->expires - now;
-    if (left >= ADVISORY_S || now < p->next_try) return 0;
+    if (left >= ADVISORY_S) return 0;
+    if (now < p->next_try) /* a fetch failed moments ago: do not hammer the endpoint */
+        return left > 0 ? 0 : expired_error(p, err);
     int mandatory = left < MANDATORY_S;
     sk_creds fresh;
     int64_t exp = 0;
@@ -373,12 +383,8 @@ static int maybe_refresh(sk_creds_provider *p, sk_error *err)
         return 0;
     }
     p->next_try = now + (mandatory ? MANDATORY_RETRY_S : ADVISORY_RETRY_S);
-    if (left <= 0) {
-        char when[32];
-        fmt_time(p->expires, when, sizeof when);
-        return sk_error_set(err, SK_E_REMOTE, "credentials from the %s expired at %s and could not be refreshed: %s",
-                            p->cur.source, when, e.msg);
-    }
+    snprintf(p->last_err, sizeof p->last_err, "%s", e.msg);
+    if (left <= 0) return expired_error(p, err);
     /* still valid: keep them, as botocore does in its advisory window */
     if (p->verbose)
         fprintf(stderr, "s3: refreshing credentials failed (%s); the current ones are valid for %lld s more\n",

@@ -64,6 +64,7 @@ typedef struct sk_creds_provider {
     char *profile;
     int verbose;
     uint64_t refreshes;
+    char last_err[256]; /* why the last fetch failed (names a URL, never a secret) */
 } sk_creds_provider;
 /* given NULL: load for profile (sk_creds_load's rules); else copy given. */
 int sk_creds_provider_init(sk_creds_provider *p, const sk_creds *given, const char *profile,

@@ -175,6 +175,10 @@ static void test_provider_refresh(void **state)
     assert_null(sk_creds_provider_lock(&p, &err));
     assert_non_null(strstr(err.msg, "expired at"));
     assert_null(strstr(err.msg, "senv"));
+    /* asked again at once: still an error (not the expired set), no fetch */
+    err.msg[0] = 0;
+    assert_null(sk_creds_provider_lock(&p, &err));
+    assert_non_null(strstr(err.msg, "expired at"));
     sk_creds_provider_release(&p);
 
     sk_creds given = SK_CREDS_INIT;
