@@ -3,7 +3,10 @@
 # local moto_server: a 1 GiB file (aws s3 cp) and a 100-shard dataset of
 # 10 MB shards + .idx + manifest.json (aws s3 sync).  Reports wall seconds
 # and client CPU seconds (user+sys) per GiB, medians of 3 runs, and the
-# ratios shardkit/aws.  Env: SK_BIN (or BUILD), RUNS (default 3).
+# ratios shardkit/aws.  The clients take turns (round 1: each case once,
+# round 2: again...), so that a load that comes and goes on a shared
+# machine falls on all of them alike.  Env: SK_BIN (or BUILD), RUNS
+# (default 3).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SK_BIN=${SK_BIN:-$ROOT/${BUILD:-build}/shardkit}
@@ -34,27 +37,34 @@ measure() {
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-run_case() { # name bytes cmd...
-    local name=$1 bytes=$2 walls=() cpus=()
-    shift 2
-    for r in $(seq "$RUNS"); do
-        aws s3 rm --recursive s3://bench/ >/dev/null 2>&1 || true
-        read -r w c < <(measure "$@")
-        walls+=("$w") cpus+=("$c")
-    done
-    local w c gib
-    w=$(printf '%s\n' "${walls[@]}" | median)
-    c=$(printf '%s\n' "${cpus[@]}" | median)
+once() { # name cmd...: one timed run into an empty bucket, appended to $t/runs
+    local name=$1 w c
+    shift
+    aws s3 rm --recursive s3://bench/ >/dev/null 2>&1 || true
+    read -r w c < <(measure "$@")
+    echo "$name|$w|$c" >>"$t/runs"
+}
+
+report() { # name bytes: medians of the runs of name
+    local name=$1 bytes=$2 w c gib
+    w=$(awk -F'|' -v n="$name" '$1 == n {print $2}' "$t/runs" | median)
+    c=$(awk -F'|' -v n="$name" '$1 == n {print $3}' "$t/runs" | median)
     gib=$(awk -v b="$bytes" 'BEGIN {print b / 1073741824}')
     awk -v n="$name" -v w="$w" -v c="$c" -v g="$gib" \
         'BEGIN {printf "%-28s wall %7.2fs  cpu %7.2fs  wall/GiB %6.2fs  cpu/GiB %6.2fs\n", n, w, c, w/g, c/g}'
     echo "$name $w $c $gib" >>"$t/results"
 }
 
-run_case "1GiB shardkit upload" $((1 << 30)) "$SK_BIN" upload --endpoint-url "$MOTO_URL" "$t/big.bin" s3://bench/big.bin
-run_case "1GiB aws s3 cp" $((1 << 30)) "$AWS" --endpoint-url "$MOTO_URL" s3 cp "$t/big.bin" s3://bench/big.bin
-run_case "dataset shardkit upload" "$ds_bytes" "$SK_BIN" upload --endpoint-url "$MOTO_URL" "$t/ds" s3://bench/ds/
-run_case "dataset aws s3 sync" "$ds_bytes" "$AWS" --endpoint-url "$MOTO_URL" s3 sync "$t/ds" s3://bench/ds/
+for r in $(seq "$RUNS"); do
+    once "1GiB shardkit upload" "$SK_BIN" upload --endpoint-url "$MOTO_URL" "$t/big.bin" s3://bench/big.bin
+    once "1GiB aws s3 cp" "$AWS" --endpoint-url "$MOTO_URL" s3 cp "$t/big.bin" s3://bench/big.bin
+    once "dataset shardkit upload" "$SK_BIN" upload --endpoint-url "$MOTO_URL" "$t/ds" s3://bench/ds/
+    once "dataset aws s3 sync" "$AWS" --endpoint-url "$MOTO_URL" s3 sync "$t/ds" s3://bench/ds/
+done
+report "1GiB shardkit upload" $((1 << 30))
+report "1GiB aws s3 cp" $((1 << 30))
+report "dataset shardkit upload" "$ds_bytes"
+report "dataset aws s3 sync" "$ds_bytes"
 awk '{w[$1" "$2]=$(NF-2); c[$1" "$2]=$(NF-1)}
      END {
        printf "ratios shardkit/aws, 1 GiB file: wall %.2f, cpu %.2f\n", w["1GiB shardkit"]/w["1GiB aws"], c["1GiB shardkit"]/c["1GiB aws"];

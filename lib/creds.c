@@ -11,6 +11,15 @@
  * Test hooks: AWS_EC2_METADATA_SERVICE_ENDPOINT (the aws cli's own setting)
  * and SHARDKIT_CONTAINER_CREDENTIALS_HOST replace the link-local addresses.
  * Secrets are copied into the struct and never formatted into a message.
+ *
+ * Temporary credentials (container, instance metadata, or the environment
+ * with AWS_CREDENTIAL_EXPIRATION) carry an Expiration.  A client holds them
+ * in an sk_creds_provider, which fetches them anew before a signing that
+ * falls inside botocore's windows: 15 minutes before the expiration
+ * (advisory: a failure keeps the current ones, tried again 30 s later) and
+ * 10 minutes before it (mandatory: tried before every signing, at most
+ * every 5 s; a failure is an error once the credentials have expired).  An
+ * upload that runs for hours thus never sends an expired token.
  */
 #include "s3_internal.h"
 
@@ -20,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 void sk_creds_release(sk_creds *c)
 {
@@ -89,9 +99,31 @@ static void aws_path(char *out, size_t cap, const char *env, const char *name)
     else snprintf(out, cap, "%s/.aws/%s", home ? home : "", name);
 }
 
+/* "2026-11-22T01:02:03Z" (fractions and a +hh:mm offset allowed) as
+ * seconds since the epoch; 0 when absent or not understood. */
+int64_t sk_creds_parse_time(const char *s)
+{
+    int y, mo, d, h, mi, sec, n = 0;
+    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6) return 0;
+    const char *p = s + n;
+    if (*p == '.') for (p++; *p >= '0' && *p <= '9'; p++) ;
+    int off = 0;
+    if ((*p == '+' || *p == '-') && p[1] && p[2]) {
+        int oh = 0, om = 0;
+        if (sscanf(p + 1, "%2d:%2d", &oh, &om) < 1) return 0;
+        off = (*p == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+    } else if (*p && *p != 'Z' && *p != 'z') {
+        return 0;
+    }
+    struct tm tm = {0};
+    tm.tm_year = y - 1900, tm.tm_mon = mo - 1, tm.tm_mday = d;
+    tm.tm_hour = h, tm.tm_min = mi, tm.tm_sec = sec;
+    return (int64_t)timegm(&tm) - off;
+}
+
 /* The credentials JSON of container and instance metadata endpoints. */
 static int from_json(sk_creds *c, const sk_s3_buf *b, const char *source, const char *url,
-                     sk_error *err)
+                     int64_t *expires, sk_error *err)
 {
     json_error_t je;
     json_t *j = json_loadb(b->p, b->len, 0, &je);
@@ -102,11 +134,12 @@ static int from_json(sk_creds *c, const sk_s3_buf *b, const char *source, const 
     int rc = 0;
     if (!ak || !sk) rc = sk_error_set(err, SK_E_REMOTE, "%s: no AccessKeyId/SecretAccessKey in the answer", url);
     else if (set_creds(c, ak, sk, tok, source)) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (!rc) *expires = sk_creds_parse_time(json_string_value(json_object_get(j, "Expiration")));
     json_decref(j);
     return rc;
 }
 
-static int from_container(sk_creds *c, sk_error *err)
+static int from_container(sk_creds *c, int64_t *expires, sk_error *err)
 {
     const char *rel = getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
     const char *full = getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
@@ -139,12 +172,12 @@ static int from_container(sk_creds *c, sk_error *err)
     int rc = sk_http_fetch("GET", url, hdrs, 2000, &b, &status, err);
     if (!rc && status != 200)
         rc = sk_error_set(err, SK_E_REMOTE, "container credentials %s: HTTP %ld", url, status);
-    if (!rc) rc = from_json(c, &b, "container credentials", url, err);
+    if (!rc) rc = from_json(c, &b, "container credentials", url, expires, err);
     sk_s3_buf_free(&b);
     return rc;
 }
 
-static int from_imds(sk_creds *c, sk_error *err)
+static int from_imds(sk_creds *c, int64_t *expires, sk_error *err)
 {
     const char *dis = getenv("AWS_EC2_METADATA_DISABLED");
     if (dis && !strcasecmp(dis, "true")) return SK_E_NOTFOUND;
@@ -179,7 +212,7 @@ static int from_imds(sk_creds *c, sk_error *err)
     rc = sk_http_fetch("GET", url, hh, 1000, &b, &status, err);
     if (!rc && status != 200)
         rc = sk_error_set(err, SK_E_REMOTE, "instance metadata %s: HTTP %ld", url, status);
-    if (!rc) rc = from_json(c, &b, "instance metadata", url, err);
+    if (!rc) rc = from_json(c, &b, "instance metadata", url, expires, err);
 out:
     sk_s3_buf_free(&b);
     return rc;
@@ -187,7 +220,14 @@ out:
 
 int sk_creds_load(sk_creds *out, const char *profile, sk_error *err)
 {
+    int64_t expires;
+    return sk_creds_load_exp(out, profile, &expires, err);
+}
+
+int sk_creds_load_exp(sk_creds *out, const char *profile, int64_t *expires, sk_error *err)
+{
     memset(out, 0, sizeof *out);
+    *expires = 0;
     int explicit_profile = profile && *profile;
     if (!explicit_profile) profile = getenv("AWS_PROFILE");
     if (!profile || !*profile) profile = "default";
@@ -206,6 +246,7 @@ int sk_creds_load(sk_creds *out, const char *profile, sk_error *err)
     const char *ak = getenv("AWS_ACCESS_KEY_ID"), *sk = getenv("AWS_SECRET_ACCESS_KEY");
     if (!explicit_profile && ak && *ak && sk && *sk) {
         rc = set_creds(out, ak, sk, getenv("AWS_SESSION_TOKEN"), "environment");
+        *expires = sk_creds_parse_time(getenv("AWS_CREDENTIAL_EXPIRATION")); /* as botocore */
         goto done;
     }
     if (cv.ak[0] && cv.sk[0]) {
@@ -219,7 +260,7 @@ int sk_creds_load(sk_creds *out, const char *profile, sk_error *err)
     SK_FAIL_IF(explicit_profile && !cv.found && !fv.found, err, SK_E_NOTFOUND,
                "profile '%s' is in neither %s nor %s", profile, cred_path, conf_path);
     sk_error e2 = SK_ERROR_INIT;
-    rc = from_container(out, &e2);
+    rc = from_container(out, expires, &e2);
     if (rc != SK_E_NOTFOUND) {
         if (rc) {
             sk_creds_release(out);
@@ -227,7 +268,7 @@ int sk_creds_load(sk_creds *out, const char *profile, sk_error *err)
         }
         goto done;
     }
-    rc = from_imds(out, &e2);
+    rc = from_imds(out, expires, &e2);
     if (!rc) goto done;
     {
         char *region = out->region;
@@ -249,3 +290,117 @@ done:
     }
     return 0;
 }
+
+/* ------------------------------------------------------------ refresh */
+
+#define ADVISORY_S (15 * 60)  /* botocore's _DEFAULT_ADVISORY_REFRESH_TIMEOUT */
+#define MANDATORY_S (10 * 60) /* botocore's _DEFAULT_MANDATORY_REFRESH_TIMEOUT */
+#define ADVISORY_RETRY_S 30
+#define MANDATORY_RETRY_S 5
+
+int sk_creds_provider_init(sk_creds_provider *p, const sk_creds *given, const char *profile,
+                           int verbose, sk_error *err)
+{
+    memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->mu, NULL);
+    p->verbose = verbose;
+    if (!given) {
+        if (profile && *profile && !(p->profile = strdup(profile)))
+            return sk_error_set(err, SK_E_NOMEM, "out of memory");
+        p->refreshable = 1;
+        return sk_creds_load_exp(&p->cur, profile, &p->expires, err);
+    }
+    /* The caller's own credentials: theirs to renew (a new client). */
+    int rc = given->access_key && given->secret_key ? 0 : SK_E_USAGE;
+    if (rc) sk_error_set(err, rc, "credentials given without a key");
+    p->cur.access_key = given->access_key ? strdup(given->access_key) : NULL;
+    p->cur.secret_key = given->secret_key ? strdup(given->secret_key) : NULL;
+    p->cur.token = given->token ? strdup(given->token) : NULL;
+    p->cur.region = given->region ? strdup(given->region) : NULL;
+    snprintf(p->cur.source, sizeof p->cur.source, "%s", given->source[0] ? given->source : "given");
+    return rc;
+}
+
+void sk_creds_provider_release(sk_creds_provider *p)
+{
+    sk_creds_release(&p->cur);
+    free(p->profile);
+    pthread_mutex_destroy(&p->mu);
+    memset(p, 0, sizeof *p);
+}
+
+static void fmt_time(int64_t t, char *out, size_t cap)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int expired_error(const sk_creds_provider *p, sk_error *err)
+{
+    char when[32];
+    fmt_time(p->expires, when, sizeof when);
+    return sk_error_set(err, SK_E_REMOTE, "credentials from the %s expired at %s and could not be refreshed: %s",
+                        p->cur.source, when, p->last_err);
+}
+
+/* Fetches anew when the expiration is near (under p->mu). */
+static int maybe_refresh(sk_creds_provider *p, sk_error *err)
+{
+    if (!p->refreshable || !p->expires) return 0;
+    int64_t now = (int64_t)time(NULL), left = p->expires - now;
+    if (left >= ADVISORY_S) return 0;
+    if (now < p->next_try) /* a fetch failed moments ago: do not hammer the endpoint */
+        return left > 0 ? 0 : expired_error(p, err);
+    int mandatory = left < MANDATORY_S;
+    sk_creds fresh;
+    int64_t exp = 0;
+    sk_error e = SK_ERROR_INIT;
+    int rc = sk_creds_load_exp(&fresh, p->profile, &exp, &e);
+    if (!rc && exp && exp <= now) {
+        rc = sk_error_set(&e, SK_E_REMOTE, "the new ones from the %s have expired too", fresh.source);
+        sk_creds_release(&fresh);
+    }
+    if (!rc) {
+        char *region = p->cur.region; /* the region was settled when the client started */
+        p->cur.region = NULL;
+        sk_creds_release(&p->cur);
+        p->cur = fresh;
+        free(p->cur.region);
+        p->cur.region = region;
+        p->expires = exp;
+        /* a source that keeps answering credentials inside the window is
+         * asked again at most every 5 s, not before every request */
+        p->next_try = exp && exp - now < ADVISORY_S ? now + MANDATORY_RETRY_S : 0;
+        if (exp && p->next_try > exp) p->next_try = exp;
+        p->refreshes++;
+        if (p->verbose) {
+            char when[32] = "never";
+            if (exp) fmt_time(exp, when, sizeof when);
+            fprintf(stderr, "s3: credentials refreshed from %s (they expire %s)\n", p->cur.source, when);
+        }
+        return 0;
+    }
+    p->next_try = now + (mandatory ? MANDATORY_RETRY_S : ADVISORY_RETRY_S);
+    snprintf(p->last_err, sizeof p->last_err, "%s", e.msg);
+    if (left <= 0) return expired_error(p, err);
+    /* still valid: keep them, as botocore does in its advisory window */
+    if (p->verbose)
+        fprintf(stderr, "s3: refreshing credentials failed (%s); the current ones are valid for %lld s more\n",
+                e.msg, (long long)left);
+    return 0;
+}
+
+const sk_creds *sk_creds_provider_lock(sk_creds_provider *p, sk_error *err)
+{
+    pthread_mutex_lock(&p->mu);
+    int rc = maybe_refresh(p, err);
+    if (rc) {
+        pthread_mutex_unlock(&p->mu);
+        return NULL;
+    }
+    return &p->cur;
+}
+
+void sk_creds_provider_unlock(sk_creds_provider *p) { pthread_mutex_unlock(&p->mu); }

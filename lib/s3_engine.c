@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t sk_s3_now_ms(void)
 {
@@ -69,9 +70,26 @@ static size_t on_read(char *buf, size_t sz, size_t n, void *ud)
 {
     sk_s3_req *r = ud;
     size_t left = r->body_len - r->body_off, k = sz * n < left ? sz * n : left;
-    memcpy(buf, r->body + r->body_off, k);
-    r->body_off += k;
-    return k;
+    if (!r->body_from_fd) {
+        memcpy(buf, r->body + r->body_off, k);
+        r->body_off += k;
+        return k;
+    }
+    /* A file body goes from the page cache straight into curl's buffer: no
+     * part-sized copy in between (the producer read it once for its CRC32C
+     * moments ago, so this is a cache hit, not disk I/O on the engine). */
+    size_t got = 0;
+    while (got < k) {
+        ssize_t m = pread(r->body_fd, buf + got, k - got, (off_t)(r->body_fd_off + r->body_off + got));
+        if (m < 0 && errno == EINTR) continue;
+        if (m <= 0) {
+            r->body_errno = m < 0 ? errno : -1;
+            return CURL_READFUNC_ABORT;
+        }
+        got += (size_t)m;
+    }
+    r->body_off += got;
+    return got;
 }
 
 /* A retry re-sends the body from its start. */
@@ -216,6 +234,10 @@ static int build_and_sign(sk_s3 *s3, sk_s3_req *r)
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(date, sizeof date, "%Y%m%dT%H%M%SZ", &tm);
+    if ((r->body_signed || s3->sign_payload) && r->body_from_fd) {
+        rc = sk_error_set(&r->err, SK_E_USAGE, "a file body cannot be signed"); /* a programming error */
+        goto out;
+    }
     if (r->body_signed || s3->sign_payload) sk_s3_sha256_hex(r->body ? (const void *)r->body : "", r->body_len, hash);
     else snprintf(hash, sizeof hash, "UNSIGNED-PAYLOAD");
 
@@ -226,15 +248,23 @@ static int build_and_sign(sk_s3 *s3, sk_s3_req *r)
     snprintf(h_date, sizeof h_date, "x-amz-date:%s", date);
     snprintf(h_sha, sizeof h_sha, "x-amz-content-sha256:%s", hash);
     hdrs[nh++] = h_host, hdrs[nh++] = h_date, hdrs[nh++] = h_sha;
-    if (s3->creds.token) {
-        snprintf(h_tok, sizeof h_tok, "x-amz-security-token:%s", s3->creds.token);
+    /* every attempt asks for the credentials: temporary ones are fetched
+     * anew here when their expiration is near (creds.c) */
+    const sk_creds *cr = sk_creds_provider_lock(&s3->creds, &r->err);
+    if (!cr) {
+        rc = r->err.code ? r->err.code : SK_E_REMOTE;
+        goto out;
+    }
+    if (cr->token) {
+        snprintf(h_tok, sizeof h_tok, "x-amz-security-token:%s", cr->token);
         hdrs[nh++] = h_tok;
     }
     for (int i = 0; i < r->nhdrs; i++) hdrs[nh++] = r->hdrs[i];
     char auth[1024];
     sk_s3_sigv4_input in = {r->method, path.p, r->query, hdrs, nh, hash, date, s3->region,
-                            "s3", s3->creds.access_key, s3->creds.secret_key};
+                            "s3", cr->access_key, cr->secret_key};
     rc = sk_s3_sigv4_sign(&in, auth, sizeof auth, &r->err);
+    sk_creds_provider_unlock(&s3->creds);
     if (rc) goto out;
 
     curl_slist_free_all(r->hl);
@@ -245,7 +275,7 @@ static int build_and_sign(sk_s3 *s3, sk_s3_req *r)
     r->hl = curl_slist_append(r->hl, line);
     memset(line, 0, sizeof line);
     r->hl = curl_slist_append(r->hl, "Expect:"); /* no 100-continue round trip */
-    if (!r->body) r->hl = curl_slist_append(r->hl, "Content-Type:");
+    if (!r->body && !r->body_from_fd) r->hl = curl_slist_append(r->hl, "Content-Type:");
 out:
     sk_s3_buf_free(&path), sk_s3_buf_free(&hostb);
     if (rc == SK_E_NOMEM) sk_error_set(&r->err, rc, "out of memory");
@@ -276,7 +306,7 @@ static int start(sk_s3 *s3, sk_s3_req *r)
     CURL *c = s3->npool ? s3->pool[--s3->npool] : curl_easy_init();
     if (!c) return sk_error_set(&r->err, SK_E_NOMEM, "cannot create a curl handle");
     r->easy = c;
-    r->resp.len = 0, r->dst_len = 0, r->body_off = 0, r->skip = r->delivered;
+    r->resp.len = 0, r->dst_len = 0, r->body_off = 0, r->body_errno = 0, r->skip = r->delivered;
     r->etag[0] = r->crc32c[0] = 0, r->has_length = 0, r->status = 0;
     curl_easy_setopt(c, CURLOPT_URL, r->url);
     curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
@@ -297,13 +327,18 @@ static int start(sk_s3 *s3, sk_s3_req *r)
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     if (!strcmp(r->method, "HEAD")) {
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-    } else if (r->body || !strcmp(r->method, "PUT") || !strcmp(r->method, "POST")) {
+    } else if (r->body || r->body_from_fd || !strcmp(r->method, "PUT") || !strcmp(r->method, "POST")) {
         curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_len);
         curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
         curl_easy_setopt(c, CURLOPT_READDATA, r);
         curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
         curl_easy_setopt(c, CURLOPT_SEEKDATA, r);
+        /* 512 KiB, not curl's maximum of 2 MiB: measured against moto, 2 MiB
+         * sends saved no CPU (fewer send() calls, but the buffer no longer
+         * stays in cache between the pread into it and the send out of
+         * it) and cost 3x the page faults, as curl reallocates it per
+         * request. */
         curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024);
     }
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
@@ -358,6 +393,12 @@ static int classify(sk_s3 *s3, sk_s3_req *r, CURLcode cc)
     if (cc != CURLE_OK) {
         if (r->sink_stopped) {
             r->rc = sk_error_set(&r->err, SK_E_IO, "%s: stopped by the receiver", what);
+            return 0;
+        }
+        if (r->body_errno) { /* the local file, not the network: retrying cannot help */
+            r->rc = sk_error_set(&r->err, SK_E_IO, "%s: reading the body: %s", what,
+                                 r->body_errno < 0 ? "the file shrank while being uploaded"
+                                                   : strerror(r->body_errno));
             return 0;
         }
         if (cc == CURLE_WRITE_ERROR && r->dst) {
@@ -697,24 +738,13 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
     pthread_mutex_init(&s3->mu, NULL);
     pthread_cond_init(&s3->cv, NULL);
 
-    int rc;
-    if (cfg->creds) {
-        rc = cfg->creds->access_key && cfg->creds->secret_key ? 0 : SK_E_USAGE;
-        if (rc) sk_error_set(err, rc, "credentials given without a key");
-        s3->creds.access_key = cfg->creds->access_key ? strdup(cfg->creds->access_key) : NULL;
-        s3->creds.secret_key = cfg->creds->secret_key ? strdup(cfg->creds->secret_key) : NULL;
-        s3->creds.token = cfg->creds->token ? strdup(cfg->creds->token) : NULL;
-        s3->creds.region = cfg->creds->region ? strdup(cfg->creds->region) : NULL;
-        snprintf(s3->creds.source, sizeof s3->creds.source, "%s", cfg->creds->source[0] ? cfg->creds->source : "given");
-    } else {
-        rc = sk_creds_load(&s3->creds, cfg->profile, err);
-    }
+    int rc = sk_creds_provider_init(&s3->creds, cfg->creds, cfg->profile, cfg->verbose, err);
     if (rc) goto fail;
 
     const char *region = cfg->region;
     if (!region || !*region) region = getenv("AWS_REGION");
     if (!region || !*region) region = getenv("AWS_DEFAULT_REGION");
-    if (!region || !*region) region = s3->creds.region;
+    if (!region || !*region) region = s3->creds.cur.region;
     if (!region || !*region) region = "us-east-1";
     snprintf(s3->region, sizeof s3->region, "%s", region);
 
@@ -732,7 +762,7 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
     snprintf(s3->base, sizeof s3->base, "%s://%s", s3->scheme, s3->host);
     if (s3->verbose)
         fprintf(stderr, "s3: endpoint %s, region %s, %s style, credentials from %s\n", s3->base,
-                s3->region, s3->path_style ? "path" : "virtual-hosted", s3->creds.source);
+                s3->region, s3->path_style ? "path" : "virtual-hosted", s3->creds.cur.source);
 
     s3->multi = curl_multi_init();
     if (!s3->multi) {
@@ -769,7 +799,7 @@ void sk_s3_free(sk_s3 *s3)
     }
     for (int i = 0; i < s3->npool; i++) curl_easy_cleanup(s3->pool[i]);
     if (s3->multi) curl_multi_cleanup(s3->multi);
-    sk_creds_release(&s3->creds);
+    sk_creds_provider_release(&s3->creds);
     pthread_mutex_destroy(&s3->mu);
     pthread_cond_destroy(&s3->cv);
     free(s3);

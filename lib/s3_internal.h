@@ -44,6 +44,38 @@ int sk_s3_uri_encode(sk_s3_buf *b, const char *s, int keep_slash);
 int sk_http_fetch(const char *method, const char *url, const char *const *headers,
                   long timeout_ms, sk_s3_buf *out, long *status, sk_error *err);
 
+/* ---- credentials that renew themselves (creds.c) */
+
+/* As sk_creds_load; *expires is the credentials' Expiration in seconds since
+ * the epoch, 0 when they do not expire (or say nothing). */
+int sk_creds_load_exp(sk_creds *out, const char *profile, int64_t *expires, sk_error *err);
+/* An ISO 8601 time ("2026-11-22T01:02:03Z") as seconds since the epoch, 0
+ * when it is not one. */
+int64_t sk_creds_parse_time(const char *s);
+
+/* A client's credentials.  Loaded ones are fetched anew shortly before they
+ * expire (see creds.c); given ones are used as they are.  Thread-safe. */
+typedef struct sk_creds_provider {
+    pthread_mutex_t mu;
+    sk_creds cur;
+    int64_t expires;   /* 0: never */
+    int64_t next_try;  /* after a failed refresh, not before this time */
+    int refreshable;   /* loaded through the chain (not given by the caller) */
+    char *profile;
+    int verbose;
+    uint64_t refreshes;
+    char last_err[256]; /* why the last fetch failed (names a URL, never a secret) */
+} sk_creds_provider;
+/* given NULL: load for profile (sk_creds_load's rules); else copy given. */
+int sk_creds_provider_init(sk_creds_provider *p, const sk_creds *given, const char *profile,
+                           int verbose, sk_error *err);
+/* The current credentials, refreshed first when their expiration is near,
+ * with p locked until sk_creds_provider_unlock; NULL (and not locked) when
+ * they have expired and could not be refreshed. */
+const sk_creds *sk_creds_provider_lock(sk_creds_provider *p, sk_error *err);
+void sk_creds_provider_unlock(sk_creds_provider *p);
+void sk_creds_provider_release(sk_creds_provider *p);
+
 #define SK_S3_MAX_HDRS 8
 
 typedef struct sk_s3_req sk_s3_req;
@@ -57,8 +89,13 @@ struct sk_s3_req {
     char query[768];              /* encoded, "partNumber=2&uploadId=..." */
     char hdrs[SK_S3_MAX_HDRS][320]; /* extra headers, lowercase names */
     int nhdrs;
-    const unsigned char *body;    /* request body, body_len bytes */
+    const unsigned char *body;    /* request body, body_len bytes... */
     size_t body_len;
+    int body_from_fd;             /* ...or body_len bytes of body_fd from body_fd_off,
+                                     read straight into curl's send buffer (never
+                                     with a signed payload: there is no buffer to hash) */
+    int body_fd;
+    uint64_t body_fd_off;
     int body_signed;              /* hash the body even without sign_payload */
     unsigned char *dst;           /* response body into a caller buffer... */
     size_t dst_cap;
@@ -89,6 +126,7 @@ struct sk_s3_req {
     CURL *easy;
     struct curl_slist *hl;
     size_t body_off;
+    int body_errno;   /* reading body_fd failed (errno; -1: the file shrank) */
     uint64_t delivered, skip; /* for sinks: bytes given out, bytes to drop */
     int attempt;
     uint64_t not_before_ms;
@@ -112,7 +150,7 @@ struct sk_s3 {
     char region[64];
     int path_style;
     int concurrency, max_attempts, read_timeout, sign_payload, verbose;
-    sk_creds creds;
+    sk_creds_provider creds;
     /* engine */
     CURLM *multi;
     pthread_t thread;

@@ -4,12 +4,20 @@
  * multipart with parallel parts above it, resume, abort on failure, and a
  * HEAD (optionally a full read-back) to confirm every object.
  *
- * Shape: the caller's thread is the producer.  It reads part after part into
- * one of a fixed set of slot buffers (so memory is slots x part size),
- * computes the part's CRC32C and queues its request; completions arrive on
- * the engine thread, which records the part, frees the slot and, when a
- * transfer's last part is in, queues CompleteMultipartUpload, then the HEAD.
- * Everything shared between the two threads is guarded by x->mu.
+ * Shape: the caller's thread is the producer.  For a local file it reads
+ * each part once through a small scratch buffer to compute its CRC32C (the
+ * checksum header must precede the body), takes one of a fixed set of slots
+ * (so at most `concurrency` parts are in flight) and queues the part's
+ * request with the file range as its body: the engine reads the range
+ * straight into curl's send buffer, so the bytes are copied from the page
+ * cache twice into cache-sized buffers instead of through a part-sized one
+ * (that copy, its page faults and a second CRC pass were over half the
+ * client's CPU).  Copies, the streaming writer and --sign-payload (which
+ * hashes the body before sending) fill the slot's buffer instead, so memory
+ * there is slots x part size.  Completions arrive on the engine thread,
+ * which records the part, frees the slot and, when a transfer's last part
+ * is in, queues CompleteMultipartUpload, then the HEAD.  Everything shared
+ * between the two threads is guarded by x->mu.
  */
 #include "s3_internal.h"
 
@@ -82,7 +90,10 @@ struct sk_s3_xfer {
     item *head, *tail;
     int fatal;
     uint64_t bytes_done, bytes_total;
+    unsigned char *scratch; /* the producer's CRC32C pass over file parts */
 };
+
+#define SCRATCH_SIZE (256u << 10) /* fits in L2: the CRC reads what pread just wrote */
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -377,17 +388,19 @@ static void part_done(sk_s3_req *r)
     }
 }
 
-/* Queues slot s (buffer filled, s->len bytes) as part idx of it, or as the
- * whole object when idx < 0. */
-static void send_slot(item *it, slot *s, int idx)
+/* Queues slot s (s->len bytes with CRC32C c: from s->buf, or from it->fd at
+ * fd_off when from_fd) as part idx of it, or as the whole object when
+ * idx < 0. */
+static void queue_put(item *it, slot *s, int idx, uint32_t c, int from_fd, uint64_t fd_off)
 {
     sk_s3_xfer *x = it->x;
     char b64[9];
-    uint32_t c = sk_crc32c(0, s->buf, s->len);
     b64crc(c, b64);
     sk_s3_buf_free(&s->r.resp);
     sk_s3_req_init(&s->r, x->s3, "PUT", it->bucket, it->key);
-    s->r.body = s->buf, s->r.body_len = s->len;
+    if (from_fd) s->r.body_from_fd = 1, s->r.body_fd = it->fd, s->r.body_fd_off = fd_off;
+    else s->r.body = s->buf;
+    s->r.body_len = s->len;
     sk_s3_req_header(&s->r, "x-amz-checksum-crc32c:%s", b64);
     if (idx >= 0) {
         char n[16];
@@ -404,6 +417,53 @@ static void send_slot(item *it, slot *s, int idx)
     s->it = it, s->part = idx;
     s->r.done = part_done;
     sk_s3_submit(&s->r);
+}
+
+/* Queues slot s (buffer filled, s->len bytes) as in queue_put.  Returns the
+ * slot's CRC32C, so that callers build the whole object's CRC with
+ * sk_crc32c_combine instead of running over the bytes a second time. */
+static uint32_t send_slot(item *it, slot *s, int idx)
+{
+    uint32_t c = sk_crc32c(0, s->buf, s->len);
+    queue_put(it, s, idx, c, 0, 0);
+    return c;
+}
+
+/* The CRC32C of len bytes of it->fd at off, read through x->scratch. */
+static int crc_range(item *it, uint64_t off, uint64_t len, uint32_t *crc, sk_error *err)
+{
+    sk_s3_xfer *x = it->x;
+    if (!x->scratch) x->scratch = malloc(SCRATCH_SIZE);
+    SK_FAIL_IF(!x->scratch, err, SK_E_NOMEM, "out of memory");
+    uint32_t c = 0;
+    while (len) {
+        size_t k = len < SCRATCH_SIZE ? (size_t)len : SCRATCH_SIZE;
+        SK_GUARD(read_full(it->fd, x->scratch, k, off, it->src, err));
+        c = sk_crc32c(c, x->scratch, k);
+        off += k, len -= k;
+    }
+    *crc = c;
+    return 0;
+}
+
+/* Queues part idx (idx < 0: the whole object) of a local file: its CRC32C
+ * from one pass, then a slot whose request reads the range itself.  The
+ * CRC comes first so that the producer works while every slot is busy. */
+static int send_file_range(item *it, int idx, uint64_t off, size_t len, uint32_t *crc, sk_error *err)
+{
+    sk_s3_xfer *x = it->x;
+    uint32_t c = 0;
+    SK_GUARD(crc_range(it, off, len, &c, err));
+    slot *s = get_slot(x, 0);
+    SK_FAIL_IF(!s, err, SK_E_NOMEM, "out of memory");
+    s->len = len;
+    pthread_mutex_lock(&x->mu);
+    if (idx >= 0) it->parts[idx].number = idx + 1, it->parts[idx].size = len;
+    it->outstanding++;
+    pthread_mutex_unlock(&x->mu);
+    queue_put(it, s, idx, c, 1, off);
+    *crc = c;
+    return 0;
 }
 
 /* Cross-endpoint copies: the ranged GET into the slot finished. */
@@ -426,7 +486,7 @@ static void xget_done(sk_s3_req *r)
     }
     s->len = r->dst_len;
     sk_s3_buf_free(&r->resp);
-    send_slot(it, s, s->part);
+    (void)send_slot(it, s, s->part);
 }
 
 /* ----------------------------------------------------------------- setup */
@@ -546,6 +606,12 @@ static int run_file(item *it, sk_error *err)
                    "%s: changed size since it was listed", it->src);
         posix_fadvise(it->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     }
+    /* --sign-payload hashes each body before sending: it needs it in memory */
+    int from_fd = !x->s3->sign_payload;
+    if (it->size <= x->o.multipart_threshold && from_fd) {
+        uint32_t c;
+        return send_file_range(it, -1, 0, (size_t)it->size, &c, err);
+    }
     if (it->size <= x->o.multipart_threshold) {
         slot *s = get_slot(x, it->size ? it->size : 1);
         SK_FAIL_IF(!s, err, SK_E_NOMEM, "out of memory");
@@ -560,7 +626,7 @@ static int run_file(item *it, sk_error *err)
         pthread_mutex_lock(&x->mu);
         it->outstanding++;
         pthread_mutex_unlock(&x->mu);
-        send_slot(it, s, -1);
+        (void)send_slot(it, s, -1);
         return 0;
     }
     it->multipart = 1;
@@ -580,15 +646,17 @@ static int run_file(item *it, sk_error *err)
         pthread_mutex_unlock(&x->mu);
         if (stop) break;
         if (keep && keep[i]) {
-            /* the whole-object CRC still needs these bytes */
-            slot *s = get_slot(x, len);
-            if (!s) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); break; }
-            rc = read_full(it->fd, s->buf, len, off, it->src, err);
-            if (!rc) whole = sk_crc32c(whole, s->buf, len);
+            /* resume_lookup read this part and kept its CRC32C */
+            whole = sk_crc32c_combine(whole, it->crcs[i], len);
             pthread_mutex_lock(&x->mu);
             x->bytes_done += len;
-            release_slot(s);
             pthread_mutex_unlock(&x->mu);
+            continue;
+        }
+        if (from_fd) {
+            uint32_t c;
+            rc = send_file_range(it, i, off, len, &c, err);
+            if (!rc) whole = sk_crc32c_combine(whole, c, len);
             continue;
         }
         slot *s = get_slot(x, len);
@@ -601,13 +669,12 @@ static int run_file(item *it, sk_error *err)
             break;
         }
         s->len = len;
-        whole = sk_crc32c(whole, s->buf, len);
         pthread_mutex_lock(&x->mu);
         it->parts[i].number = i + 1;
         it->parts[i].size = len;
         it->outstanding++;
         pthread_mutex_unlock(&x->mu);
-        send_slot(it, s, i);
+        whole = sk_crc32c_combine(whole, send_slot(it, s, i), len);
     }
     free(keep);
     if (!rc) it->crc = whole, it->crc_known = 1;
@@ -754,6 +821,7 @@ void sk_s3_xfer_free(sk_s3_xfer *x)
         sk_s3_buf_free(&x->slots[i].get.resp);
     }
     free(x->slots);
+    free(x->scratch);
     pthread_mutex_destroy(&x->mu);
     pthread_cond_destroy(&x->cv);
     free(x);
@@ -953,8 +1021,9 @@ static int writer_flush(sk_s3_writer *w, sk_error *err)
     it->outstanding++;
     pthread_mutex_unlock(&x->mu);
     slot *s = w->cur;
+    size_t len = s->len;
     w->cur = NULL;
-    send_slot(it, s, i);
+    w->crc = sk_crc32c_combine(w->crc, send_slot(it, s, i), len);
     return 0;
 }
 
@@ -962,8 +1031,7 @@ int sk_s3_writer_write(sk_s3_writer *w, const void *data, size_t len, sk_error *
 {
     SK_FAIL_IF(w->failed, err, SK_E_USAGE, "%s: write after a failure", w->it->src);
     const unsigned char *p = data;
-    w->crc = sk_crc32c(w->crc, data, len);
-    w->total += len;
+    w->total += len; /* w->crc grows part by part in writer_flush */
     while (len) {
         pthread_mutex_lock(&w->x->mu);
         int rc = w->it->rc;
@@ -1011,7 +1079,6 @@ int sk_s3_writer_finish(sk_s3_writer *w, uint64_t *size, uint32_t *crc32c, sk_er
     int rc = w->failed ? SK_E_USAGE : 0;
     if (rc) sk_error_set(err, rc, "%s: finish after a failure", it->src);
     it->size = w->total;
-    it->crc = w->crc, it->crc_known = 1;
     if (!rc && !it->upload_id[0]) {
         /* small object: one PUT */
         if (!w->cur) {
@@ -1025,11 +1092,14 @@ int sk_s3_writer_finish(sk_s3_writer *w, uint64_t *size, uint32_t *crc32c, sk_er
             pthread_mutex_unlock(&x->mu);
             slot *s = w->cur;
             w->cur = NULL;
-            send_slot(it, s, -1);
+            w->crc = send_slot(it, s, -1); /* also sets it->crc */
             rc = writer_wait(w, err);
         }
     } else if (!rc) {
         if (w->cur && w->cur->len) rc = writer_flush(w, err);
+        /* every part is queued, so w->crc is whole; the HEAD and --verify
+         * compare against it */
+        it->crc = w->crc, it->crc_known = 1;
         pthread_mutex_lock(&x->mu);
         if (rc) item_fail(it, err, rc);
         it->all_submitted = 1;

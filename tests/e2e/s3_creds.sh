@@ -3,7 +3,10 @@
 # signature checking on: a profile in the shared credentials file, container
 # credentials (relative URI with a token; full URI with a token file), and
 # EC2 instance metadata with an IMDSv2 session token, the HTTP ones served
-# by a local stand-in (tests/helpers/credserver.py).
+# by a local stand-in (tests/helpers/credserver.py).  Temporary credentials
+# are fetched anew before they expire: the stand-in's first answer expires
+# a few seconds after the advisory window starts, its second is another IAM
+# key, and a proxy that logs each request's key id shows the switch.
 set -euo pipefail
 . "$SK_ROOT/tests/helpers/moto.sh"
 skip_unless_moto
@@ -54,9 +57,39 @@ rc=$?
 set -e
 [ $rc -eq 1 ] && grep -q 'no AWS credentials found' <<<"$out"
 
+# refresh: the first answer (key 1) expires in 15 min + 2 s, so about 2 s
+# in the advisory window (15 min) starts and the next signing fetches key 2.
+# Parts go one at a time, each answer held 1 s by the proxy.
+out=$(AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK command aws --endpoint-url "$MOTO_URL" iam create-access-key \
+      --user-name sk --query 'AccessKey.[AccessKeyId,SecretAccessKey]' --output text)
+AK2=${out%%$'\t'*} SK2=${out##*$'\t'}
+mkfifo "$t/fifo2"
+python3 "$SK_ROOT/tests/helpers/credserver.py" --ak "$AK" --sk "$SK" --ak2 "$AK2" --sk2 "$SK2" --ttl 902 \
+    --auth "Bearer tok-123" --log "$t/cred2.log" >"$t/fifo2" &
+MOTO_PIDS="$MOTO_PIDS $!"
+read -r port2 <"$t/fifo2"
+proxy_start "$MOTO_URL" "$t/proxy.log" --delay 1 --log-key
+head -c $((20 << 20)) /dev/urandom >"$t/big"
+out=$(AWS_CONTAINER_CREDENTIALS_FULL_URI=http://127.0.0.1:$port2/creds AWS_CONTAINER_AUTHORIZATION_TOKEN="Bearer tok-123" \
+      "$SK_BIN" upload -v --endpoint-url "$PROXY_URL" --concurrency 1 --part-size 5MiB \
+      --multipart-threshold 5MiB "$t/big" s3://bkt/rot 2>&1 >/dev/null) || { printf '%s\n' "$out"; exit 1; }
+grep -q 'credentials refreshed from container credentials' <<<"$out"
+[ "$(grep -c '^creds ' "$t/cred2.log")" -eq 2 ] || { cat "$t/cred2.log"; exit 1; }
+# the first requests were signed with key 1, the last ones with key 2
+head -1 "$t/proxy.log" | grep -q "key=$AK\$" || { cat "$t/proxy.log"; exit 1; }
+tail -1 "$t/proxy.log" | grep -q "key=$AK2\$" || { cat "$t/proxy.log"; exit 1; }
+[ "$(grep -c " 200 key=$AK2\$" "$t/proxy.log")" -ge 3 ] || { cat "$t/proxy.log"; exit 1; }
+AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK command aws --endpoint-url "$MOTO_URL" s3 cp s3://bkt/rot "$t/back" >/dev/null
+cmp "$t/big" "$t/back"
+
+# credentials past their AWS_CREDENTIAL_EXPIRATION that no refresh renews:
+# a clear error, not a storm of ExpiredToken answers
+out=$(AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK AWS_CREDENTIAL_EXPIRATION=2020-01-01T00:00:00Z up expired)
+grep -q 'environment expired at 2020-01-01T00:00:00Z and could not be refreshed' <<<"$out" || { printf '%s\n' "$out"; exit 1; }
+
 for k in prof rel full imds; do
     AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK command aws --endpoint-url "$MOTO_URL" s3 cp "s3://bkt/$k" "$t/back" >/dev/null
     cmp "$t/f" "$t/back"
 done
-if grep -rq "$SK" "$t"/*.log 2>/dev/null; then echo "secret in a log"; exit 1; fi
+if grep -rqe "$SK" -e "$SK2" "$t"/*.log 2>/dev/null || grep -qe "$SK" -e "$SK2" <<<"$out"; then echo "secret in a log"; exit 1; fi
 echo ok

@@ -5,10 +5,16 @@ Serves the access key given on the command line:
   GET /creds                     needs "Authorization: <--auth>"
   PUT /latest/api/token          needs the TTL header, answers a session token
   GET /latest/meta-data/iam/security-credentials/[role]  needs that token
-Prints its port first; logs each path to --log."""
-import argparse, http.server, json
+Prints its port first; logs each path to --log.
+With --ak2/--sk2 (temporary credentials that rotate): the first answer
+carries --ak/--sk expiring --ttl seconds from now, every later one
+--ak2/--sk2 expiring in 2099; each answer logs "creds N" (N = 1, 2, ...,
+never a key)."""
+import argparse, datetime, http.server, json, threading
 
 args = None
+served = 0
+lock = threading.Lock()
 
 
 class H(http.server.BaseHTTPRequestHandler):
@@ -23,8 +29,21 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b)
 
     def creds(self):
-        return json.dumps({"AccessKeyId": args.ak, "SecretAccessKey": args.sk, "Token": None,
-                           "Expiration": "2099-01-01T00:00:00Z", "Code": "Success"})
+        global served
+        ak, sk, exp = args.ak, args.sk, "2099-01-01T00:00:00Z"
+        if args.ak2:
+            with lock:
+                served += 1
+                n = served
+            with open(args.log, "a") as f:
+                f.write("creds %d\n" % n)
+            if n == 1:
+                t = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=args.ttl)
+                exp = t.strftime("%Y-%m-%dT%H:%M:%S.123Z")  # fractions, as some endpoints send
+            else:
+                ak, sk = args.ak2, args.sk2
+        return json.dumps({"AccessKeyId": ak, "SecretAccessKey": sk, "Token": None,
+                           "Expiration": exp, "Code": "Success"})
 
     def do_PUT(self):
         with open(args.log, "a") as f:
@@ -51,6 +70,9 @@ class H(http.server.BaseHTTPRequestHandler):
 p = argparse.ArgumentParser()
 for a in ("--ak", "--sk", "--auth", "--log"):
     p.add_argument(a, required=True)
+p.add_argument("--ak2")
+p.add_argument("--sk2")
+p.add_argument("--ttl", type=float, default=3600)
 args = p.parse_args()
 srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
 print(srv.server_address[1], flush=True)

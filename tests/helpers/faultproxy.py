@@ -8,6 +8,8 @@ read completely and forwarded), and with --faults injects, by request number:
   every 7th request   the connection reset halfway through the request body
   request 4           forwarded, then the answer stalled for --stall seconds
 With --delay S every PUT waits S seconds before its answer (for kill tests).
+With --log-key every line ends with " key=ID", the access key id the
+request was signed with (the id only: the secret never reaches a proxy).
 With --cut-gets N every Nth GET answer with a body over 1 KiB is cut: its
 headers promise the whole body, half is sent, then the connection is reset
 (a mid-body network failure; the log line ends " cut", and with this option
@@ -68,6 +70,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if args.cut_gets and self.command == "GET":
                 f.write("%s %s %d %s%s\n" % (self.command, self.path, r.status,
                                               self.headers.get("Range", "-"), " cut" if cut else ""))
+            elif args.log_key:
+                auth = self.headers.get("Authorization", "")
+                kid = auth.split("Credential=", 1)[1].split("/", 1)[0] if "Credential=" in auth else "-"
+                f.write("%s %s %d key=%s\n" % (self.command, self.path, r.status, kid))
             else:
                 f.write("%s %s %d\n" % (self.command, self.path, r.status))
         if args.faults and n == 4:
@@ -106,6 +112,7 @@ def main():
     p.add_argument("--stall", type=float, default=5)
     p.add_argument("--delay", type=float, default=0)
     p.add_argument("--cut-gets", type=int, default=0)
+    p.add_argument("--log-key", action="store_true")
     args = p.parse_args()
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True

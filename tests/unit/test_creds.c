@@ -1,8 +1,10 @@
 /* test_creds.c - the credential sources that need no server: environment,
  * shared credentials file, config file with profiles, their order, and an
- * explicit profile passing over the environment as the aws cli does.  The
- * HTTP sources (container, IMDSv2) are tested end to end in
- * tests/e2e/s3_creds.sh against local servers. */
+ * explicit profile passing over the environment as the aws cli does; the
+ * Expiration times of temporary credentials and when the provider fetches
+ * them anew.  The HTTP sources (container, IMDSv2) and a refresh that
+ * switches keys mid-upload are tested end to end in tests/e2e/s3_creds.sh
+ * against local servers. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -13,6 +15,9 @@
 #include <unistd.h>
 
 #include "shardkit.h"
+#include "s3_internal.h" /* the provider and the time parser are internal */
+
+#include <time.h>
 
 static char dir[] = "/tmp/sk_creds_XXXXXX";
 static char cred_path[256], conf_path[256];
@@ -109,12 +114,92 @@ static void test_missing(void **state)
     setenv("AWS_CONFIG_FILE", conf_path, 1);
 }
 
+static void test_parse_time(void **state)
+{
+    (void)state;
+    assert_true(sk_creds_parse_time("2026-11-22T01:02:03Z") == 1795309323);
+    assert_true(sk_creds_parse_time("2026-11-22T01:02:03.123Z") == 1795309323);
+    assert_true(sk_creds_parse_time("2026-11-22T03:02:03+02:00") == 1795309323);
+    assert_true(sk_creds_parse_time("2026-11-22T01:02:03") == 1795309323);
+    assert_true(sk_creds_parse_time("tomorrow") == 0);
+    assert_true(sk_creds_parse_time("2026-11-22T01:02:03 junk") == 0);
+    assert_true(sk_creds_parse_time(NULL) == 0);
+}
+
+static void set_expiration(long long secs_from_now)
+{
+    char t[40];
+    time_t when = time(NULL) + secs_from_now;
+    struct tm tm;
+    gmtime_r(&when, &tm);
+    strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    setenv("AWS_CREDENTIAL_EXPIRATION", t, 1);
+}
+
+/* The provider refreshes inside botocore's windows (15 min advisory, 10 min
+ * mandatory), not outside; expired credentials that no refresh renews are
+ * an error that says so; given credentials are never refreshed. */
+static void test_provider_refresh(void **state)
+{
+    (void)state;
+    setenv("AWS_ACCESS_KEY_ID", "AKENV", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "senv", 1);
+    sk_error err = SK_ERROR_INIT;
+    sk_creds_provider p;
+
+    set_expiration(3600); /* an hour left: used as they are */
+    assert_int_equal(sk_creds_provider_init(&p, NULL, NULL, 0, &err), 0);
+    const sk_creds *c = sk_creds_provider_lock(&p, &err);
+    assert_non_null(c);
+    assert_string_equal(c->access_key, "AKENV");
+    sk_creds_provider_unlock(&p);
+    assert_int_equal((int)p.refreshes, 0);
+    sk_creds_provider_release(&p);
+
+    set_expiration(12 * 60); /* advisory window: fetched anew before signing */
+    assert_int_equal(sk_creds_provider_init(&p, NULL, NULL, 0, &err), 0);
+    setenv("AWS_ACCESS_KEY_ID", "AKNEW", 1);
+    set_expiration(3600);
+    c = sk_creds_provider_lock(&p, &err);
+    assert_non_null(c);
+    assert_string_equal(c->access_key, "AKNEW");
+    sk_creds_provider_unlock(&p);
+    assert_int_equal((int)p.refreshes, 1);
+    c = sk_creds_provider_lock(&p, &err); /* an hour left again: no refresh */
+    sk_creds_provider_unlock(&p);
+    assert_int_equal((int)p.refreshes, 1);
+    sk_creds_provider_release(&p);
+
+    set_expiration(-60); /* expired, and the source has nothing newer */
+    assert_int_equal(sk_creds_provider_init(&p, NULL, NULL, 0, &err), 0);
+    assert_null(sk_creds_provider_lock(&p, &err));
+    assert_non_null(strstr(err.msg, "expired at"));
+    assert_null(strstr(err.msg, "senv"));
+    /* asked again at once: still an error (not the expired set), no fetch */
+    err.msg[0] = 0;
+    assert_null(sk_creds_provider_lock(&p, &err));
+    assert_non_null(strstr(err.msg, "expired at"));
+    sk_creds_provider_release(&p);
+
+    sk_creds given = SK_CREDS_INIT;
+    given.access_key = "AKGIVEN", given.secret_key = "sgiven";
+    assert_int_equal(sk_creds_provider_init(&p, &given, NULL, 0, &err), 0);
+    c = sk_creds_provider_lock(&p, &err);
+    assert_non_null(c);
+    assert_string_equal(c->access_key, "AKGIVEN");
+    sk_creds_provider_unlock(&p);
+    sk_creds_provider_release(&p);
+    unsetenv("AWS_ACCESS_KEY_ID"), unsetenv("AWS_SECRET_ACCESS_KEY"), unsetenv("AWS_CREDENTIAL_EXPIRATION");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_environment_first),
         cmocka_unit_test(test_files_and_profiles),
         cmocka_unit_test(test_missing),
+        cmocka_unit_test(test_parse_time),
+        cmocka_unit_test(test_provider_refresh),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
