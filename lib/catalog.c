@@ -531,6 +531,11 @@ int sk_catalog_add_named(sk_catalog *c, uint16_t src, const char *name, uint64_t
  * were one string, without building either. */
 static int key_cmp(const sk_catalog *c, const sk_item *a, const sk_item *b)
 {
+    if (a->dir == b->dir) { /* the common case: only the basenames' keys differ */
+        size_t n = a->key_end < b->key_end ? a->key_end : b->key_end;
+        int d = memcmp(c->arena + a->base, c->arena + b->base, n);
+        return d ? d : a->key_end < b->key_end ? -1 : a->key_end > b->key_end;
+    }
     const char *as[2] = {c->arena + c->dirs[a->dir], c->arena + a->base};
     size_t an[2] = {c->dir_lens[a->dir], a->key_end};
     const char *bs[2] = {c->arena + c->dirs[b->dir], c->arena + b->base};
@@ -578,6 +583,7 @@ struct sizer {
     size_t from, to;
     sk_error err;
     int rc;
+    int dropped; /* some item of the slice vanished (skip mode) */
 };
 
 static void *size_slice(void *arg)
@@ -611,6 +617,7 @@ static void *size_slice(void *arg)
         }
         int e = dfd < 0 ? errno : (errno ? errno : EINVAL);
         it->flags |= SK_ITEM_DROPPED;
+        z->dropped = 1;
         if (!c->skip_errors) {
             z->rc = sk_error_set(&z->err, SK_E_IO, "%s/%s%s: %s", c->srcs[it->src].label,
                                  c->arena + c->dirs[it->dir], base,
@@ -618,10 +625,51 @@ static void *size_slice(void *arg)
         }
     }
     if (dfd >= 0 && ddir != UINT32_MAX && dfd != c->srcs[dsrc].fd) close(dfd);
+    /* Each thread also sorts its own slice; the slices are merged after.
+     * With items dropped the slices change, so the caller sorts instead. */
+    if (!z->rc && !z->dropped)
+        qsort_r(c->items + z->from, z->to - z->from, sizeof *c->items, item_cmp, c);
     return NULL;
 }
 
-static int size_items(sk_catalog *c, sk_error *err)
+/* Merges the sorted runs items[bounds[k] .. bounds[k+1]) (k < n) into one,
+ * pairwise, through a scratch array of the same size. */
+static int merge_runs(sk_catalog *c, size_t *bounds, int n, sk_error *err)
+{
+    if (n < 2) return SK_OK;
+    sk_item *tmp = sk_xmalloc(c->nitems * sizeof *tmp, err), *src = c->items, *dst = tmp;
+    if (!tmp) return SK_E_NOMEM;
+    while (n > 1) {
+        int m = 0;
+        for (int r = 0; r < n; r += 2) {
+            size_t i = bounds[r], mid = bounds[r + 1 < n ? r + 1 : n];
+            size_t end = bounds[r + 1 < n ? r + 2 : n];
+            size_t j = mid, o = bounds[r];
+            while (i < mid && j < end)
+                dst[o++] = item_cmp(&src[j], &src[i], c) < 0 ? src[j++] : src[i++];
+            memcpy(dst + o, src + i, (mid - i) * sizeof *dst);
+            o += mid - i;
+            memcpy(dst + o, src + j, (end - j) * sizeof *dst);
+            bounds[m++] = bounds[r];
+        }
+        bounds[m] = bounds[n];
+        n = m;
+        sk_item *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != c->items) { /* the result sits in the scratch array: keep that one */
+        free(c->items);
+        c->items = src;
+        c->cap_items = c->nitems;
+    } else {
+        free(tmp);
+    }
+    return SK_OK;
+}
+
+/* Sizes every item and sorts them by item_cmp. */
+static int size_and_sort(sk_catalog *c, sk_error *err)
 {
     int n = c->jobs > 0 ? c->jobs : 1;
     if (n > 16) n = 16;
@@ -631,7 +679,7 @@ static int size_items(sk_catalog *c, sk_error *err)
     int started = 0;
     for (int t = 0; t < n; t++) {
         z[t] = (struct sizer){c, c->nitems * (size_t)t / (size_t)n,
-                              c->nitems * (size_t)(t + 1) / (size_t)n, SK_ERROR_INIT, 0};
+                              c->nitems * (size_t)(t + 1) / (size_t)n, SK_ERROR_INIT, 0, 0};
         if (t == 0) continue;
         if (pthread_create(&th[t], NULL, size_slice, &z[t]) != 0) break;
         started = t;
@@ -639,11 +687,20 @@ static int size_items(sk_catalog *c, sk_error *err)
     for (int t = started + 1; t < n; t++) size_slice(&z[t]); /* threads that did not start */
     size_slice(&z[0]);
     for (int t = 1; t <= started; t++) pthread_join(th[t], NULL);
-    for (int t = 0; t < n; t++)
+    int dropped = 0;
+    for (int t = 0; t < n; t++) {
         if (z[t].rc) {
             if (err) *err = z[t].err;
             return z[t].rc;
         }
+        dropped |= z[t].dropped;
+    }
+    if (!dropped) {
+        size_t bounds[17];
+        for (int t = 0; t < n; t++) bounds[t] = z[t].from;
+        bounds[n] = c->nitems;
+        return merge_runs(c, bounds, n, err);
+    }
     /* in skip mode, drop what vanished, with a warning each, in walk order */
     size_t o = 0;
     for (size_t i = 0; i < c->nitems; i++) {
@@ -655,13 +712,13 @@ static int size_items(sk_catalog *c, sk_error *err)
         c->items[o++] = c->items[i];
     }
     c->nitems = o;
+    qsort_r(c->items, c->nitems, sizeof *c->items, item_cmp, c);
     return SK_OK;
 }
 
 int sk_catalog_group(sk_catalog *c, sk_error *err)
 {
-    SK_GUARD(size_items(c, err));
-    qsort_r(c->items, c->nitems, sizeof *c->items, item_cmp, c);
+    SK_GUARD(size_and_sort(c, err));
     free(c->samples);
     c->samples = NULL;
     c->nsamples = 0;

@@ -65,6 +65,7 @@ struct sk_pack {
     sk_pack_options o;
     sk_catalog cat;
     uint32_t *order;          /* sample ids in output order */
+    uint64_t *sbytes;         /* tar bytes of each sample, by sample id */
     struct shard_plan *shards;
     size_t nshards;
     uint64_t *pending;           /* positions still to write, in order */
@@ -185,6 +186,7 @@ void sk_pack_free(sk_pack *p)
     }
     free(p->slots);
     free(p->order);
+    free(p->sbytes);
     free(p->shards);
     free(p->pending);
     for (size_t i = 0; i < p->ext_tallies_n; i++) sk_manifest_free(p->ext_tallies[i]);
@@ -286,6 +288,9 @@ static int plan(sk_pack *p, sk_error *err)
     p->order = sk_xmalloc((c->nsamples + 1) * sizeof *p->order, err);
     if (!p->order) return SK_E_NOMEM;
     for (size_t i = 0; i < c->nsamples; i++) p->order[i] = (uint32_t)i;
+    p->sbytes = sk_xmalloc((c->nsamples + 1) * sizeof *p->sbytes, err);
+    if (!p->sbytes) return SK_E_NOMEM;
+    for (size_t i = 0; i < c->nsamples; i++) p->sbytes[i] = sample_bytes(c, (uint32_t)i);
     if (p->o.shuffle) {
         uint64_t s = p->o.seed;
         for (size_t i = c->nsamples; i > 1; i--) {
@@ -301,7 +306,7 @@ static int plan(sk_pack *p, sk_error *err)
     struct shard_plan cur = {0};
     const uint64_t eoa = 2 * SK_TAR_BLOCK;
     for (uint64_t pos = 0; pos < c->nsamples; pos++) {
-        uint64_t b = sample_bytes(c, p->order[pos]);
+        uint64_t b = p->sbytes[p->order[pos]];
         if (cur.count && (cur.bytes + b + eoa > p->o.max_size ||
                           (p->o.max_count && cur.count >= p->o.max_count))) {
             if (p->nshards == cap) {
@@ -480,7 +485,7 @@ static void fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache 
         sl->m = m;
         sl->mcap = k;
     }
-    uint64_t need = sample_bytes(c, s) + 1;
+    uint64_t need = p->sbytes[s] + 1;
     if (need > SLOT_MAX) {
         sl->stream = 1;
         return;
@@ -1065,6 +1070,389 @@ static int write_parallel(sk_pack *p, size_t pending_shards, sk_error *err)
     return rc;
 }
 
+/* ---------------------------------------------------------- spread mode */
+
+/* Every sample's place in its shard is known from the plan, so any thread
+ * can write any stretch of any shard with pwritev.  Shards are cut into
+ * batches (up to LOCAL_SLOTS samples and BATCH_BYTES); threads claim
+ * batches, each keeping to a shard of its own while unstarted shards
+ * remain (two writers of one file contend for its inode lock), then
+ * helping with the shard that has most batches left, so no core idles
+ * while the last, often smaller, shard is written.  Member CRC32Cs are
+ * kept per item; the thread that writes a shard's last batch builds its
+ * index in sample order and publishes it.  Used for plain local shards
+ * without --on-error skip, where a member can never change the layout. */
+struct batch {
+    uint64_t pos;   /* first position in p->order */
+    uint64_t off;   /* offset in the shard */
+    uint64_t bytes; /* planned tar bytes */
+    uint32_t count; /* samples */
+    uint32_t crc;   /* CRC32C of the bytes, once written */
+};
+
+struct spread_shard {
+    sk_shard_out out;
+    size_t first_batch, next_batch, end_batch, done_batches;
+    int begun, finished;
+};
+
+struct spread {
+    struct batch *b;
+    size_t nb;
+    struct spread_shard *sh; /* by planned shard */
+    uint32_t *item_crc;      /* by catalog item */
+    size_t next_new;         /* next shard no thread has begun */
+    size_t stop_at;          /* a shard failed: it and later ones are abandoned */
+    sk_error err;            /* the failure of shard stop_at */
+};
+
+struct spread_worker {
+    sk_pack *p;
+    struct spread *S;
+    struct slot slots[LOCAL_SLOTS];
+    struct dir_cache dc;
+    struct member_out *m; /* index records being rebuilt */
+    size_t mcap;
+    struct tally t;
+};
+
+/* Records shard i's failure unless an earlier shard failed already (the
+ * error of the earliest failing shard is the one reported, as when shards
+ * are written in order).  Called with p->mu held. */
+static void spread_fail(struct spread *S, size_t i, const sk_error *e, int rc)
+{
+    if (i >= S->stop_at) return;
+    S->stop_at = i;
+    S->err = *e;
+    if (!S->err.code) S->err.code = rc > 0 ? rc : SK_E_IO;
+}
+
+/* The next batch for a thread last on shard *cur, or SIZE_MAX when none is
+ * left; begins the output of a shard on its first claim.  p->mu held. */
+static size_t spread_claim(sk_pack *p, struct spread *S, size_t *cur)
+{
+    struct spread_shard *sh = *cur < p->nshards ? &S->sh[*cur] : NULL;
+    if (sh && *cur < S->stop_at && sh->next_batch < sh->end_batch) return sh->next_batch++;
+    while (S->next_new < p->nshards && S->next_new < S->stop_at) {
+        size_t i = S->next_new++;
+        sh = &S->sh[i];
+        if (p->shards[i].done || sh->first_batch == sh->end_batch) continue;
+        char path[4200];
+        sk_error e = SK_ERROR_INIT;
+        int rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, &e);
+        if (!rc) rc = sk_shard_out_begin(&sh->out, path, &e);
+        if (rc) {
+            spread_fail(S, i, &e, rc);
+            break;
+        }
+        sh->begun = 1;
+        *cur = i;
+        return sh->next_batch++;
+    }
+    size_t best = SIZE_MAX, left = 0;
+    for (size_t i = 0; i < p->nshards && i < S->stop_at; i++) {
+        sh = &S->sh[i];
+        if (sh->begun && sh->end_batch - sh->next_batch > left) {
+            left = sh->end_batch - sh->next_batch;
+            best = i;
+        }
+    }
+    if (best == SIZE_MAX) return SIZE_MAX;
+    *cur = best;
+    return S->sh[best].next_batch++;
+}
+
+/* A sample too big for a slot, alone in its batch: each member read and
+ * written in bounded pieces at its planned offset. */
+static int spread_stream(struct spread_worker *w, struct batch *b, sk_shard_out *out,
+                         sk_error *err)
+{
+    sk_pack *p = w->p;
+    const sk_catalog *c = &p->cat;
+    uint32_t s = p->order[b->pos];
+    size_t first = c->samples[s], k = sk_sample_members(c, s);
+    char name[SK_TAR_NAME_MAX + 1];
+    unsigned char hdr[SK_TAR_HEADER_MAX];
+    unsigned char *buf = malloc(STREAM_PIECE + 1);
+    uint64_t off = b->off;
+    uint32_t bcrc = 0;
+    int rc = SK_OK;
+    SK_FAIL_IF(!buf, err, SK_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < k && !rc; i++) {
+        const sk_item *it = &c->items[first + i];
+        size_t n = sk_item_name(c, it, name);
+        size_t hl = sk_tar_header(hdr, name, n, it->size, p->o.mtime);
+        struct iovec iov = {hdr, hl};
+        if ((rc = sk_shard_out_pwritev(out, &iov, 1, off, hl, err))) break;
+        bcrc = sk_crc32c(bcrc, hdr, hl);
+        off += hl;
+        int fd = -1;
+        if (!c->srcs[it->src].is_spool && (fd = open_input(&c->srcs[it->src], name)) < 0) {
+            rc = sk_error_set(err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
+                              "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
+                              errno == ENOENT ? "file vanished since it was listed"
+                                              : strerror(errno));
+            break;
+        }
+        uint32_t crc = 0;
+        for (uint64_t at = 0; at < it->size && !rc;) {
+            uint64_t want = it->size - at < STREAM_PIECE ? it->size - at : STREAM_PIECE;
+            if ((rc = read_input(c, it, name, fd, at, buf, want, at + want == it->size, err)))
+                break;
+            crc = sk_crc32c_combine(crc, sk_crc32c(0, buf, want), want);
+            iov.iov_base = buf;
+            iov.iov_len = want;
+            rc = sk_shard_out_pwritev(out, &iov, 1, off, want, err);
+            off += want;
+            at += want;
+        }
+        if (fd >= 0) close(fd);
+        if (rc) break;
+        uint64_t pad = sk_tar_pad(it->size) - it->size;
+        memset(buf, 0, pad);
+        iov.iov_base = buf;
+        iov.iov_len = pad;
+        if (pad && (rc = sk_shard_out_pwritev(out, &iov, 1, off, pad, err))) break;
+        off += pad;
+        w->S->item_crc[first + i] = crc;
+        bcrc = sk_crc32c_combine(bcrc, crc, it->size);
+        bcrc = sk_crc32c(bcrc, buf, pad);
+    }
+    free(buf);
+    if (!rc && off != b->off + b->bytes)
+        rc = sk_error_set(err, SK_E_IO, "%s: internal error: sample of %s is not its planned size",
+                          out->tmp, name);
+    b->crc = bcrc;
+    return rc;
+}
+
+/* Reads batch b's samples into the worker's slots and writes them at the
+ * batch's offset with one pwritev. */
+static int spread_batch(struct spread_worker *w, struct batch *b, sk_shard_out *out,
+                        sk_error *err)
+{
+    sk_pack *p = w->p;
+    const sk_catalog *c = &p->cat;
+    struct iovec iov[LOCAL_SLOTS];
+    uint64_t bytes = 0;
+    uint32_t crc = 0;
+    for (uint32_t k = 0; k < b->count; k++) {
+        uint32_t s = p->order[b->pos + k];
+        struct slot *sl = &w->slots[k];
+        fill_slot(p, sl, s, &w->dc);
+        if (sl->failed) {
+            *err = sl->err;
+            return err->code ? err->code : SK_E_IO;
+        }
+        if (sl->stream) return spread_stream(w, b, out, err); /* alone in its batch */
+        size_t first = c->samples[s], n = sk_sample_members(c, s);
+        for (size_t i = 0; i < n; i++) w->S->item_crc[first + i] = sl->m[i].crc;
+        iov[k].iov_base = sl->buf;
+        iov[k].iov_len = sl->len;
+        crc = sk_crc32c_combine(crc, sl->crc, sl->len);
+        bytes += sl->len;
+    }
+    SK_FAIL_IF(bytes != b->bytes, err, SK_E_IO, "%s: internal error: batch is not its planned size",
+               out->tmp);
+    b->crc = crc;
+    return sk_shard_out_pwritev(out, iov, (int)b->count, b->off, bytes, err);
+}
+
+/* Shard i is fully written: its index in sample order, its checksums from
+ * the batches', then finish (end-of-archive, index file, rename). */
+static int spread_finish(struct spread_worker *w, size_t i, sk_error *err)
+{
+    sk_pack *p = w->p;
+    struct spread *S = w->S;
+    const sk_catalog *c = &p->cat;
+    struct shard_plan *sp = &p->shards[i];
+    struct spread_shard *sh = &S->sh[i];
+    char name[SK_TAR_NAME_MAX + 1];
+    uint64_t bytes = 0;
+    uint32_t crc = 0;
+    for (size_t k = sh->first_batch; k < sh->end_batch; k++) {
+        crc = sk_crc32c_combine(crc, S->b[k].crc, S->b[k].bytes);
+        bytes += S->b[k].bytes;
+    }
+    uint64_t off = 0;
+    for (uint64_t pos = sp->first; pos < sp->first + sp->count; pos++) {
+        uint32_t s = p->order[pos];
+        size_t first = c->samples[s], k = sk_sample_members(c, s);
+        if (k > w->mcap) {
+            struct member_out *m = sk_xrealloc(w->m, k * sizeof *m, err);
+            if (!m) return SK_E_NOMEM;
+            w->m = m;
+            w->mcap = k;
+        }
+        uint64_t rel = 0;
+        for (size_t j = 0; j < k; j++) {
+            const sk_item *it = &c->items[first + j];
+            size_t n = sk_item_name(c, it, name);
+            size_t hl = sk_tar_header_size(name, n, it->size);
+            w->m[j] = (struct member_out){.data_off = rel + hl, .size = it->size,
+                                          .crc = S->item_crc[first + j], .header_len = (uint32_t)hl};
+            rel += hl + sk_tar_pad(it->size);
+        }
+        SK_GUARD(add_index_records(p, &sh->out, s, off, w->m, &w->t, err));
+        off += rel;
+    }
+    /* files and bytes were counted batch by batch */
+    w->t.files = w->t.bytes = 0;
+    SK_FAIL_IF(off != bytes, err, SK_E_IO, "%s: internal error: shard is not its planned size",
+               sh->out.tmp);
+    /* the first 512 bytes are the start of the first member's header */
+    unsigned char hdr[SK_TAR_HEADER_MAX];
+    const sk_item *it0 = &c->items[c->samples[p->order[sp->first]]];
+    size_t n0 = sk_item_name(c, it0, name);
+    sk_tar_header(hdr, name, n0, it0->size, p->o.mtime);
+    SK_GUARD(sk_shard_out_set_written(&sh->out, bytes, crc, sk_crc32c(0, hdr, SK_TAR_BLOCK), err));
+    SK_GUARD(sk_shard_out_finish(&sh->out, &sp->info, err));
+    sp->written = sk_index_builder_samples(sh->out.index);
+    return SK_OK;
+}
+
+static void *spread_main(void *arg)
+{
+    struct spread_worker *w = arg;
+    sk_pack *p = w->p;
+    struct spread *S = w->S;
+    size_t cur = SIZE_MAX;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        size_t bi = spread_claim(p, S, &cur);
+        if (bi == SIZE_MAX) break;
+        struct spread_shard *sh = &S->sh[cur];
+        struct batch *b = &S->b[bi];
+        pthread_mutex_unlock(&p->mu);
+        sk_error e = SK_ERROR_INIT;
+        int rc = spread_batch(w, b, &sh->out, &e);
+        pthread_mutex_lock(&p->mu);
+        if (rc) {
+            spread_fail(S, cur, &e, rc);
+            continue;
+        }
+        for (uint32_t k = 0; k < b->count; k++) {
+            uint32_t s = p->order[b->pos + k];
+            size_t first = p->cat.samples[s], n = sk_sample_members(&p->cat, s);
+            p->st.files_done += n;
+            for (size_t j = 0; j < n; j++) p->st.bytes_done += p->cat.items[first + j].size;
+        }
+        progress(p, 0);
+        if (++sh->done_batches < sh->end_batch - sh->first_batch || cur >= S->stop_at) continue;
+        pthread_mutex_unlock(&p->mu);
+        rc = spread_finish(w, cur, &e);
+        pthread_mutex_lock(&p->mu);
+        if (rc) {
+            spread_fail(S, cur, &e, rc);
+            continue;
+        }
+        sh->finished = 1;
+        p->st.output_bytes += p->shards[cur].info.size;
+        p->st.samples += w->t.samples;
+        w->t.samples = 0;
+        sk_shard_out_release(&sh->out); /* its index builder's memory */
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Cuts the shards still to write into batches. */
+static int spread_plan(sk_pack *p, struct spread *S, sk_error *err)
+{
+    size_t cap = 1024;
+    S->b = sk_xmalloc(cap * sizeof *S->b, err);
+    S->sh = calloc(p->nshards + 1, sizeof *S->sh);
+    S->item_crc = sk_xmalloc((p->cat.nitems + 1) * sizeof *S->item_crc, err);
+    SK_FAIL_IF(!S->b || !S->sh || !S->item_crc, err, SK_E_NOMEM, "out of memory");
+    S->stop_at = SIZE_MAX;
+    for (size_t i = 0; i < p->nshards; i++) {
+        struct shard_plan *sp = &p->shards[i];
+        struct spread_shard *sh = &S->sh[i];
+        sh->out.fd = -1;
+        sh->first_batch = sh->next_batch = S->nb;
+        uint64_t pos = sp->first, end = sp->first + (sp->done ? 0 : sp->count), off = 0;
+        while (pos < end) {
+            if (S->nb == cap) {
+                struct batch *nb = sk_xrealloc(S->b, (cap *= 2) * sizeof *nb, err);
+                if (!nb) return SK_E_NOMEM;
+                S->b = nb;
+            }
+            struct batch *b = &S->b[S->nb++];
+            *b = (struct batch){.pos = pos, .off = off};
+            while (pos < end && b->count < LOCAL_SLOTS) {
+                uint64_t sb = p->sbytes[p->order[pos]];
+                int big = sb + 1 > SLOT_MAX; /* as fill_slot decides */
+                if (b->count && (big || b->bytes + sb > BATCH_BYTES)) break;
+                b->bytes += sb;
+                b->count++;
+                pos++;
+                if (big) break;
+            }
+            off += b->bytes;
+        }
+        sh->end_batch = S->nb;
+    }
+    return SK_OK;
+}
+
+/* Runs --jobs spread workers over every shard still to do. */
+static int write_spread(sk_pack *p, sk_error *err)
+{
+    struct spread S = {0};
+    size_t n = (size_t)p->o.jobs;
+    struct spread_worker *w = calloc(n, sizeof *w);
+    pthread_t *th = calloc(n, sizeof *th);
+    size_t started = 0;
+    int rc = SK_OK;
+    if (!w || !th) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (!rc) rc = spread_plan(p, &S, err);
+    if (!rc && n > S.nb) n = S.nb ? S.nb : 1;
+    for (size_t i = 0; !rc && i < n; i++) {
+        w[i].p = p;
+        w[i].S = &S;
+        w[i].dc.fd = -1;
+        w[i].t.exts = sk_manifest_new();
+        if (!w[i].t.exts || add_tally(p, w[i].t.exts)) {
+            sk_manifest_free(w[i].t.exts);
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        } else if (i + 1 < n && pthread_create(&th[i], NULL, spread_main, &w[i]) != 0) {
+            rc = sk_error_set(err, SK_E_NOMEM, "cannot start writer thread: %s", strerror(errno));
+        } else if (i + 1 < n) {
+            started++;
+        }
+    }
+    if (!rc) spread_main(&w[n - 1]); /* the calling thread is the last worker */
+    if (rc) {
+        pthread_mutex_lock(&p->mu);
+        S.stop_at = 0;
+        pthread_mutex_unlock(&p->mu);
+    }
+    for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+    for (size_t i = 0; w && i < n; i++) {
+        for (int k = 0; k < LOCAL_SLOTS; k++) {
+            free(w[i].slots[k].buf);
+            free(w[i].slots[k].m);
+            free(w[i].slots[k].warnings);
+        }
+        free(w[i].m);
+        dir_cache_release(&w[i].dc, &p->cat);
+    }
+    for (size_t i = 0; S.sh && i < p->nshards; i++) {
+        if (S.sh[i].begun && !S.sh[i].finished) sk_shard_out_abort(&S.sh[i].out);
+        sk_shard_out_release(&S.sh[i].out);
+    }
+    if (!rc && S.stop_at != SIZE_MAX) {
+        if (err) *err = S.err;
+        rc = S.err.code;
+    }
+    free(S.b);
+    free(S.sh);
+    free(S.item_crc);
+    free(w);
+    free(th);
+    return rc;
+}
+
 int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
 {
     char path[4200], url[4200], mpath[4200], mdir[4200], opts[2048];
@@ -1123,7 +1511,10 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     for (size_t i = 0; i < p->nshards; i++) pending_shards += !p->shards[i].done;
     /* s3io: S3 sources are fetched ahead in plan order, which the ring
      * consumes in order; shard-parallel workers would not */
-    if (p->o.jobs >= 2 && pending_shards >= 2 && !p->cat.fetch) {
+    if (p->o.jobs >= 2 && pending_shards && !p->cat.fetch && !p->o.skip_errors &&
+        !p->o.compress_level && !sk_is_s3_url(p->o.pattern)) {
+        if ((rc = write_spread(p, err))) goto cleanup;
+    } else if (p->o.jobs >= 2 && pending_shards >= 2 && !p->cat.fetch) {
         if ((rc = write_parallel(p, pending_shards, err))) goto cleanup;
     } else {
         if ((rc = write_with_ring(p, &out, &threads, &nthreads, err))) goto cleanup;
