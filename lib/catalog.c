@@ -594,7 +594,7 @@ static void *size_slice(void *arg)
     uint32_t dsrc = 0, ddir = UINT32_MAX;
     for (size_t i = z->from; i < z->to && !z->rc; i++) {
         sk_item *it = &c->items[i];
-        if (!(it->flags & SK_ITEM_UNSIZED)) continue;
+        if (!(it->flags & SK_ITEM_UNSIZED) || c->defer_sizes) continue;
         if (dfd < 0 || dsrc != it->src || ddir != it->dir) {
             if (dfd >= 0 && dfd != c->srcs[dsrc].fd) close(dfd);
             dsrc = it->src;

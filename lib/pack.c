@@ -290,7 +290,8 @@ static int plan(sk_pack *p, sk_error *err)
     for (size_t i = 0; i < c->nsamples; i++) p->order[i] = (uint32_t)i;
     p->sbytes = sk_xmalloc((c->nsamples + 1) * sizeof *p->sbytes, err);
     if (!p->sbytes) return SK_E_NOMEM;
-    for (size_t i = 0; i < c->nsamples; i++) p->sbytes[i] = sample_bytes(c, (uint32_t)i);
+    for (size_t i = 0; i < c->nsamples && !c->defer_sizes; i++)
+        p->sbytes[i] = sample_bytes(c, (uint32_t)i);
     if (p->o.shuffle) {
         uint64_t s = p->o.seed;
         for (size_t i = c->nsamples; i > 1; i--) {
@@ -300,6 +301,8 @@ static int plan(sk_pack *p, sk_error *err)
             p->order[j] = t;
         }
     }
+    p->st.files_total = c->nitems;
+    if (c->defer_sizes) return SK_OK; /* stream mode places samples as it sizes them */
     size_t cap = 16;
     p->shards = sk_xmalloc(cap * sizeof *p->shards, err);
     if (!p->shards) return SK_E_NOMEM;
@@ -410,12 +413,17 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
 
 /* ------------------------------------------------------------- readers */
 
+static int open_at(int dirfd, const char *name, int extra)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOATIME | extra);
+    if (fd < 0 && errno == EPERM) /* O_NOATIME needs ownership */
+        fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | extra);
+    return fd;
+}
+
 static int open_input(const sk_source *src, const char *name)
 {
-    int fd = openat(src->fd, name, O_RDONLY | O_CLOEXEC | O_NOATIME);
-    if (fd < 0 && errno == EPERM) /* O_NOATIME needs ownership */
-        fd = openat(src->fd, name, O_RDONLY | O_CLOEXEC);
-    return fd;
+    return open_at(src->fd, name, 0);
 }
 
 /* Reads exactly want bytes of an input into dst.  Files are read with one
@@ -467,8 +475,9 @@ static void append_warning(struct slot *s, const char *msg)
 struct dir_cache;
 static int open_member(const sk_catalog *c, const sk_item *it, struct dir_cache *dc);
 
-/* Builds sample s's tar bytes into slot. */
-static void fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache *dc)
+/* Builds sample s's tar bytes into slot.  fds (or NULL): members already
+ * opened by the caller (-1: open here); each is closed and set to -1. */
+static void fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache *dc, int *fds)
 {
     const sk_catalog *c = &p->cat;
     size_t first = c->samples[s], k = sk_sample_members(c, s);
@@ -506,7 +515,12 @@ static void fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache 
         sk_error e;
         e.code = 0;
         e.msg[0] = 0;
-        if (!c->srcs[it->src].is_spool && !c->srcs[it->src].is_s3 && (fd = open_member(c, it, dc)) < 0)
+        if (fds && fds[i] >= 0) {
+            fd = fds[i];
+            fds[i] = -1;
+        }
+        if (fd < 0 && !c->srcs[it->src].is_spool && !c->srcs[it->src].is_s3 &&
+            (fd = open_member(c, it, dc)) < 0)
             rc = sk_error_set(&e, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
                               "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
                               errno == ENOENT ? "file vanished since it was listed" : strerror(errno));
@@ -548,11 +562,13 @@ struct dir_cache {
     int fd;
 };
 
-static int open_member(const sk_catalog *c, const sk_item *it, struct dir_cache *dc)
+/* The descriptor of it's directory, through the cache; -1 (errno set) if
+ * it cannot be opened. */
+static int member_dirfd(const sk_catalog *c, const sk_item *it, struct dir_cache *dc)
 {
     const sk_source *src = &c->srcs[it->src];
     if (dc->fd < 0 || dc->src != it->src || dc->dir != it->dir) {
-        if (dc->fd >= 0 && dc->fd != src->fd) close(dc->fd);
+        if (dc->fd >= 0 && dc->fd != c->srcs[dc->src].fd) close(dc->fd);
         dc->fd = -1;
         dc->src = it->src;
         dc->dir = it->dir;
@@ -566,8 +582,13 @@ static int open_member(const sk_catalog *c, const sk_item *it, struct dir_cache 
             if (dc->fd < 0) return -1;
         }
     }
-    sk_source one = {.fd = dc->fd};
-    return open_input(&one, c->arena + it->base);
+    return dc->fd;
+}
+
+static int open_member(const sk_catalog *c, const sk_item *it, struct dir_cache *dc)
+{
+    int dfd = member_dirfd(c, it, dc);
+    return dfd < 0 ? -1 : open_at(dfd, c->arena + it->base, 0);
 }
 
 static void dir_cache_release(struct dir_cache *dc, const sk_catalog *c)
@@ -593,7 +614,7 @@ static void *reader_main(void *arg)
         struct slot *sl = &p->slots[seq % p->nslots];
         sl->state = FILLING;
         pthread_mutex_unlock(&p->mu);
-        fill_slot(p, sl, p->order[p->pending[seq]], &dc);
+        fill_slot(p, sl, p->order[p->pending[seq]], &dc, NULL);
         pthread_mutex_lock(&p->mu);
         sl->state = READY;
         /* wake the writer only when it sleeps on this very slot */
@@ -850,7 +871,7 @@ static int write_shard_local(struct shard_worker *w, struct shard_plan *sp, sk_e
         uint32_t crc = 0;
         while (pos < end && n < LOCAL_SLOTS && bytes < BATCH_BYTES) {
             struct slot *sl = &w->slots[n];
-            fill_slot(p, sl, p->order[pos], &w->dc);
+            fill_slot(p, sl, p->order[pos], &w->dc, NULL);
             if (sl->failed) {
                 *err = sl->err;
                 return err->code ? err->code : SK_E_IO;
@@ -1162,19 +1183,19 @@ static size_t spread_claim(sk_pack *p, struct spread *S, size_t *cur)
     return S->sh[best].next_batch++;
 }
 
-/* A sample too big for a slot, alone in its batch: each member read and
- * written in bounded pieces at its planned offset. */
-static int spread_stream(struct spread_worker *w, struct batch *b, sk_shard_out *out,
-                         sk_error *err)
+/* A sample too big for a slot (spread and stream modes): each member read
+ * and written in bounded pieces at its planned offset; member CRCs go to
+ * item_crc, the CRC of the sample's bytes to *crc_out. */
+static int stream_sample_at(sk_pack *p, uint32_t s, sk_shard_out *out, uint64_t off0,
+                            uint64_t planned, uint32_t *item_crc, uint32_t *crc_out,
+                            sk_error *err)
 {
-    sk_pack *p = w->p;
     const sk_catalog *c = &p->cat;
-    uint32_t s = p->order[b->pos];
     size_t first = c->samples[s], k = sk_sample_members(c, s);
     char name[SK_TAR_NAME_MAX + 1];
     unsigned char hdr[SK_TAR_HEADER_MAX];
     unsigned char *buf = malloc(STREAM_PIECE + 1);
-    uint64_t off = b->off;
+    uint64_t off = off0;
     uint32_t bcrc = 0;
     int rc = SK_OK;
     SK_FAIL_IF(!buf, err, SK_E_NOMEM, "out of memory");
@@ -1214,15 +1235,15 @@ static int spread_stream(struct spread_worker *w, struct batch *b, sk_shard_out 
         iov.iov_len = pad;
         if (pad && (rc = sk_shard_out_pwritev(out, &iov, 1, off, pad, err))) break;
         off += pad;
-        w->S->item_crc[first + i] = crc;
+        item_crc[first + i] = crc;
         bcrc = sk_crc32c_combine(bcrc, crc, it->size);
         bcrc = sk_crc32c(bcrc, buf, pad);
     }
     free(buf);
-    if (!rc && off != b->off + b->bytes)
+    if (!rc && off != off0 + planned)
         rc = sk_error_set(err, SK_E_IO, "%s: internal error: sample of %s is not its planned size",
                           out->tmp, name);
-    b->crc = bcrc;
+    *crc_out = bcrc;
     return rc;
 }
 
@@ -1239,12 +1260,13 @@ static int spread_batch(struct spread_worker *w, struct batch *b, sk_shard_out *
     for (uint32_t k = 0; k < b->count; k++) {
         uint32_t s = p->order[b->pos + k];
         struct slot *sl = &w->slots[k];
-        fill_slot(p, sl, s, &w->dc);
+        fill_slot(p, sl, s, &w->dc, NULL);
         if (sl->failed) {
             *err = sl->err;
             return err->code ? err->code : SK_E_IO;
         }
-        if (sl->stream) return spread_stream(w, b, out, err); /* alone in its batch */
+        if (sl->stream) /* alone in its batch */
+            return stream_sample_at(p, s, out, b->off, b->bytes, w->S->item_crc, &b->crc, err);
         size_t first = c->samples[s], n = sk_sample_members(c, s);
         for (size_t i = 0; i < n; i++) w->S->item_crc[first + i] = sl->m[i].crc;
         iov[k].iov_base = sl->buf;
@@ -1258,57 +1280,69 @@ static int spread_batch(struct spread_worker *w, struct batch *b, sk_shard_out *
     return sk_shard_out_pwritev(out, iov, (int)b->count, b->off, bytes, err);
 }
 
-/* Shard i is fully written: its index in sample order, its checksums from
- * the batches', then finish (end-of-archive, index file, rename). */
+/* The samples at positions [first, first + count) are all written to out
+ * (bytes in all, CRC32C crc): the shard's index in sample order, from the
+ * member sizes and item_crc, then finish (end-of-archive, index file,
+ * rename).  m/mcap: the caller's scratch; t: its extension tally. */
+static int finish_written_shard(sk_pack *p, uint64_t first, uint64_t count, uint64_t bytes,
+                                uint32_t crc, const uint32_t *item_crc, sk_shard_out *out,
+                                struct member_out **m, size_t *mcap, struct tally *t,
+                                sk_index_shard_info *info, uint64_t *written, sk_error *err)
+{
+    const sk_catalog *c = &p->cat;
+    char name[SK_TAR_NAME_MAX + 1];
+    uint64_t off = 0;
+    for (uint64_t pos = first; pos < first + count; pos++) {
+        uint32_t s = p->order[pos];
+        size_t i0 = c->samples[s], k = sk_sample_members(c, s);
+        if (k > *mcap) {
+            struct member_out *nm = sk_xrealloc(*m, k * sizeof *nm, err);
+            if (!nm) return SK_E_NOMEM;
+            *m = nm;
+            *mcap = k;
+        }
+        uint64_t rel = 0;
+        for (size_t j = 0; j < k; j++) {
+            const sk_item *it = &c->items[i0 + j];
+            size_t n = sk_item_name(c, it, name);
+            size_t hl = sk_tar_header_size(name, n, it->size);
+            (*m)[j] = (struct member_out){.data_off = rel + hl, .size = it->size,
+                                          .crc = item_crc[i0 + j], .header_len = (uint32_t)hl};
+            rel += hl + sk_tar_pad(it->size);
+        }
+        SK_GUARD(add_index_records(p, out, s, off, *m, t, err));
+        off += rel;
+    }
+    /* files and bytes were counted batch by batch */
+    t->files = t->bytes = 0;
+    SK_FAIL_IF(off != bytes, err, SK_E_IO, "%s: internal error: shard is not its planned size",
+               out->tmp);
+    /* the first 512 bytes are the start of the first member's header */
+    unsigned char hdr[SK_TAR_HEADER_MAX];
+    const sk_item *it0 = &c->items[c->samples[p->order[first]]];
+    size_t n0 = sk_item_name(c, it0, name);
+    sk_tar_header(hdr, name, n0, it0->size, p->o.mtime);
+    SK_GUARD(sk_shard_out_set_written(out, bytes, crc, sk_crc32c(0, hdr, SK_TAR_BLOCK), err));
+    SK_GUARD(sk_shard_out_finish(out, info, err));
+    *written = sk_index_builder_samples(out->index);
+    return SK_OK;
+}
+
+/* Shard i of the plan is fully written. */
 static int spread_finish(struct spread_worker *w, size_t i, sk_error *err)
 {
     sk_pack *p = w->p;
     struct spread *S = w->S;
-    const sk_catalog *c = &p->cat;
     struct shard_plan *sp = &p->shards[i];
     struct spread_shard *sh = &S->sh[i];
-    char name[SK_TAR_NAME_MAX + 1];
     uint64_t bytes = 0;
     uint32_t crc = 0;
     for (size_t k = sh->first_batch; k < sh->end_batch; k++) {
         crc = sk_crc32c_combine(crc, S->b[k].crc, S->b[k].bytes);
         bytes += S->b[k].bytes;
     }
-    uint64_t off = 0;
-    for (uint64_t pos = sp->first; pos < sp->first + sp->count; pos++) {
-        uint32_t s = p->order[pos];
-        size_t first = c->samples[s], k = sk_sample_members(c, s);
-        if (k > w->mcap) {
-            struct member_out *m = sk_xrealloc(w->m, k * sizeof *m, err);
-            if (!m) return SK_E_NOMEM;
-            w->m = m;
-            w->mcap = k;
-        }
-        uint64_t rel = 0;
-        for (size_t j = 0; j < k; j++) {
-            const sk_item *it = &c->items[first + j];
-            size_t n = sk_item_name(c, it, name);
-            size_t hl = sk_tar_header_size(name, n, it->size);
-            w->m[j] = (struct member_out){.data_off = rel + hl, .size = it->size,
-                                          .crc = S->item_crc[first + j], .header_len = (uint32_t)hl};
-            rel += hl + sk_tar_pad(it->size);
-        }
-        SK_GUARD(add_index_records(p, &sh->out, s, off, w->m, &w->t, err));
-        off += rel;
-    }
-    /* files and bytes were counted batch by batch */
-    w->t.files = w->t.bytes = 0;
-    SK_FAIL_IF(off != bytes, err, SK_E_IO, "%s: internal error: shard is not its planned size",
-               sh->out.tmp);
-    /* the first 512 bytes are the start of the first member's header */
-    unsigned char hdr[SK_TAR_HEADER_MAX];
-    const sk_item *it0 = &c->items[c->samples[p->order[sp->first]]];
-    size_t n0 = sk_item_name(c, it0, name);
-    sk_tar_header(hdr, name, n0, it0->size, p->o.mtime);
-    SK_GUARD(sk_shard_out_set_written(&sh->out, bytes, crc, sk_crc32c(0, hdr, SK_TAR_BLOCK), err));
-    SK_GUARD(sk_shard_out_finish(&sh->out, &sp->info, err));
-    sp->written = sk_index_builder_samples(sh->out.index);
-    return SK_OK;
+    return finish_written_shard(p, sp->first, sp->count, bytes, crc, S->item_crc, &sh->out, &w->m,
+                                &w->mcap, &w->t, &sp->info, &sp->written, err);
 }
 
 static void *spread_main(void *arg)
@@ -1453,6 +1487,450 @@ static int write_spread(sk_pack *p, sk_error *err)
     return rc;
 }
 
+/* ---------------------------------------------------------- stream mode */
+
+/* Without --resume nothing needs shard boundaries before writing starts,
+ * so walked files get no sizing pass of their own (an fstatat each, with
+ * a path lookup, a sixth of the run on a tree of small files).  A worker
+ * claims the next samples, opens their files and takes each size from
+ * fstat on the descriptor; then, in claim order, it places them: the
+ * rollover rule of plan() gives each sample its shard and offset.  Then it
+ * reads and writes them at those offsets as spread mode does, and the
+ * thread that completes a shard builds its index and publishes it.  A
+ * failure stops placement at the failing position (or the first sample of
+ * the failing shard): shards before it are still completed, as when shards
+ * are written in order.  Same conditions as spread mode, plus no --resume. */
+#define STREAM_BATCH 32 /* samples claimed at once */
+#define STREAM_FDS 64   /* files a worker holds open from sizing to reading */
+
+struct stream_shard {
+    sk_shard_out out;
+    uint64_t first, count; /* positions; count final once closed */
+    uint64_t bytes;        /* tar bytes placed so far */
+    uint64_t written;      /* samples written */
+    int closed, finished;
+    sk_index_shard_info info;
+    uint64_t index_samples;
+};
+
+struct stream {
+    uint64_t n;              /* positions in all */
+    uint64_t next_claim, placed;
+    uint64_t stop_pos;       /* after a failure: positions from here are not written */
+    sk_error err;            /* that failure */
+    struct stream_shard *cur; /* open for placement */
+    struct stream_shard **sh;
+    size_t nsh, capsh;
+    uint32_t *pos_crc;       /* by position: CRC32C of the sample's tar bytes */
+    uint32_t *item_crc;      /* by catalog item */
+    pthread_cond_t turn;     /* placed moved on */
+};
+
+struct stream_worker {
+    sk_pack *p;
+    struct stream *T;
+    struct slot slots[LOCAL_SLOTS];
+    struct dir_cache dc;
+    int *fds;                /* the batch's members: descriptor or -1 */
+    size_t nf, fcap;
+    struct member_out *m;
+    size_t mcap;
+    struct tally t;
+};
+
+/* Failure at position pos; p->mu held. */
+static void stream_fail(struct stream *T, uint64_t pos, const sk_error *e, int rc)
+{
+    if (pos >= T->stop_pos) return;
+    T->stop_pos = pos;
+    T->err = *e;
+    if (!T->err.code) T->err.code = rc > 0 ? rc : SK_E_IO;
+}
+
+/* Opens the members of samples [pos, pos + k) (up to STREAM_FDS files) and
+ * sizes the walked ones from their descriptors.  Returns how many samples
+ * are ready; fewer than k after a failure (recorded at the failing one). */
+static uint64_t stream_size(struct stream_worker *w, uint64_t pos, uint64_t k, size_t *fbase)
+{
+    sk_pack *p = w->p;
+    sk_catalog *c = &p->cat;
+    size_t opened = 0;
+    size_t *nfp = &w->nf, nf = 0;
+    char name[SK_TAR_NAME_MAX + 1];
+    *nfp = 0;
+    for (uint64_t q = 0; q < k; q++) {
+        uint32_t s = p->order[pos + q];
+        size_t first = c->samples[s], km = sk_sample_members(c, s);
+        fbase[q] = nf;
+        if (nf + km > w->fcap) {
+            size_t cap = (nf + km) * 2;
+            int *f = realloc(w->fds, cap * sizeof *f);
+            if (!f) {
+                sk_error e;
+                sk_error_set(&e, SK_E_NOMEM, "out of memory");
+                pthread_mutex_lock(&p->mu);
+                stream_fail(w->T, pos + q, &e, SK_E_NOMEM);
+                pthread_mutex_unlock(&p->mu);
+                return q;
+            }
+            w->fds = f;
+            w->fcap = cap;
+        }
+        for (size_t j = 0; j < km; j++) {
+            sk_item *it = &c->items[first + j];
+            const sk_source *src = &c->srcs[it->src];
+            int unsized = (it->flags & SK_ITEM_UNSIZED) != 0, fd = -1, e = 0;
+            struct stat st;
+            w->fds[nf++] = -1;
+            *nfp = nf;
+            if (src->is_spool) continue; /* sized when spooled */
+            if (opened < STREAM_FDS || unsized) {
+                int dfd = member_dirfd(c, it, &w->dc);
+                if (dfd < 0) {
+                    e = errno;
+                } else if (opened < STREAM_FDS) {
+                    /* a walked entry must still be the regular file it was */
+                    fd = open_at(dfd, c->arena + it->base, unsized ? O_NOFOLLOW | O_NONBLOCK : 0);
+                    if (fd < 0) e = errno;
+                    else if (unsized && fstat(fd, &st) != 0) e = errno;
+                    if (fd >= 0) w->fds[nf - 1] = fd, opened++;
+                } else if (fstatat(dfd, c->arena + it->base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                    e = errno;
+                }
+                if (!e && unsized && !S_ISREG(st.st_mode)) e = EINVAL;
+                if (!e && unsized) {
+                    it->size = (uint64_t)st.st_size;
+                    it->flags &= ~SK_ITEM_UNSIZED;
+                }
+            }
+            if (e) {
+                sk_error err;
+                sk_item_name(c, it, name);
+                sk_error_set(&err, e == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s/%s: %s%s",
+                             src->label, name, e == ELOOP || e == EINVAL ? "" : "cannot open: ",
+                             e == ENOENT ? "file vanished since it was listed"
+                             : e == ELOOP || e == EINVAL ? "no longer a regular file"
+                                                         : strerror(e));
+                pthread_mutex_lock(&p->mu);
+                stream_fail(w->T, pos + q, &err, err.code);
+                pthread_mutex_unlock(&p->mu);
+                return q;
+            }
+        }
+        p->sbytes[s] = sample_bytes(c, s);
+    }
+    return k;
+}
+
+/* Places samples [pos, pos + k) when their turn comes: each gets its shard
+ * and offset.  Shards closed here with nothing left to write are returned
+ * in done[] for the caller to finish.  p->mu held. */
+static void stream_place(struct stream_worker *w, uint64_t pos, uint64_t k,
+                         struct stream_shard **where, uint64_t *offs, struct stream_shard **done,
+                         int *ndone)
+{
+    sk_pack *p = w->p;
+    struct stream *T = w->T;
+    const uint64_t eoa = 2 * SK_TAR_BLOCK;
+    uint64_t lim = pos + k < T->stop_pos ? pos + k : T->stop_pos;
+    for (uint64_t q = pos; q < lim; q++) {
+        uint32_t s = p->order[q];
+        uint64_t b = p->sbytes[s];
+        struct stream_shard *cur = T->cur;
+        if (cur && (cur->bytes + b + eoa > p->o.max_size ||
+                    (p->o.max_count && cur->count >= p->o.max_count))) {
+            cur->closed = 1;
+            if (cur->written == cur->count) cur->finished = 1, done[(*ndone)++] = cur;
+            T->cur = cur = NULL;
+        }
+        if (!cur) {
+            char path[4200];
+            sk_error e = SK_ERROR_INIT;
+            int rc = SK_OK;
+            if (T->nsh == T->capsh) {
+                size_t cap = T->capsh ? T->capsh * 2 : 16;
+                struct stream_shard **a = realloc(T->sh, cap * sizeof *a);
+                if (!a) rc = sk_error_set(&e, SK_E_NOMEM, "out of memory");
+                else T->sh = a, T->capsh = cap;
+            }
+            if (!rc && !(cur = calloc(1, sizeof *cur))) rc = sk_error_set(&e, SK_E_NOMEM, "out of memory");
+            if (!rc) {
+                T->sh[T->nsh++] = cur;
+                cur->out.fd = -1;
+                cur->first = q;
+                rc = sk_shard_name(p->o.pattern, p->o.start + T->nsh - 1, path, sizeof path, &e);
+            }
+            if (!rc) rc = sk_shard_out_begin(&cur->out, path, &e);
+            if (rc) {
+                stream_fail(T, q, &e, rc);
+                break;
+            }
+            T->cur = cur;
+        }
+        if (b + eoa > p->o.max_size) {
+            char name[SK_TAR_NAME_MAX + 1];
+            sk_item_name(&p->cat, &p->cat.items[p->cat.samples[s]], name);
+            warnf(p, "sample of %s is %llu bytes, more than --max-size alone; it gets a shard "
+                     "of its own", name, (unsigned long long)b);
+        }
+        where[q - pos] = cur;
+        offs[q - pos] = cur->bytes;
+        cur->bytes += b;
+        cur->count++;
+    }
+    T->placed = pos + k;
+    if (T->placed == T->n && T->stop_pos == UINT64_MAX && T->cur) { /* the last shard */
+        T->cur->closed = 1;
+        if (T->cur->written == T->cur->count) T->cur->finished = 1, done[(*ndone)++] = T->cur;
+        T->cur = NULL;
+    }
+    pthread_cond_broadcast(&T->turn);
+}
+
+/* A closed shard with every sample written: index, checksums, publish. */
+static void stream_finish(struct stream_worker *w, struct stream_shard *sh)
+{
+    sk_pack *p = w->p;
+    struct stream *T = w->T;
+    uint32_t crc = 0;
+    for (uint64_t q = sh->first; q < sh->first + sh->count; q++)
+        crc = sk_crc32c_combine(crc, T->pos_crc[q], p->sbytes[p->order[q]]);
+    sk_error e = SK_ERROR_INIT;
+    int rc = finish_written_shard(p, sh->first, sh->count, sh->bytes, crc, T->item_crc, &sh->out,
+                                  &w->m, &w->mcap, &w->t, &sh->info, &sh->index_samples, &e);
+    pthread_mutex_lock(&p->mu);
+    if (rc) {
+        sh->finished = 0; /* aborted with the others */
+        stream_fail(T, sh->first, &e, rc);
+    } else {
+        p->st.output_bytes += sh->info.size;
+        p->st.samples += w->t.samples;
+        w->t.samples = 0;
+        sk_shard_out_release(&sh->out); /* its index builder's memory */
+        sh->out.fd = -1;
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Writes n filled slots (samples first_q.. of the batch) at off in sh, then
+ * counts them written; finishes sh if that completes it. */
+static int stream_flush(struct stream_worker *w, struct stream_shard *sh, struct iovec *iov,
+                        int n, uint64_t off, uint64_t bytes, uint64_t files, uint64_t data)
+{
+    sk_pack *p = w->p;
+    sk_error e = SK_ERROR_INIT;
+    int rc = n ? sk_shard_out_pwritev(&sh->out, iov, n, off, bytes, &e) : SK_OK;
+    pthread_mutex_lock(&p->mu);
+    int fin = 0;
+    if (rc) {
+        stream_fail(w->T, sh->first, &e, rc);
+    } else {
+        sh->written += (uint64_t)n;
+        p->st.files_done += files;
+        p->st.bytes_done += data;
+        /* sizes are learned as files open: the total is an estimate */
+        p->st.bytes_total = p->st.bytes_done * p->st.files_total / p->st.files_done;
+        progress(p, 0);
+        if (sh->closed && sh->written == sh->count && sh->first < w->T->stop_pos && !sh->finished)
+            fin = sh->finished = 1;
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (fin) stream_finish(w, sh);
+    return rc;
+}
+
+/* Reads and writes the placed samples [pos, pos + k). */
+static void stream_write(struct stream_worker *w, uint64_t pos, uint64_t k,
+                         struct stream_shard **where, const uint64_t *offs, const size_t *fbase)
+{
+    sk_pack *p = w->p;
+    const sk_catalog *c = &p->cat;
+    struct stream *T = w->T;
+    struct iovec iov[LOCAL_SLOTS];
+    struct stream_shard *seg = NULL;
+    uint64_t seg_off = 0, bytes = 0, files = 0, data = 0;
+    int n = 0;
+    for (uint64_t q = 0; q < k; q++) {
+        uint32_t s = p->order[pos + q];
+        struct stream_shard *sh = where[q];
+        if (n && (sh != seg || n == LOCAL_SLOTS || bytes >= BATCH_BYTES)) {
+            if (stream_flush(w, seg, iov, n, seg_off, bytes, files, data)) return;
+            n = 0, bytes = files = data = 0;
+        }
+        struct slot *sl = &w->slots[n];
+        fill_slot(p, sl, s, &w->dc, w->fds + fbase[q]);
+        size_t first = c->samples[s], km = sk_sample_members(c, s);
+        if (sl->failed) {
+            pthread_mutex_lock(&p->mu);
+            stream_fail(T, sh->first, &sl->err, sl->err.code);
+            pthread_mutex_unlock(&p->mu);
+            return;
+        }
+        uint64_t sdata = 0;
+        for (size_t j = 0; j < km; j++) sdata += c->items[first + j].size;
+        if (sl->stream) { /* too big for a slot: written on its own */
+            if (n && stream_flush(w, seg, iov, n, seg_off, bytes, files, data)) return;
+            n = 0, bytes = files = data = 0;
+            for (size_t j = 0; j < km; j++) /* opened by name as it goes */
+                if (w->fds[fbase[q] + j] >= 0) close(w->fds[fbase[q] + j]), w->fds[fbase[q] + j] = -1;
+            sk_error e = SK_ERROR_INIT;
+            int rc = stream_sample_at(p, s, &sh->out, offs[q], p->sbytes[s], T->item_crc,
+                                      &T->pos_crc[pos + q], &e);
+            if (rc) {
+                pthread_mutex_lock(&p->mu);
+                stream_fail(T, sh->first, &e, rc);
+                pthread_mutex_unlock(&p->mu);
+                return;
+            }
+            if (stream_flush(w, sh, iov, 0, 0, 0, km, sdata)) return;
+            pthread_mutex_lock(&p->mu); /* the flush above counted no samples */
+            int fin = 0;
+            if (++sh->written == sh->count && sh->closed && sh->first < T->stop_pos && !sh->finished)
+                fin = sh->finished = 1;
+            pthread_mutex_unlock(&p->mu);
+            if (fin) stream_finish(w, sh);
+            continue;
+        }
+        for (size_t j = 0; j < km; j++) T->item_crc[first + j] = sl->m[j].crc;
+        T->pos_crc[pos + q] = sl->crc;
+        if (!n) seg = sh, seg_off = offs[q];
+        iov[n].iov_base = sl->buf;
+        iov[n].iov_len = sl->len;
+        n++;
+        bytes += sl->len;
+        files += km;
+        data += sdata;
+    }
+    if (n) stream_flush(w, seg, iov, n, seg_off, bytes, files, data);
+}
+
+static void *stream_main(void *arg)
+{
+    struct stream_worker *w = arg;
+    sk_pack *p = w->p;
+    const sk_catalog *c = &p->cat;
+    struct stream *T = w->T;
+    size_t fbase[STREAM_BATCH];
+    struct stream_shard *where[STREAM_BATCH], *done[STREAM_BATCH + 1];
+    uint64_t offs[STREAM_BATCH];
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        uint64_t pos = T->next_claim, k = 0;
+        size_t members = 0;
+        while (pos + k < T->n && pos + k < T->stop_pos && k < STREAM_BATCH) {
+            size_t km = sk_sample_members(c, p->order[pos + k]);
+            if (k && members + km > STREAM_FDS) break;
+            members += km;
+            k++;
+        }
+        if (!k) break;
+        T->next_claim = pos + k;
+        pthread_mutex_unlock(&p->mu);
+        uint64_t ready = stream_size(w, pos, k, fbase);
+        pthread_mutex_lock(&p->mu);
+        while (T->placed != pos) pthread_cond_wait(&T->turn, &p->mu);
+        int ndone = 0;
+        /* after a failure at pos + ready, stop_pos is at most that */
+        stream_place(w, pos, k, where, offs, done, &ndone);
+        uint64_t lim = T->stop_pos > pos ? T->stop_pos - pos : 0;
+        pthread_mutex_unlock(&p->mu);
+        for (int i = 0; i < ndone; i++) stream_finish(w, done[i]);
+        stream_write(w, pos, ready < lim ? ready : lim, where, offs, fbase);
+        for (size_t i = 0; i < w->nf; i++) /* what was not read */
+            if (w->fds[i] >= 0) close(w->fds[i]), w->fds[i] = -1;
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Runs --jobs stream workers over the whole order; fills p->shards. */
+static int write_stream(sk_pack *p, sk_error *err)
+{
+    struct stream T = {0};
+    size_t n = (size_t)p->o.jobs;
+    struct stream_worker *w = calloc(n, sizeof *w);
+    pthread_t *th = calloc(n, sizeof *th);
+    size_t started = 0;
+    int rc = SK_OK;
+    T.n = p->cat.nsamples;
+    T.stop_pos = UINT64_MAX;
+    T.pos_crc = sk_xmalloc((T.n + 1) * sizeof *T.pos_crc, err);
+    T.item_crc = sk_xmalloc((p->cat.nitems + 1) * sizeof *T.item_crc, err);
+    pthread_cond_init(&T.turn, NULL);
+    if (!w || !th || !T.pos_crc || !T.item_crc) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        w[i].p = p;
+        w[i].T = &T;
+        w[i].dc.fd = -1;
+        w[i].t.exts = sk_manifest_new();
+        if (!w[i].t.exts || add_tally(p, w[i].t.exts)) {
+            sk_manifest_free(w[i].t.exts);
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        } else if (i + 1 < n && pthread_create(&th[i], NULL, stream_main, &w[i]) != 0) {
+            rc = sk_error_set(err, SK_E_NOMEM, "cannot start writer thread: %s", strerror(errno));
+        } else if (i + 1 < n) {
+            started++;
+        }
+    }
+    if (rc) {
+        pthread_mutex_lock(&p->mu);
+        T.stop_pos = 0;
+        pthread_mutex_unlock(&p->mu);
+    } else {
+        stream_main(&w[n - 1]); /* the calling thread is the last worker */
+    }
+    for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+    for (size_t i = 0; w && i < n; i++) {
+        for (int k = 0; k < LOCAL_SLOTS; k++) {
+            free(w[i].slots[k].buf);
+            free(w[i].slots[k].m);
+            free(w[i].slots[k].warnings);
+        }
+        free(w[i].m);
+        free(w[i].fds);
+        dir_cache_release(&w[i].dc, &p->cat);
+    }
+    if (!rc && T.stop_pos != UINT64_MAX) {
+        if (err) *err = T.err;
+        rc = T.err.code;
+    }
+    /* the plan as it came out, for the manifest */
+    free(p->shards);
+    p->shards = rc ? NULL : calloc(T.nsh + 1, sizeof *p->shards);
+    if (!rc && !p->shards) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    p->nshards = rc ? 0 : T.nsh;
+    for (size_t i = 0; i < T.nsh; i++) {
+        struct stream_shard *sh = T.sh[i];
+        if (!rc)
+            p->shards[i] = (struct shard_plan){.first = sh->first, .count = sh->count,
+                                               .bytes = sh->bytes + 2 * SK_TAR_BLOCK,
+                                               .written = sh->index_samples, .info = sh->info};
+        if (!sh->finished) sk_shard_out_abort(&sh->out);
+        sk_shard_out_release(&sh->out);
+        free(sh);
+    }
+    pthread_cond_destroy(&T.turn);
+    free(T.sh);
+    free(T.pos_crc);
+    free(T.item_crc);
+    free(w);
+    free(th);
+    return rc;
+}
+
+/* Stream mode's conditions (see there): spread mode's, plus no --resume
+ * (which needs the plan before writing). */
+static int stream_eligible(const sk_pack *p)
+{
+    if (p->o.jobs < 2 || p->o.skip_errors || p->o.compress_level || p->o.resume ||
+        sk_is_s3_url(p->o.pattern))
+        return 0;
+    for (size_t i = 0; i < p->cat.nsrcs; i++)
+        if (p->cat.srcs[i].is_s3) return 0;
+    return 1;
+}
+
 int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
 {
     char path[4200], url[4200], mpath[4200], mdir[4200], opts[2048];
@@ -1464,6 +1942,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     p->last_progress = p->t0;
     out.zlevel = p->o.compress_level; /* 0: plain tar */
 
+    p->cat.defer_sizes = stream_eligible(p);
     if ((rc = plan(p, err))) goto cleanup;
     /* where the manifest goes, and the output directory */
     const char *slash = strrchr(p->o.pattern, '/');
@@ -1511,7 +1990,10 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     for (size_t i = 0; i < p->nshards; i++) pending_shards += !p->shards[i].done;
     /* s3io: S3 sources are fetched ahead in plan order, which the ring
      * consumes in order; shard-parallel workers would not */
-    if (p->o.jobs >= 2 && pending_shards && !p->cat.fetch && !p->o.skip_errors &&
+    if (p->cat.defer_sizes) {
+        if ((rc = write_stream(p, err))) goto cleanup;
+        p->st.bytes_total = p->st.bytes_done;
+    } else if (p->o.jobs >= 2 && pending_shards && !p->cat.fetch && !p->o.skip_errors &&
         !p->o.compress_level && !sk_is_s3_url(p->o.pattern)) {
         if ((rc = write_spread(p, err))) goto cleanup;
     } else if (p->o.jobs >= 2 && pending_shards >= 2 && !p->cat.fetch) {
