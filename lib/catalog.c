@@ -625,23 +625,160 @@ static void *size_slice(void *arg)
         }
     }
     if (dfd >= 0 && ddir != UINT32_MAX && dfd != c->srcs[dsrc].fd) close(dfd);
-    /* Each thread also sorts its own slice; the slices are merged after.
-     * With items dropped the slices change, so the caller sorts instead. */
-    if (!z->rc && !z->dropped)
-        qsort_r(c->items + z->from, z->to - z->from, sizeof *c->items, item_cmp, c);
     return NULL;
+}
+
+/* ---------------------------------------------------------------- sorting */
+
+/* The walk lists a directory's files together, so the items fall into runs
+ * of one directory each.  A run sorts on an 8-byte prefix of each basename's
+ * key (all that differs between keys of one directory, and usually enough
+ * to tell them apart), with the full comparison only on ties, several runs
+ * at once on --jobs threads.  The runs are then put in the order of their
+ * first items; when no two overlap (sibling directories, the usual tree)
+ * that is the sorted order, and otherwise (files beside subdirectories, one
+ * directory in two sources) the runs are merged. */
+struct run {
+    size_t lo, hi;
+};
+
+struct pre {
+    uint64_t key;
+    uint32_t idx;
+};
+
+struct run_sorter {
+    sk_catalog *c;
+    struct run *runs;
+    size_t nruns, stride, first; /* this thread's runs: first, first + stride, ... */
+    int rc;
+};
+
+static int pre_cmp(const void *pa, const void *pb, void *ctx)
+{
+    const struct pre *a = pa, *b = pb;
+    if (a->key != b->key) return a->key < b->key ? -1 : 1;
+    const sk_catalog *c = ctx;
+    return item_cmp(&c->items[a->idx], &c->items[b->idx], ctx);
+}
+
+static void *sort_runs(void *arg)
+{
+    struct run_sorter *rs = arg;
+    sk_catalog *c = rs->c;
+    size_t cap = 0;
+    struct pre *pre = NULL;
+    sk_item *tmp = NULL;
+    for (size_t r = rs->first; r < rs->nruns; r += rs->stride) {
+        size_t lo = rs->runs[r].lo, n = rs->runs[r].hi - lo;
+        if (n > cap) {
+            free(pre), free(tmp);
+            pre = malloc(n * sizeof *pre);
+            tmp = malloc(n * sizeof *tmp);
+            cap = n;
+            if (!pre || !tmp) {
+                rs->rc = SK_E_NOMEM;
+                break;
+            }
+        }
+        for (size_t i = 0; i < n; i++) {
+            const sk_item *it = &c->items[lo + i];
+            const unsigned char *b = (const unsigned char *)c->arena + it->base;
+            uint64_t v = 0; /* big-endian, zero-padded: compares as memcmp does */
+            for (size_t k = 0; k < 8; k++) v = v << 8 | (k < it->key_end ? b[k] : 0);
+            pre[i] = (struct pre){v, (uint32_t)(lo + i)};
+        }
+        qsort_r(pre, n, sizeof *pre, pre_cmp, c);
+        for (size_t i = 0; i < n; i++) tmp[i] = c->items[pre[i].idx];
+        memcpy(c->items + lo, tmp, n * sizeof *tmp);
+    }
+    free(pre);
+    free(tmp);
+    return NULL;
+}
+
+static int run_cmp(const void *pa, const void *pb, void *ctx)
+{
+    const sk_catalog *c = ctx;
+    const struct run *a = pa, *b = pb;
+    return item_cmp(&c->items[a->lo], &c->items[b->lo], ctx);
+}
+
+static int merge_runs(sk_catalog *c, size_t *bounds, size_t n, sk_error *err);
+
+/* Sorts the items by item_cmp on up to nthreads threads. */
+static int sort_items(sk_catalog *c, int nthreads, sk_error *err)
+{
+    if (c->nitems < 2) return SK_OK;
+    /* runs of one directory, none longer than a thread's share */
+    size_t maxlen = c->nitems / (size_t)nthreads + 1, nruns = 0, cap = 64;
+    struct run *runs = sk_xmalloc(cap * sizeof *runs, err);
+    if (!runs) return SK_E_NOMEM;
+    for (size_t i = 0; i < c->nitems;) {
+        size_t j = i + 1;
+        while (j < c->nitems && j - i < maxlen && c->items[j].dir == c->items[i].dir) j++;
+        if (nruns == cap) {
+            struct run *r = sk_xrealloc(runs, (cap *= 2) * sizeof *r, err);
+            if (!r) return free(runs), SK_E_NOMEM;
+            runs = r;
+        }
+        runs[nruns++] = (struct run){i, j};
+        i = j;
+    }
+    struct run_sorter rs[16];
+    pthread_t th[16];
+    int n = nthreads < 16 ? nthreads : 16, started = 0, rc = SK_OK;
+    if ((size_t)n > nruns) n = (int)nruns;
+    for (int t = 0; t < n; t++) {
+        rs[t] = (struct run_sorter){c, runs, nruns, (size_t)n, (size_t)t, 0};
+        if (t && pthread_create(&th[t], NULL, sort_runs, &rs[t]) == 0) started |= 1 << t;
+        else if (t) sort_runs(&rs[t]); /* a thread that did not start */
+    }
+    sort_runs(&rs[0]);
+    for (int t = 1; t < n; t++)
+        if (started & (1 << t)) pthread_join(th[t], NULL);
+    for (int t = 0; t < n; t++)
+        if (rs[t].rc) rc = rs[t].rc;
+    if (rc) {
+        free(runs);
+        return sk_error_set(err, rc, "out of memory sorting the inputs");
+    }
+    /* runs in the order of their first items, laid end to end */
+    qsort_r(runs, nruns, sizeof *runs, run_cmp, c);
+    sk_item *out = sk_xmalloc(c->nitems * sizeof *out, err);
+    size_t *bounds = sk_xmalloc((nruns + 1) * sizeof *bounds, err);
+    if (!out || !bounds) {
+        free(out), free(bounds), free(runs);
+        return SK_E_NOMEM;
+    }
+    int overlap = 0;
+    size_t o = 0;
+    for (size_t r = 0; r < nruns; r++) {
+        if (r && item_cmp(&c->items[runs[r - 1].hi - 1], &c->items[runs[r].lo], c) > 0) overlap = 1;
+        bounds[r] = o;
+        memcpy(out + o, c->items + runs[r].lo, (runs[r].hi - runs[r].lo) * sizeof *out);
+        o += runs[r].hi - runs[r].lo;
+    }
+    bounds[nruns] = o;
+    free(c->items);
+    c->items = out;
+    c->cap_items = c->nitems;
+    if (overlap) rc = merge_runs(c, bounds, nruns, err);
+    free(bounds);
+    free(runs);
+    return rc;
 }
 
 /* Merges the sorted runs items[bounds[k] .. bounds[k+1]) (k < n) into one,
  * pairwise, through a scratch array of the same size. */
-static int merge_runs(sk_catalog *c, size_t *bounds, int n, sk_error *err)
+static int merge_runs(sk_catalog *c, size_t *bounds, size_t n, sk_error *err)
 {
     if (n < 2) return SK_OK;
     sk_item *tmp = sk_xmalloc(c->nitems * sizeof *tmp, err), *src = c->items, *dst = tmp;
     if (!tmp) return SK_E_NOMEM;
     while (n > 1) {
-        int m = 0;
-        for (int r = 0; r < n; r += 2) {
+        size_t m = 0;
+        for (size_t r = 0; r < n; r += 2) {
             size_t i = bounds[r], mid = bounds[r + 1 < n ? r + 1 : n];
             size_t end = bounds[r + 1 < n ? r + 2 : n];
             size_t j = mid, o = bounds[r];
@@ -695,12 +832,7 @@ static int size_and_sort(sk_catalog *c, sk_error *err)
         }
         dropped |= z[t].dropped;
     }
-    if (!dropped) {
-        size_t bounds[17];
-        for (int t = 0; t < n; t++) bounds[t] = z[t].from;
-        bounds[n] = c->nitems;
-        return merge_runs(c, bounds, n, err);
-    }
+    if (!dropped) return sort_items(c, c->jobs > 0 ? c->jobs : 1, err);
     /* in skip mode, drop what vanished, with a warning each, in walk order */
     size_t o = 0;
     for (size_t i = 0; i < c->nitems; i++) {
@@ -712,8 +844,7 @@ static int size_and_sort(sk_catalog *c, sk_error *err)
         c->items[o++] = c->items[i];
     }
     c->nitems = o;
-    qsort_r(c->items, c->nitems, sizeof *c->items, item_cmp, c);
-    return SK_OK;
+    return sort_items(c, c->jobs > 0 ? c->jobs : 1, err);
 }
 
 int sk_catalog_group(sk_catalog *c, sk_error *err)
