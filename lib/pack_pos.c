@@ -12,8 +12,22 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Worker threads for --jobs n: each holds a directory and a file open at
+ * least, so a low ulimit -n caps them (the run goes on with fewer). */
+static size_t workers_for(const sk_pack *p)
+{
+    size_t n = (size_t)p->o.jobs;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        size_t cap = rl.rlim_cur > 48 ? (size_t)(rl.rlim_cur - 32) / 4 : 1;
+        if (n > cap) n = cap;
+    }
+    return n ? n : 1;
+}
 
 /* ---------------------------------------------------------- spread mode */
 
@@ -357,7 +371,7 @@ static int spread_plan(sk_pack *p, struct spread *S, sk_error *err)
 int sk_pack_write_spread(sk_pack *p, sk_error *err)
 {
     struct spread S = {0};
-    size_t n = (size_t)p->o.jobs;
+    size_t n = workers_for(p);
     struct spread_worker *w = calloc(n, sizeof *w);
     pthread_t *th = calloc(n, sizeof *th);
     size_t started = 0;
@@ -457,6 +471,7 @@ struct stream_worker {
     struct dir_cache dc;
     int *fds;                /* the batch's members: descriptor or -1 */
     size_t nf, fcap;
+    size_t fd_budget;        /* held open at most: STREAM_FDS, less under ulimit -n */
     struct member_out *m;
     size_t mcap;
     struct tally t;
@@ -471,7 +486,7 @@ static void stream_fail(struct stream *T, uint64_t pos, const sk_error *e, int r
     if (!T->err.code) T->err.code = rc > 0 ? rc : SK_E_IO;
 }
 
-/* Opens the members of samples [pos, pos + k) (up to STREAM_FDS files) and
+/* Opens the members of samples [pos, pos + k) (up to fd_budget files) and
  * sizes the walked ones from their descriptors.  Returns how many samples
  * are ready; fewer than k after a failure (recorded at the failing one). */
 static uint64_t stream_size(struct stream_worker *w, uint64_t pos, uint64_t k, size_t *fbase)
@@ -508,19 +523,23 @@ static uint64_t stream_size(struct stream_worker *w, uint64_t pos, uint64_t k, s
             w->fds[nf++] = -1;
             *nfp = nf;
             if (src->is_spool) continue; /* sized when spooled */
-            if (opened < STREAM_FDS || unsized) {
+            if (opened < w->fd_budget || unsized) {
                 int dfd = sk_pack_member_dirfd(c, it, &w->dc);
                 if (dfd < 0) {
                     e = errno;
-                } else if (opened < STREAM_FDS) {
+                } else if (opened < w->fd_budget) {
                     /* a walked entry must still be the regular file it was */
-                    fd = sk_pack_open_at(dfd, c->arena + it->base, unsized ? O_NOFOLLOW | O_NONBLOCK : 0);
-                    if (fd < 0) e = errno;
+                    fd = sk_pack_open_at(dfd, c->arena + it->base,
+                                         unsized ? O_NOFOLLOW | O_NONBLOCK : 0);
+                    if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+                        opened = w->fd_budget; /* out of descriptors: open it when read */
+                    else if (fd < 0) e = errno;
                     else if (unsized && fstat(fd, &st) != 0) e = errno;
                     if (fd >= 0) w->fds[nf - 1] = fd, opened++;
-                } else if (fstatat(dfd, c->arena + it->base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-                    e = errno;
                 }
+                if (dfd >= 0 && fd < 0 && !e && unsized &&
+                    fstatat(dfd, c->arena + it->base, &st, AT_SYMLINK_NOFOLLOW) != 0)
+                    e = errno;
                 if (!e && unsized && !S_ISREG(st.st_mode)) e = EINVAL;
                 if (!e && unsized) {
                     it->size = (uint64_t)st.st_size;
@@ -653,7 +672,8 @@ static int stream_flush(struct stream_worker *w, struct stream_shard *sh, struct
         p->st.files_done += files;
         p->st.bytes_done += data;
         /* sizes are learned as files open: the total is an estimate */
-        p->st.bytes_total = p->st.bytes_done * p->st.files_total / p->st.files_done;
+        if (p->st.files_done)
+            p->st.bytes_total = p->st.bytes_done * p->st.files_total / p->st.files_done;
         sk_pack_progress(p, 0);
         if (sh->closed && sh->written == sh->count && sh->first < w->T->stop_pos && !sh->finished)
             fin = sh->finished = 1;
@@ -772,11 +792,18 @@ static void *stream_main(void *arg)
 int sk_pack_write_stream(sk_pack *p, sk_error *err)
 {
     struct stream T = {0};
-    size_t n = (size_t)p->o.jobs;
+    size_t n = workers_for(p);
     struct stream_worker *w = calloc(n, sizeof *w);
     pthread_t *th = calloc(n, sizeof *th);
     size_t started = 0;
     int rc = SK_OK;
+    /* descriptors held between sizing and reading stay well inside the limit */
+    struct rlimit rl;
+    size_t budget = STREAM_FDS;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        size_t spare = rl.rlim_cur > 64 ? (size_t)(rl.rlim_cur - 64) / (2 * n) : 0;
+        if (spare < budget) budget = spare;
+    }
     T.n = p->cat.nsamples;
     T.stop_pos = UINT64_MAX;
     T.pos_crc = sk_xmalloc((T.n + 1) * sizeof *T.pos_crc, err);
@@ -787,6 +814,7 @@ int sk_pack_write_stream(sk_pack *p, sk_error *err)
         w[i].p = p;
         w[i].T = &T;
         w[i].dc.fd = -1;
+        w[i].fd_budget = budget;
         w[i].t.exts = sk_manifest_new();
         if (!w[i].t.exts || sk_pack_add_tally(p, w[i].t.exts)) {
             sk_manifest_free(w[i].t.exts);
