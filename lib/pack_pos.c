@@ -655,8 +655,9 @@ static void stream_finish(struct stream_worker *w, struct stream_shard *sh)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* Writes n filled slots (samples first_q.. of the batch) at off in sh, then
- * counts them written; finishes sh if that completes it. */
+/* Writes n filled slots (n samples, files and data bytes of input) at off
+ * in sh, then counts them written; finishes sh if that completes it.  n = 0:
+ * only the counts (a big sample written on its own). */
 static int stream_flush(struct stream_worker *w, struct stream_shard *sh, struct iovec *iov,
                         int n, uint64_t off, uint64_t bytes, uint64_t files, uint64_t data)
 {
