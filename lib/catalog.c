@@ -577,7 +577,8 @@ static int item_cmp(const void *pa, const void *pb, void *ctx)
 /* A directory walk learns from getdents which entries are regular files;
  * their sizes (one fstatat each, the bulk of listing a tree of small
  * files) are then read by several threads, each over a slice of the items
- * and with the slice's directories opened once. */
+ * and with the slice's directories opened once.  With defer_sizes they are
+ * left for the caller, which takes them from the files as it opens them. */
 struct sizer {
     sk_catalog *c;
     size_t from, to;
