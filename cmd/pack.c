@@ -35,7 +35,7 @@ static const char usage[] =
     "      --mtime N            modification time in every header (default 0)\n"
     "      --compress zstd[:L]  .tar.zst shards (zstd seekable format, one frame per\n"
     "                           sample or run of small samples; level 1..22, default 3)\n"
-    "  -j, --jobs N             reader threads (default: number of cores)\n"
+    "  -j, --jobs N             worker threads (default: number of cores)\n"
     "      --resume             keep complete shards of an earlier run of the same job\n"
     "      --part I/N|auto      pack only part I of 0..N-1 (chosen by a hash of each\n"
     "                           sample key); auto reads SLURM_ARRAY_TASK_ID,\n"

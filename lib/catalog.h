@@ -51,7 +51,9 @@ typedef struct sk_catalog {
     int follow_symlinks, skip_errors;
     uint64_t skipped;
     const char *tmp_dir;
-    int jobs;          /* threads for reading sizes (sk_catalog_group) */
+    int jobs;          /* threads for sizes and sorting (sk_catalog_group) */
+    int defer_sizes;   /* group leaves walked files SK_ITEM_UNSIZED: the
+                          caller learns their sizes as it opens them */
     sk_warn_fn warn;
     void *warn_ctx;
     /* s3io: the client for S3 sources and sinks, and the fetcher */

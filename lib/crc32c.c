@@ -66,6 +66,32 @@ static uint32_t gf2_multiply(uint32_t a, uint32_t b)
     return prod;
 }
 
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#include <wmmintrin.h>
+
+/* The same product with one carry-less multiply: the 63-bit product,
+ * shifted to align x^0, reduced by the crc32 instruction.  Joining the
+ * CRCs of many small members (pack) is then a few cycles per set bit of
+ * the length instead of a 32-step loop. */
+__attribute__((target("sse4.2,pclmul")))
+static uint32_t gf2_multiply_hw(uint32_t a, uint32_t b)
+{
+    __m128i p = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)a), _mm_cvtsi32_si128((int)b), 0);
+    uint64_t v = (uint64_t)_mm_cvtsi128_si64(p) << 1;
+    return _mm_crc32_u32(0, (uint32_t)v) ^ (uint32_t)(v >> 32);
+}
+#endif
+
+static uint32_t gf2_mul(uint32_t a, uint32_t b)
+{
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.2"))
+        return gf2_multiply_hw(a, b);
+#endif
+    return gf2_multiply(a, b);
+}
+
 /* pow2_table[k] = x^(8 * 2^k) mod P: with it, shifting by n bytes costs one
  * multiplication per set bit of n instead of a square-and-multiply chain. */
 static uint32_t pow2_table[64];
@@ -85,13 +111,11 @@ static uint32_t x_pow_8n(uint64_t n) /* x^(8n) mod P, reflected */
     uint32_t result = 0x80000000u; /* x^0 */
     pthread_once(&pow2_once, pow2_init);
     for (int k = 0; n; k++, n >>= 1)
-        if (n & 1) result = gf2_multiply(result, pow2_table[k]);
+        if (n & 1) result = gf2_mul(result, pow2_table[k]);
     return result;
 }
 
 #if defined(__x86_64__)
-#include <nmmintrin.h>
-
 #define STRIDE 4096 /* bytes per stream per round */
 static uint32_t shift_stride;
 static uint32_t shift_stride2;
@@ -158,5 +182,5 @@ uint32_t sk_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
     if (len_b == 0) return crc_a;
     /* The register after A|B is A's register advanced over len_b zero bytes,
      * xor B's register started from zero; the pre/post inversions cancel. */
-    return gf2_multiply(crc_a, x_pow_8n(len_b)) ^ crc_b;
+    return gf2_mul(crc_a, x_pow_8n(len_b)) ^ crc_b;
 }

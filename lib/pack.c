@@ -2,19 +2,23 @@
  * pack.c - shardkit pack: the catalog of inputs becomes a plan of shards,
  * and the plan becomes files.
  *
- * Many small files are bound by open/read/close, not bandwidth, so reader
- * threads ("jobs") each take the next sample in plan order, build its tar
- * bytes (headers, data, padding) and CRC32Cs in a slot of a bounded ring,
- * and the main thread only writes finished slots in order with writev.
- * Output therefore does not depend on the number of jobs.  A sample too
- * big for a slot is copied by the main thread itself in bounded pieces.
- * Memory: the catalog's names plus ring slots of at most SLOT_MAX bytes.
+ * Many small files are bound by open/read/close, not bandwidth, so samples
+ * are read and built (headers, data, padding, CRC32Cs) on several threads;
+ * output never depends on the number of jobs.  Which writer runs:
+ *  - plain local shards (no compression, no --on-error skip, no S3): the
+ *    positional writers of pack_pos.c, stream mode (sizes taken as files
+ *    open, no plan needed first) or, with --resume, spread mode (planned);
+ *  - otherwise, with two or more shards to write, shard-parallel workers,
+ *    each reading and writing whole shards with its own slots;
+ *  - otherwise (one job, one shard, or S3 sources fetched in plan order)
+ *    the ring: reader threads fill slots in plan order and the main thread
+ *    writes them.  A sample too big for a slot is copied in bounded pieces.
+ * Memory: the catalog's names plus slots of at most SLOT_MAX bytes.
  */
-#include "catalog.h"
+#include "pack_int.h"
 #include "part.h"
 #include "s3io.h"
 #include "tar.h"
-#include "writer.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -26,69 +30,6 @@
 #include <unistd.h>
 
 #define DEFAULT_MAX_SIZE (512ULL << 20)
-#define SLOT_MAX (4u << 20)   /* bigger samples are streamed by the writer */
-#define STREAM_PIECE (1u << 20)
-#define BATCH_BYTES (1u << 20)
-#define BATCH_IOV 64
-
-struct member_out {
-    uint64_t data_off; /* within the slot's bytes */
-    uint64_t size;
-    uint32_t crc, header_len;
-    int skipped;
-};
-
-struct slot {
-    int state; /* FREE, FILLING, READY */
-    unsigned char *buf;
-    size_t len, cap;
-    uint32_t crc;
-    int stream;  /* too big: the writer copies it */
-    int failed;
-    sk_error err;
-    char *warnings; /* skip messages, in member order */
-    struct member_out *m;
-    size_t mcap;
-};
-enum { FREE, FILLING, READY };
-
-struct shard_plan {
-    uint64_t first;   /* position in the sample order */
-    uint64_t count;   /* samples */
-    uint64_t bytes;   /* planned size, end-of-archive included */
-    int done;         /* kept from an earlier run (--resume) */
-    uint64_t written; /* samples written (fewer than count if all skipped) */
-    sk_index_shard_info info;
-};
-
-struct sk_pack {
-    sk_pack_options o;
-    sk_catalog cat;
-    uint32_t *order;          /* sample ids in output order */
-    struct shard_plan *shards;
-    size_t nshards;
-    uint64_t *pending;           /* positions still to write, in order */
-    uint64_t npending;
-    /* the ring */
-    pthread_mutex_t mu;
-    pthread_cond_t slot_ready, slot_free;
-    struct slot *slots;
-    size_t nslots;
-    uint64_t next_claim, released;
-    uint64_t writer_waits_for; /* seq the writer sleeps on, or UINT64_MAX */
-    int readers_waiting;       /* readers asleep on a full ring */
-    int stop;
-    size_t next_shard;  /* shard-parallel mode: next shard to claim */
-    sk_manifest **ext_tallies; /* each writer's extension counts */
-    size_t ext_tallies_n;
-    sk_error first_err; /* shard-parallel mode: the error that stopped it */
-    sk_pack_stats st;
-    struct timespec t0, last_progress;
-    /* --part: the caller's pattern, and the names with {part} expanded */
-    const char *pattern_tmpl;
-    char *part_pattern, *part_manifest;
-};
-
 /* ---------------------------------------------------------- shard names */
 
 int sk_shard_name(const char *pattern, uint64_t n, char *buf, size_t cap, sk_error *err)
@@ -185,6 +126,7 @@ void sk_pack_free(sk_pack *p)
     }
     free(p->slots);
     free(p->order);
+    free(p->sbytes);
     free(p->shards);
     free(p->pending);
     for (size_t i = 0; i < p->ext_tallies_n; i++) sk_manifest_free(p->ext_tallies[i]);
@@ -231,8 +173,7 @@ int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, const cha
     return sk_catalog_add_s3_list(&p->cat, list, list_name, base_url, nul_separated, err);
 }
 
-static void warnf(sk_pack *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warnf(sk_pack *p, const char *fmt, ...)
+void sk_pack_warnf(sk_pack *p, const char *fmt, ...)
 {
     char msg[SK_ERROR_MAX];
     va_list ap;
@@ -269,7 +210,7 @@ static uint64_t member_bytes(const sk_catalog *c, const sk_item *it)
     return sk_tar_header_size(name, n, it->size) + sk_tar_pad(it->size);
 }
 
-static uint64_t sample_bytes(const sk_catalog *c, uint32_t s)
+uint64_t sk_pack_sample_bytes(const sk_catalog *c, uint32_t s)
 {
     uint64_t b = 0;
     size_t first = c->samples[s], k = sk_sample_members(c, s);
@@ -286,6 +227,10 @@ static int plan(sk_pack *p, sk_error *err)
     p->order = sk_xmalloc((c->nsamples + 1) * sizeof *p->order, err);
     if (!p->order) return SK_E_NOMEM;
     for (size_t i = 0; i < c->nsamples; i++) p->order[i] = (uint32_t)i;
+    p->sbytes = sk_xmalloc((c->nsamples + 1) * sizeof *p->sbytes, err);
+    if (!p->sbytes) return SK_E_NOMEM;
+    for (size_t i = 0; i < c->nsamples && !c->defer_sizes; i++)
+        p->sbytes[i] = sk_pack_sample_bytes(c, (uint32_t)i);
     if (p->o.shuffle) {
         uint64_t s = p->o.seed;
         for (size_t i = c->nsamples; i > 1; i--) {
@@ -295,13 +240,15 @@ static int plan(sk_pack *p, sk_error *err)
             p->order[j] = t;
         }
     }
+    p->st.files_total = c->nitems;
+    if (c->defer_sizes) return SK_OK; /* stream mode places samples as it sizes them */
     size_t cap = 16;
     p->shards = sk_xmalloc(cap * sizeof *p->shards, err);
     if (!p->shards) return SK_E_NOMEM;
     struct shard_plan cur = {0};
     const uint64_t eoa = 2 * SK_TAR_BLOCK;
     for (uint64_t pos = 0; pos < c->nsamples; pos++) {
-        uint64_t b = sample_bytes(c, p->order[pos]);
+        uint64_t b = p->sbytes[p->order[pos]];
         if (cur.count && (cur.bytes + b + eoa > p->o.max_size ||
                           (p->o.max_count && cur.count >= p->o.max_count))) {
             if (p->nshards == cap) {
@@ -317,7 +264,7 @@ static int plan(sk_pack *p, sk_error *err)
         if (b + eoa > p->o.max_size) {
             char name[SK_TAR_NAME_MAX + 1];
             sk_item_name(c, &c->items[c->samples[p->order[pos]]], name);
-            warnf(p, "sample of %s is %llu bytes, more than --max-size alone; it gets a shard "
+            sk_pack_warnf(p, "sample of %s is %llu bytes, more than --max-size alone; it gets a shard "
                      "of its own", name, (unsigned long long)b);
         }
         cur.bytes += b;
@@ -405,19 +352,24 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
 
 /* ------------------------------------------------------------- readers */
 
-static int open_input(const sk_source *src, const char *name)
+int sk_pack_open_at(int dirfd, const char *name, int extra)
 {
-    int fd = openat(src->fd, name, O_RDONLY | O_CLOEXEC | O_NOATIME);
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOATIME | extra);
     if (fd < 0 && errno == EPERM) /* O_NOATIME needs ownership */
-        fd = openat(src->fd, name, O_RDONLY | O_CLOEXEC);
+        fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | extra);
     return fd;
+}
+
+int sk_pack_open_input(const sk_source *src, const char *name)
+{
+    return sk_pack_open_at(src->fd, name, 0);
 }
 
 /* Reads exactly want bytes of an input into dst.  Files are read with one
  * request of want+1 bytes: a short read of a regular file means end of
  * file, so a file that grew or shrank since it was listed is caught
  * without another system call.  dst must have room for want+1 bytes. */
-static int read_input(const sk_catalog *c, const sk_item *it, const char *name, int fd,
+int sk_pack_read_input(const sk_catalog *c, const sk_item *it, const char *name, int fd,
                       uint64_t at, unsigned char *dst, uint64_t want, int probe, sk_error *err)
 {
     const sk_source *src = &c->srcs[it->src];
@@ -459,11 +411,11 @@ static void append_warning(struct slot *s, const char *msg)
     s->warnings = w;
 }
 
-struct dir_cache;
 static int open_member(const sk_catalog *c, const sk_item *it, struct dir_cache *dc);
 
-/* Builds sample s's tar bytes into slot. */
-static void fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache *dc)
+/* Builds sample s's tar bytes into slot.  fds (or NULL): members already
+ * opened by the caller (-1: open here); each is closed and set to -1. */
+void sk_pack_fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache *dc, int *fds)
 {
     const sk_catalog *c = &p->cat;
     size_t first = c->samples[s], k = sk_sample_members(c, s);
@@ -480,7 +432,7 @@ static void fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache 
         sl->m = m;
         sl->mcap = k;
     }
-    uint64_t need = sample_bytes(c, s) + 1;
+    uint64_t need = p->sbytes[s] + 1;
     if (need > SLOT_MAX) {
         sl->stream = 1;
         return;
@@ -501,12 +453,17 @@ static void fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache 
         sk_error e;
         e.code = 0;
         e.msg[0] = 0;
-        if (!c->srcs[it->src].is_spool && !c->srcs[it->src].is_s3 && (fd = open_member(c, it, dc)) < 0)
+        if (fds && fds[i] >= 0) {
+            fd = fds[i];
+            fds[i] = -1;
+        }
+        if (fd < 0 && !c->srcs[it->src].is_spool && !c->srcs[it->src].is_s3 &&
+            (fd = open_member(c, it, dc)) < 0)
             rc = sk_error_set(&e, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
                               "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
                               errno == ENOENT ? "file vanished since it was listed" : strerror(errno));
         else
-            rc = read_input(c, it, name, fd, 0, data, it->size, 1, &e);
+            rc = sk_pack_read_input(c, it, name, fd, 0, data, it->size, 1, &e);
         if (fd >= 0) close(fd);
         mo->skipped = 0;
         if (rc) {
@@ -536,18 +493,14 @@ nomem:
     sk_error_set(&sl->err, SK_E_NOMEM, "out of memory reading a sample");
 }
 
-/* A reader's open directory: consecutive samples mostly share one, and
- * opening "name" in it costs one path component instead of the whole path. */
-struct dir_cache {
-    uint32_t src, dir;
-    int fd;
-};
 
-static int open_member(const sk_catalog *c, const sk_item *it, struct dir_cache *dc)
+/* The descriptor of it's directory, through the cache; -1 (errno set) if
+ * it cannot be opened. */
+int sk_pack_member_dirfd(const sk_catalog *c, const sk_item *it, struct dir_cache *dc)
 {
     const sk_source *src = &c->srcs[it->src];
     if (dc->fd < 0 || dc->src != it->src || dc->dir != it->dir) {
-        if (dc->fd >= 0 && dc->fd != src->fd) close(dc->fd);
+        if (dc->fd >= 0 && dc->fd != c->srcs[dc->src].fd) close(dc->fd);
         dc->fd = -1;
         dc->src = it->src;
         dc->dir = it->dir;
@@ -561,11 +514,16 @@ static int open_member(const sk_catalog *c, const sk_item *it, struct dir_cache 
             if (dc->fd < 0) return -1;
         }
     }
-    sk_source one = {.fd = dc->fd};
-    return open_input(&one, c->arena + it->base);
+    return dc->fd;
 }
 
-static void dir_cache_release(struct dir_cache *dc, const sk_catalog *c)
+static int open_member(const sk_catalog *c, const sk_item *it, struct dir_cache *dc)
+{
+    int dfd = sk_pack_member_dirfd(c, it, dc);
+    return dfd < 0 ? -1 : sk_pack_open_at(dfd, c->arena + it->base, 0);
+}
+
+void sk_pack_dir_cache_release(struct dir_cache *dc, const sk_catalog *c)
 {
     if (dc->fd >= 0 && dc->fd != c->srcs[dc->src].fd) close(dc->fd);
     dc->fd = -1;
@@ -588,14 +546,14 @@ static void *reader_main(void *arg)
         struct slot *sl = &p->slots[seq % p->nslots];
         sl->state = FILLING;
         pthread_mutex_unlock(&p->mu);
-        fill_slot(p, sl, p->order[p->pending[seq]], &dc);
+        sk_pack_fill_slot(p, sl, p->order[p->pending[seq]], &dc, NULL);
         pthread_mutex_lock(&p->mu);
         sl->state = READY;
         /* wake the writer only when it sleeps on this very slot */
         if (p->writer_waits_for == seq) pthread_cond_signal(&p->slot_ready);
     }
     pthread_mutex_unlock(&p->mu);
-    dir_cache_release(&dc, &p->cat);
+    sk_pack_dir_cache_release(&dc, &p->cat);
     return NULL;
 }
 
@@ -608,7 +566,7 @@ static double since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-static void progress(sk_pack *p, int final)
+void sk_pack_progress(sk_pack *p, int final)
 {
     if (!p->o.progress) return;
     struct timespec now;
@@ -621,12 +579,6 @@ static void progress(sk_pack *p, int final)
     p->o.progress(p->o.ctx, &p->st);
 }
 
-/* What a writer has done since it last reported: folded into the run's
- * stats (and extension counts) by whoever owns them. */
-struct tally {
-    sk_manifest *exts;
-    uint64_t files, bytes, samples, skipped;
-};
 
 static void tally_fold(sk_pack *p, struct tally *t)
 {
@@ -637,7 +589,7 @@ static void tally_fold(sk_pack *p, struct tally *t)
     t->files = t->bytes = t->samples = t->skipped = 0;
 }
 
-static int add_index_records(sk_pack *p, sk_shard_out *out, uint32_t s, uint64_t sample_off,
+int sk_pack_add_index_records(sk_pack *p, sk_shard_out *out, uint32_t s, uint64_t sample_off,
                              const struct member_out *m, struct tally *t, sk_error *err)
 {
     const sk_catalog *c = &p->cat;
@@ -693,7 +645,7 @@ static int stream_sample(sk_pack *p, sk_shard_out *out, uint32_t s, struct slot 
         mo->skipped = 0;
         if ((rc = sk_shard_out_writev(out, &iov, 1, hl, sk_crc32c(0, hdr, hl), err))) break;
         if (!c->srcs[it->src].is_spool && !c->srcs[it->src].is_s3 &&
-            (fd = open_input(&c->srcs[it->src], name)) < 0) {
+            (fd = sk_pack_open_input(&c->srcs[it->src], name)) < 0) {
             rc = sk_error_set(&e, SK_E_IO, "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
                               strerror(errno));
         } else {
@@ -701,7 +653,7 @@ static int stream_sample(sk_pack *p, sk_shard_out *out, uint32_t s, struct slot 
             for (uint64_t at = 0; at < it->size && !rc;) {
                 uint64_t want = it->size - at < STREAM_PIECE ? it->size - at : STREAM_PIECE;
                 int last = at + want == it->size;
-                rc = read_input(c, it, name, fd, at, buf, want, last, &e);
+                rc = sk_pack_read_input(c, it, name, fd, at, buf, want, last, &e);
                 if (rc) break;
                 uint32_t pc = sk_crc32c(0, buf, want);
                 crc = sk_crc32c_combine(crc, pc, want);
@@ -747,7 +699,7 @@ static void print_warnings(sk_pack *p, struct slot *sl, struct tally *t)
     char *save = NULL;
     for (char *line = strtok_r(sl->warnings, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         t->skipped++;
-        warnf(p, "skipped: %s", line);
+        sk_pack_warnf(p, "skipped: %s", line);
     }
     free(sl->warnings);
     sl->warnings = NULL;
@@ -784,7 +736,7 @@ static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk
             iov[n].iov_base = sl->buf;
             iov[n].iov_len = sl->len;
             crc = sk_crc32c_combine(crc, sl->crc, sl->len);
-            if ((rc = add_index_records(p, out, p->order[p->pending[*seq]], off + bytes, sl->m, t, err)))
+            if ((rc = sk_pack_add_index_records(p, out, p->order[p->pending[*seq]], off + bytes, sl->m, t, err)))
                 break;
             bytes += sl->len;
             n++;
@@ -803,7 +755,7 @@ static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk
             struct slot *sl = &p->slots[*seq % p->nslots];
             uint64_t at = out->bytes;
             rc = stream_sample(p, out, p->order[p->pending[*seq]], sl, err);
-            if (!rc) rc = add_index_records(p, out, p->order[p->pending[*seq]], at, sl->m, t, err);
+            if (!rc) rc = sk_pack_add_index_records(p, out, p->order[p->pending[*seq]], at, sl->m, t, err);
             print_warnings(p, sl, t);
             (*seq)++;
         }
@@ -813,7 +765,7 @@ static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk
         if (p->readers_waiting) pthread_cond_broadcast(&p->slot_free);
         pthread_mutex_unlock(&p->mu);
         tally_fold(p, t);
-        progress(p, 0);
+        sk_pack_progress(p, 0);
     }
     return rc;
 }
@@ -822,8 +774,6 @@ static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk
  * own slots, batching samples into one writev; several threads write
  * different shards at once, so both the reading and the writing of bytes
  * spread over the cores, and nothing is handed between threads. */
-#define LOCAL_SLOTS 32
-
 struct shard_worker {
     sk_pack *p;
     struct slot slots[LOCAL_SLOTS];
@@ -845,7 +795,7 @@ static int write_shard_local(struct shard_worker *w, struct shard_plan *sp, sk_e
         uint32_t crc = 0;
         while (pos < end && n < LOCAL_SLOTS && bytes < BATCH_BYTES) {
             struct slot *sl = &w->slots[n];
-            fill_slot(p, sl, p->order[pos], &w->dc);
+            sk_pack_fill_slot(p, sl, p->order[pos], &w->dc, NULL);
             if (sl->failed) {
                 *err = sl->err;
                 return err->code ? err->code : SK_E_IO;
@@ -854,7 +804,7 @@ static int write_shard_local(struct shard_worker *w, struct shard_plan *sp, sk_e
                 if (n) break; /* write what is gathered, then stream this one */
                 uint64_t at = out->bytes;
                 rc = stream_sample(p, out, p->order[pos], sl, err);
-                if (!rc) rc = add_index_records(p, out, p->order[pos], at, sl->m, &w->t, err);
+                if (!rc) rc = sk_pack_add_index_records(p, out, p->order[pos], at, sl->m, &w->t, err);
                 print_warnings(p, sl, &w->t);
                 pos++;
                 break;
@@ -863,7 +813,7 @@ static int write_shard_local(struct shard_worker *w, struct shard_plan *sp, sk_e
             iov[n].iov_base = sl->buf;
             iov[n].iov_len = sl->len;
             crc = sk_crc32c_combine(crc, sl->crc, sl->len);
-            if ((rc = add_index_records(p, out, p->order[pos], off + bytes, sl->m, &w->t, err)))
+            if ((rc = sk_pack_add_index_records(p, out, p->order[pos], off + bytes, sl->m, &w->t, err)))
                 return rc;
             bytes += sl->len;
             n++;
@@ -872,7 +822,7 @@ static int write_shard_local(struct shard_worker *w, struct shard_plan *sp, sk_e
         if (!rc && n) rc = sk_shard_out_writev(out, iov, n, bytes, crc, err);
         pthread_mutex_lock(&p->mu);
         tally_fold(p, &w->t);
-        progress(p, 0);
+        sk_pack_progress(p, 0);
         if (p->stop && !rc) rc = -1; /* another shard failed: give up quietly */
         pthread_mutex_unlock(&p->mu);
     }
@@ -969,7 +919,7 @@ static int count_exts_from_index(const char *shard, sk_manifest *man, sk_error *
     return rc;
 }
 
-static int add_tally(sk_pack *p, sk_manifest *m)
+int sk_pack_add_tally(sk_pack *p, sk_manifest *m)
 {
     sk_manifest **a = realloc(p->ext_tallies, (p->ext_tallies_n + 1) * sizeof *a);
     if (!a) return -1;
@@ -993,7 +943,7 @@ static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, i
     p->slots = calloc(p->nslots, sizeof *p->slots);
     *threads = calloc((size_t)p->o.jobs, sizeof **threads);
     t.exts = sk_manifest_new();
-    if (!p->slots || !*threads || !t.exts || add_tally(p, t.exts)) {
+    if (!p->slots || !*threads || !t.exts || sk_pack_add_tally(p, t.exts)) {
         sk_manifest_free(t.exts);
         return sk_error_set(err, SK_E_NOMEM, "out of memory");
     }
@@ -1032,7 +982,7 @@ static int write_parallel(sk_pack *p, size_t pending_shards, sk_error *err)
         w[i].out.zlevel = p->o.compress_level;
         w[i].out.s3 = p->cat.s3, w[i].out.s3_part_size = p->cat.s3_part_size; /* s3io */
         w[i].t.exts = sk_manifest_new();
-        if (!w[i].t.exts || add_tally(p, w[i].t.exts)) {
+        if (!w[i].t.exts || sk_pack_add_tally(p, w[i].t.exts)) {
             sk_manifest_free(w[i].t.exts);
             rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
         } else if (pthread_create(&th[i], NULL, shard_worker_main, &w[i]) != 0) {
@@ -1053,7 +1003,7 @@ static int write_parallel(sk_pack *p, size_t pending_shards, sk_error *err)
             free(w[i].slots[k].m);
             free(w[i].slots[k].warnings);
         }
-        dir_cache_release(&w[i].dc, &p->cat);
+        sk_pack_dir_cache_release(&w[i].dc, &p->cat);
         sk_shard_out_release(&w[i].out);
     }
     if (!rc && p->first_err.code) {
@@ -1076,6 +1026,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     p->last_progress = p->t0;
     out.zlevel = p->o.compress_level; /* 0: plain tar */
 
+    p->cat.defer_sizes = sk_pack_stream_eligible(p);
     if ((rc = plan(p, err))) goto cleanup;
     /* where the manifest goes, and the output directory */
     const char *slash = strrchr(p->o.pattern, '/');
@@ -1124,7 +1075,13 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     for (size_t i = 0; i < p->nshards; i++) pending_shards += !p->shards[i].done;
     /* s3io: S3 sources are fetched ahead in plan order, which the ring
      * consumes in order; shard-parallel workers would not */
-    if (p->o.jobs >= 2 && pending_shards >= 2 && !p->cat.fetch) {
+    if (p->cat.defer_sizes) {
+        if ((rc = sk_pack_write_stream(p, err))) goto cleanup;
+        p->st.bytes_total = p->st.bytes_done;
+    } else if (p->o.jobs >= 2 && pending_shards && !p->cat.fetch && !p->o.skip_errors &&
+        !p->o.compress_level && !sk_is_s3_url(p->o.pattern)) {
+        if ((rc = sk_pack_write_spread(p, err))) goto cleanup;
+    } else if (p->o.jobs >= 2 && pending_shards >= 2 && !p->cat.fetch) {
         if ((rc = write_parallel(p, pending_shards, err))) goto cleanup;
     } else {
         if ((rc = write_with_ring(p, &out, &threads, &nthreads, err))) goto cleanup;
@@ -1162,7 +1119,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
                 goto cleanup;
     if (!(rc = sk_is_s3_url(mpath) ? sk_sink_s3_put_manifest(p->cat.s3, man, mpath, err) /* s3io */
                                    : sk_manifest_write(man, mpath, err)))
-        progress(p, 1);
+        sk_pack_progress(p, 1);
 
 cleanup:
     pthread_mutex_lock(&p->mu);

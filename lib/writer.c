@@ -238,6 +238,41 @@ int sk_shard_out_writev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t
     return SK_OK;
 }
 
+int sk_shard_out_pwritev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t off,
+                         uint64_t len, sk_error *err)
+{
+    while (len) {
+        ssize_t w = pwritev(o->fd, iov, iovcnt, (off_t)off);
+        if (w < 0 && errno == EINTR) continue;
+        SK_FAIL_IF(w < 0, err, SK_E_IO, "%s: write failed: %s", o->tmp, strerror(errno));
+        SK_FAIL_IF(w == 0, err, SK_E_IO, "%s: write failed: wrote nothing", o->tmp);
+        len -= (uint64_t)w;
+        off += (uint64_t)w;
+        while (iovcnt && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            iovcnt--;
+        }
+        if (iovcnt) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
+    }
+    return SK_OK;
+}
+
+int sk_shard_out_set_written(sk_shard_out *o, uint64_t bytes, uint32_t crc,
+                             uint32_t first_block_crc, sk_error *err)
+{
+    /* finish appends the end-of-archive blocks at the file position */
+    SK_FAIL_IF(lseek(o->fd, (off_t)bytes, SEEK_SET) < 0, err, SK_E_IO, "%s: seek failed: %s",
+               o->tmp, strerror(errno));
+    o->bytes = bytes;
+    o->crc = crc;
+    o->first_block_crc = first_block_crc;
+    return SK_OK;
+}
+
 int sk_shard_out_truncate(sk_shard_out *o, uint64_t size, uint32_t crc, sk_error *err)
 {
     if (o->z) {

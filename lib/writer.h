@@ -51,6 +51,15 @@ int sk_shard_out_begin_fd(sk_shard_out *o, int fd, const char *name, sk_error *e
 /* Appends iov (len bytes in all, whose CRC32C is crc). */
 int sk_shard_out_writev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t len,
                         uint32_t crc, sk_error *err);
+/* Positional writes, for several threads filling one plain local shard at
+ * offsets planned in advance (pack): iov goes at off; nothing else about
+ * o changes, so threads may call this at once.  Afterwards set_written
+ * records what the file holds (size, CRC32C, CRC32C of its first 512
+ * bytes) before sk_shard_out_finish. */
+int sk_shard_out_pwritev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t off,
+                         uint64_t len, sk_error *err);
+int sk_shard_out_set_written(sk_shard_out *o, uint64_t bytes, uint32_t crc,
+                             uint32_t first_block_crc, sk_error *err);
 /* Rewinds to an earlier size (to drop a member that failed mid-copy).
  * Compressed: only within bytes not yet cut into a frame (SK_E_IO else). */
 int sk_shard_out_truncate(sk_shard_out *o, uint64_t size, uint32_t crc, sk_error *err);
