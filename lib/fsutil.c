@@ -32,17 +32,22 @@ int sk_writev_all(int fd, struct iovec *iov, int iovcnt, const char *path, sk_er
         ssize_t w = writev(fd, iov, iovcnt > IOV_MAX ? IOV_MAX : iovcnt);
         if (w < 0 && errno == EINTR) continue;
         SK_FAIL_IF(w < 0, err, SK_E_IO, "%s: write failed: %s", path, strerror(errno));
-        while (iovcnt && (size_t)w >= iov->iov_len) { /* drop what was written */
-            w -= (ssize_t)iov->iov_len;
-            iov++;
-            iovcnt--;
-        }
-        if (iovcnt) {
-            iov->iov_base = (char *)iov->iov_base + w;
-            iov->iov_len -= (size_t)w;
-        }
+        sk_iov_advance(&iov, &iovcnt, (size_t)w);
     }
     return SK_OK;
+}
+
+void sk_iov_advance(struct iovec **iov, int *iovcnt, size_t n)
+{
+    while (*iovcnt && n >= (*iov)->iov_len) { /* drop what was written */
+        n -= (*iov)->iov_len;
+        (*iov)++;
+        (*iovcnt)--;
+    }
+    if (*iovcnt) {
+        (*iov)->iov_base = (char *)(*iov)->iov_base + n;
+        (*iov)->iov_len -= n;
+    }
 }
 
 char *sk_tmp_name(const char *path, sk_error *err)

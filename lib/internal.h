@@ -86,6 +86,8 @@ int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *
  * iov is consumed. */
 struct iovec;
 int sk_writev_all(int fd, struct iovec *iov, int iovcnt, const char *path, sk_error *err);
+/* Steps *iov / *iovcnt past n bytes a writev or pwritev just wrote. */
+void sk_iov_advance(struct iovec **iov, int *iovcnt, size_t n);
 /* The temporary name ".NAME.tmp" beside path; caller frees. */
 char *sk_tmp_name(const char *path, sk_error *err);
 /* mkdir -p. */

@@ -116,14 +116,19 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts, sk_error *err)
     return SK_OK;
 }
 
+void sk_pack_slots_release(struct slot *slots, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(slots[i].buf);
+        free(slots[i].m);
+        free(slots[i].warnings);
+    }
+}
+
 void sk_pack_free(sk_pack *p)
 {
     if (!p) return;
-    for (size_t i = 0; i < p->nslots; i++) {
-        free(p->slots[i].buf);
-        free(p->slots[i].m);
-        free(p->slots[i].warnings);
-    }
+    sk_pack_slots_release(p->slots, p->nslots);
     free(p->slots);
     free(p->order);
     free(p->sbytes);
@@ -998,11 +1003,7 @@ static int write_parallel(sk_pack *p, size_t pending_shards, sk_error *err)
     }
     for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
     for (size_t i = 0; w && i < n; i++) {
-        for (int k = 0; k < LOCAL_SLOTS; k++) {
-            free(w[i].slots[k].buf);
-            free(w[i].slots[k].m);
-            free(w[i].slots[k].warnings);
-        }
+        sk_pack_slots_release(w[i].slots, LOCAL_SLOTS);
         sk_pack_dir_cache_release(&w[i].dc, &p->cat);
         sk_shard_out_release(&w[i].out);
     }

@@ -110,6 +110,8 @@ int sk_pack_read_input(const sk_catalog *c, const sk_item *it, const char *name,
  * fds (or NULL): members already opened (-1: open here); each is closed
  * and set to -1. */
 void sk_pack_fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache *dc, int *fds);
+/* Frees the buffers of n slots (the slots themselves are the caller's). */
+void sk_pack_slots_release(struct slot *slots, size_t n);
 /* The descriptor of it's directory through the cache; -1 (errno) if it
  * cannot be opened. */
 int sk_pack_member_dirfd(const sk_catalog *c, const sk_item *it, struct dir_cache *dc);

@@ -401,11 +401,7 @@ int sk_pack_write_spread(sk_pack *p, sk_error *err)
     }
     for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
     for (size_t i = 0; w && i < n; i++) {
-        for (int k = 0; k < LOCAL_SLOTS; k++) {
-            free(w[i].slots[k].buf);
-            free(w[i].slots[k].m);
-            free(w[i].slots[k].warnings);
-        }
+        sk_pack_slots_release(w[i].slots, LOCAL_SLOTS);
         free(w[i].m);
         sk_pack_dir_cache_release(&w[i].dc, &p->cat);
     }
@@ -835,11 +831,7 @@ int sk_pack_write_stream(sk_pack *p, sk_error *err)
     }
     for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
     for (size_t i = 0; w && i < n; i++) {
-        for (int k = 0; k < LOCAL_SLOTS; k++) {
-            free(w[i].slots[k].buf);
-            free(w[i].slots[k].m);
-            free(w[i].slots[k].warnings);
-        }
+        sk_pack_slots_release(w[i].slots, LOCAL_SLOTS);
         free(w[i].m);
         free(w[i].fds);
         sk_pack_dir_cache_release(&w[i].dc, &p->cat);

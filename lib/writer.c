@@ -223,15 +223,7 @@ int sk_shard_out_writev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t
         if (w < 0 && errno == EINTR) continue;
         SK_FAIL_IF(w < 0, err, SK_E_IO, "%s: write failed: %s", o->tmp, strerror(errno));
         left -= (uint64_t)w;
-        while (iovcnt && (size_t)w >= iov->iov_len) {
-            w -= (ssize_t)iov->iov_len;
-            iov++;
-            iovcnt--;
-        }
-        if (iovcnt) {
-            iov->iov_base = (char *)iov->iov_base + w;
-            iov->iov_len -= (size_t)w;
-        }
+        sk_iov_advance(&iov, &iovcnt, (size_t)w);
     }
     o->crc = sk_crc32c_combine(o->crc, crc, len);
     o->bytes += len;
@@ -248,15 +240,7 @@ int sk_shard_out_pwritev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_
         SK_FAIL_IF(w == 0, err, SK_E_IO, "%s: write failed: wrote nothing", o->tmp);
         len -= (uint64_t)w;
         off += (uint64_t)w;
-        while (iovcnt && (size_t)w >= iov->iov_len) {
-            w -= (ssize_t)iov->iov_len;
-            iov++;
-            iovcnt--;
-        }
-        if (iovcnt) {
-            iov->iov_base = (char *)iov->iov_base + w;
-            iov->iov_len -= (size_t)w;
-        }
+        sk_iov_advance(&iov, &iovcnt, (size_t)w);
     }
     return SK_OK;
 }
