@@ -15,6 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Bytes a waiting reader's buffer collects before it is woken (or all it
+ * asked for, or the end of the transfer). */
+#define STREAM_WAKE_MIN (256u << 10)
+
 struct sk_s3_stream {
     sk_s3_req r;
     char *bucket, *key;
@@ -47,13 +51,16 @@ static int stream_push(void *ud, const void *p, size_t n)
         st->dst_len += direct;
         p = (const unsigned char *)p + direct;
         n -= direct;
-        pthread_cond_broadcast(&st->cv);
+        /* Wake the reader for a good handful of bytes, not for every piece
+         * the socket yields: each wakeup is two context switches, and at
+         * these rates they, not the copies, were the reader's CPU. */
+        if (st->dst_len >= STREAM_WAKE_MIN || st->dst_len == st->dst_cap)
+            pthread_cond_broadcast(&st->cv);
     }
     size_t wr = (st->rd + st->len) % st->cap, k = st->cap - wr < n ? st->cap - wr : n;
     memcpy(st->buf + wr, p, k);
     memcpy(st->buf, (const unsigned char *)p + k, n - k);
-    if (st->len == 0) pthread_cond_broadcast(&st->cv);
-    st->len += n;
+    st->len += n; /* a reader only waits with dst set, woken above */
     pthread_mutex_unlock(&st->mu);
     return 0;
 }
