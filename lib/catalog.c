@@ -62,13 +62,11 @@ int sk_catalog_problem(sk_catalog *c, sk_error *err, int code, const char *fmt, 
 static void warn(sk_catalog *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(sk_catalog *c, const char *fmt, ...)
 {
-    char msg[SK_ERROR_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    sk_vwarnf(c->warn, c->warn_ctx, fmt, ap);
     va_end(ap);
     c->skipped++;
-    if (c->warn) c->warn(c->warn_ctx, msg);
 }
 
 /* ------------------------------------------------------------ name store */
@@ -93,17 +91,10 @@ static int arena_add(sk_catalog *c, const char *s, size_t n, uint32_t *off, sk_e
     return SK_OK;
 }
 
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return h;
-}
-
 static int hash_insert(sk_catalog *c, uint32_t id)
 {
     size_t mask = c->hash_cap - 1;
-    size_t h = hash_bytes(c->arena + c->dirs[id], c->dir_lens[id]) & mask;
+    size_t h = sk_fnv1a64(c->arena + c->dirs[id], c->dir_lens[id]) & mask;
     while (c->dir_hash[h]) h = (h + 1) & mask;
     c->dir_hash[h] = id + 1;
     return SK_OK;
@@ -114,7 +105,7 @@ static int intern_dir(sk_catalog *c, const char *d, size_t n, uint32_t *id, sk_e
 {
     if (c->hash_cap) {
         size_t mask = c->hash_cap - 1;
-        for (size_t h = hash_bytes(d, n) & mask; c->dir_hash[h]; h = (h + 1) & mask) {
+        for (size_t h = sk_fnv1a64(d, n) & mask; c->dir_hash[h]; h = (h + 1) & mask) {
             uint32_t k = c->dir_hash[h] - 1;
             if (c->dir_lens[k] == n && !memcmp(c->arena + c->dirs[k], d, n)) {
                 *id = k;

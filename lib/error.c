@@ -69,3 +69,12 @@ int sk_grow(void **p, size_t *cap, size_t need, size_t unit, sk_error *err)
     *cap = n;
     return SK_OK;
 }
+
+int sk_vwarnf(void (*warn)(void *, const char *), void *ctx, const char *fmt, va_list ap)
+{
+    if (!warn) return 0;
+    char msg[SK_ERROR_MAX + 128];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    warn(ctx, msg);
+    return 1;
+}

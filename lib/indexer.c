@@ -260,13 +260,10 @@ struct state {
 static void warn(struct state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(struct state *s, const char *fmt, ...)
 {
-    if (!s->o->warn) return;
-    char msg[SK_ERROR_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    sk_vwarnf(s->o->warn, s->o->warn_ctx, fmt, ap);
     va_end(ap);
-    s->o->warn(s->o->warn_ctx, msg);
 }
 
 static int close_sample(struct state *s, sk_error *err)

@@ -10,6 +10,7 @@
 
 #include "shardkit.h"
 #include <errno.h>
+#include <stdarg.h>
 #include <string.h>
 
 /* Fail with code and a formatted message when cond holds. */
@@ -54,6 +55,21 @@ static inline uint64_t sk_get_le64(const unsigned char *p)
 {
     return (uint64_t)sk_get_le32(p) | (uint64_t)sk_get_le32(p + 4) << 32;
 }
+
+/* FNV-1a 64 of n bytes: the hash of keys in the tables of catalog.c and
+ * reshard.c, and the first step of part.c's partition hash. */
+static inline uint64_t sk_fnv1a64(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* error.c: formats a warning (at most SK_ERROR_MAX + 128 bytes) and hands
+ * it to warn(ctx, msg); returns 0 when warn is NULL (nothing said), else 1. */
+int sk_vwarnf(void (*warn)(void *, const char *), void *ctx, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* index.c: what writer.c needs of a builder's records (sample i's tar
  * range; setting its stored range once the compressed frames are known). */

@@ -180,12 +180,10 @@ int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, const cha
 
 void sk_pack_warnf(sk_pack *p, const char *fmt, ...)
 {
-    char msg[SK_ERROR_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    sk_vwarnf(p->o.warn, p->o.ctx, fmt, ap);
     va_end(ap);
-    if (p->o.warn) p->o.warn(p->o.ctx, msg);
 }
 
 /* ------------------------------------------------------------- planning */

@@ -27,11 +27,7 @@
 
 uint64_t sk_part_hash(const char *key, size_t key_len)
 {
-    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 offset basis */
-    for (size_t i = 0; i < key_len; i++) {
-        h ^= (unsigned char)key[i];
-        h *= 0x100000001b3ULL; /* FNV 64 prime */
-    }
+    uint64_t h = sk_fnv1a64(key, key_len);
     /* murmur3 fmix64 */
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdULL;

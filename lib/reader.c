@@ -115,13 +115,16 @@ struct sk_reader {
 static void warnf(sk_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warnf(sk_reader *r, const char *fmt, ...)
 {
-    char msg[SK_ERROR_MAX + 128];
-    va_list ap;
+    va_list ap, copy;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_copy(copy, ap);
+    if (!sk_vwarnf(r->o.warn, r->o.warn_ctx, fmt, ap)) { /* no callback: stderr */
+        fputs("shardkit: warning: ", stderr);
+        vfprintf(stderr, fmt, copy);
+        fputc('\n', stderr);
+    }
+    va_end(copy);
     va_end(ap);
-    if (r->o.warn) r->o.warn(r->o.warn_ctx, msg);
-    else fprintf(stderr, "shardkit: warning: %s\n", msg);
 }
 
 static int add_shard(sk_reader *r, const char *url, const char *index, int64_t samples,

@@ -203,12 +203,10 @@ typedef struct rs {
 static void warnf(rs *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warnf(rs *r, const char *fmt, ...)
 {
-    char msg[SK_ERROR_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    sk_vwarnf(r->o->warn, r->o->ctx, fmt, ap);
     va_end(ap);
-    if (r->o->warn) r->o->warn(r->o->ctx, msg);
 }
 
 static double since(const struct timespec *t0)
@@ -229,13 +227,6 @@ static void progress(rs *r, int final)
 
 /* ------------------------------------------------------------------ --keys */
 
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return h;
-}
-
 static int keyset_add(struct keyset *k, const char *s, size_t n, sk_error *err)
 {
     if ((k->n + 1) * 2 > k->cap) {
@@ -244,7 +235,7 @@ static int keyset_add(struct keyset *k, const char *s, size_t n, sk_error *err)
         SK_FAIL_IF(!ns, err, SK_E_NOMEM, "out of memory");
         for (size_t i = 0; i < k->cap; i++) {
             if (!k->slot[i]) continue;
-            size_t j = hash_bytes(k->slot[i], strlen(k->slot[i])) & (nc - 1);
+            size_t j = sk_fnv1a64(k->slot[i], strlen(k->slot[i])) & (nc - 1);
             while (ns[j]) j = (j + 1) & (nc - 1);
             ns[j] = k->slot[i];
         }
@@ -252,7 +243,7 @@ static int keyset_add(struct keyset *k, const char *s, size_t n, sk_error *err)
         k->slot = ns;
         k->cap = nc;
     }
-    size_t j = hash_bytes(s, n) & (k->cap - 1);
+    size_t j = sk_fnv1a64(s, n) & (k->cap - 1);
     while (k->slot[j]) {
         if (strlen(k->slot[j]) == n && !memcmp(k->slot[j], s, n)) return SK_OK;
         j = (j + 1) & (k->cap - 1);
@@ -265,7 +256,7 @@ static int keyset_add(struct keyset *k, const char *s, size_t n, sk_error *err)
 static int keyset_has(const struct keyset *k, const char *s, size_t n)
 {
     if (!k->cap) return 0;
-    size_t j = hash_bytes(s, n) & (k->cap - 1);
+    size_t j = sk_fnv1a64(s, n) & (k->cap - 1);
     while (k->slot[j]) {
         if (strlen(k->slot[j]) == n && !memcmp(k->slot[j], s, n)) return 1;
         j = (j + 1) & (k->cap - 1);
