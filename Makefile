@@ -20,7 +20,8 @@ override CFLAGS += -std=c11 -D_GNU_SOURCE -DSK_VERSION='"$(VERSION)"' \
 	$(OPT) $(SAN)
 DEPS_OK  := $(BUILD)/.deps-ok
 
-LIB_SRC  := $(sort $(wildcard lib/*.c))
+LAYERS   := core format s3 io pack tools reader
+LIB_SRC  := $(sort $(foreach l,$(LAYERS),$(wildcard lib/$(l)/*.c)))
 CMD_SRC  := $(sort $(wildcard cmd/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
@@ -43,9 +44,11 @@ $(DEPS_OK): scripts/deps
 
 LIBS = $(shell pkg-config --libs $(PKGS)) -lpthread -lm
 
-$(BUILD)/%.o: %.c $(wildcard lib/*.h) | $(DEPS_OK)
+# -MMD -MP: each object depends on exactly the headers it includes, so a
+# touched header rebuilds its dependants and nothing else.
+$(BUILD)/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	@echo "  CC $<"; $(CC) $(CFLAGS) -c $< -o $@
+	@echo "  CC $<"; $(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/libshardkit.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -57,12 +60,12 @@ $(BIN): $(CMD_OBJ) $(BUILD)/libshardkit.a
 	$(CC) $(CFLAGS) -o $@ $(CMD_OBJ) $(BUILD)/libshardkit.a $(LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libshardkit.a
-	@mkdir -p $(dir $@)
-	@echo "  LD $@"; $(CC) $(CFLAGS) -o $@ $< $(BUILD)/libshardkit.a $(LIBS) -lcmocka
+	@mkdir -p $(dir $@) $(BUILD)/deps
+	@echo "  LD $@"; $(CC) $(CFLAGS) -MMD -MP -MF $(BUILD)/deps/$(notdir $@).d -o $@ $< $(BUILD)/libshardkit.a $(LIBS) -lcmocka
 
 $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libshardkit.a
-	@mkdir -p $(dir $@)
-	@echo "  LD $@"; $(CC) $(CFLAGS) -o $@ $< $(BUILD)/libshardkit.a $(LIBS)
+	@mkdir -p $(dir $@) $(BUILD)/deps
+	@echo "  LD $@"; $(CC) $(CFLAGS) -MMD -MP -MF $(BUILD)/deps/tool-$(notdir $@).d -o $@ $< $(BUILD)/libshardkit.a $(LIBS)
 
 $(BUILD)/shardkit.pc: shardkit.pc.in Makefile
 	@mkdir -p $(BUILD)
@@ -99,3 +102,5 @@ clean:
 	rm -rf build build-asan
 
 .PHONY: all check check-asan demo bench install clean
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "shardkit.h"
-#include "s3_internal.h" /* the provider and the time parser are internal */
+#include "s3/s3_internal.h" /* the provider and the time parser are internal */
 
 #include <time.h>
 

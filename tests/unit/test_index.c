@@ -1,4 +1,4 @@
-/* test_index.c - the sidecar index (lib/index.c): builder round trip, lookup
+/* test_index.c - the sidecar index (lib/format/index.c): builder round trip, lookup
  * by key and ordinal, and refusal of truncated files and flipped bytes in
  * the header and the body, with and without SK_INDEX_TRUST_BODY. */
 #include <stdarg.h>

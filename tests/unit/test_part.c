@@ -1,4 +1,4 @@
-/* test_part.c - --part I/N (lib/part.c): the documented hash and partition
+/* test_part.c - --part I/N (lib/pack/part.c): the documented hash and partition
  * function (fixed values, so a change that would move samples between
  * parts fails here), parsing "I/N" and "auto" from each scheduler's
  * variables (Slurm, Kubernetes Indexed Job, AWS Batch) with the errors that

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "shuffle.h"
+#include "core/shuffle.h"
 
 #define N 2000
 

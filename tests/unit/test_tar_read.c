@@ -1,4 +1,4 @@
-/* test_tar_read.c - the tar header walker (lib/tar_read.c) on archives built
+/* test_tar_read.c - the tar header walker (lib/format/tar_read.c) on archives built
  * byte by byte here: v7 names, ustar prefix, GNU long names, pax per member
  * and global, base-256 sizes, signed checksums, skipped entries, WebDataset
  * metadata names, a source that lends header blocks (peek_at), and the
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "tar.h"
+#include "core/internal.h"
+#include "format/tar.h"
 
 struct mem {
     unsigned char *b;

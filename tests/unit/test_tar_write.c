@@ -1,4 +1,4 @@
-/* test_tar_write.c - the deterministic tar header writer (lib/tar_write.c):
+/* test_tar_write.c - the deterministic tar header writer (lib/format/tar_write.c):
  * ustar fields for short ASCII names, the prefix/name split, pax extended
  * headers for long, non-ASCII and non-UTF-8 names and for sizes past 8 GiB,
  * self-inclusive pax record lengths across digit-count boundaries, and
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "shardkit.h"
-#include "tar.h"
+#include "format/tar.h"
 
 /* Writes the header for name into a buffer of exactly the announced size
  * (so ASAN catches any overrun) and checks the returned count. */

@@ -1,0 +1,275 @@
+/*
+ * manifest.c - manifest.json, the dataset's table of contents: per shard its
+ * relative URL, bytes, sample count, first global ordinal, CRC32C and index
+ * URL, plus totals, extension counts and the options that shaped the output.
+ * It holds no paths of the machine and no timestamps, so the same input and
+ * options give the same bytes.  JSON through jansson.
+ */
+#include "core/internal.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define MANIFEST_FORMAT "shardkit-manifest"
+#define MANIFEST_VERSION 1
+
+sk_manifest *sk_manifest_new(void)
+{
+    sk_manifest *m = calloc(1, sizeof *m);
+    if (m) m->parts = 0;
+    return m;
+}
+
+void sk_manifest_free(sk_manifest *m)
+{
+    if (!m) return;
+    for (size_t i = 0; i < m->nshards; i++) {
+        free(m->shards[i].url);
+        free(m->shards[i].index_url);
+    }
+    for (size_t i = 0; i < m->nexts; i++) free(m->exts[i].ext);
+    free(m->shards);
+    free(m->exts);
+    free(m->tool);
+    free(m->options_json);
+    free(m);
+}
+
+int sk_manifest_add_shard(sk_manifest *m, const sk_manifest_shard *s, sk_error *err)
+{
+    if (m->nshards == m->cap_shards) {
+        size_t cap = m->cap_shards ? m->cap_shards * 2 : 64;
+        sk_manifest_shard *p = sk_xrealloc(m->shards, cap * sizeof *p, err);
+        if (!p) return SK_E_NOMEM;
+        m->shards = p;
+        m->cap_shards = cap;
+    }
+    sk_manifest_shard *d = &m->shards[m->nshards];
+    *d = *s;
+    d->url = strdup(s->url);
+    d->index_url = s->index_url ? strdup(s->index_url) : NULL;
+    SK_FAIL_IF(!d->url || (s->index_url && !d->index_url), err, SK_E_NOMEM, "out of memory");
+    d->first_ordinal = m->samples;
+    m->nshards++;
+    m->samples += s->samples;
+    m->bytes += s->bytes;
+    return SK_OK;
+}
+
+int sk_manifest_count_ext(sk_manifest *m, const char *ext, size_t ext_len, uint64_t count,
+                          sk_error *err)
+{
+    for (size_t i = 0; i < m->nexts; i++)
+        if (strlen(m->exts[i].ext) == ext_len && !memcmp(m->exts[i].ext, ext, ext_len)) {
+            m->exts[i].count += count;
+            m->members += count;
+            return SK_OK;
+        }
+    sk_manifest_ext *p = sk_xrealloc(m->exts, (m->nexts + 1) * sizeof *p, err);
+    if (!p) return SK_E_NOMEM;
+    m->exts = p;
+    p[m->nexts].ext = strndup(ext, ext_len);
+    SK_FAIL_IF(!p[m->nexts].ext, err, SK_E_NOMEM, "out of memory");
+    p[m->nexts].count = count;
+    m->nexts++;
+    m->members += count;
+    return SK_OK;
+}
+
+static int ext_cmp(const void *a, const void *b)
+{
+    return strcmp(((const sk_manifest_ext *)a)->ext, ((const sk_manifest_ext *)b)->ext);
+}
+
+/* JSON strings must be UTF-8; a name that is not is written with each bad
+ * byte as U+FFFD so the manifest stays valid (the index keeps exact bytes). */
+static json_t *json_str(const char *s)
+{
+    size_t n = strlen(s);
+    json_t *j = json_stringn(s, n);
+    if (j) return j;
+    char *fixed = malloc(n * 3 + 1), *o = fixed;
+    if (!fixed) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if ((unsigned char)s[i] < 0x80) *o++ = s[i];
+        else memcpy(o, "\xef\xbf\xbd", 3), o += 3;
+    }
+    j = json_stringn(fixed, (size_t)(o - fixed));
+    free(fixed);
+    return j;
+}
+
+int sk_manifest_write(sk_manifest *m, const char *path, sk_error *err)
+{
+    json_t *root = json_object(), *shards = json_array(), *exts = json_object();
+    json_t *opts = NULL;
+    int rc = SK_OK;
+    char *tmp = NULL, *text = NULL;
+    if (m->options_json) {
+        json_error_t je;
+        opts = json_loads(m->options_json, 0, &je);
+    }
+    json_object_set_new(root, "format", json_string(MANIFEST_FORMAT));
+    json_object_set_new(root, "version", json_integer(MANIFEST_VERSION));
+    json_object_set_new(root, "tool", json_string(m->tool ? m->tool : "shardkit " SK_VERSION));
+    json_object_set_new(root, "options", opts ? opts : json_object());
+    if (m->parts > 0) {
+        json_object_set_new(root, "part", json_integer(m->part));
+        json_object_set_new(root, "parts", json_integer(m->parts));
+    }
+    for (size_t i = 0; i < m->nshards; i++) {
+        const sk_manifest_shard *s = &m->shards[i];
+        char crc[9];
+        snprintf(crc, sizeof crc, "%08x", s->crc32c);
+        json_t *o = json_object();
+        json_object_set_new(o, "url", json_str(s->url));
+        json_object_set_new(o, "bytes", json_integer((json_int_t)s->bytes));
+        json_object_set_new(o, "samples", json_integer((json_int_t)s->samples));
+        json_object_set_new(o, "first_ordinal", json_integer((json_int_t)s->first_ordinal));
+        json_object_set_new(o, "crc32c", json_string(crc));
+        if (s->index_url) json_object_set_new(o, "index", json_str(s->index_url));
+        if (m->parts > 0) json_object_set_new(o, "part", json_integer(s->part));
+        json_array_append_new(shards, o);
+    }
+    json_object_set_new(root, "shards", shards);
+    if (m->nexts) qsort(m->exts, m->nexts, sizeof *m->exts, ext_cmp); /* qsort(NULL, 0) is UB */
+    for (size_t i = 0; i < m->nexts; i++)
+        json_object_set_new(exts, m->exts[i].ext, json_integer((json_int_t)m->exts[i].count));
+    json_t *totals = json_object();
+    json_object_set_new(totals, "shards", json_integer((json_int_t)m->nshards));
+    json_object_set_new(totals, "samples", json_integer((json_int_t)m->samples));
+    json_object_set_new(totals, "members", json_integer((json_int_t)m->members));
+    json_object_set_new(totals, "bytes", json_integer((json_int_t)m->bytes));
+    json_object_set_new(root, "totals", totals);
+    json_object_set_new(root, "extensions", exts);
+
+    text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!text) { rc = sk_error_set(err, SK_E_NOMEM, "%s: cannot format manifest", path); goto cleanup; }
+    tmp = sk_tmp_name(path, err);
+    if (!tmp) { rc = SK_E_NOMEM; goto cleanup; }
+    FILE *f = fopen(tmp, "w");
+    if (!f) { rc = sk_error_set(err, SK_E_IO, "%s: cannot create: %s", tmp, strerror(errno)); goto cleanup; }
+    int bad = fputs(text, f) < 0 || fputc('\n', f) < 0;
+    bad |= fclose(f) != 0;
+    if (bad) {
+        rc = sk_error_set(err, SK_E_IO, "%s: write failed: %s", tmp, strerror(errno));
+        unlink(tmp);
+        goto cleanup;
+    }
+    if (rename(tmp, path) != 0) {
+        rc = sk_error_set(err, SK_E_IO, "%s: rename to %s failed: %s", tmp, path, strerror(errno));
+        unlink(tmp);
+    }
+cleanup:
+    free(text);
+    free(tmp);
+    json_decref(root);
+    return rc;
+}
+
+static int get_u64(json_t *o, const char *k, uint64_t *out)
+{
+    json_t *v = json_object_get(o, k);
+    if (!json_is_integer(v) || json_integer_value(v) < 0) return -1;
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+int sk_manifest_parse(sk_manifest **out, const char *text, size_t len, const char *name,
+                      sk_error *err)
+{
+    json_error_t je;
+    *out = NULL;
+    json_t *root = json_loadb(text, len, 0, &je);
+    SK_FAIL_IF(!root, err, SK_E_CORRUPT, "%s: not valid JSON (line %d: %s)", name, je.line, je.text);
+    int rc = SK_OK;
+    sk_manifest *m = sk_manifest_new();
+    json_t *fmt = json_object_get(root, "format"), *shards = json_object_get(root, "shards");
+    uint64_t version = 0;
+    if (!m) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
+    if (!json_is_string(fmt) || strcmp(json_string_value(fmt), MANIFEST_FORMAT) ||
+        get_u64(root, "version", &version) || !json_is_array(shards)) {
+        rc = sk_error_set(err, SK_E_CORRUPT, "%s: not a shardkit manifest", name);
+        goto cleanup;
+    }
+    if (version != MANIFEST_VERSION) {
+        rc = sk_error_set(err, SK_E_CORRUPT, "%s: manifest version %llu not supported", name,
+                          (unsigned long long)version);
+        goto cleanup;
+    }
+    json_t *tool = json_object_get(root, "tool"), *opts = json_object_get(root, "options");
+    m->tool = strdup(json_is_string(tool) ? json_string_value(tool) : "");
+    if (json_is_object(opts)) m->options_json = json_dumps(opts, JSON_PRESERVE_ORDER | JSON_COMPACT);
+    uint64_t part, parts;
+    if (!get_u64(root, "part", &part) && !get_u64(root, "parts", &parts)) {
+        m->part = (int)part;
+        m->parts = (int)parts;
+    }
+    size_t i;
+    json_t *o;
+    json_array_foreach(shards, i, o) {
+        sk_manifest_shard s = {0};
+        json_t *url = json_object_get(o, "url"), *idx = json_object_get(o, "index");
+        json_t *crc = json_object_get(o, "crc32c");
+        uint64_t first, p = 0;
+        if (!json_is_string(url) || get_u64(o, "bytes", &s.bytes) ||
+            get_u64(o, "samples", &s.samples) || get_u64(o, "first_ordinal", &first) ||
+            !json_is_string(crc) || strlen(json_string_value(crc)) != 8) {
+            rc = sk_error_set(err, SK_E_CORRUPT, "%s: shard entry %zu is incomplete", name, i);
+            goto cleanup;
+        }
+        s.crc32c = (uint32_t)strtoul(json_string_value(crc), NULL, 16);
+        s.url = (char *)json_string_value(url);
+        s.index_url = json_is_string(idx) ? (char *)json_string_value(idx) : NULL;
+        if (!get_u64(o, "part", &p)) s.part = (int)p;
+        if ((rc = sk_manifest_add_shard(m, &s, err))) goto cleanup;
+        if (first != m->shards[m->nshards - 1].first_ordinal) {
+            rc = sk_error_set(err, SK_E_CORRUPT,
+                              "%s: shard %s starts at ordinal %llu, the counts before it give %llu",
+                              name, s.url, (unsigned long long)first,
+                              (unsigned long long)m->shards[m->nshards - 1].first_ordinal);
+            goto cleanup;
+        }
+    }
+    const char *ext;
+    json_t *cnt;
+    json_object_foreach(json_object_get(root, "extensions"), ext, cnt) {
+        if (!json_is_integer(cnt)) continue;
+        if ((rc = sk_manifest_count_ext(m, ext, strlen(ext), (uint64_t)json_integer_value(cnt), err)))
+            goto cleanup;
+    }
+cleanup:
+    json_decref(root);
+    if (rc) sk_manifest_free(m);
+    else *out = m;
+    return rc;
+}
+
+int sk_manifest_load(sk_manifest **out, const char *path, sk_error *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    SK_FAIL_IF(!f, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s", path,
+               strerror(errno));
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 65536;
+            char *p = realloc(buf, cap);
+            if (!p) { free(buf); fclose(f); return sk_error_set(err, SK_E_NOMEM, "out of memory"); }
+            buf = p;
+        }
+        size_t r = fread(buf + len, 1, cap - len, f);
+        len += r;
+        if (r == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) { free(buf); return sk_error_set(err, SK_E_IO, "%s: read failed", path); }
+    int rc = sk_manifest_parse(out, buf, len, path, err);
+    free(buf);
+    return rc;
+}

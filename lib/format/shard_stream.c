@@ -1,0 +1,214 @@
+/*
+ * shard_stream.c - one reader of a local shard file as a tar byte stream
+ * (plain, libarchive-filtered, or zstd), computing the whole-file CRC32C as
+ * it reads; used by the indexer and by verify.  See shard_stream.h.
+ */
+#include "format/shard_stream.h"
+
+#include <archive.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+sk_stream_kind sk_stream_detect(const unsigned char *m, size_t n)
+{
+    if (n >= 4) {
+        uint32_t v = sk_get_le32(m);
+        if (v == 0xFD2FB528u || (v & 0xFFFFFFF0u) == 0x184D2A50u) return SK_STREAM_ZSTD;
+    }
+    if (n >= 2 && m[0] == 0x1f && m[1] == 0x8b) return SK_STREAM_ARCHIVE;      /* gzip */
+    if (n >= 3 && !memcmp(m, "BZh", 3)) return SK_STREAM_ARCHIVE;              /* bzip2 */
+    if (n >= 6 && !memcmp(m, "\xfd" "7zXZ\0", 6)) return SK_STREAM_ARCHIVE;    /* xz */
+    if (n >= 4 && !memcmp(m, "\x04\x22\x4d\x18", 4)) return SK_STREAM_ARCHIVE; /* lz4 */
+    return SK_STREAM_PLAIN;
+}
+
+int sk_stream_pread(int fd, uint64_t off, void *buf, size_t n, size_t *got, const char *path,
+                    sk_error *err)
+{
+    *got = 0;
+    while (*got < n) {
+        ssize_t k = pread(fd, (unsigned char *)buf + *got, n - *got, (off_t)(off + *got));
+        if (k < 0 && errno == EINTR) continue;
+        SK_FAIL_IF(k < 0, err, SK_E_IO, "%s: read failed at offset %llu: %s", path,
+                   (unsigned long long)(off + *got), strerror(errno));
+        if (k == 0) break;
+        *got += (size_t)k;
+    }
+    return SK_OK;
+}
+
+/* The next bytes of the file itself, into the whole-file CRC. */
+static int file_read(sk_stream *s, void *dst, size_t n, size_t *got, sk_error *err)
+{
+    for (;;) {
+        ssize_t k;
+        if (s->src) {
+            size_t g = 0;
+            SK_GUARD(s->src(s->src_ctx, dst, n, &g, err));
+            k = (ssize_t)g;
+        } else {
+            k = read(s->fd, dst, n);
+        }
+        if (k < 0 && errno == EINTR) continue;
+        SK_FAIL_IF(k < 0, err, SK_E_IO, "%s: read failed: %s", s->path, strerror(errno));
+        s->file_crc = sk_crc32c(s->file_crc, dst, (size_t)k);
+        s->file_read += (uint64_t)k;
+        *got = (size_t)k;
+        return SK_OK;
+    }
+}
+
+static la_ssize_t archive_cb(struct archive *a, void *ctx, const void **out)
+{
+    sk_stream *s = ctx;
+    size_t got = 0;
+    (void)a;
+    if ((s->cb_rc = file_read(s, s->in, SK_STREAM_BUF, &got, s->err))) return -1;
+    *out = s->in;
+    return (la_ssize_t)got;
+}
+
+static int stream_init(sk_stream *s, sk_stream_kind kind, sk_error *err)
+{
+    const char *path = s->path;
+    s->buf = sk_xmalloc(SK_STREAM_BUF, err);
+    if (!s->buf) return SK_E_NOMEM;
+    if (kind == SK_STREAM_PLAIN) return SK_OK;
+    s->in = sk_xmalloc(SK_STREAM_BUF, err);
+    if (!s->in) return SK_E_NOMEM;
+    if (kind == SK_STREAM_ZSTD) {
+        SK_FAIL_IF(!(s->z = ZSTD_createDStream()), err, SK_E_NOMEM, "out of memory");
+        ZSTD_initDStream(s->z);
+        return SK_OK;
+    }
+    struct archive_entry *ae;
+    SK_FAIL_IF(!(s->a = archive_read_new()), err, SK_E_NOMEM, "out of memory");
+    archive_read_support_filter_all(s->a);
+    archive_read_support_format_raw(s->a);
+    s->err = err;
+    if (archive_read_open(s->a, s, NULL, archive_cb, NULL) != ARCHIVE_OK ||
+        archive_read_next_header(s->a, &ae) != ARCHIVE_OK)
+        return s->cb_rc ? s->cb_rc
+                        : sk_error_set(err, SK_E_CORRUPT, "%s: %s", path,
+                                       archive_error_string(s->a));
+    return SK_OK;
+}
+
+int sk_stream_open(sk_stream *s, int fd, const char *path, sk_stream_kind kind, sk_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->fd = fd;
+    s->path = path;
+    s->kind = kind;
+    if (kind == SK_STREAM_PREAD) return SK_OK;
+    SK_FAIL_IF(lseek(fd, 0, SEEK_SET) < 0, err, SK_E_IO, "%s: %s", path, strerror(errno));
+    return stream_init(s, kind, err);
+}
+
+int sk_stream_open_src(sk_stream *s, sk_stream_src src, void *ctx, const char *path,
+                       sk_stream_kind kind, sk_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->fd = -1;
+    s->src = src;
+    s->src_ctx = ctx;
+    s->path = path;
+    s->kind = kind;
+    SK_FAIL_IF(kind == SK_STREAM_PREAD, err, SK_E_USAGE, "%s: not a file: no random access", path);
+    return stream_init(s, kind, err);
+}
+
+void sk_stream_close(sk_stream *s)
+{
+    if (s->a) archive_read_free(s->a);
+    if (s->z) ZSTD_freeDStream(s->z);
+    free(s->in);
+    free(s->buf);
+    s->a = NULL;
+    s->z = NULL;
+    s->in = s->buf = NULL;
+}
+
+/* Fills s->buf with the next bytes of the tar stream; *got = 0 at its end. */
+static int produce(sk_stream *s, size_t *got, sk_error *err)
+{
+    *got = 0;
+    if (s->eof) return SK_OK;
+    if (s->kind == SK_STREAM_PLAIN) {
+        SK_GUARD(file_read(s, s->buf, SK_STREAM_BUF, got, err));
+    } else if (s->kind == SK_STREAM_ARCHIVE) {
+        s->err = err;
+        la_ssize_t k = archive_read_data(s->a, s->buf, SK_STREAM_BUF);
+        if (k < 0) {
+            if (s->cb_rc) return s->cb_rc;
+            return sk_error_set(err, SK_E_CORRUPT, "%s: %s (near compressed offset %llu)",
+                                s->path, archive_error_string(s->a),
+                                (unsigned long long)s->file_read);
+        }
+        *got = (size_t)k;
+    } else {
+        ZSTD_outBuffer out = {s->buf, SK_STREAM_BUF, 0};
+        while (out.pos == 0) {
+            if (s->zin.pos == s->zin.size) {
+                size_t k;
+                SK_GUARD(file_read(s, s->in, SK_STREAM_BUF, &k, err));
+                if (k == 0) {
+                    SK_FAIL_IF(s->zlast != 0, err, SK_E_CORRUPT,
+                               "%s: zstd stream truncated at compressed offset %llu", s->path,
+                               (unsigned long long)s->file_read);
+                    break;
+                }
+                s->zin.src = s->in;
+                s->zin.size = k;
+                s->zin.pos = 0;
+            }
+            size_t r = ZSTD_decompressStream(s->z, &out, &s->zin);
+            SK_FAIL_IF(ZSTD_isError(r), err, SK_E_CORRUPT,
+                       "%s: zstd: %s (near compressed offset %llu)", s->path,
+                       ZSTD_getErrorName(r), (unsigned long long)s->file_read);
+            s->zlast = r;
+        }
+        *got = out.pos;
+    }
+    if (*got == 0) s->eof = 1;
+    return SK_OK;
+}
+
+int sk_stream_read_at(void *ctx, uint64_t pos, void *dst, size_t n, size_t *got, sk_error *err)
+{
+    sk_stream *s = ctx;
+    if (s->kind == SK_STREAM_PREAD) return sk_stream_pread(s->fd, pos, dst, n, got, s->path, err);
+    *got = 0;
+    SK_FAIL_IF(pos < s->buf_pos, err, SK_E_IO, "%s: internal error: backward read", s->path);
+    while (*got < n) {
+        uint64_t p = pos + *got;
+        if (p < s->buf_pos + s->len) {
+            size_t k = (size_t)(s->buf_pos + s->len - p);
+            if (k > n - *got) k = n - *got;
+            memcpy((unsigned char *)dst + *got, s->buf + (p - s->buf_pos), k);
+            *got += k;
+            continue;
+        }
+        s->buf_pos += s->len;
+        s->len = 0;
+        size_t k;
+        SK_GUARD(produce(s, &k, err));
+        if (k == 0) break;
+        s->len = k;
+    }
+    return SK_OK;
+}
+
+int sk_stream_drain(sk_stream *s, sk_error *err)
+{
+    if (s->kind == SK_STREAM_PREAD) return SK_OK;
+    /* the buffered tar bytes are spent: read_at finds the end from now on */
+    s->buf_pos += s->len;
+    s->len = 0;
+    s->eof = 1;
+    for (;;) {
+        size_t k;
+        SK_GUARD(file_read(s, s->buf, SK_STREAM_BUF, &k, err));
+        if (!k) return SK_OK;
+    }
+}

@@ -1,0 +1,66 @@
+/*
+ * shardlist.c - what a dataset directory holds, for the modules that open
+ * one (lookup.c's sk_dataset, reader.c's sk_reader): its manifest.json if
+ * it has one, else the sorted paths of its shard files.  Dot files (our
+ * temporary .NAME.tmp files among them) are never shards.
+ */
+#include "core/internal.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int sk_shard_list_dir(const char *dir, int (*keep)(const char *name, const char *path),
+                      char **manifest, char ***names, size_t *count, sk_error *err)
+{
+    *manifest = NULL;
+    *names = NULL;
+    *count = 0;
+    char *mf;
+    SK_FAIL_IF(asprintf(&mf, "%s/manifest.json", dir) < 0, err, SK_E_NOMEM, "out of memory");
+    if (access(mf, F_OK) == 0) {
+        *manifest = mf;
+        return SK_OK;
+    }
+    free(mf);
+    DIR *d = opendir(dir);
+    SK_FAIL_IF(!d, err, SK_E_IO, "%s: cannot list: %s", dir, strerror(errno));
+    char **list = NULL;
+    size_t n = 0, cap = 0;
+    int rc = SK_OK;
+    struct dirent *de;
+    while (!rc && (de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char *p;
+        if (asprintf(&p, "%s/%s", dir, de->d_name) < 0) { rc = SK_E_NOMEM; break; }
+        if (!keep(de->d_name, p)) { free(p); continue; }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            char **q = realloc(list, cap * sizeof *q);
+            if (!q) { free(p); rc = SK_E_NOMEM; break; }
+            list = q;
+        }
+        list[n++] = p;
+    }
+    closedir(d);
+    if (rc) {
+        sk_shard_list_free(list, n);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    if (n) qsort(list, n, sizeof *list, name_cmp);
+    *names = list;
+    *count = n;
+    return SK_OK;
+}
+
+void sk_shard_list_free(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+}

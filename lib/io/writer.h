@@ -1,0 +1,76 @@
+/*
+ * writer.h - one output shard file on its way to its final name: written
+ * under a temporary name, checksummed as it goes, closed with the tar
+ * end-of-archive blocks, its index written beside it, then renamed.
+ * Internal to libshardkit; pack and shard drive it.
+ *
+ * Compression (zlevel > 0, set before sk_shard_out_begin): the shard becomes
+ * a .tar.zst in the zstd seekable format.  Tar bytes collect in a pending
+ * buffer; a frame is cut at the end of a sample (known from the index
+ * records the caller adds) once the frame holds at least SK_ZFRAME_MIN
+ * bytes, so a large sample gets its own frame and small ones share one; a
+ * frame never grows past SK_ZFRAME_MAX (a huge sample then spans frames).
+ * The end-of-archive blocks go in the last frame, the seek table in a final
+ * skippable frame, and at finish each sample's stored_offset/stored_span
+ * becomes the compressed range of the frames holding it.  `bytes` stays the
+ * tar (decompressed) position, so callers compute offsets the same way in
+ * both modes; `crc` and the shard info describe the file as written.
+ */
+#ifndef SK_WRITER_H
+#define SK_WRITER_H
+
+#include "core/internal.h"
+#include <sys/uio.h>
+
+typedef struct sk_shard_out {
+    char *path, *tmp, *index_path;
+    int fd;
+    uint64_t bytes;           /* written so far */
+    uint32_t crc;             /* CRC32C of those bytes */
+    uint32_t first_block_crc; /* CRC32C of the first 512 bytes */
+    sk_index_builder *index;  /* records of this shard */
+    int zlevel;               /* zstd level 1..22, 0 = plain tar; kept by begin */
+    int stream;               /* written to a caller's fd: no index, no rename */
+    struct sk_zout *z;        /* compression state (zlevel > 0) */
+    /* s3io: for an s3:// path, the client (set by the owner, kept across
+     * begin) and the upload in progress (sink_s3.c) instead of fd */
+    sk_s3 *s3;
+    uint64_t s3_part_size;
+    struct sk_sink_s3 *sink;
+} sk_shard_out;
+
+#define SK_ZFRAME_MIN (64u << 10)
+#define SK_ZFRAME_MAX (8u << 20)
+
+/* Opens path's temporary name for writing (removing any old final file
+ * first, which on ext4 avoids waiting for its data to flush). */
+int sk_shard_out_begin(sk_shard_out *o, const char *path, sk_error *err);
+/* Writes one tar stream to fd (stdout for `-o -`) instead of a file:
+ * no temporary name, index or rename; name is used in messages. */
+int sk_shard_out_begin_fd(sk_shard_out *o, int fd, const char *name, sk_error *err);
+/* Appends iov (len bytes in all, whose CRC32C is crc). */
+int sk_shard_out_writev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t len,
+                        uint32_t crc, sk_error *err);
+/* Positional writes, for several threads filling one plain local shard at
+ * offsets planned in advance (pack): iov goes at off; nothing else about
+ * o changes, so threads may call this at once.  Afterwards set_written
+ * records what the file holds (size, CRC32C, CRC32C of its first 512
+ * bytes) before sk_shard_out_finish. */
+int sk_shard_out_pwritev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t off,
+                         uint64_t len, sk_error *err);
+int sk_shard_out_set_written(sk_shard_out *o, uint64_t bytes, uint32_t crc,
+                             uint32_t first_block_crc, sk_error *err);
+/* Rewinds to an earlier size (to drop a member that failed mid-copy).
+ * Compressed: only within bytes not yet cut into a frame (SK_E_IO else). */
+int sk_shard_out_truncate(sk_shard_out *o, uint64_t size, uint32_t crc, sk_error *err);
+/* End-of-archive, close, index beside it, then the rename that publishes
+ * the shard.  info receives size and checksums. */
+int sk_shard_out_finish(sk_shard_out *o, sk_index_shard_info *info, sk_error *err);
+/* Removes the temporary file; safe after a failure at any point. */
+void sk_shard_out_abort(sk_shard_out *o);
+/* Bytes of the shard file so far (compressed bytes when compressing). */
+uint64_t sk_shard_out_file_bytes(const sk_shard_out *o);
+/* Frees names, the index builder and the compression state. */
+void sk_shard_out_release(sk_shard_out *o);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * catalog.h - the inputs of a pack run, held compactly: every file's
+ * directory (interned), basename, size and where to read it, sorted and
+ * grouped into WebDataset samples.  Internal to libshardkit.
+ */
+#ifndef SK_CATALOG_H
+#define SK_CATALOG_H
+
+#include "core/internal.h"
+#include <stdio.h>
+#include <sys/types.h>
+
+typedef struct sk_item {
+    uint64_t size;
+    uint64_t spool_off; /* archive members: where their bytes sit in the spool */
+    uint32_t dir;       /* interned directory, "" or "a/b/" */
+    uint32_t base;      /* arena offset of the NUL-terminated basename */
+    uint16_t src;       /* which source: its root fd or spool fd */
+    uint16_t key_end;   /* bytes of the basename before its first dot */
+    uint32_t flags;     /* SK_ITEM_* */
+} sk_item;
+#define SK_ITEM_UNSIZED 1u /* found by the walk; size still to be read */
+#define SK_ITEM_DROPPED 2u /* gone or not regular when sized; skipped */
+
+typedef struct sk_source {
+    int fd;        /* directory fd (files) or spool fd (archive members) */
+    int is_spool;
+    char *label;   /* for messages: the directory, list or archive path */
+    /* s3io: an S3 source (fd -1): an item's object is bucket/prefix + name */
+    int is_s3;
+    char *bucket, *prefix;
+} sk_source;
+
+typedef void (*sk_warn_fn)(void *ctx, const char *msg);
+
+typedef struct sk_catalog {
+    sk_item *items;
+    size_t nitems, cap_items;
+    char *arena;       /* basenames and directory strings */
+    size_t arena_len, arena_cap;
+    uint32_t *dirs;    /* arena offsets of directory strings, by id */
+    uint32_t *dir_lens;
+    size_t ndirs, cap_dirs;
+    uint32_t *dir_hash; /* open addressing: dir id + 1, 0 = empty */
+    size_t hash_cap;
+    sk_source *srcs;
+    size_t nsrcs;
+    uint32_t *samples; /* after sk_catalog_group: first item of each sample */
+    size_t nsamples;
+    /* policy and accounting */
+    int follow_symlinks, skip_errors;
+    uint64_t skipped;
+    const char *tmp_dir;
+    int jobs;          /* threads for sizes and sorting (sk_catalog_group) */
+    int defer_sizes;   /* group leaves walked files SK_ITEM_UNSIZED: the
+                          caller learns their sizes as it opens them */
+    sk_warn_fn warn;
+    void *warn_ctx;
+    /* s3io: the client for S3 sources and sinks, and the fetcher */
+    sk_s3 *s3;
+    int s3_concurrency;
+    uint64_t s3_part_size; /* of multipart shard uploads; 0 = the writer's */
+    struct sk_fetch *fetch;
+} sk_catalog;
+
+void sk_catalog_init(sk_catalog *c);
+void sk_catalog_release(sk_catalog *c);
+/* Every regular file under dir, named relative to it. */
+int sk_catalog_add_dir(sk_catalog *c, const char *dir, sk_error *err);
+/* Paths read from list (NUL- or newline-separated), relative to root;
+ * a listed directory is walked. */
+int sk_catalog_add_list(sk_catalog *c, FILE *list, const char *list_name, const char *root,
+                        int nul_separated, sk_error *err);
+/* Every regular member of an archive in any format libarchive reads,
+ * spooled to an unlinked temporary file so samples can be read in key order. */
+int sk_catalog_add_archive(sk_catalog *c, const char *path, sk_error *err);
+/* Sorts by key then extension and groups into samples; a sample with the
+ * same extension twice is an error naming both files. */
+int sk_catalog_group(sk_catalog *c, sk_error *err);
+
+/* The member name "dir/base" of an item into buf (SK_TAR_NAME_MAX + 1). */
+size_t sk_item_name(const sk_catalog *c, const sk_item *it, char *buf);
+static inline const char *sk_item_base(const sk_catalog *c, const sk_item *it)
+{
+    return c->arena + it->base;
+}
+static inline size_t sk_sample_members(const sk_catalog *c, size_t s)
+{
+    size_t end = s + 1 < c->nsamples ? c->samples[s + 1] : c->nitems;
+    return end - c->samples[s];
+}
+/* s3io hooks (catalog_s3.c): a source without an fd, and an item added by
+ * its member name ("a/b.jpg": checked, split into directory and basename). */
+int sk_catalog_add_source(sk_catalog *c, int fd, int is_spool, const char *label, uint16_t *id,
+                          sk_error *err);
+int sk_catalog_add_named(sk_catalog *c, uint16_t src, const char *name, uint64_t size,
+                         sk_error *err);
+/* Reports a problem with one input: an error (returned) unless the catalog
+ * skips errors, in which case it warns, counts, and returns 0. */
+int sk_catalog_problem(sk_catalog *c, sk_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#endif

@@ -1,0 +1,1139 @@
+/*
+ * pack.c - shardkit pack: the catalog of inputs becomes a plan of shards,
+ * and the plan becomes files.
+ *
+ * Many small files are bound by open/read/close, not bandwidth, so samples
+ * are read and built (headers, data, padding, CRC32Cs) on several threads;
+ * output never depends on the number of jobs.  Which writer runs:
+ *  - plain local shards (no compression, no --on-error skip, no S3): the
+ *    positional writers of pack_pos.c, stream mode (sizes taken as files
+ *    open, no plan needed first) or, with --resume, spread mode (planned);
+ *  - otherwise, with two or more shards to write, shard-parallel workers,
+ *    each reading and writing whole shards with its own slots;
+ *  - otherwise (one job, one shard, or S3 sources fetched in plan order)
+ *    the ring: reader threads fill slots in plan order and the main thread
+ *    writes them.  A sample too big for a slot is copied in bounded pieces.
+ * Memory: the catalog's names plus slots of at most SLOT_MAX bytes.
+ */
+#include "pack/pack_int.h"
+#include "pack/part.h"
+#include "io/s3io.h"
+#include "format/tar.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_MAX_SIZE (512ULL << 20)
+/* ---------------------------------------------------------- shard names */
+
+int sk_shard_name(const char *pattern, uint64_t n, char *buf, size_t cap, sk_error *err)
+{
+    /* Formatted by hand: a user's pattern never reaches printf, so "%s" or
+     * "%n" in it cannot do harm; exactly one integer field is allowed. */
+    size_t o = 0;
+    int fields = 0;
+    for (const char *p = pattern; *p; p++) {
+        char tmp[1024]; /* widths up to 999 parse below; all of them must fit */
+        const char *piece = p;
+        size_t plen = 1;
+        if (*p == '%') {
+            if (p[1] == '%') {
+                piece = "%";
+                p++;
+            } else {
+                const char *q = p + 1;
+                int zero = 0, width = 0;
+                if (*q == '0') zero = 1, q++;
+                while (*q >= '0' && *q <= '9' && width < 100) width = width * 10 + (*q++ - '0');
+                if (*q == 'l') q++;
+                if (*q == 'l') q++;
+                SK_FAIL_IF(!strchr("diux", *q) || !*q, err, SK_E_USAGE,
+                           "output pattern '%s': only an integer field (%%d, %%06d, %%u, %%x) "
+                           "is allowed", pattern);
+                snprintf(tmp, sizeof tmp, *q == 'x' ? (zero ? "%0*llx" : "%*llx")
+                                                    : (zero ? "%0*llu" : "%*llu"),
+                         width, (unsigned long long)n);
+                piece = tmp;
+                fields++;
+                p = q;
+            }
+            plen = strlen(piece);
+        }
+        SK_FAIL_IF(o + plen >= cap, err, SK_E_USAGE, "output pattern '%s': name too long", pattern);
+        memcpy(buf + o, piece, plen);
+        o += plen;
+    }
+    buf[o] = 0;
+    SK_FAIL_IF(fields != 1, err, SK_E_USAGE,
+               "output pattern '%s' needs exactly one integer field such as %%06d", pattern);
+    return SK_OK;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+int sk_pack_new(sk_pack **out, const sk_pack_options *opts, sk_error *err)
+{
+    char probe[4096];
+    *out = NULL;
+    SK_FAIL_IF(!opts->pattern, err, SK_E_USAGE, "no output pattern");
+    SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
+    sk_pack *p = calloc(1, sizeof *p);
+    SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
+    p->o = *opts;
+    if (!p->o.max_size) p->o.max_size = DEFAULT_MAX_SIZE;
+    if (p->o.jobs <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        p->o.jobs = n > 0 ? (int)n : 1;
+    }
+    if (p->o.jobs > 256) p->o.jobs = 256;
+    sk_catalog_init(&p->cat);
+    p->cat.follow_symlinks = opts->follow_symlinks;
+    p->cat.skip_errors = opts->skip_errors;
+    p->cat.tmp_dir = opts->tmp_dir;
+    p->cat.jobs = p->o.jobs;
+    p->cat.warn = opts->warn;
+    p->cat.warn_ctx = opts->ctx;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->slot_ready, NULL);
+    pthread_cond_init(&p->slot_free, NULL);
+    /* --part: {part} in the names becomes this part's number (lib/part.c) */
+    p->pattern_tmpl = opts->pattern;
+    int rc = sk_part_output_names(opts->pattern, opts->manifest, opts->part, opts->parts,
+                                  &p->part_pattern, &p->part_manifest, err);
+    if (rc) {
+        sk_pack_free(p);
+        return rc;
+    }
+    p->o.pattern = p->part_pattern;
+    if (p->part_manifest) p->o.manifest = p->part_manifest;
+    *out = p;
+    return SK_OK;
+}
+
+void sk_pack_slots_release(struct slot *slots, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(slots[i].buf);
+        free(slots[i].m);
+        free(slots[i].warnings);
+    }
+}
+
+void sk_pack_free(sk_pack *p)
+{
+    if (!p) return;
+    sk_pack_slots_release(p->slots, p->nslots);
+    free(p->slots);
+    free(p->order);
+    free(p->sbytes);
+    free(p->shards);
+    free(p->pending);
+    for (size_t i = 0; i < p->ext_tallies_n; i++) sk_manifest_free(p->ext_tallies[i]);
+    free(p->ext_tallies);
+    free(p->part_pattern);
+    free(p->part_manifest);
+    sk_catalog_release(&p->cat);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->slot_ready);
+    pthread_cond_destroy(&p->slot_free);
+    free(p);
+}
+
+int sk_pack_add_dir(sk_pack *p, const char *dir, sk_error *err)
+{
+    return sk_catalog_add_dir(&p->cat, dir, err);
+}
+
+int sk_pack_add_list(sk_pack *p, FILE *list, const char *list_name, const char *root,
+                     int nul_separated, sk_error *err)
+{
+    return sk_catalog_add_list(&p->cat, list, list_name, root, nul_separated, err);
+}
+
+int sk_pack_add_archive(sk_pack *p, const char *path, sk_error *err)
+{
+    return sk_catalog_add_archive(&p->cat, path, err);
+}
+
+/* s3io: S3 sources and sink live in catalog_s3.c, fetch_s3.c, sink_s3.c */
+int sk_pack_set_s3(sk_pack *p, sk_s3 *s3, int concurrency, uint64_t part_size, sk_error *err)
+{
+    return sk_catalog_set_s3(&p->cat, s3, concurrency, part_size, err);
+}
+
+int sk_pack_add_s3(sk_pack *p, const char *url, sk_error *err)
+{
+    return sk_catalog_add_s3(&p->cat, url, err);
+}
+
+int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, const char *base_url,
+                        int nul_separated, sk_error *err)
+{
+    return sk_catalog_add_s3_list(&p->cat, list, list_name, base_url, nul_separated, err);
+}
+
+void sk_pack_warnf(sk_pack *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sk_vwarnf(p->o.warn, p->o.ctx, fmt, ap);
+    va_end(ap);
+}
+
+/* ------------------------------------------------------------- planning */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n) without modulo bias (rejection of the short tail). */
+static uint64_t uniform_below(uint64_t *s, uint64_t n)
+{
+    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t r;
+    do r = splitmix64(s);
+    while (r >= limit);
+    return r % n;
+}
+
+static uint64_t member_bytes(const sk_catalog *c, const sk_item *it)
+{
+    char name[SK_TAR_NAME_MAX + 1];
+    size_t n = sk_item_name(c, it, name);
+    return sk_tar_header_size(name, n, it->size) + sk_tar_pad(it->size);
+}
+
+uint64_t sk_pack_sample_bytes(const sk_catalog *c, uint32_t s)
+{
+    uint64_t b = 0;
+    size_t first = c->samples[s], k = sk_sample_members(c, s);
+    for (size_t i = 0; i < k; i++) b += member_bytes(c, &c->items[first + i]);
+    return b;
+}
+
+static int plan(sk_pack *p, sk_error *err)
+{
+    sk_catalog *c = &p->cat;
+    SK_GUARD(sk_catalog_group(c, err));
+    /* --part: keep only the samples of this part (lib/part.c) */
+    if (p->o.parts > 0) SK_GUARD(sk_part_filter(c, p->o.part, p->o.parts, err));
+    p->order = sk_xmalloc((c->nsamples + 1) * sizeof *p->order, err);
+    if (!p->order) return SK_E_NOMEM;
+    for (size_t i = 0; i < c->nsamples; i++) p->order[i] = (uint32_t)i;
+    p->sbytes = sk_xmalloc((c->nsamples + 1) * sizeof *p->sbytes, err);
+    if (!p->sbytes) return SK_E_NOMEM;
+    for (size_t i = 0; i < c->nsamples && !c->defer_sizes; i++)
+        p->sbytes[i] = sk_pack_sample_bytes(c, (uint32_t)i);
+    if (p->o.shuffle) {
+        uint64_t s = p->o.seed;
+        for (size_t i = c->nsamples; i > 1; i--) {
+            size_t j = (size_t)uniform_below(&s, i);
+            uint32_t t = p->order[i - 1];
+            p->order[i - 1] = p->order[j];
+            p->order[j] = t;
+        }
+    }
+    p->st.files_total = c->nitems;
+    if (c->defer_sizes) return SK_OK; /* stream mode places samples as it sizes them */
+    size_t cap = 16;
+    p->shards = sk_xmalloc(cap * sizeof *p->shards, err);
+    if (!p->shards) return SK_E_NOMEM;
+    struct shard_plan cur = {0};
+    const uint64_t eoa = 2 * SK_TAR_BLOCK;
+    for (uint64_t pos = 0; pos < c->nsamples; pos++) {
+        uint64_t b = p->sbytes[p->order[pos]];
+        if (cur.count && (cur.bytes + b + eoa > p->o.max_size ||
+                          (p->o.max_count && cur.count >= p->o.max_count))) {
+            if (p->nshards == cap) {
+                struct shard_plan *q = sk_xrealloc(p->shards, (cap *= 2) * sizeof *q, err);
+                if (!q) return SK_E_NOMEM;
+                p->shards = q;
+            }
+            cur.bytes += eoa;
+            p->shards[p->nshards++] = cur;
+            memset(&cur, 0, sizeof cur);
+            cur.first = pos;
+        }
+        if (b + eoa > p->o.max_size) {
+            char name[SK_TAR_NAME_MAX + 1];
+            sk_item_name(c, &c->items[c->samples[p->order[pos]]], name);
+            sk_pack_warnf(p, "sample of %s is %llu bytes, more than --max-size alone; it gets a shard "
+                     "of its own", name, (unsigned long long)b);
+        }
+        cur.bytes += b;
+        cur.count++;
+    }
+    if (cur.count) {
+        if (p->nshards == cap) {
+            struct shard_plan *q = sk_xrealloc(p->shards, (cap + 1) * sizeof *q, err);
+            if (!q) return SK_E_NOMEM;
+            p->shards = q;
+        }
+        cur.bytes += eoa;
+        p->shards[p->nshards++] = cur;
+    }
+    p->st.files_total = c->nitems;
+    for (size_t i = 0; i < c->nitems; i++) p->st.bytes_total += c->items[i].size;
+    return SK_OK;
+}
+
+/* The key of sample s ("dir/" + basename up to its first dot). */
+static size_t sample_key(const sk_catalog *c, uint32_t s, char *buf)
+{
+    const sk_item *it = &c->items[c->samples[s]];
+    size_t dl = c->dir_lens[it->dir];
+    memcpy(buf, c->arena + c->dirs[it->dir], dl);
+    memcpy(buf + dl, c->arena + it->base, it->key_end);
+    return dl + it->key_end;
+}
+
+static int index_path(const char *shard, char *buf, size_t cap)
+{
+    return snprintf(buf, cap, "%s.idx", shard) >= (int)cap ? -1 : 0;
+}
+
+/* CRC32C of a whole file, or -1 when it cannot be read in full. */
+static int64_t file_crc32c(const char *path, uint64_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    unsigned char *buf = malloc(1 << 20);
+    uint32_t crc = 0;
+    uint64_t got = 0;
+    ssize_t r = 0;
+    while (buf && (r = read(fd, buf, 1 << 20)) > 0) {
+        crc = sk_crc32c(crc, buf, (size_t)r);
+        got += (uint64_t)r;
+    }
+    free(buf);
+    close(fd);
+    return r < 0 || got != size ? -1 : (int64_t)crc;
+}
+
+/* --resume: a shard is kept when its index is sound, agrees with the file
+ * and holds exactly the planned samples (count, first and last key). */
+static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *path)
+{
+    char ipath[4200], key[SK_TAR_NAME_MAX + 1];
+    struct stat st;
+    sk_index *ix = NULL;
+    sk_sample_ref first, last;
+    int ok = 0;
+    if (sk_is_s3_url(path)) { /* s3io: the shard and its index are objects */
+        size_t k1 = sample_key(&p->cat, p->order[sp->first], ipath);
+        size_t k2 = sample_key(&p->cat, p->order[sp->first + sp->count - 1], key);
+        return sk_sink_s3_matches(p->cat.s3, path, sp->count, ipath, k1, key, k2, &sp->info);
+    }
+    if (stat(path, &st) != 0 || index_path(path, ipath, sizeof ipath)) return 0;
+    if (sk_index_open(&ix, ipath, 0, NULL) != SK_OK) return 0;
+    const sk_index_shard_info *info = sk_index_shard(ix);
+    if (info->size == (uint64_t)st.st_size && sk_index_sample_count(ix) == sp->count &&
+        sp->count && !sk_index_sample(ix, 0, &first, NULL) &&
+        !sk_index_sample(ix, sp->count - 1, &last, NULL)) {
+        size_t k = sample_key(&p->cat, p->order[sp->first], key);
+        ok = k == first.key_len && !memcmp(key, first.key, k);
+        k = sample_key(&p->cat, p->order[sp->first + sp->count - 1], key);
+        ok = ok && k == last.key_len && !memcmp(key, last.key, k);
+    }
+    /* The shard's bytes must still be the ones the index was made for:
+     * reading it back costs far less than rewriting it. */
+    if (ok) ok = file_crc32c(path, info->size) == (int64_t)info->crc32c;
+    if (ok) sp->info = *info;
+    sk_index_close(ix);
+    return ok;
+}
+
+/* ------------------------------------------------------------- readers */
+
+int sk_pack_open_at(int dirfd, const char *name, int extra)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOATIME | extra);
+    if (fd < 0 && errno == EPERM) /* O_NOATIME needs ownership */
+        fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | extra);
+    return fd;
+}
+
+int sk_pack_open_input(const sk_source *src, const char *name)
+{
+    return sk_pack_open_at(src->fd, name, 0);
+}
+
+/* Reads exactly want bytes of an input into dst.  Files are read with one
+ * request of want+1 bytes: a short read of a regular file means end of
+ * file, so a file that grew or shrank since it was listed is caught
+ * without another system call.  dst must have room for want+1 bytes. */
+int sk_pack_read_input(const sk_catalog *c, const sk_item *it, const char *name, int fd,
+                      uint64_t at, unsigned char *dst, uint64_t want, int probe, sk_error *err)
+{
+    const sk_source *src = &c->srcs[it->src];
+    if (src->is_s3) return sk_fetch_read(c, it, name, at, dst, want, probe, err); /* s3io */
+    if (src->is_spool) {
+        uint64_t got = 0;
+        while (got < want) {
+            ssize_t r = pread(src->fd, dst + got, want - got, (off_t)(it->spool_off + at + got));
+            if (r < 0 && errno == EINTR) continue;
+            SK_FAIL_IF(r <= 0, err, SK_E_IO, "%s: %s: reading spooled member failed: %s",
+                       src->label, name, r < 0 ? strerror(errno) : "short read");
+            got += (uint64_t)r;
+        }
+        return SK_OK;
+    }
+    uint64_t ask = want + (probe ? 1 : 0), got = 0;
+    while (got < ask) {
+        ssize_t r = read(fd, dst + got, ask - got);
+        if (r < 0 && errno == EINTR) continue;
+        SK_FAIL_IF(r < 0, err, SK_E_IO, "%s/%s: read failed: %s", src->label, name, strerror(errno));
+        uint64_t asked = ask - got;
+        got += (uint64_t)r;
+        if ((uint64_t)r < asked) break; /* a short read: end of file */
+    }
+    SK_FAIL_IF(got != want, err, SK_E_INPUT, "%s/%s: file %s while being packed (listed as %llu "
+               "bytes)", src->label, name, got < want ? "shrank" : "grew",
+               (unsigned long long)it->size);
+    return SK_OK;
+}
+
+static void append_warning(struct slot *s, const char *msg)
+{
+    size_t old = s->warnings ? strlen(s->warnings) : 0, n = strlen(msg);
+    char *w = realloc(s->warnings, old + n + 2);
+    if (!w) return;
+    memcpy(w + old, msg, n);
+    w[old + n] = '\n';
+    w[old + n + 1] = 0;
+    s->warnings = w;
+}
+
+static int open_member(const sk_catalog *c, const sk_item *it, struct dir_cache *dc);
+
+/* Builds sample s's tar bytes into slot.  fds (or NULL): members already
+ * opened by the caller (-1: open here); each is closed and set to -1. */
+void sk_pack_fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache *dc, int *fds)
+{
+    const sk_catalog *c = &p->cat;
+    size_t first = c->samples[s], k = sk_sample_members(c, s);
+    char name[SK_TAR_NAME_MAX + 1];
+    sl->len = 0;
+    sl->crc = 0;
+    sl->stream = 0;
+    sl->failed = 0;
+    free(sl->warnings);
+    sl->warnings = NULL;
+    if (k > sl->mcap) {
+        struct member_out *m = realloc(sl->m, k * sizeof *m);
+        if (!m) goto nomem;
+        sl->m = m;
+        sl->mcap = k;
+    }
+    uint64_t need = p->sbytes[s] + 1;
+    if (need > SLOT_MAX) {
+        sl->stream = 1;
+        return;
+    }
+    if (need > sl->cap) {
+        unsigned char *b = realloc(sl->buf, need);
+        if (!b) goto nomem;
+        sl->buf = b;
+        sl->cap = need;
+    }
+    for (size_t i = 0; i < k; i++) {
+        const sk_item *it = &c->items[first + i];
+        struct member_out *mo = &sl->m[i];
+        size_t n = sk_item_name(c, it, name);
+        size_t hl = sk_tar_header(sl->buf + sl->len, name, n, it->size, p->o.mtime);
+        unsigned char *data = sl->buf + sl->len + hl;
+        int fd = -1, rc;
+        sk_error e;
+        e.code = 0;
+        e.msg[0] = 0;
+        if (fds && fds[i] >= 0) {
+            fd = fds[i];
+            fds[i] = -1;
+        }
+        if (fd < 0 && !c->srcs[it->src].is_spool && !c->srcs[it->src].is_s3 &&
+            (fd = open_member(c, it, dc)) < 0)
+            rc = sk_error_set(&e, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
+                              "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
+                              errno == ENOENT ? "file vanished since it was listed" : strerror(errno));
+        else
+            rc = sk_pack_read_input(c, it, name, fd, 0, data, it->size, 1, &e);
+        if (fd >= 0) close(fd);
+        mo->skipped = 0;
+        if (rc) {
+            if (!p->o.skip_errors) {
+                sl->failed = 1;
+                sl->err = e;
+                return;
+            }
+            mo->skipped = 1;
+            append_warning(sl, e.msg);
+            continue;
+        }
+        uint64_t pad = sk_tar_pad(it->size) - it->size;
+        memset(data + it->size, 0, pad);
+        mo->crc = sk_crc32c(0, data, it->size);
+        mo->header_len = (uint32_t)hl;
+        mo->data_off = sl->len + hl;
+        mo->size = it->size;
+        sl->crc = sk_crc32c(sl->crc, sl->buf + sl->len, hl);
+        sl->crc = sk_crc32c_combine(sl->crc, mo->crc, it->size);
+        sl->crc = sk_crc32c(sl->crc, data + it->size, pad);
+        sl->len += hl + it->size + pad;
+    }
+    return;
+nomem:
+    sl->failed = 1;
+    sk_error_set(&sl->err, SK_E_NOMEM, "out of memory reading a sample");
+}
+
+
+/* The descriptor of it's directory, through the cache; -1 (errno set) if
+ * it cannot be opened. */
+int sk_pack_member_dirfd(const sk_catalog *c, const sk_item *it, struct dir_cache *dc)
+{
+    const sk_source *src = &c->srcs[it->src];
+    if (dc->fd < 0 || dc->src != it->src || dc->dir != it->dir) {
+        if (dc->fd >= 0 && dc->fd != c->srcs[dc->src].fd) close(dc->fd);
+        dc->fd = -1;
+        dc->src = it->src;
+        dc->dir = it->dir;
+        if (c->dir_lens[it->dir] == 0) {
+            dc->fd = src->fd;
+        } else {
+            char dir[SK_TAR_NAME_MAX + 1];
+            memcpy(dir, c->arena + c->dirs[it->dir], c->dir_lens[it->dir]);
+            dir[c->dir_lens[it->dir]] = 0;
+            dc->fd = openat(src->fd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dc->fd < 0) return -1;
+        }
+    }
+    return dc->fd;
+}
+
+static int open_member(const sk_catalog *c, const sk_item *it, struct dir_cache *dc)
+{
+    int dfd = sk_pack_member_dirfd(c, it, dc);
+    return dfd < 0 ? -1 : sk_pack_open_at(dfd, c->arena + it->base, 0);
+}
+
+void sk_pack_dir_cache_release(struct dir_cache *dc, const sk_catalog *c)
+{
+    if (dc->fd >= 0 && dc->fd != c->srcs[dc->src].fd) close(dc->fd);
+    dc->fd = -1;
+}
+
+static void *reader_main(void *arg)
+{
+    sk_pack *p = arg;
+    struct dir_cache dc = {0, 0, -1};
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        if (p->stop || p->next_claim >= p->npending) break;
+        uint64_t seq = p->next_claim++;
+        while (!p->stop && seq >= p->released + p->nslots) {
+            p->readers_waiting++;
+            pthread_cond_wait(&p->slot_free, &p->mu);
+            p->readers_waiting--;
+        }
+        if (p->stop) break;
+        struct slot *sl = &p->slots[seq % p->nslots];
+        sl->state = FILLING;
+        pthread_mutex_unlock(&p->mu);
+        sk_pack_fill_slot(p, sl, p->order[p->pending[seq]], &dc, NULL);
+        pthread_mutex_lock(&p->mu);
+        sl->state = READY;
+        /* wake the writer only when it sleeps on this very slot */
+        if (p->writer_waits_for == seq) pthread_cond_signal(&p->slot_ready);
+    }
+    pthread_mutex_unlock(&p->mu);
+    sk_pack_dir_cache_release(&dc, &p->cat);
+    return NULL;
+}
+
+/* ------------------------------------------------------------- writing */
+
+static double since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+void sk_pack_progress(sk_pack *p, int final)
+{
+    if (!p->o.progress) return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double dt = (double)(now.tv_sec - p->last_progress.tv_sec) +
+                (double)(now.tv_nsec - p->last_progress.tv_nsec) / 1e9;
+    if (!final && dt < 0.5) return;
+    p->last_progress = now;
+    p->st.seconds = since(&p->t0);
+    p->o.progress(p->o.ctx, &p->st);
+}
+
+
+static void tally_fold(sk_pack *p, struct tally *t)
+{
+    p->st.files_done += t->files;
+    p->st.bytes_done += t->bytes;
+    p->st.samples += t->samples;
+    p->st.skipped += t->skipped;
+    t->files = t->bytes = t->samples = t->skipped = 0;
+}
+
+int sk_pack_add_index_records(sk_pack *p, sk_shard_out *out, uint32_t s, uint64_t sample_off,
+                             const struct member_out *m, struct tally *t, sk_error *err)
+{
+    const sk_catalog *c = &p->cat;
+    size_t first = c->samples[s], k = sk_sample_members(c, s), written = 0;
+    char key[SK_TAR_NAME_MAX + 1], ext[SK_TAR_NAME_MAX + 1];
+    uint64_t span = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!m[i].skipped) span = m[i].data_off + sk_tar_pad(m[i].size), written++;
+    if (!written) return SK_OK; /* every member skipped: no sample */
+    size_t kl = sample_key(c, s, key);
+    SK_GUARD(sk_index_add_sample(out->index, key, kl, sample_off, span, sample_off, span, err));
+    for (size_t i = 0; i < k; i++) {
+        if (m[i].skipped) continue;
+        const sk_item *it = &c->items[first + i];
+        const char *e = c->arena + it->base + it->key_end + 1;
+        size_t el = strlen(e);
+        for (size_t j = 0; j < el; j++)
+            ext[j] = e[j] >= 'A' && e[j] <= 'Z' ? (char)(e[j] + 32) : e[j];
+        SK_GUARD(sk_index_add_member(out->index, ext, el, sample_off + m[i].data_off, m[i].size,
+                                     m[i].header_len, m[i].crc, err));
+        SK_GUARD(sk_manifest_count_ext(t->exts, ext, el, 1, err));
+        t->files++;
+        t->bytes += m[i].size;
+    }
+    t->samples++;
+    return SK_OK;
+}
+
+/* The writer's own copy of a sample too big for a slot, in bounded pieces. */
+static int stream_sample(sk_pack *p, sk_shard_out *out, uint32_t s, struct slot *sl,
+                         sk_error *err)
+{
+    const sk_catalog *c = &p->cat;
+    size_t first = c->samples[s], k = sk_sample_members(c, s);
+    char name[SK_TAR_NAME_MAX + 1];
+    unsigned char hdr[SK_TAR_HEADER_MAX];
+    unsigned char *buf = malloc(STREAM_PIECE + 1);
+    uint64_t sample_off = out->bytes;
+    int rc = SK_OK;
+    SK_FAIL_IF(!buf, err, SK_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < k && !rc; i++) {
+        const sk_item *it = &c->items[first + i];
+        struct member_out *mo = &sl->m[i];
+        uint64_t start = out->bytes;
+        uint32_t start_crc = out->crc;
+        size_t n = sk_item_name(c, it, name);
+        size_t hl = sk_tar_header(hdr, name, n, it->size, p->o.mtime);
+        struct iovec iov = {hdr, hl};
+        sk_error e;
+        e.code = 0;
+        e.msg[0] = 0;
+        int fd = -1;
+        mo->skipped = 0;
+        if ((rc = sk_shard_out_writev(out, &iov, 1, hl, sk_crc32c(0, hdr, hl), err))) break;
+        if (!c->srcs[it->src].is_spool && !c->srcs[it->src].is_s3 &&
+            (fd = sk_pack_open_input(&c->srcs[it->src], name)) < 0) {
+            rc = sk_error_set(&e, SK_E_IO, "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
+                              strerror(errno));
+        } else {
+            uint32_t crc = 0;
+            for (uint64_t at = 0; at < it->size && !rc;) {
+                uint64_t want = it->size - at < STREAM_PIECE ? it->size - at : STREAM_PIECE;
+                int last = at + want == it->size;
+                rc = sk_pack_read_input(c, it, name, fd, at, buf, want, last, &e);
+                if (rc) break;
+                uint32_t pc = sk_crc32c(0, buf, want);
+                crc = sk_crc32c_combine(crc, pc, want);
+                iov.iov_base = buf;
+                iov.iov_len = want;
+                if ((rc = sk_shard_out_writev(out, &iov, 1, want, pc, err))) {
+                    if (fd >= 0) close(fd);
+                    goto done;
+                }
+                at += want;
+            }
+            mo->crc = crc;
+        }
+        if (fd >= 0) close(fd);
+        if (rc) {
+            if (!p->o.skip_errors) {
+                *err = e;
+                break;
+            }
+            append_warning(sl, e.msg);
+            mo->skipped = 1;
+            rc = sk_shard_out_truncate(out, start, start_crc, err);
+            continue;
+        }
+        uint64_t pad = sk_tar_pad(it->size) - it->size;
+        memset(buf, 0, pad);
+        iov.iov_base = buf;
+        iov.iov_len = pad;
+        if (pad && (rc = sk_shard_out_writev(out, &iov, 1, pad, sk_crc32c(0, buf, pad), err))) break;
+        mo->header_len = (uint32_t)hl;
+        mo->data_off = start + hl - sample_off;
+        mo->size = it->size;
+    }
+done:
+    free(buf);
+    if (!rc) sl->len = out->bytes - sample_off;
+    return rc;
+}
+
+static void print_warnings(sk_pack *p, struct slot *sl, struct tally *t)
+{
+    if (!sl->warnings) return;
+    char *save = NULL;
+    for (char *line = strtok_r(sl->warnings, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        t->skipped++;
+        sk_pack_warnf(p, "skipped: %s", line);
+    }
+    free(sl->warnings);
+    sl->warnings = NULL;
+}
+
+/* Ring mode: writes planned shard sp from pending positions [*seq, ...):
+ * waits for each slot in order, batches ready slots into one writev. */
+static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk_shard_out *out,
+                            struct tally *t, sk_error *err)
+{
+    uint64_t end = *seq + sp->count;
+    struct iovec iov[BATCH_IOV];
+    int rc = SK_OK;
+    while (*seq < end && !rc) {
+        int n = 0;
+        uint64_t bytes = 0, batch_first = *seq;
+        uint32_t crc = 0;
+        pthread_mutex_lock(&p->mu);
+        p->writer_waits_for = *seq;
+        while (p->slots[*seq % p->nslots].state != READY)
+            pthread_cond_wait(&p->slot_ready, &p->mu);
+        p->writer_waits_for = UINT64_MAX;
+        pthread_mutex_unlock(&p->mu);
+        uint64_t off = out->bytes;
+        for (;;) {
+            struct slot *sl = &p->slots[*seq % p->nslots];
+            if (sl->failed) {
+                *err = sl->err;
+                rc = err->code ? err->code : SK_E_IO;
+                break;
+            }
+            if (sl->stream) break;
+            print_warnings(p, sl, t);
+            iov[n].iov_base = sl->buf;
+            iov[n].iov_len = sl->len;
+            crc = sk_crc32c_combine(crc, sl->crc, sl->len);
+            if ((rc = sk_pack_add_index_records(p, out, p->order[p->pending[*seq]], off + bytes, sl->m, t, err)))
+                break;
+            bytes += sl->len;
+            n++;
+            (*seq)++;
+            /* Never gather more slots than the ring holds: the slot after
+             * the last is this batch's first, still marked ready. */
+            if (*seq >= end || n == BATCH_IOV || (size_t)n >= p->nslots || bytes >= BATCH_BYTES)
+                break;
+            pthread_mutex_lock(&p->mu);
+            int ready = p->slots[*seq % p->nslots].state == READY;
+            pthread_mutex_unlock(&p->mu);
+            if (!ready) break;
+        }
+        if (!rc && n) rc = sk_shard_out_writev(out, iov, n, bytes, crc, err);
+        if (!rc && !n) { /* the slot at *seq is a big sample to stream */
+            struct slot *sl = &p->slots[*seq % p->nslots];
+            uint64_t at = out->bytes;
+            rc = stream_sample(p, out, p->order[p->pending[*seq]], sl, err);
+            if (!rc) rc = sk_pack_add_index_records(p, out, p->order[p->pending[*seq]], at, sl->m, t, err);
+            print_warnings(p, sl, t);
+            (*seq)++;
+        }
+        pthread_mutex_lock(&p->mu);
+        for (uint64_t q = batch_first; q < *seq; q++) p->slots[q % p->nslots].state = FREE;
+        p->released = *seq;
+        if (p->readers_waiting) pthread_cond_broadcast(&p->slot_free);
+        pthread_mutex_unlock(&p->mu);
+        tally_fold(p, t);
+        sk_pack_progress(p, 0);
+    }
+    return rc;
+}
+
+/* Shard-parallel mode: one thread reads and writes a whole shard with its
+ * own slots, batching samples into one writev; several threads write
+ * different shards at once, so both the reading and the writing of bytes
+ * spread over the cores, and nothing is handed between threads. */
+struct shard_worker {
+    sk_pack *p;
+    struct slot slots[LOCAL_SLOTS];
+    struct dir_cache dc;
+    sk_shard_out out;
+    struct tally t;
+};
+
+static int write_shard_local(struct shard_worker *w, struct shard_plan *sp, sk_error *err)
+{
+    sk_pack *p = w->p;
+    sk_shard_out *out = &w->out;
+    uint64_t pos = sp->first, end = sp->first + sp->count;
+    struct iovec iov[LOCAL_SLOTS];
+    int rc = SK_OK;
+    while (pos < end && !rc) {
+        int n = 0;
+        uint64_t bytes = 0, off = out->bytes;
+        uint32_t crc = 0;
+        while (pos < end && n < LOCAL_SLOTS && bytes < BATCH_BYTES) {
+            struct slot *sl = &w->slots[n];
+            sk_pack_fill_slot(p, sl, p->order[pos], &w->dc, NULL);
+            if (sl->failed) {
+                *err = sl->err;
+                return err->code ? err->code : SK_E_IO;
+            }
+            if (sl->stream) {
+                if (n) break; /* write what is gathered, then stream this one */
+                uint64_t at = out->bytes;
+                rc = stream_sample(p, out, p->order[pos], sl, err);
+                if (!rc) rc = sk_pack_add_index_records(p, out, p->order[pos], at, sl->m, &w->t, err);
+                print_warnings(p, sl, &w->t);
+                pos++;
+                break;
+            }
+            print_warnings(p, sl, &w->t);
+            iov[n].iov_base = sl->buf;
+            iov[n].iov_len = sl->len;
+            crc = sk_crc32c_combine(crc, sl->crc, sl->len);
+            if ((rc = sk_pack_add_index_records(p, out, p->order[pos], off + bytes, sl->m, &w->t, err)))
+                return rc;
+            bytes += sl->len;
+            n++;
+            pos++;
+        }
+        if (!rc && n) rc = sk_shard_out_writev(out, iov, n, bytes, crc, err);
+        pthread_mutex_lock(&p->mu);
+        tally_fold(p, &w->t);
+        sk_pack_progress(p, 0);
+        if (p->stop && !rc) rc = -1; /* another shard failed: give up quietly */
+        pthread_mutex_unlock(&p->mu);
+    }
+    return rc;
+}
+
+static void *shard_worker_main(void *arg)
+{
+    struct shard_worker *w = arg;
+    sk_pack *p = w->p;
+    char path[4200];
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (p->next_shard < p->nshards && p->shards[p->next_shard].done) p->next_shard++;
+        size_t i = p->next_shard < p->nshards && !p->stop ? p->next_shard++ : SIZE_MAX;
+        pthread_mutex_unlock(&p->mu);
+        if (i == SIZE_MAX) break;
+        struct shard_plan *sp = &p->shards[i];
+        sk_error e;
+        e.code = 0;
+        e.msg[0] = 0;
+        int rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, &e);
+        if (!rc) rc = sk_shard_out_begin(&w->out, path, &e);
+        if (!rc) rc = write_shard_local(w, sp, &e);
+        if (!rc) rc = sk_shard_out_finish(&w->out, &sp->info, &e);
+        if (!rc) sp->written = sk_index_builder_samples(w->out.index);
+        pthread_mutex_lock(&p->mu);
+        if (rc) {
+            sk_shard_out_abort(&w->out);
+            if (rc > 0 && !p->first_err.code) {
+                p->first_err = e;
+                if (!p->first_err.code) p->first_err.code = rc;
+            }
+            p->stop = 1;
+        } else {
+            p->st.output_bytes += sp->info.size;
+        }
+        pthread_mutex_unlock(&p->mu);
+        if (rc) break;
+    }
+    return NULL;
+}
+
+static int shard_url(const sk_pack *p, const char *shard, const char *manifest_dir, char *buf,
+                     size_t cap)
+{
+    /* Relative to the manifest when the shard sits under its directory;
+     * otherwise the path as given. */
+    size_t dl = strlen(manifest_dir);
+    const char *rel = shard;
+    if (dl && !strncmp(shard, manifest_dir, dl) && shard[dl] == '/') rel = shard + dl + 1;
+    else if (!dl && !strncmp(shard, "./", 2)) rel = shard + 2;
+    (void)p;
+    return snprintf(buf, cap, "%s", rel) >= (int)cap ? -1 : 0;
+}
+
+static int options_json(const sk_pack *p, char *buf, size_t cap)
+{
+    const char *base = strrchr(p->pattern_tmpl, '/'); /* --part: {part} unexpanded */
+    base = base ? base + 1 : p->pattern_tmpl;
+    /* The pattern's basename only: no machine paths in the manifest. */
+    char esc[1024];
+    size_t o = 0;
+    for (const char *s = base; *s && o + 7 < sizeof esc; s++) {
+        if (*s == '"' || *s == '\\') esc[o++] = '\\', esc[o++] = *s;
+        else if ((unsigned char)*s < 0x20) o += (size_t)snprintf(esc + o, 7, "\\u%04x", *s);
+        else esc[o++] = *s;
+    }
+    esc[o] = 0;
+    char zbuf[32] = "null";
+    if (p->o.compress_level) snprintf(zbuf, sizeof zbuf, "\"zstd:%d\"", p->o.compress_level);
+    int n = snprintf(buf, cap,
+                     "{\"pattern\":\"%s\",\"start\":%llu,\"max_size\":%llu,\"max_count\":%llu,"
+                     "\"order\":\"%s\",\"seed\":%llu,\"mtime\":%llu,\"compress\":%s}",
+                     esc, (unsigned long long)p->o.start, (unsigned long long)p->o.max_size,
+                     (unsigned long long)p->o.max_count, p->o.shuffle ? "shuffle" : "key",
+                     (unsigned long long)(p->o.shuffle ? p->o.seed : 0),
+                     (unsigned long long)p->o.mtime, zbuf);
+    return n >= (int)cap ? -1 : 0;
+}
+
+static int count_exts_from_index(const char *shard, sk_manifest *man, sk_error *err)
+{
+    char ipath[4200];
+    sk_index *ix;
+    SK_FAIL_IF(index_path(shard, ipath, sizeof ipath), err, SK_E_USAGE, "%s: name too long", shard);
+    SK_GUARD(sk_index_open(&ix, ipath, 0, err));
+    int rc = SK_OK;
+    for (uint64_t i = 0; i < sk_index_member_count(ix) && !rc; i++) {
+        sk_member_ref m;
+        if (!(rc = sk_index_member(ix, i, &m, err))) rc = sk_manifest_count_ext(man, m.ext, m.ext_len, 1, err);
+    }
+    sk_index_close(ix);
+    return rc;
+}
+
+int sk_pack_add_tally(sk_pack *p, sk_manifest *m)
+{
+    sk_manifest **a = realloc(p->ext_tallies, (p->ext_tallies_n + 1) * sizeof *a);
+    if (!a) return -1;
+    p->ext_tallies = a;
+    a[p->ext_tallies_n++] = m;
+    return 0;
+}
+
+/* Starts the ring's reader threads and writes every shard still to do,
+ * in order, from the main thread. */
+static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, int *nthreads,
+                           sk_error *err)
+{
+    char path[4200];
+    struct tally t = {0};
+    int rc = SK_OK;
+    /* A deep ring lets the writer gather big batches (fewer writev calls)
+     * and rides out slow files; typical slots hold tens of KB. */
+    p->nslots = (size_t)p->o.jobs * 8 + 16;
+    p->writer_waits_for = UINT64_MAX;
+    p->slots = calloc(p->nslots, sizeof *p->slots);
+    *threads = calloc((size_t)p->o.jobs, sizeof **threads);
+    t.exts = sk_manifest_new();
+    if (!p->slots || !*threads || !t.exts || sk_pack_add_tally(p, t.exts)) {
+        sk_manifest_free(t.exts);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < p->o.jobs && p->npending; i++) {
+        if (pthread_create(&(*threads)[i], NULL, reader_main, p) != 0)
+            return sk_error_set(err, SK_E_NOMEM, "cannot start reader thread: %s", strerror(errno));
+        (*nthreads)++;
+    }
+    uint64_t seq = 0;
+    for (size_t i = 0; i < p->nshards && !rc; i++) {
+        struct shard_plan *sp = &p->shards[i];
+        if (sp->done) continue;
+        if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) break;
+        if ((rc = sk_shard_out_begin(out, path, err))) break;
+        if ((rc = write_shard_ring(p, sp, &seq, out, &t, err))) break;
+        if ((rc = sk_shard_out_finish(out, &sp->info, err))) break;
+        sp->written = sk_index_builder_samples(out->index);
+        p->st.output_bytes += sp->info.size;
+    }
+    return rc;
+}
+
+/* Runs min(jobs, shards to do) shard workers to the end. */
+static int write_parallel(sk_pack *p, size_t pending_shards, sk_error *err)
+{
+    size_t n = (size_t)p->o.jobs < pending_shards ? (size_t)p->o.jobs : pending_shards;
+    struct shard_worker *w = calloc(n, sizeof *w);
+    pthread_t *th = calloc(n, sizeof *th);
+    size_t started = 0;
+    int rc = SK_OK;
+    if (!w || !th) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        w[i].p = p;
+        w[i].dc.fd = -1;
+        w[i].out.fd = -1;
+        w[i].out.zlevel = p->o.compress_level;
+        w[i].out.s3 = p->cat.s3, w[i].out.s3_part_size = p->cat.s3_part_size; /* s3io */
+        w[i].t.exts = sk_manifest_new();
+        if (!w[i].t.exts || sk_pack_add_tally(p, w[i].t.exts)) {
+            sk_manifest_free(w[i].t.exts);
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        } else if (pthread_create(&th[i], NULL, shard_worker_main, &w[i]) != 0) {
+            rc = sk_error_set(err, SK_E_NOMEM, "cannot start writer thread: %s", strerror(errno));
+        } else {
+            started++;
+        }
+    }
+    if (rc) {
+        pthread_mutex_lock(&p->mu);
+        p->stop = 1;
+        pthread_mutex_unlock(&p->mu);
+    }
+    for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+    for (size_t i = 0; w && i < n; i++) {
+        sk_pack_slots_release(w[i].slots, LOCAL_SLOTS);
+        sk_pack_dir_cache_release(&w[i].dc, &p->cat);
+        sk_shard_out_release(&w[i].out);
+    }
+    if (!rc && p->first_err.code) {
+        if (err) *err = p->first_err;
+        rc = p->first_err.code;
+    }
+    free(w);
+    free(th);
+    return rc;
+}
+
+int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
+{
+    char path[4200], url[4200], mpath[4200], mdir[4200], opts[2048];
+    sk_manifest *man = NULL;
+    sk_shard_out out = {.fd = -1};
+    pthread_t *threads = NULL;
+    int nthreads = 0, rc;
+    clock_gettime(CLOCK_MONOTONIC, &p->t0);
+    p->last_progress = p->t0;
+    out.zlevel = p->o.compress_level; /* 0: plain tar */
+
+    p->cat.defer_sizes = sk_pack_stream_eligible(p);
+    if ((rc = plan(p, err))) goto cleanup;
+    /* where the manifest goes, and the output directory */
+    const char *slash = strrchr(p->o.pattern, '/');
+    snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern);
+    if (mdir[0] && !sk_is_s3_url(mdir) && (rc = sk_mkdirs(mdir, err))) goto cleanup;
+    if (sk_is_s3_url(p->o.pattern) && /* s3io: aborts a killed run's uploads */
+        (rc = sk_sink_s3_prepare(p->cat.s3, p->o.pattern, p->o.start, p->nshards,
+                                   p->cat.warn, p->cat.warn_ctx, err)))
+        goto cleanup;
+    out.s3 = p->cat.s3, out.s3_part_size = p->cat.s3_part_size; /* s3io */
+    if (p->o.manifest) {
+        snprintf(mpath, sizeof mpath, "%s", p->o.manifest);
+        const char *ms = strrchr(mpath, '/');
+        snprintf(mdir, sizeof mdir, "%.*s", ms ? (int)(ms - mpath) : 0, mpath);
+    } else {
+        snprintf(mpath, sizeof mpath, "%s%smanifest.json", mdir, mdir[0] ? "/" : "");
+    }
+    man = sk_manifest_new();
+    if (!man || options_json(p, opts, sizeof opts)) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
+    man->options_json = strdup(opts);
+    man->part = p->o.part; /* --part */
+    man->parts = p->o.parts;
+
+    /* which planned shards are already complete (--resume) */
+    p->pending = sk_xmalloc((p->cat.nsamples + 1) * sizeof *p->pending, err);
+    if (!p->pending) { rc = SK_E_NOMEM; goto cleanup; }
+    for (size_t i = 0; i < p->nshards; i++) {
+        struct shard_plan *sp = &p->shards[i];
+        if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
+        if (p->o.resume && shard_matches_plan(p, sp, path)) {
+            sp->done = 1;
+            p->st.shards_resumed++;
+            for (uint64_t k = 0; k < sp->count; k++) {
+                uint32_t s = p->order[sp->first + k];
+                p->st.files_done += sk_sample_members(&p->cat, s);
+                for (size_t m = 0; m < sk_sample_members(&p->cat, s); m++)
+                    p->st.bytes_done += p->cat.items[p->cat.samples[s] + m].size;
+            }
+            continue;
+        }
+        for (uint64_t k = 0; k < sp->count; k++) p->pending[p->npending++] = sp->first + k;
+    }
+
+    if ((rc = sk_fetch_start(&p->cat, p->order, p->pending, p->npending, err))) goto cleanup; /* s3io */
+    size_t pending_shards = 0;
+    for (size_t i = 0; i < p->nshards; i++) pending_shards += !p->shards[i].done;
+    /* s3io: S3 sources are fetched ahead in plan order, which the ring
+     * consumes in order; shard-parallel workers would not */
+    if (p->cat.defer_sizes) {
+        if ((rc = sk_pack_write_stream(p, err))) goto cleanup;
+        p->st.bytes_total = p->st.bytes_done;
+    } else if (p->o.jobs >= 2 && pending_shards && !p->cat.fetch && !p->o.skip_errors &&
+        !p->o.compress_level && !sk_is_s3_url(p->o.pattern)) {
+        if ((rc = sk_pack_write_spread(p, err))) goto cleanup;
+    } else if (p->o.jobs >= 2 && pending_shards >= 2 && !p->cat.fetch) {
+        if ((rc = write_parallel(p, pending_shards, err))) goto cleanup;
+    } else {
+        if ((rc = write_with_ring(p, &out, &threads, &nthreads, err))) goto cleanup;
+    }
+
+    /* the manifest, in shard order */
+    for (size_t i = 0; i < p->nshards; i++) {
+        struct shard_plan *sp = &p->shards[i];
+        char ipath[4200], iurl[4200];
+        if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
+        if (sp->done && (rc = sk_is_s3_url(path) ? sk_sink_s3_count_exts(p->cat.s3, path, man, err) /* s3io */
+                                                 : count_exts_from_index(path, man, err)))
+            goto cleanup;
+        if (index_path(path, ipath, sizeof ipath) || shard_url(p, path, mdir, url, sizeof url) ||
+            shard_url(p, ipath, mdir, iurl, sizeof iurl)) {
+            rc = sk_error_set(err, SK_E_USAGE, "%s: name too long", path);
+            goto cleanup;
+        }
+        sk_manifest_shard ms = {0};
+        ms.url = url;
+        ms.index_url = iurl;
+        ms.bytes = sp->info.size;
+        ms.crc32c = sp->info.crc32c;
+        ms.part = p->o.part; /* --part */
+        ms.samples = sp->done ? sp->count : sp->written;
+        if (sp->done) p->st.samples += sp->count;
+        if ((rc = sk_manifest_add_shard(man, &ms, err))) goto cleanup;
+        p->st.shards++;
+    }
+    for (size_t i = 0; i < p->ext_tallies_n; i++)
+        for (size_t k = 0; k < p->ext_tallies[i]->nexts; k++)
+            if ((rc = sk_manifest_count_ext(man, p->ext_tallies[i]->exts[k].ext,
+                                            strlen(p->ext_tallies[i]->exts[k].ext),
+                                            p->ext_tallies[i]->exts[k].count, err)))
+                goto cleanup;
+    if (!(rc = sk_is_s3_url(mpath) ? sk_sink_s3_put_manifest(p->cat.s3, man, mpath, err) /* s3io */
+                                   : sk_manifest_write(man, mpath, err)))
+        sk_pack_progress(p, 1);
+
+cleanup:
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->slot_free);
+    pthread_mutex_unlock(&p->mu);
+    sk_fetch_cancel(&p->cat); /* s3io: readers waiting on S3 objects give up */
+    for (int t = 0; t < nthreads; t++) pthread_join(threads[t], NULL);
+    sk_fetch_free(&p->cat);
+    free(threads);
+    if (rc) sk_shard_out_abort(&out);
+    sk_shard_out_release(&out);
+    sk_manifest_free(man);
+    p->st.seconds = since(&p->t0);
+    p->st.skipped += p->cat.skipped;
+    if (stats) *stats = p->st;
+    return rc;
+}

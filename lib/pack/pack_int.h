@@ -1,0 +1,136 @@
+/*
+ * pack_int.h - what pack.c (catalog to plan, the ring and shard-parallel
+ * writers, the manifest) and pack_pos.c (the positional writers: spread
+ * and stream modes) share: the run's state, the slots samples are built
+ * in, and the helpers that read inputs and record index entries.
+ * Internal to libshardkit.
+ */
+#ifndef SK_PACK_INT_H
+#define SK_PACK_INT_H
+
+#include "pack/catalog.h"
+#include "io/writer.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#define SLOT_MAX (4u << 20)   /* bigger samples are streamed by the writer */
+#define STREAM_PIECE (1u << 20)
+#define BATCH_BYTES (1u << 20)
+#define BATCH_IOV 64
+
+struct member_out {
+    uint64_t data_off; /* within the slot's bytes */
+    uint64_t size;
+    uint32_t crc, header_len;
+    int skipped;
+};
+
+struct slot {
+    int state; /* FREE, FILLING, READY */
+    unsigned char *buf;
+    size_t len, cap;
+    uint32_t crc;
+    int stream;  /* too big: the writer copies it */
+    int failed;
+    sk_error err;
+    char *warnings; /* skip messages, in member order */
+    struct member_out *m;
+    size_t mcap;
+};
+enum { FREE, FILLING, READY };
+
+struct shard_plan {
+    uint64_t first;   /* position in the sample order */
+    uint64_t count;   /* samples */
+    uint64_t bytes;   /* planned size, end-of-archive included */
+    int done;         /* kept from an earlier run (--resume) */
+    uint64_t written; /* samples written (fewer than count if all skipped) */
+    sk_index_shard_info info;
+};
+
+struct sk_pack {
+    sk_pack_options o;
+    sk_catalog cat;
+    uint32_t *order;          /* sample ids in output order */
+    uint64_t *sbytes;         /* tar bytes of each sample, by sample id */
+    struct shard_plan *shards;
+    size_t nshards;
+    uint64_t *pending;           /* positions still to write, in order */
+    uint64_t npending;
+    /* the ring */
+    pthread_mutex_t mu;
+    pthread_cond_t slot_ready, slot_free;
+    struct slot *slots;
+    size_t nslots;
+    uint64_t next_claim, released;
+    uint64_t writer_waits_for; /* seq the writer sleeps on, or UINT64_MAX */
+    int readers_waiting;       /* readers asleep on a full ring */
+    int stop;
+    size_t next_shard;  /* shard-parallel mode: next shard to claim */
+    sk_manifest **ext_tallies; /* each writer's extension counts */
+    size_t ext_tallies_n;
+    sk_error first_err; /* shard-parallel mode: the error that stopped it */
+    sk_pack_stats st;
+    struct timespec t0, last_progress;
+    /* --part: the caller's pattern, and the names with {part} expanded */
+    const char *pattern_tmpl;
+    char *part_pattern, *part_manifest;
+};
+
+
+/* A reader's open directory: consecutive samples mostly share one, and
+ * opening "name" in it costs one path component instead of the whole path. */
+struct dir_cache {
+    uint32_t src, dir;
+    int fd;
+};
+
+/* What a writer has done since it last reported: folded into the run's
+ * stats (and extension counts) by whoever owns them. */
+struct tally {
+    sk_manifest *exts;
+    uint64_t files, bytes, samples, skipped;
+};
+
+/* Slots a shard-parallel or positional worker builds a batch in. */
+#define LOCAL_SLOTS 32
+
+void sk_pack_warnf(sk_pack *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Tar bytes of sample s (headers, data, padding), from its members' sizes. */
+uint64_t sk_pack_sample_bytes(const sk_catalog *c, uint32_t s);
+/* Opens name under dirfd for reading (O_NOATIME where allowed), plus extra flags. */
+int sk_pack_open_at(int dirfd, const char *name, int extra);
+int sk_pack_open_input(const sk_source *src, const char *name);
+/* Reads exactly want bytes of an input at `at` into dst (room for want+1;
+ * probe: also check that the file ends there). */
+int sk_pack_read_input(const sk_catalog *c, const sk_item *it, const char *name, int fd,
+                       uint64_t at, unsigned char *dst, uint64_t want, int probe, sk_error *err);
+/* Builds sample s's tar bytes into slot (sl->stream: too big, not built).
+ * fds (or NULL): members already opened (-1: open here); each is closed
+ * and set to -1. */
+void sk_pack_fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache *dc, int *fds);
+/* Frees the buffers of n slots (the slots themselves are the caller's). */
+void sk_pack_slots_release(struct slot *slots, size_t n);
+/* The descriptor of it's directory through the cache; -1 (errno) if it
+ * cannot be opened. */
+int sk_pack_member_dirfd(const sk_catalog *c, const sk_item *it, struct dir_cache *dc);
+void sk_pack_dir_cache_release(struct dir_cache *dc, const sk_catalog *c);
+/* Reports progress (at most twice a second unless final); p->mu held by
+ * callers on worker threads. */
+void sk_pack_progress(sk_pack *p, int final);
+/* Index records of sample s written at sample_off, members as in m. */
+int sk_pack_add_index_records(sk_pack *p, sk_shard_out *out, uint32_t s, uint64_t sample_off,
+                              const struct member_out *m, struct tally *t, sk_error *err);
+/* Keeps a writer's extension counts for the manifest (freed with p). */
+int sk_pack_add_tally(sk_pack *p, sk_manifest *m);
+
+/* pack_pos.c */
+/* Spread mode: the planned shards still to do, by --jobs threads. */
+int sk_pack_write_spread(sk_pack *p, sk_error *err);
+/* Stream mode: whether this run can use it (decided before planning, which
+ * then leaves walked files unsized), and the run itself; fills p->shards. */
+int sk_pack_stream_eligible(const sk_pack *p);
+int sk_pack_write_stream(sk_pack *p, sk_error *err);
+
+#endif

@@ -1,0 +1,877 @@
+/*
+ * pack_pos.c - the positional writers of shardkit pack: every sample's
+ * offset in its shard is known before it is written (from the plan in
+ * spread mode, from sizes taken as files open in stream mode), so any
+ * thread can write any stretch of any shard with pwritev, all cores stay
+ * busy to the end, and the output is the same whatever --jobs is.
+ */
+#include "pack/pack_int.h"
+#include "io/s3io.h"
+#include "format/tar.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Worker threads for --jobs n: each holds a directory and a file open at
+ * least, so a low ulimit -n caps them (the run goes on with fewer). */
+static size_t workers_for(const sk_pack *p)
+{
+    size_t n = (size_t)p->o.jobs;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        size_t cap = rl.rlim_cur > 48 ? (size_t)(rl.rlim_cur - 32) / 4 : 1;
+        if (n > cap) n = cap;
+    }
+    return n ? n : 1;
+}
+
+/* ---------------------------------------------------------- spread mode */
+
+/* Every sample's place in its shard is known from the plan, so any thread
+ * can write any stretch of any shard with pwritev.  Shards are cut into
+ * batches (up to LOCAL_SLOTS samples and BATCH_BYTES); threads claim
+ * batches, each keeping to a shard of its own while unstarted shards
+ * remain (two writers of one file contend for its inode lock), then
+ * helping with the shard that has most batches left, so no core idles
+ * while the last, often smaller, shard is written.  Member CRC32Cs are
+ * kept per item; the thread that writes a shard's last batch builds its
+ * index in sample order and publishes it.  Used for plain local shards
+ * without --on-error skip, where a member can never change the layout. */
+struct batch {
+    uint64_t pos;   /* first position in p->order */
+    uint64_t off;   /* offset in the shard */
+    uint64_t bytes; /* planned tar bytes */
+    uint32_t count; /* samples */
+    uint32_t crc;   /* CRC32C of the bytes, once written */
+};
+
+struct spread_shard {
+    sk_shard_out out;
+    size_t first_batch, next_batch, end_batch, done_batches;
+    int begun, finished;
+};
+
+struct spread {
+    struct batch *b;
+    size_t nb;
+    struct spread_shard *sh; /* by planned shard */
+    uint32_t *item_crc;      /* by catalog item */
+    size_t next_new;         /* next shard no thread has begun */
+    size_t stop_at;          /* a shard failed: it and later ones are abandoned */
+    sk_error err;            /* the failure of shard stop_at */
+};
+
+struct spread_worker {
+    sk_pack *p;
+    struct spread *S;
+    struct slot slots[LOCAL_SLOTS];
+    struct dir_cache dc;
+    struct member_out *m; /* index records being rebuilt */
+    size_t mcap;
+    struct tally t;
+};
+
+/* Records shard i's failure unless an earlier shard failed already (the
+ * error of the earliest failing shard is the one reported, as when shards
+ * are written in order).  Called with p->mu held. */
+static void spread_fail(struct spread *S, size_t i, const sk_error *e, int rc)
+{
+    if (i >= S->stop_at) return;
+    S->stop_at = i;
+    S->err = *e;
+    if (!S->err.code) S->err.code = rc > 0 ? rc : SK_E_IO;
+}
+
+/* The next batch for a thread last on shard *cur, or SIZE_MAX when none is
+ * left; begins the output of a shard on its first claim.  p->mu held. */
+static size_t spread_claim(sk_pack *p, struct spread *S, size_t *cur)
+{
+    struct spread_shard *sh = *cur < p->nshards ? &S->sh[*cur] : NULL;
+    if (sh && *cur < S->stop_at && sh->next_batch < sh->end_batch) return sh->next_batch++;
+    while (S->next_new < p->nshards && S->next_new < S->stop_at) {
+        size_t i = S->next_new++;
+        sh = &S->sh[i];
+        if (p->shards[i].done || sh->first_batch == sh->end_batch) continue;
+        char path[4200];
+        sk_error e = SK_ERROR_INIT;
+        int rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, &e);
+        if (!rc) rc = sk_shard_out_begin(&sh->out, path, &e);
+        if (rc) {
+            spread_fail(S, i, &e, rc);
+            break;
+        }
+        sh->begun = 1;
+        *cur = i;
+        return sh->next_batch++;
+    }
+    size_t best = SIZE_MAX, left = 0;
+    for (size_t i = 0; i < p->nshards && i < S->stop_at; i++) {
+        sh = &S->sh[i];
+        if (sh->begun && sh->end_batch - sh->next_batch > left) {
+            left = sh->end_batch - sh->next_batch;
+            best = i;
+        }
+    }
+    if (best == SIZE_MAX) return SIZE_MAX;
+    *cur = best;
+    return S->sh[best].next_batch++;
+}
+
+/* A sample too big for a slot (spread and stream modes): each member read
+ * and written in bounded pieces at its planned offset; member CRCs go to
+ * item_crc, the CRC of the sample's bytes to *crc_out. */
+static int stream_sample_at(sk_pack *p, uint32_t s, sk_shard_out *out, uint64_t off0,
+                            uint64_t planned, uint32_t *item_crc, uint32_t *crc_out,
+                            sk_error *err)
+{
+    const sk_catalog *c = &p->cat;
+    size_t first = c->samples[s], k = sk_sample_members(c, s);
+    char name[SK_TAR_NAME_MAX + 1];
+    unsigned char hdr[SK_TAR_HEADER_MAX];
+    unsigned char *buf = malloc(STREAM_PIECE + 1);
+    uint64_t off = off0;
+    uint32_t bcrc = 0;
+    int rc = SK_OK;
+    SK_FAIL_IF(!buf, err, SK_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < k && !rc; i++) {
+        const sk_item *it = &c->items[first + i];
+        size_t n = sk_item_name(c, it, name);
+        size_t hl = sk_tar_header(hdr, name, n, it->size, p->o.mtime);
+        struct iovec iov = {hdr, hl};
+        if ((rc = sk_shard_out_pwritev(out, &iov, 1, off, hl, err))) break;
+        bcrc = sk_crc32c(bcrc, hdr, hl);
+        off += hl;
+        int fd = -1;
+        if (!c->srcs[it->src].is_spool && (fd = sk_pack_open_input(&c->srcs[it->src], name)) < 0) {
+            rc = sk_error_set(err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
+                              "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
+                              errno == ENOENT ? "file vanished since it was listed"
+                                              : strerror(errno));
+            break;
+        }
+        uint32_t crc = 0;
+        for (uint64_t at = 0; at < it->size && !rc;) {
+            uint64_t want = it->size - at < STREAM_PIECE ? it->size - at : STREAM_PIECE;
+            if ((rc = sk_pack_read_input(c, it, name, fd, at, buf, want, at + want == it->size, err)))
+                break;
+            crc = sk_crc32c_combine(crc, sk_crc32c(0, buf, want), want);
+            iov.iov_base = buf;
+            iov.iov_len = want;
+            rc = sk_shard_out_pwritev(out, &iov, 1, off, want, err);
+            off += want;
+            at += want;
+        }
+        if (fd >= 0) close(fd);
+        if (rc) break;
+        uint64_t pad = sk_tar_pad(it->size) - it->size;
+        memset(buf, 0, pad);
+        iov.iov_base = buf;
+        iov.iov_len = pad;
+        if (pad && (rc = sk_shard_out_pwritev(out, &iov, 1, off, pad, err))) break;
+        off += pad;
+        item_crc[first + i] = crc;
+        bcrc = sk_crc32c_combine(bcrc, crc, it->size);
+        bcrc = sk_crc32c(bcrc, buf, pad);
+    }
+    free(buf);
+    if (!rc && off != off0 + planned)
+        rc = sk_error_set(err, SK_E_IO, "%s: internal error: sample of %s is not its planned size",
+                          out->tmp, name);
+    *crc_out = bcrc;
+    return rc;
+}
+
+/* Reads batch b's samples into the worker's slots and writes them at the
+ * batch's offset with one pwritev. */
+static int spread_batch(struct spread_worker *w, struct batch *b, sk_shard_out *out,
+                        sk_error *err)
+{
+    sk_pack *p = w->p;
+    const sk_catalog *c = &p->cat;
+    struct iovec iov[LOCAL_SLOTS];
+    uint64_t bytes = 0;
+    uint32_t crc = 0;
+    for (uint32_t k = 0; k < b->count; k++) {
+        uint32_t s = p->order[b->pos + k];
+        struct slot *sl = &w->slots[k];
+        sk_pack_fill_slot(p, sl, s, &w->dc, NULL);
+        if (sl->failed) {
+            *err = sl->err;
+            return err->code ? err->code : SK_E_IO;
+        }
+        if (sl->stream) /* alone in its batch */
+            return stream_sample_at(p, s, out, b->off, b->bytes, w->S->item_crc, &b->crc, err);
+        size_t first = c->samples[s], n = sk_sample_members(c, s);
+        for (size_t i = 0; i < n; i++) w->S->item_crc[first + i] = sl->m[i].crc;
+        iov[k].iov_base = sl->buf;
+        iov[k].iov_len = sl->len;
+        crc = sk_crc32c_combine(crc, sl->crc, sl->len);
+        bytes += sl->len;
+    }
+    SK_FAIL_IF(bytes != b->bytes, err, SK_E_IO, "%s: internal error: batch is not its planned size",
+               out->tmp);
+    b->crc = crc;
+    return sk_shard_out_pwritev(out, iov, (int)b->count, b->off, bytes, err);
+}
+
+/* The samples at positions [first, first + count) are all written to out
+ * (bytes in all, CRC32C crc): the shard's index in sample order, from the
+ * member sizes and item_crc, then finish (end-of-archive, index file,
+ * rename).  m/mcap: the caller's scratch; t: its extension tally. */
+static int finish_written_shard(sk_pack *p, uint64_t first, uint64_t count, uint64_t bytes,
+                                uint32_t crc, const uint32_t *item_crc, sk_shard_out *out,
+                                struct member_out **m, size_t *mcap, struct tally *t,
+                                sk_index_shard_info *info, uint64_t *written, sk_error *err)
+{
+    const sk_catalog *c = &p->cat;
+    char name[SK_TAR_NAME_MAX + 1];
+    uint64_t off = 0;
+    for (uint64_t pos = first; pos < first + count; pos++) {
+        uint32_t s = p->order[pos];
+        size_t i0 = c->samples[s], k = sk_sample_members(c, s);
+        if (k > *mcap) {
+            struct member_out *nm = sk_xrealloc(*m, k * sizeof *nm, err);
+            if (!nm) return SK_E_NOMEM;
+            *m = nm;
+            *mcap = k;
+        }
+        uint64_t rel = 0;
+        for (size_t j = 0; j < k; j++) {
+            const sk_item *it = &c->items[i0 + j];
+            size_t n = sk_item_name(c, it, name);
+            size_t hl = sk_tar_header_size(name, n, it->size);
+            (*m)[j] = (struct member_out){.data_off = rel + hl, .size = it->size,
+                                          .crc = item_crc[i0 + j], .header_len = (uint32_t)hl};
+            rel += hl + sk_tar_pad(it->size);
+        }
+        SK_GUARD(sk_pack_add_index_records(p, out, s, off, *m, t, err));
+        off += rel;
+    }
+    /* files and bytes were counted batch by batch */
+    t->files = t->bytes = 0;
+    SK_FAIL_IF(off != bytes, err, SK_E_IO, "%s: internal error: shard is not its planned size",
+               out->tmp);
+    /* the first 512 bytes are the start of the first member's header */
+    unsigned char hdr[SK_TAR_HEADER_MAX];
+    const sk_item *it0 = &c->items[c->samples[p->order[first]]];
+    size_t n0 = sk_item_name(c, it0, name);
+    sk_tar_header(hdr, name, n0, it0->size, p->o.mtime);
+    SK_GUARD(sk_shard_out_set_written(out, bytes, crc, sk_crc32c(0, hdr, SK_TAR_BLOCK), err));
+    SK_GUARD(sk_shard_out_finish(out, info, err));
+    *written = sk_index_builder_samples(out->index);
+    return SK_OK;
+}
+
+/* Shard i of the plan is fully written. */
+static int spread_finish(struct spread_worker *w, size_t i, sk_error *err)
+{
+    sk_pack *p = w->p;
+    struct spread *S = w->S;
+    struct shard_plan *sp = &p->shards[i];
+    struct spread_shard *sh = &S->sh[i];
+    uint64_t bytes = 0;
+    uint32_t crc = 0;
+    for (size_t k = sh->first_batch; k < sh->end_batch; k++) {
+        crc = sk_crc32c_combine(crc, S->b[k].crc, S->b[k].bytes);
+        bytes += S->b[k].bytes;
+    }
+    return finish_written_shard(p, sp->first, sp->count, bytes, crc, S->item_crc, &sh->out, &w->m,
+                                &w->mcap, &w->t, &sp->info, &sp->written, err);
+}
+
+static void *spread_main(void *arg)
+{
+    struct spread_worker *w = arg;
+    sk_pack *p = w->p;
+    struct spread *S = w->S;
+    size_t cur = SIZE_MAX;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        size_t bi = spread_claim(p, S, &cur);
+        if (bi == SIZE_MAX) break;
+        struct spread_shard *sh = &S->sh[cur];
+        struct batch *b = &S->b[bi];
+        pthread_mutex_unlock(&p->mu);
+        sk_error e = SK_ERROR_INIT;
+        int rc = spread_batch(w, b, &sh->out, &e);
+        pthread_mutex_lock(&p->mu);
+        if (rc) {
+            spread_fail(S, cur, &e, rc);
+            continue;
+        }
+        for (uint32_t k = 0; k < b->count; k++) {
+            uint32_t s = p->order[b->pos + k];
+            size_t first = p->cat.samples[s], n = sk_sample_members(&p->cat, s);
+            p->st.files_done += n;
+            for (size_t j = 0; j < n; j++) p->st.bytes_done += p->cat.items[first + j].size;
+        }
+        sk_pack_progress(p, 0);
+        if (++sh->done_batches < sh->end_batch - sh->first_batch || cur >= S->stop_at) continue;
+        pthread_mutex_unlock(&p->mu);
+        rc = spread_finish(w, cur, &e);
+        pthread_mutex_lock(&p->mu);
+        if (rc) {
+            spread_fail(S, cur, &e, rc);
+            continue;
+        }
+        sh->finished = 1;
+        p->st.output_bytes += p->shards[cur].info.size;
+        p->st.samples += w->t.samples;
+        w->t.samples = 0;
+        sk_shard_out_release(&sh->out); /* its index builder's memory */
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Cuts the shards still to write into batches. */
+static int spread_plan(sk_pack *p, struct spread *S, sk_error *err)
+{
+    size_t cap = 1024;
+    S->b = sk_xmalloc(cap * sizeof *S->b, err);
+    S->sh = calloc(p->nshards + 1, sizeof *S->sh);
+    S->item_crc = sk_xmalloc((p->cat.nitems + 1) * sizeof *S->item_crc, err);
+    SK_FAIL_IF(!S->b || !S->sh || !S->item_crc, err, SK_E_NOMEM, "out of memory");
+    S->stop_at = SIZE_MAX;
+    for (size_t i = 0; i < p->nshards; i++) {
+        struct shard_plan *sp = &p->shards[i];
+        struct spread_shard *sh = &S->sh[i];
+        sh->out.fd = -1;
+        sh->first_batch = sh->next_batch = S->nb;
+        uint64_t pos = sp->first, end = sp->first + (sp->done ? 0 : sp->count), off = 0;
+        while (pos < end) {
+            if (S->nb == cap) {
+                struct batch *nb = sk_xrealloc(S->b, (cap *= 2) * sizeof *nb, err);
+                if (!nb) return SK_E_NOMEM;
+                S->b = nb;
+            }
+            struct batch *b = &S->b[S->nb++];
+            *b = (struct batch){.pos = pos, .off = off};
+            while (pos < end && b->count < LOCAL_SLOTS) {
+                uint64_t sb = p->sbytes[p->order[pos]];
+                int big = sb + 1 > SLOT_MAX; /* as fill_slot decides */
+                if (b->count && (big || b->bytes + sb > BATCH_BYTES)) break;
+                b->bytes += sb;
+                b->count++;
+                pos++;
+                if (big) break;
+            }
+            off += b->bytes;
+        }
+        sh->end_batch = S->nb;
+    }
+    return SK_OK;
+}
+
+/* Runs --jobs spread workers over every shard still to do. */
+int sk_pack_write_spread(sk_pack *p, sk_error *err)
+{
+    struct spread S = {0};
+    size_t n = workers_for(p);
+    struct spread_worker *w = calloc(n, sizeof *w);
+    pthread_t *th = calloc(n, sizeof *th);
+    size_t started = 0;
+    int rc = SK_OK;
+    if (!w || !th) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (!rc) rc = spread_plan(p, &S, err);
+    if (!rc && n > S.nb) n = S.nb ? S.nb : 1;
+    for (size_t i = 0; !rc && i < n; i++) {
+        w[i].p = p;
+        w[i].S = &S;
+        w[i].dc.fd = -1;
+        w[i].t.exts = sk_manifest_new();
+        if (!w[i].t.exts || sk_pack_add_tally(p, w[i].t.exts)) {
+            sk_manifest_free(w[i].t.exts);
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        } else if (i + 1 < n && pthread_create(&th[i], NULL, spread_main, &w[i]) != 0) {
+            rc = sk_error_set(err, SK_E_NOMEM, "cannot start writer thread: %s", strerror(errno));
+        } else if (i + 1 < n) {
+            started++;
+        }
+    }
+    if (!rc) spread_main(&w[n - 1]); /* the calling thread is the last worker */
+    if (rc) {
+        pthread_mutex_lock(&p->mu);
+        S.stop_at = 0;
+        pthread_mutex_unlock(&p->mu);
+    }
+    for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+    for (size_t i = 0; w && i < n; i++) {
+        sk_pack_slots_release(w[i].slots, LOCAL_SLOTS);
+        free(w[i].m);
+        sk_pack_dir_cache_release(&w[i].dc, &p->cat);
+    }
+    for (size_t i = 0; S.sh && i < p->nshards; i++) {
+        if (S.sh[i].begun && !S.sh[i].finished) sk_shard_out_abort(&S.sh[i].out);
+        sk_shard_out_release(&S.sh[i].out);
+    }
+    if (!rc && S.stop_at != SIZE_MAX) {
+        if (err) *err = S.err;
+        rc = S.err.code;
+    }
+    free(S.b);
+    free(S.sh);
+    free(S.item_crc);
+    free(w);
+    free(th);
+    return rc;
+}
+
+/* ---------------------------------------------------------- stream mode */
+
+/* Without --resume nothing needs shard boundaries before writing starts,
+ * so walked files get no sizing pass of their own (an fstatat each, with
+ * a path lookup, a sixth of the run on a tree of small files).  A worker
+ * claims the next samples, opens their files and takes each size from
+ * fstat on the descriptor; then, in claim order, it places them: the
+ * rollover rule of plan() gives each sample its shard and offset.  Then it
+ * reads and writes them at those offsets as spread mode does, and the
+ * thread that completes a shard builds its index and publishes it.  A
+ * failure stops placement at the failing position (or the first sample of
+ * the failing shard): shards before it are still completed, as when shards
+ * are written in order.  Same conditions as spread mode, plus no --resume. */
+#define STREAM_BATCH 32 /* samples claimed at once */
+#define STREAM_FDS 64   /* files a worker holds open from sizing to reading */
+
+struct stream_shard {
+    sk_shard_out out;
+    uint64_t first, count; /* positions; count final once closed */
+    uint64_t bytes;        /* tar bytes placed so far */
+    uint64_t written;      /* samples written */
+    int closed, finished;
+    sk_index_shard_info info;
+    uint64_t index_samples;
+};
+
+struct stream {
+    uint64_t n;              /* positions in all */
+    uint64_t next_claim, placed;
+    uint64_t stop_pos;       /* after a failure: positions from here are not written */
+    sk_error err;            /* that failure */
+    struct stream_shard *cur; /* open for placement */
+    struct stream_shard **sh;
+    size_t nsh, capsh;
+    uint32_t *pos_crc;       /* by position: CRC32C of the sample's tar bytes */
+    uint32_t *item_crc;      /* by catalog item */
+    pthread_cond_t turn;     /* placed moved on */
+};
+
+struct stream_worker {
+    sk_pack *p;
+    struct stream *T;
+    struct slot slots[LOCAL_SLOTS];
+    struct dir_cache dc;
+    int *fds;                /* the batch's members: descriptor or -1 */
+    size_t nf, fcap;
+    size_t fd_budget;        /* held open at most: STREAM_FDS, less under ulimit -n */
+    struct member_out *m;
+    size_t mcap;
+    struct tally t;
+};
+
+/* Failure at position pos; p->mu held. */
+static void stream_fail(struct stream *T, uint64_t pos, const sk_error *e, int rc)
+{
+    if (pos >= T->stop_pos) return;
+    T->stop_pos = pos;
+    T->err = *e;
+    if (!T->err.code) T->err.code = rc > 0 ? rc : SK_E_IO;
+}
+
+/* Opens the members of samples [pos, pos + k) (up to fd_budget files) and
+ * sizes the walked ones from their descriptors.  Returns how many samples
+ * are ready; fewer than k after a failure (recorded at the failing one). */
+static uint64_t stream_size(struct stream_worker *w, uint64_t pos, uint64_t k, size_t *fbase)
+{
+    sk_pack *p = w->p;
+    sk_catalog *c = &p->cat;
+    size_t opened = 0;
+    size_t *nfp = &w->nf, nf = 0;
+    char name[SK_TAR_NAME_MAX + 1];
+    *nfp = 0;
+    for (uint64_t q = 0; q < k; q++) {
+        uint32_t s = p->order[pos + q];
+        size_t first = c->samples[s], km = sk_sample_members(c, s);
+        fbase[q] = nf;
+        if (nf + km > w->fcap) {
+            size_t cap = (nf + km) * 2;
+            int *f = realloc(w->fds, cap * sizeof *f);
+            if (!f) {
+                sk_error e;
+                sk_error_set(&e, SK_E_NOMEM, "out of memory");
+                pthread_mutex_lock(&p->mu);
+                stream_fail(w->T, pos + q, &e, SK_E_NOMEM);
+                pthread_mutex_unlock(&p->mu);
+                return q;
+            }
+            w->fds = f;
+            w->fcap = cap;
+        }
+        for (size_t j = 0; j < km; j++) {
+            sk_item *it = &c->items[first + j];
+            const sk_source *src = &c->srcs[it->src];
+            int unsized = (it->flags & SK_ITEM_UNSIZED) != 0, fd = -1, e = 0;
+            struct stat st;
+            w->fds[nf++] = -1;
+            *nfp = nf;
+            if (src->is_spool) continue; /* sized when spooled */
+            if (opened < w->fd_budget || unsized) {
+                int dfd = sk_pack_member_dirfd(c, it, &w->dc);
+                if (dfd < 0) {
+                    e = errno;
+                } else if (opened < w->fd_budget) {
+                    /* a walked entry must still be the regular file it was */
+                    fd = sk_pack_open_at(dfd, c->arena + it->base,
+                                         unsized ? O_NOFOLLOW | O_NONBLOCK : 0);
+                    if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+                        opened = w->fd_budget; /* out of descriptors: open it when read */
+                    else if (fd < 0) e = errno;
+                    else if (unsized && fstat(fd, &st) != 0) e = errno;
+                    if (fd >= 0) w->fds[nf - 1] = fd, opened++;
+                }
+                if (dfd >= 0 && fd < 0 && !e && unsized &&
+                    fstatat(dfd, c->arena + it->base, &st, AT_SYMLINK_NOFOLLOW) != 0)
+                    e = errno;
+                if (!e && unsized && !S_ISREG(st.st_mode)) e = EINVAL;
+                if (!e && unsized) {
+                    it->size = (uint64_t)st.st_size;
+                    it->flags &= ~SK_ITEM_UNSIZED;
+                }
+            }
+            if (e) {
+                sk_error err;
+                sk_item_name(c, it, name);
+                sk_error_set(&err, e == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s/%s: %s%s",
+                             src->label, name, e == ELOOP || e == EINVAL ? "" : "cannot open: ",
+                             e == ENOENT ? "file vanished since it was listed"
+                             : e == ELOOP || e == EINVAL ? "no longer a regular file"
+                                                         : strerror(e));
+                pthread_mutex_lock(&p->mu);
+                stream_fail(w->T, pos + q, &err, err.code);
+                pthread_mutex_unlock(&p->mu);
+                return q;
+            }
+        }
+        p->sbytes[s] = sk_pack_sample_bytes(c, s);
+    }
+    return k;
+}
+
+/* Places samples [pos, pos + k) when their turn comes: each gets its shard
+ * and offset.  Shards closed here with nothing left to write are returned
+ * in done[] for the caller to finish.  p->mu held. */
+static void stream_place(struct stream_worker *w, uint64_t pos, uint64_t k,
+                         struct stream_shard **where, uint64_t *offs, struct stream_shard **done,
+                         int *ndone)
+{
+    sk_pack *p = w->p;
+    struct stream *T = w->T;
+    const uint64_t eoa = 2 * SK_TAR_BLOCK;
+    uint64_t lim = pos + k < T->stop_pos ? pos + k : T->stop_pos;
+    for (uint64_t q = pos; q < lim; q++) {
+        uint32_t s = p->order[q];
+        uint64_t b = p->sbytes[s];
+        struct stream_shard *cur = T->cur;
+        if (cur && (cur->bytes + b + eoa > p->o.max_size ||
+                    (p->o.max_count && cur->count >= p->o.max_count))) {
+            cur->closed = 1;
+            if (cur->written == cur->count) cur->finished = 1, done[(*ndone)++] = cur;
+            T->cur = cur = NULL;
+        }
+        if (!cur) {
+            char path[4200];
+            sk_error e = SK_ERROR_INIT;
+            int rc = SK_OK;
+            if (T->nsh == T->capsh) {
+                size_t cap = T->capsh ? T->capsh * 2 : 16;
+                struct stream_shard **a = realloc(T->sh, cap * sizeof *a);
+                if (!a) rc = sk_error_set(&e, SK_E_NOMEM, "out of memory");
+                else T->sh = a, T->capsh = cap;
+            }
+            if (!rc && !(cur = calloc(1, sizeof *cur))) rc = sk_error_set(&e, SK_E_NOMEM, "out of memory");
+            if (!rc) {
+                T->sh[T->nsh++] = cur;
+                cur->out.fd = -1;
+                cur->first = q;
+                rc = sk_shard_name(p->o.pattern, p->o.start + T->nsh - 1, path, sizeof path, &e);
+            }
+            if (!rc) rc = sk_shard_out_begin(&cur->out, path, &e);
+            if (rc) {
+                stream_fail(T, q, &e, rc);
+                break;
+            }
+            T->cur = cur;
+        }
+        if (b + eoa > p->o.max_size) {
+            char name[SK_TAR_NAME_MAX + 1];
+            sk_item_name(&p->cat, &p->cat.items[p->cat.samples[s]], name);
+            sk_pack_warnf(p, "sample of %s is %llu bytes, more than --max-size alone; it gets a shard "
+                     "of its own", name, (unsigned long long)b);
+        }
+        where[q - pos] = cur;
+        offs[q - pos] = cur->bytes;
+        cur->bytes += b;
+        cur->count++;
+    }
+    T->placed = pos + k;
+    if (T->placed == T->n && T->stop_pos == UINT64_MAX && T->cur) { /* the last shard */
+        T->cur->closed = 1;
+        if (T->cur->written == T->cur->count) T->cur->finished = 1, done[(*ndone)++] = T->cur;
+        T->cur = NULL;
+    }
+    pthread_cond_broadcast(&T->turn);
+}
+
+/* A closed shard with every sample written: index, checksums, publish. */
+static void stream_finish(struct stream_worker *w, struct stream_shard *sh)
+{
+    sk_pack *p = w->p;
+    struct stream *T = w->T;
+    uint32_t crc = 0;
+    for (uint64_t q = sh->first; q < sh->first + sh->count; q++)
+        crc = sk_crc32c_combine(crc, T->pos_crc[q], p->sbytes[p->order[q]]);
+    sk_error e = SK_ERROR_INIT;
+    int rc = finish_written_shard(p, sh->first, sh->count, sh->bytes, crc, T->item_crc, &sh->out,
+                                  &w->m, &w->mcap, &w->t, &sh->info, &sh->index_samples, &e);
+    pthread_mutex_lock(&p->mu);
+    if (rc) {
+        sh->finished = 0; /* aborted with the others */
+        stream_fail(T, sh->first, &e, rc);
+    } else {
+        p->st.output_bytes += sh->info.size;
+        p->st.samples += w->t.samples;
+        w->t.samples = 0;
+        sk_shard_out_release(&sh->out); /* its index builder's memory */
+        sh->out.fd = -1;
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Writes n filled slots (n samples, files and data bytes of input) at off
+ * in sh, then counts them written; finishes sh if that completes it.  n = 0:
+ * only the counts (a big sample written on its own). */
+static int stream_flush(struct stream_worker *w, struct stream_shard *sh, struct iovec *iov,
+                        int n, uint64_t off, uint64_t bytes, uint64_t files, uint64_t data)
+{
+    sk_pack *p = w->p;
+    sk_error e = SK_ERROR_INIT;
+    int rc = n ? sk_shard_out_pwritev(&sh->out, iov, n, off, bytes, &e) : SK_OK;
+    pthread_mutex_lock(&p->mu);
+    int fin = 0;
+    if (rc) {
+        stream_fail(w->T, sh->first, &e, rc);
+    } else {
+        sh->written += (uint64_t)n;
+        p->st.files_done += files;
+        p->st.bytes_done += data;
+        /* sizes are learned as files open: the total is an estimate */
+        if (p->st.files_done)
+            p->st.bytes_total = p->st.bytes_done * p->st.files_total / p->st.files_done;
+        sk_pack_progress(p, 0);
+        if (sh->closed && sh->written == sh->count && sh->first < w->T->stop_pos && !sh->finished)
+            fin = sh->finished = 1;
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (fin) stream_finish(w, sh);
+    return rc;
+}
+
+/* Reads and writes the placed samples [pos, pos + k). */
+static void stream_write(struct stream_worker *w, uint64_t pos, uint64_t k,
+                         struct stream_shard **where, const uint64_t *offs, const size_t *fbase)
+{
+    sk_pack *p = w->p;
+    const sk_catalog *c = &p->cat;
+    struct stream *T = w->T;
+    struct iovec iov[LOCAL_SLOTS];
+    struct stream_shard *seg = NULL;
+    uint64_t seg_off = 0, bytes = 0, files = 0, data = 0;
+    int n = 0;
+    for (uint64_t q = 0; q < k; q++) {
+        uint32_t s = p->order[pos + q];
+        struct stream_shard *sh = where[q];
+        if (n && (sh != seg || n == LOCAL_SLOTS || bytes >= BATCH_BYTES)) {
+            if (stream_flush(w, seg, iov, n, seg_off, bytes, files, data)) return;
+            n = 0, bytes = files = data = 0;
+        }
+        struct slot *sl = &w->slots[n];
+        sk_pack_fill_slot(p, sl, s, &w->dc, w->fds + fbase[q]);
+        size_t first = c->samples[s], km = sk_sample_members(c, s);
+        if (sl->failed) {
+            pthread_mutex_lock(&p->mu);
+            stream_fail(T, sh->first, &sl->err, sl->err.code);
+            pthread_mutex_unlock(&p->mu);
+            return;
+        }
+        uint64_t sdata = 0;
+        for (size_t j = 0; j < km; j++) sdata += c->items[first + j].size;
+        if (sl->stream) { /* too big for a slot: written on its own */
+            if (n && stream_flush(w, seg, iov, n, seg_off, bytes, files, data)) return;
+            n = 0, bytes = files = data = 0;
+            for (size_t j = 0; j < km; j++) /* opened by name as it goes */
+                if (w->fds[fbase[q] + j] >= 0) close(w->fds[fbase[q] + j]), w->fds[fbase[q] + j] = -1;
+            sk_error e = SK_ERROR_INIT;
+            int rc = stream_sample_at(p, s, &sh->out, offs[q], p->sbytes[s], T->item_crc,
+                                      &T->pos_crc[pos + q], &e);
+            if (rc) {
+                pthread_mutex_lock(&p->mu);
+                stream_fail(T, sh->first, &e, rc);
+                pthread_mutex_unlock(&p->mu);
+                return;
+            }
+            if (stream_flush(w, sh, iov, 0, 0, 0, km, sdata)) return;
+            pthread_mutex_lock(&p->mu); /* the flush above counted no samples */
+            int fin = 0;
+            if (++sh->written == sh->count && sh->closed && sh->first < T->stop_pos && !sh->finished)
+                fin = sh->finished = 1;
+            pthread_mutex_unlock(&p->mu);
+            if (fin) stream_finish(w, sh);
+            continue;
+        }
+        for (size_t j = 0; j < km; j++) T->item_crc[first + j] = sl->m[j].crc;
+        T->pos_crc[pos + q] = sl->crc;
+        if (!n) seg = sh, seg_off = offs[q];
+        iov[n].iov_base = sl->buf;
+        iov[n].iov_len = sl->len;
+        n++;
+        bytes += sl->len;
+        files += km;
+        data += sdata;
+    }
+    if (n) stream_flush(w, seg, iov, n, seg_off, bytes, files, data);
+}
+
+static void *stream_main(void *arg)
+{
+    struct stream_worker *w = arg;
+    sk_pack *p = w->p;
+    const sk_catalog *c = &p->cat;
+    struct stream *T = w->T;
+    size_t fbase[STREAM_BATCH];
+    struct stream_shard *where[STREAM_BATCH], *done[STREAM_BATCH + 1];
+    uint64_t offs[STREAM_BATCH];
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        uint64_t pos = T->next_claim, k = 0;
+        size_t members = 0;
+        while (pos + k < T->n && pos + k < T->stop_pos && k < STREAM_BATCH) {
+            size_t km = sk_sample_members(c, p->order[pos + k]);
+            if (k && members + km > STREAM_FDS) break;
+            members += km;
+            k++;
+        }
+        if (!k) break;
+        T->next_claim = pos + k;
+        pthread_mutex_unlock(&p->mu);
+        uint64_t ready = stream_size(w, pos, k, fbase);
+        pthread_mutex_lock(&p->mu);
+        while (T->placed != pos) pthread_cond_wait(&T->turn, &p->mu);
+        int ndone = 0;
+        /* after a failure at pos + ready, stop_pos is at most that */
+        stream_place(w, pos, k, where, offs, done, &ndone);
+        uint64_t lim = T->stop_pos > pos ? T->stop_pos - pos : 0;
+        pthread_mutex_unlock(&p->mu);
+        for (int i = 0; i < ndone; i++) stream_finish(w, done[i]);
+        stream_write(w, pos, ready < lim ? ready : lim, where, offs, fbase);
+        for (size_t i = 0; i < w->nf; i++) /* what was not read */
+            if (w->fds[i] >= 0) close(w->fds[i]), w->fds[i] = -1;
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Runs --jobs stream workers over the whole order; fills p->shards. */
+int sk_pack_write_stream(sk_pack *p, sk_error *err)
+{
+    struct stream T = {0};
+    size_t n = workers_for(p);
+    struct stream_worker *w = calloc(n, sizeof *w);
+    pthread_t *th = calloc(n, sizeof *th);
+    size_t started = 0;
+    int rc = SK_OK;
+    /* descriptors held between sizing and reading stay well inside the limit */
+    struct rlimit rl;
+    size_t budget = STREAM_FDS;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        size_t spare = rl.rlim_cur > 64 ? (size_t)(rl.rlim_cur - 64) / (2 * n) : 0;
+        if (spare < budget) budget = spare;
+    }
+    T.n = p->cat.nsamples;
+    T.stop_pos = UINT64_MAX;
+    T.pos_crc = sk_xmalloc((T.n + 1) * sizeof *T.pos_crc, err);
+    T.item_crc = sk_xmalloc((p->cat.nitems + 1) * sizeof *T.item_crc, err);
+    pthread_cond_init(&T.turn, NULL);
+    if (!w || !th || !T.pos_crc || !T.item_crc) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        w[i].p = p;
+        w[i].T = &T;
+        w[i].dc.fd = -1;
+        w[i].fd_budget = budget;
+        w[i].t.exts = sk_manifest_new();
+        if (!w[i].t.exts || sk_pack_add_tally(p, w[i].t.exts)) {
+            sk_manifest_free(w[i].t.exts);
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        } else if (i + 1 < n && pthread_create(&th[i], NULL, stream_main, &w[i]) != 0) {
+            rc = sk_error_set(err, SK_E_NOMEM, "cannot start writer thread: %s", strerror(errno));
+        } else if (i + 1 < n) {
+            started++;
+        }
+    }
+    if (rc) {
+        pthread_mutex_lock(&p->mu);
+        T.stop_pos = 0;
+        pthread_mutex_unlock(&p->mu);
+    } else {
+        stream_main(&w[n - 1]); /* the calling thread is the last worker */
+    }
+    for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+    for (size_t i = 0; w && i < n; i++) {
+        sk_pack_slots_release(w[i].slots, LOCAL_SLOTS);
+        free(w[i].m);
+        free(w[i].fds);
+        sk_pack_dir_cache_release(&w[i].dc, &p->cat);
+    }
+    if (!rc && T.stop_pos != UINT64_MAX) {
+        if (err) *err = T.err;
+        rc = T.err.code;
+    }
+    /* the plan as it came out, for the manifest */
+    free(p->shards);
+    p->shards = rc ? NULL : calloc(T.nsh + 1, sizeof *p->shards);
+    if (!rc && !p->shards) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    p->nshards = rc ? 0 : T.nsh;
+    for (size_t i = 0; i < T.nsh; i++) {
+        struct stream_shard *sh = T.sh[i];
+        if (!rc)
+            p->shards[i] = (struct shard_plan){.first = sh->first, .count = sh->count,
+                                               .bytes = sh->bytes + 2 * SK_TAR_BLOCK,
+                                               .written = sh->index_samples, .info = sh->info};
+        if (!sh->finished) sk_shard_out_abort(&sh->out);
+        sk_shard_out_release(&sh->out);
+        free(sh);
+    }
+    pthread_cond_destroy(&T.turn);
+    free(T.sh);
+    free(T.pos_crc);
+    free(T.item_crc);
+    free(w);
+    free(th);
+    return rc;
+}
+
+/* Stream mode's conditions (see there): spread mode's, plus no --resume
+ * (which needs the plan before writing). */
+int sk_pack_stream_eligible(const sk_pack *p)
+{
+    if (p->o.jobs < 2 || p->o.skip_errors || p->o.compress_level || p->o.resume ||
+        sk_is_s3_url(p->o.pattern))
+        return 0;
+    for (size_t i = 0; i < p->cat.nsrcs; i++)
+        if (p->cat.srcs[i].is_s3) return 0;
+    return 1;
+}

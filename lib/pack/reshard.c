@@ -1,0 +1,956 @@
+/*
+ * reshard.c - `shardkit shard`: existing shards in, new shards out.
+ *
+ * Inputs are byte streams (local files and stdin through sk_in_open, s3://
+ * objects through one streaming GET each) parsed by libarchive, so any tar
+ * dialect, compression filter, zip or 7z works; s3:// outputs stream into
+ * multipart uploads (sink_s3.c), no local copy made.  Members group into
+ * samples by the WebDataset rule (adjacent members with one key).  A sample is
+ * assembled once, directly as the tar bytes it will have in the output
+ * (headers, data, padding), so writing it is one writev; with --shuffle it
+ * goes into a shuffle bucket instead (shuffle.c: in memory up to
+ * --shuffle-mem, else a file) and is written after the scatter pass.
+ * Without --shuffle only one sample is ever held in memory.
+ */
+#include "core/internal.h"
+#include "pack/part.h"
+#include "io/s3io.h"
+#include "core/shuffle.h"
+#include "format/tar.h"
+#include "io/writer.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define IN_BUF (1u << 20)
+
+/* ------------------------------------------------------------ input streams */
+
+struct fd_in {
+    int fd, own;
+    char *name;
+};
+
+static int fd_read(void *ctx, void *buf, size_t cap, size_t *got, sk_error *err)
+{
+    struct fd_in *f = ctx;
+    for (;;) {
+        ssize_t k = read(f->fd, buf, cap);
+        if (k < 0 && errno == EINTR) continue;
+        SK_FAIL_IF(k < 0, err, SK_E_IO, "%s: read failed: %s", f->name, strerror(errno));
+        *got = (size_t)k;
+        return SK_OK;
+    }
+}
+
+static void fd_close(void *ctx)
+{
+    struct fd_in *f = ctx;
+    if (f->own) close(f->fd);
+    free(f->name);
+    free(f);
+}
+
+static int default_in_open(sk_in_stream *s, const char *url, sk_error *err)
+{
+    struct fd_in *f = calloc(1, sizeof *f);
+    SK_FAIL_IF(!f, err, SK_E_NOMEM, "out of memory");
+    f->name = strdup(strcmp(url, "-") ? url : "stdin");
+    if (!strcmp(url, "-")) {
+        f->fd = 0;
+    } else {
+        f->fd = open(url, O_RDONLY | O_CLOEXEC);
+        f->own = 1;
+    }
+    if (f->fd < 0 || !f->name) {
+        int e = errno;
+        free(f->name);
+        free(f);
+        return sk_error_set(err, e == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s",
+                            url, strerror(e));
+    }
+    struct stat sb;
+    s->size = fstat(f->fd, &sb) == 0 && S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : UINT64_MAX;
+    s->ctx = f;
+    s->read = fd_read;
+    s->close = fd_close;
+    return SK_OK;
+}
+
+sk_in_open_fn sk_in_open = default_in_open;
+
+/* An s3:// input: one streaming GET from the first byte to the last (the
+ * stream retries a broken transfer from where it stopped). */
+static int s3_read(void *ctx, void *buf, size_t cap, size_t *got, sk_error *err)
+{
+    return sk_s3_stream_read(ctx, buf, cap, got, err);
+}
+
+static void s3_close(void *ctx)
+{
+    sk_s3_stream_close(ctx);
+}
+
+static int s3_in_open(sk_s3 *s3, sk_in_stream *s, const char *url, sk_error *err)
+{
+    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// input needs an S3 client", url);
+    char *bucket = NULL, *key = NULL;
+    sk_s3_stream *st = NULL;
+    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+    int rc = sk_s3_stream_open(&st, s3, bucket, key, 0, 0, err);
+    free(bucket), free(key);
+    SK_GUARD(rc);
+    *s = (sk_in_stream){.ctx = st, .read = s3_read, .close = s3_close, .size = UINT64_MAX};
+    return SK_OK;
+}
+
+/* An input's size: stat, or a HEAD for an s3:// one (which also finds a
+ * missing object before any shard is written).  UINT64_MAX for stdin. */
+static int input_size(sk_s3 *s3, const char *url, uint64_t *size, sk_error *err)
+{
+    *size = UINT64_MAX;
+    if (!strcmp(url, "-")) return SK_OK;
+    if (sk_is_s3_url(url)) {
+        char *bucket = NULL, *key = NULL;
+        sk_s3_object head;
+        SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// input needs an S3 client", url);
+        SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+        int rc = sk_s3_head(s3, bucket, key, &head, err);
+        free(bucket), free(key);
+        if (!rc) *size = head.size;
+        return rc;
+    }
+    struct stat sb;
+    SK_FAIL_IF(stat(url, &sb) != 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
+               "%s: cannot open: %s", url, strerror(errno));
+    *size = (uint64_t)sb.st_size;
+    return SK_OK;
+}
+
+/* ------------------------------------------------------------------ state */
+
+struct memb {
+    uint64_t data_off; /* in the sample's tar image */
+    uint64_t size;
+    uint32_t hlen, crc;
+    uint32_t ext_off, ext_len; /* in the sample's ext pool */
+};
+
+/* A sample: its key, members, and its tar image. */
+struct samp {
+    char *key;
+    size_t klen, kcap;
+    struct memb *m;
+    size_t nm, mcap;
+    char *exts;
+    size_t elen, ecap;
+    unsigned char *img;
+    size_t len, cap;
+};
+
+/* A read-only view of a sample: a struct samp or a shuffle record. */
+struct sview {
+    const char *key;
+    size_t klen;
+    const struct memb *m;
+    size_t nm;
+    const char *exts;
+    const unsigned char *img;
+    size_t len;
+};
+
+struct keyset { /* --keys: open addressing over key strings */
+    char **slot;
+    size_t cap, n;
+};
+
+typedef struct rs {
+    const sk_shard_options *o;
+    const char *pattern_tmpl; /* the pattern as given: {part} unexpanded */
+    sk_shard_stats st;
+    struct timespec t0, last;
+    struct keyset keys;
+    int to_stdout;
+    uint64_t max_size, max_count;
+    /* num_shards: counts per shard */
+    uint64_t total;
+    /* output */
+    sk_shard_out out;
+    int open; /* a shard is open */
+    uint64_t shard_no, in_shard;
+    uint64_t target; /* samples for the open shard (num_shards), else 0 */
+    sk_manifest *man;
+    char mdir[4200], mpath[4200];
+    /* --resume: the existing shard being skipped */
+    sk_index *rix;
+    uint64_t rpos;
+    /* scratch */
+    unsigned char *rec;
+    size_t rec_cap;
+    struct memb *vm;
+    size_t vm_cap;
+    sk_shuffler *shuf;
+} rs;
+
+static void warnf(rs *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warnf(rs *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sk_vwarnf(r->o->warn, r->o->ctx, fmt, ap);
+    va_end(ap);
+}
+
+static double since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void progress(rs *r, int final)
+{
+    if (!r->o->progress) return;
+    if (!final && since(&r->last) < 0.5) return;
+    clock_gettime(CLOCK_MONOTONIC, &r->last);
+    r->st.seconds = since(&r->t0);
+    r->o->progress(r->o->ctx, &r->st);
+}
+
+/* ------------------------------------------------------------------ --keys */
+
+static int keyset_add(struct keyset *k, const char *s, size_t n, sk_error *err)
+{
+    if ((k->n + 1) * 2 > k->cap) {
+        size_t nc = k->cap ? k->cap * 2 : 1024;
+        char **ns = calloc(nc, sizeof *ns);
+        SK_FAIL_IF(!ns, err, SK_E_NOMEM, "out of memory");
+        for (size_t i = 0; i < k->cap; i++) {
+            if (!k->slot[i]) continue;
+            size_t j = sk_fnv1a64(k->slot[i], strlen(k->slot[i])) & (nc - 1);
+            while (ns[j]) j = (j + 1) & (nc - 1);
+            ns[j] = k->slot[i];
+        }
+        free(k->slot);
+        k->slot = ns;
+        k->cap = nc;
+    }
+    size_t j = sk_fnv1a64(s, n) & (k->cap - 1);
+    while (k->slot[j]) {
+        if (strlen(k->slot[j]) == n && !memcmp(k->slot[j], s, n)) return SK_OK;
+        j = (j + 1) & (k->cap - 1);
+    }
+    SK_FAIL_IF(!(k->slot[j] = strndup(s, n)), err, SK_E_NOMEM, "out of memory");
+    k->n++;
+    return SK_OK;
+}
+
+static int keyset_has(const struct keyset *k, const char *s, size_t n)
+{
+    if (!k->cap) return 0;
+    size_t j = sk_fnv1a64(s, n) & (k->cap - 1);
+    while (k->slot[j]) {
+        if (strlen(k->slot[j]) == n && !memcmp(k->slot[j], s, n)) return 1;
+        j = (j + 1) & (k->cap - 1);
+    }
+    return 0;
+}
+
+static void keyset_free(struct keyset *k)
+{
+    for (size_t i = 0; i < k->cap; i++) free(k->slot[i]);
+    free(k->slot);
+}
+
+static int load_keys(rs *r, const char *path, sk_error *err)
+{
+    FILE *f = fopen(path, "r");
+    SK_FAIL_IF(!f, err, SK_E_IO, "%s: cannot open key list: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int rc = SK_OK;
+    while (!rc && (n = getline(&line, &cap, f)) >= 0) {
+        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
+        if (n) rc = keyset_add(&r->keys, line, (size_t)n, err);
+    }
+    if (!rc && ferror(f)) rc = sk_error_set(err, SK_E_IO, "%s: read failed", path);
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- filters */
+
+static int ext_in(const char *e, size_t n, const char *const *list, size_t k)
+{
+    for (size_t i = 0; i < k; i++)
+        if (!sk_ext_cmp(e, n, list[i], strlen(list[i]))) return (int)i + 1;
+    return 0;
+}
+
+/* Decides whether a member with extension e is kept, and its output
+ * extension (*out, *out_len). */
+static int keep_member(const rs *r, const char *e, size_t n, const char **out, size_t *out_len)
+{
+    const sk_shard_options *o = r->o;
+    if (o->nselect && !ext_in(e, n, o->select, o->nselect)) return 0;
+    if (o->ndrop && ext_in(e, n, o->drop, o->ndrop)) return 0;
+    int i = ext_in(e, n, o->rename_from, o->nrename);
+    *out = i ? o->rename_to[i - 1] : e;
+    *out_len = i ? strlen(o->rename_to[i - 1]) : n;
+    return 1;
+}
+
+static int keep_sample(const rs *r, const char *key, size_t klen)
+{
+    if (r->o->keys_file && !keyset_has(&r->keys, key, klen)) return 0;
+    /* --part I/N: the sample's part depends on its key alone (lib/part.c) */
+    if (r->o->parts && sk_part_of(key, klen, r->o->parts) != r->o->part) return 0;
+    return 1;
+}
+
+/* ----------------------------------------------------------------- output */
+
+static void view_of(const struct samp *s, struct sview *v)
+{
+    *v = (struct sview){s->key, s->klen, s->m, s->nm, s->exts, s->img, s->len};
+}
+
+static int shard_url(const char *path, const char *dir, char *buf, size_t cap)
+{
+    size_t dl = strlen(dir);
+    const char *rel = path;
+    if (dl && !strncmp(path, dir, dl) && path[dl] == '/') rel = path + dl + 1;
+    else if (!dl && !strncmp(path, "./", 2)) rel = path + 2;
+    return snprintf(buf, cap, "%s", rel) >= (int)cap ? -1 : 0;
+}
+
+static int add_to_manifest(rs *r, const char *path, const sk_index_shard_info *info,
+                           uint64_t samples, sk_error *err)
+{
+    char url[4200], iurl[4200], ipath[4200];
+    snprintf(ipath, sizeof ipath, "%s.idx", path);
+    SK_FAIL_IF(shard_url(path, r->mdir, url, sizeof url) ||
+                   shard_url(ipath, r->mdir, iurl, sizeof iurl),
+               err, SK_E_USAGE, "%s: name too long", path);
+    sk_manifest_shard ms = {.url = url, .index_url = iurl, .bytes = info->size,
+                            .samples = samples, .crc32c = info->crc32c};
+    SK_GUARD(sk_manifest_add_shard(r->man, &ms, err));
+    r->st.shards++;
+    r->st.output_bytes += info->size;
+    return SK_OK;
+}
+
+/* --resume: an existing shard is kept when its index is sound and agrees
+ * with the file; the samples this run would put in it are then checked
+ * key by key against it instead of being written. */
+static int try_resume(rs *r, const char *path)
+{
+    if (sk_is_s3_url(path)) { /* object and index object agree, CRC32C included */
+        if (!sk_s3_shard_sound(r->o->s3, path, &r->rix)) return 0;
+    } else {
+        char ipath[4200];
+        struct stat sb;
+        snprintf(ipath, sizeof ipath, "%s.idx", path);
+        if (stat(path, &sb) != 0 || sk_index_open(&r->rix, ipath, 0, NULL) != SK_OK) return 0;
+        if (sk_index_shard(r->rix)->size != (uint64_t)sb.st_size) {
+            sk_index_close(r->rix);
+            r->rix = NULL;
+            return 0;
+        }
+    }
+    if (!sk_index_sample_count(r->rix) ||
+        (r->target && sk_index_sample_count(r->rix) != r->target)) {
+        sk_index_close(r->rix);
+        r->rix = NULL;
+        return 0;
+    }
+    r->rpos = 0;
+    return 1;
+}
+
+static int close_shard(rs *r, sk_error *err)
+{
+    if (!r->open) return SK_OK;
+    r->open = 0;
+    char path[4200] = "-";
+    if (!r->to_stdout)
+        SK_GUARD(sk_shard_name(r->o->pattern, r->o->start + r->shard_no, path, sizeof path, err));
+    r->shard_no++;
+    if (r->rix) { /* resumed */
+        sk_index *ix = r->rix;
+        r->rix = NULL;
+        int rc = SK_OK;
+        if (r->rpos != sk_index_sample_count(ix))
+            rc = sk_error_set(err, SK_E_INPUT, "%s: --resume: the shard holds %llu samples, this "
+                              "run puts %llu in it; remove it or run without --resume", path,
+                              (unsigned long long)sk_index_sample_count(ix),
+                              (unsigned long long)r->rpos);
+        for (uint64_t i = 0; !rc && i < sk_index_member_count(ix); i++) {
+            sk_member_ref m;
+            if (!(rc = sk_index_member(ix, i, &m, err)))
+                rc = sk_manifest_count_ext(r->man, m.ext, m.ext_len, 1, err);
+        }
+        if (!rc) rc = add_to_manifest(r, path, sk_index_shard(ix), r->rpos, err);
+        sk_index_close(ix);
+        r->st.shards_resumed++;
+        return rc;
+    }
+    sk_index_shard_info info;
+    SK_GUARD(sk_shard_out_finish(&r->out, &info, err));
+    if (r->to_stdout) {
+        r->st.output_bytes += info.size;
+        r->st.shards++;
+        return SK_OK;
+    }
+    return add_to_manifest(r, path, &info, r->in_shard, err);
+}
+
+static int open_shard(rs *r, sk_error *err)
+{
+    char path[4200];
+    r->in_shard = 0;
+    r->open = 1;
+    r->target = 0;
+    if (r->o->num_shards) {
+        uint64_t n = r->o->num_shards, i = r->shard_no;
+        r->target = r->total / n + (i < r->total % n ? 1 : 0);
+    }
+    if (r->to_stdout) return sk_shard_out_begin_fd(&r->out, 1, "stdout", err);
+    SK_GUARD(sk_shard_name(r->o->pattern, r->o->start + r->shard_no, path, sizeof path, err));
+    if (r->o->resume && try_resume(r, path)) return SK_OK;
+    return sk_shard_out_begin(&r->out, path, err);
+}
+
+/* Writes one sample, rolling over to a new shard first when it is due. */
+static int emit(rs *r, const struct sview *v, sk_error *err)
+{
+    if (r->open && !r->to_stdout) {
+        int roll;
+        if (r->o->num_shards) roll = r->in_shard >= r->target && r->shard_no + 1 < r->o->num_shards;
+        else if (r->rix) roll = r->rpos >= sk_index_sample_count(r->rix);
+        else roll = (r->max_count && r->in_shard >= r->max_count) ||
+                    (r->in_shard && r->out.bytes + v->len > r->max_size);
+        if (roll) SK_GUARD(close_shard(r, err));
+    }
+    if (!r->open) SK_GUARD(open_shard(r, err));
+    r->in_shard++;
+    r->st.samples++;
+    r->st.members += v->nm;
+    if (r->rix) { /* resuming: check instead of write */
+        sk_sample_ref s;
+        int ok = r->rpos < sk_index_sample_count(r->rix) &&
+                 !sk_index_sample(r->rix, r->rpos, &s, NULL) && s.key_len == v->klen &&
+                 !memcmp(s.key, v->key, v->klen);
+        char path[4200];
+        sk_shard_name(r->o->pattern, r->o->start + r->shard_no, path, sizeof path, NULL);
+        SK_FAIL_IF(!ok, err, SK_E_INPUT, "%s: --resume: sample %llu is not '%.*s' as this run "
+                   "would write; remove the shard or run without --resume", path,
+                   (unsigned long long)r->rpos, (int)v->klen, v->key);
+        r->rpos++;
+        return SK_OK;
+    }
+    uint64_t off = r->out.bytes;
+    if (!r->to_stdout) {
+        SK_GUARD(sk_index_add_sample(r->out.index, v->key, v->klen, off, v->len, off, v->len, err));
+        for (size_t i = 0; i < v->nm; i++) {
+            const struct memb *m = &v->m[i];
+            SK_GUARD(sk_index_add_member(r->out.index, v->exts + m->ext_off, m->ext_len,
+                                         off + m->data_off, m->size, m->hlen, m->crc, err));
+            SK_GUARD(sk_manifest_count_ext(r->man, v->exts + m->ext_off, m->ext_len, 1, err));
+        }
+    }
+    struct iovec iov = {(void *)v->img, v->len};
+    uint32_t crc = r->out.z ? 0 : sk_crc32c(0, v->img, v->len);
+    SK_GUARD(sk_shard_out_writev(&r->out, &iov, 1, v->len, crc, err));
+    progress(r, 0);
+    return SK_OK;
+}
+
+/* ---------------------------------------------------- shuffle records */
+/* key_len u32, nm u32, ext pool len u32, image len u64, key, members
+ * (nm x 32 bytes), ext pool, image. */
+
+static int serialize(rs *r, const struct samp *s, sk_error *err)
+{
+    /* the image is not copied here: addv copies it once, into the bucket */
+    size_t need = 20 + s->klen + s->nm * 32 + s->elen;
+    SK_GUARD(sk_grow((void **)&r->rec, &r->rec_cap, need, 1, err));
+    unsigned char *p = r->rec;
+    sk_put_le32(p, (uint32_t)s->klen);
+    sk_put_le32(p + 4, (uint32_t)s->nm);
+    sk_put_le32(p + 8, (uint32_t)s->elen);
+    sk_put_le64(p + 12, s->len);
+    p += 20;
+    memcpy(p, s->key, s->klen);
+    p += s->klen;
+    for (size_t i = 0; i < s->nm; i++, p += 32) {
+        const struct memb *m = &s->m[i];
+        sk_put_le64(p, m->data_off);
+        sk_put_le64(p + 8, m->size);
+        sk_put_le32(p + 16, m->hlen);
+        sk_put_le32(p + 20, m->crc);
+        sk_put_le32(p + 24, m->ext_off);
+        sk_put_le32(p + 28, m->ext_len);
+    }
+    memcpy(p, s->exts, s->elen);
+    struct iovec v[2] = {{r->rec, need}, {s->img, s->len}};
+    return sk_shuffler_addv(r->shuf, v, 2, err);
+}
+
+static int emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *err)
+{
+    rs *r = ctx;
+    struct sview v;
+    SK_FAIL_IF(len < 20, err, SK_E_IO, "shuffle record damaged");
+    v.klen = sk_get_le32(p);
+    v.nm = sk_get_le32(p + 4);
+    size_t elen = sk_get_le32(p + 8);
+    v.len = (size_t)sk_get_le64(p + 12);
+    SK_FAIL_IF(20 + v.klen + v.nm * 32 + elen + v.len != len, err, SK_E_IO,
+               "shuffle record damaged");
+    p += 20;
+    v.key = (const char *)p;
+    p += v.klen;
+    SK_GUARD(sk_grow((void **)&r->vm, &r->vm_cap, v.nm, sizeof *r->vm, err));
+    for (size_t i = 0; i < v.nm; i++, p += 32) {
+        struct memb *m = &r->vm[i];
+        m->data_off = sk_get_le64(p);
+        m->size = sk_get_le64(p + 8);
+        m->hlen = sk_get_le32(p + 16);
+        m->crc = sk_get_le32(p + 20);
+        m->ext_off = sk_get_le32(p + 24);
+        m->ext_len = sk_get_le32(p + 28);
+    }
+    v.m = r->vm;
+    v.exts = (const char *)p;
+    v.img = p + elen;
+    return emit(r, &v, err);
+}
+
+/* ------------------------------------------------------------ sample input */
+
+static int sample_done(rs *r, struct samp *s, int counting, sk_error *err)
+{
+    if (!s->klen && !s->nm) return SK_OK;
+    r->st.samples_in++;
+    int keep = s->nm && keep_sample(r, s->key, s->klen);
+    int rc = SK_OK;
+    if (!keep) r->st.dropped++;
+    else if (counting) r->total++;
+    else if (r->shuf) rc = serialize(r, s, err);
+    else {
+        struct sview v;
+        view_of(s, &v);
+        rc = emit(r, &v, err);
+    }
+    s->klen = s->nm = s->elen = s->len = 0;
+    return rc;
+}
+
+struct la_ctx {
+    sk_in_stream in;
+    unsigned char *buf;
+    rs *r;
+    sk_error *err;
+    int rc;
+};
+
+static la_ssize_t la_read(struct archive *a, void *ctx, const void **out)
+{
+    struct la_ctx *c = ctx;
+    size_t got = 0;
+    (void)a;
+    if ((c->rc = c->in.read(c->in.ctx, c->buf, IN_BUF, &got, c->err))) return -1;
+    c->r->st.bytes_in += got;
+    *out = c->buf;
+    return (la_ssize_t)got;
+}
+
+/* Reads one input, feeding its samples on (or counting them). */
+static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_error *err)
+{
+    struct la_ctx c = {.r = r, .err = err};
+    SK_GUARD(sk_is_s3_url(url) ? s3_in_open(r->o->s3, &c.in, url, err) : sk_in_open(&c.in, url, err));
+    struct archive *a = archive_read_new();
+    int rc = SK_OK;
+    c.buf = malloc(IN_BUF);
+    if (!a || !c.buf) {
+        rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        goto done;
+    }
+    archive_read_support_filter_all(a);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_zip(a);
+    archive_read_support_format_7zip(a);
+    archive_read_support_format_cpio(a);
+    if (archive_read_open(a, &c, NULL, la_read, NULL) != ARCHIVE_OK) {
+        rc = c.rc ? c.rc : sk_error_set(err, SK_E_CORRUPT, "%s: %s", url, archive_error_string(a));
+        goto done;
+    }
+    int warned = 0;
+    for (;;) {
+        struct archive_entry *ae;
+        int h = archive_read_next_header(a, &ae);
+        if (h == ARCHIVE_EOF) break;
+        if (h < ARCHIVE_WARN) {
+            rc = c.rc ? c.rc : sk_error_set(err, SK_E_CORRUPT, "%s: %s (after %llu samples)", url,
+                                            archive_error_string(a),
+                                            (unsigned long long)r->st.samples_in);
+            goto done;
+        }
+        const char *name = archive_entry_pathname(ae);
+        if (!name) name = archive_entry_pathname_utf8(ae);
+        if (archive_entry_filetype(ae) != AE_IFREG || !name) {
+            r->st.skipped++;
+            continue;
+        }
+        while (name[0] == '.' && name[1] == '/') name += 2;
+        size_t nl = strlen(name), kl, eo;
+        if (sk_tar_is_meta(name, nl)) continue;
+        if (sk_sample_split(name, nl, &kl, &eo) != SK_OK) {
+            if (!warned++) warnf(r, "%s: skipped '%s': its name has no WebDataset key", url, name);
+            r->st.skipped++;
+            continue;
+        }
+        if (kl != s->klen || memcmp(name, s->key, kl)) { /* a new sample */
+            if ((rc = sample_done(r, s, counting, err))) goto done;
+            if ((rc = sk_grow((void **)&s->key, &s->kcap, kl + 1, 1, err))) goto done;
+            memcpy(s->key, name, kl);
+            s->klen = kl;
+        }
+        const char *oe;
+        size_t oel;
+        if (!keep_member(r, name + eo, nl - eo, &oe, &oel)) continue;
+        for (size_t i = 0; i < s->nm; i++)
+            if (!sk_ext_cmp(s->exts + s->m[i].ext_off, s->m[i].ext_len, oe, oel)) {
+                rc = sk_error_set(err, SK_E_INPUT, "%s: '%s': sample '%.*s' has extension '%.*s' "
+                                  "twice", url, name, (int)kl, name, (int)oel, oe);
+                goto done;
+            }
+        if (counting) { /* only whether a member remains matters */
+            s->nm = 1;
+            continue;
+        }
+        if (!archive_entry_size_is_set(ae)) {
+            rc = sk_error_set(err, SK_E_INPUT, "%s: '%s': the archive does not record the "
+                              "member's size", url, name);
+            goto done;
+        }
+        uint64_t size = (uint64_t)archive_entry_size(ae);
+        char oname[SK_TAR_NAME_MAX + 64];
+        if (kl + 1 + oel >= sizeof oname) {
+            rc = sk_error_set(err, SK_E_INPUT, "%s: '%s': name too long", url, name);
+            goto done;
+        }
+        memcpy(oname, name, kl);
+        oname[kl] = '.';
+        for (size_t i = 0; i < oel; i++) /* index extensions are lowercase */
+            oname[kl + 1 + i] = oe[i];
+        size_t onl = kl + 1 + oel;
+        size_t hl = sk_tar_header_size(oname, onl, size);
+        if ((rc = sk_grow((void **)&s->img, &s->cap, s->len + hl + sk_tar_pad(size), 1, err)) ||
+            (rc = sk_grow((void **)&s->m, &s->mcap, s->nm + 1, sizeof *s->m, err)) ||
+            (rc = sk_grow((void **)&s->exts, &s->ecap, s->elen + oel + 1, 1, err)))
+            goto done;
+        sk_tar_header(s->img + s->len, oname, onl, size, r->o->mtime);
+        unsigned char *d = s->img + s->len + hl;
+        for (uint64_t got = 0; got < size;) {
+            la_ssize_t k = archive_read_data(a, d + got, (size_t)(size - got));
+            if (k <= 0) {
+                rc = c.rc ? c.rc
+                          : sk_error_set(err, SK_E_CORRUPT, "%s: '%s': %s", url, name,
+                                         k < 0 ? archive_error_string(a) : "truncated member");
+                goto done;
+            }
+            got += (uint64_t)k;
+        }
+        memset(d + size, 0, sk_tar_pad(size) - size);
+        struct memb *m = &s->m[s->nm++];
+        m->data_off = s->len + hl;
+        m->size = size;
+        m->hlen = (uint32_t)hl;
+        m->crc = sk_crc32c(0, d, size);
+        m->ext_off = (uint32_t)s->elen;
+        m->ext_len = (uint32_t)oel;
+        for (size_t i = 0; i < oel; i++) {
+            char ch = oe[i];
+            s->exts[s->elen + i] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
+        }
+        s->elen += oel;
+        s->len += hl + sk_tar_pad(size);
+    }
+    rc = sample_done(r, s, counting, err);
+done:
+    if (a) archive_read_free(a);
+    free(c.buf);
+    c.in.close(c.in.ctx);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- inputs */
+
+/* Expands the user's inputs (brace patterns; manifests -> their shards). */
+static int expand_inputs(sk_s3 *s3, const char *const *in, size_t n, char ***out, size_t *nout,
+                         sk_error *err)
+{
+    char **list = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc = SK_OK;
+    for (size_t i = 0; i < n && !rc; i++) {
+        char **ex;
+        size_t k;
+        if ((rc = sk_brace_expand(in[i], &ex, &k, err))) break;
+        for (size_t j = 0; j < k && !rc; j++) {
+            size_t l = strlen(ex[j]);
+            if (l > 5 && !strcmp(ex[j] + l - 5, ".json")) {
+                sk_manifest *m;
+                if ((rc = sk_is_s3_url(ex[j]) ? sk_s3_load_manifest(s3, ex[j], &m, err)
+                                              : sk_manifest_load(&m, ex[j], err)))
+                    break;
+                const char *sl = strrchr(ex[j], '/');
+                int dl = sl ? (int)(sl - ex[j]) : 0;
+                for (size_t s = 0; s < m->nshards && !rc; s++) {
+                    if ((rc = sk_grow((void **)&list, &cap, cnt + 2, sizeof *list, err))) break;
+                    const char *u = m->shards[s].url;
+                    if (u[0] == '/' || !dl || strstr(u, "://")) list[cnt] = strdup(u);
+                    else if (asprintf(&list[cnt], "%.*s/%s", dl, ex[j], u) < 0) list[cnt] = NULL;
+                    if (!list[cnt++]) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+                }
+                sk_manifest_free(m);
+            } else {
+                if ((rc = sk_grow((void **)&list, &cap, cnt + 2, sizeof *list, err))) break;
+                if (!(list[cnt++] = strdup(ex[j]))) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+            }
+        }
+        sk_brace_free(ex);
+    }
+    if (rc) {
+        for (size_t i = 0; i < cnt; i++) free(list[i]);
+        free(list);
+        return rc;
+    }
+    *out = list;
+    *nout = cnt;
+    return SK_OK;
+}
+
+static int options_json(const rs *r, char *buf, size_t cap)
+{
+    const sk_shard_options *o = r->o;
+    FILE *f = fmemopen(buf, cap, "w");
+    if (!f) return -1;
+    const char *tmpl = r->pattern_tmpl ? r->pattern_tmpl : o->pattern;
+    const char *base = strrchr(tmpl, '/');
+    base = base ? base + 1 : tmpl;
+    fputs("{\"shard\": {\"pattern\": \"", f);
+    for (const char *s = base; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        if ((unsigned char)*s >= 0x20) fputc(*s, f);
+    }
+    fprintf(f, "\", \"start\": %llu, \"max_size\": %llu, \"max_count\": %llu, \"num_shards\": %llu, "
+               "\"order\": \"%s\", \"seed\": %llu, \"mtime\": %llu, ",
+            (unsigned long long)o->start, (unsigned long long)r->max_size,
+            (unsigned long long)r->max_count, (unsigned long long)o->num_shards,
+            o->shuffle ? "shuffle" : "input", (unsigned long long)(o->shuffle ? o->seed : 0),
+            (unsigned long long)o->mtime);
+    const char *const *lists[2] = {o->select, o->drop};
+    size_t ns[2] = {o->nselect, o->ndrop};
+    const char *names[2] = {"select", "drop"};
+    for (int l = 0; l < 2; l++) {
+        fprintf(f, "\"%s\": [", names[l]);
+        for (size_t i = 0; i < ns[l]; i++) fprintf(f, "%s\"%s\"", i ? ", " : "", lists[l][i]);
+        fputs("], ", f);
+    }
+    fputs("\"rename\": {", f);
+    for (size_t i = 0; i < o->nrename; i++)
+        fprintf(f, "%s\"%s\": \"%s\"", i ? ", " : "", o->rename_from[i], o->rename_to[i]);
+    fprintf(f, "}, \"keys\": %s, \"compress\": ", o->keys_file ? "true" : "false");
+    if (o->compress_level) fprintf(f, "\"zstd:%d\"}}", o->compress_level);
+    else fputs("null}}", f);
+    int bad = ferror(f);
+    long n = ftell(f);
+    fclose(f);
+    return bad || n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+/* Samples after the filters, for --num-shards: from the inputs' indexes
+ * when no filter applies and each has a sound one, else a counting pass. */
+static int count_samples(rs *r, char **in, size_t n, struct samp *s, sk_error *err)
+{
+    const sk_shard_options *o = r->o;
+    int filtered = o->nselect || o->ndrop || o->keys_file || o->parts;
+    for (size_t i = 0; i < n; i++)
+        SK_FAIL_IF(!strcmp(in[i], "-"), err, SK_E_USAGE, "--num-shards needs the sample count "
+                   "before writing, and stdin can only be read once: add --shuffle (which "
+                   "counts while it scatters) or use --max-count");
+    for (size_t i = 0; i < n && !filtered; i++) {
+        char ip[4200];
+        uint64_t size;
+        sk_index *ix;
+        snprintf(ip, sizeof ip, "%s.idx", in[i]);
+        if (input_size(o->s3, in[i], &size, NULL) ||
+            (sk_is_s3_url(ip) ? sk_s3_load_index(o->s3, ip, &ix, NULL)
+                              : sk_index_open(&ix, ip, SK_INDEX_TRUST_BODY, NULL))) {
+            filtered = 1;
+            break;
+        }
+        if (sk_index_shard(ix)->size == size) r->total += sk_index_sample_count(ix);
+        else filtered = 1;
+        sk_index_close(ix);
+    }
+    if (!filtered) return SK_OK;
+    r->total = 0;
+    sk_shard_stats keep = r->st;
+    for (size_t i = 0; i < n; i++) SK_GUARD(read_input(r, in[i], s, 1, err));
+    r->st = keep;
+    return SK_OK;
+}
+
+static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
+                       const char *pattern_tmpl, sk_shard_stats *stats, sk_error *err)
+{
+    rs r = {.o = opts, .pattern_tmpl = pattern_tmpl};
+    struct samp s = {0};
+    char **in = NULL;
+    size_t nin = 0;
+    int rc = SK_OK;
+    clock_gettime(CLOCK_MONOTONIC, &r.t0);
+    r.last = r.t0;
+    r.out.fd = -1;
+    r.out.zlevel = opts->compress_level;
+    r.to_stdout = opts->pattern && !strcmp(opts->pattern, "-");
+    r.max_size = opts->max_size ? opts->max_size : (512u << 20);
+    r.max_count = opts->max_count;
+    if (!opts->pattern) return sk_error_set(err, SK_E_USAGE, "no output pattern");
+    SK_FAIL_IF((sk_is_s3_url(opts->pattern) || sk_is_s3_url(opts->manifest)) && !opts->s3, err,
+               SK_E_USAGE, "%s: an s3:// output needs an S3 client", opts->pattern);
+    if (r.to_stdout && (opts->num_shards > 1 || opts->max_count || opts->max_size || opts->resume))
+        return sk_error_set(err, SK_E_USAGE, "-o - writes one tar stream: --num-shards, "
+                            "--max-size, --max-count and --resume do not apply");
+    if (!r.to_stdout) {
+        char probe[4200];
+        SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
+    }
+    if (!ninputs) return sk_error_set(err, SK_E_USAGE, "no input shards");
+    if ((rc = expand_inputs(opts->s3, inputs, ninputs, &in, &nin, err))) goto cleanup;
+    r.st.inputs = nin;
+    for (size_t i = 0; i < nin && !rc; i++) { /* for the ETA and the shuffle's buckets */
+        uint64_t size;
+        if (!(rc = input_size(opts->s3, in[i], &size, err)) && size != UINT64_MAX)
+            r.st.bytes_in_total += size;
+    }
+    if (rc) goto cleanup;
+    if (opts->keys_file && (rc = load_keys(&r, opts->keys_file, err))) goto cleanup;
+
+    if (!r.to_stdout) {
+        const char *slash = strrchr(opts->pattern, '/');
+        snprintf(r.mdir, sizeof r.mdir, "%.*s", slash ? (int)(slash - opts->pattern) : 0,
+                 opts->pattern);
+        if (r.mdir[0] && !sk_is_s3_url(r.mdir) && (rc = sk_mkdirs(r.mdir, err))) goto cleanup;
+        if (opts->manifest) {
+            snprintf(r.mpath, sizeof r.mpath, "%s", opts->manifest);
+            const char *ms = strrchr(r.mpath, '/');
+            snprintf(r.mdir, sizeof r.mdir, "%.*s", ms ? (int)(ms - r.mpath) : 0, r.mpath);
+            if (r.mdir[0] && !sk_is_s3_url(r.mdir) && (rc = sk_mkdirs(r.mdir, err))) goto cleanup;
+        } else {
+            snprintf(r.mpath, sizeof r.mpath, "%s%smanifest.json", r.mdir, r.mdir[0] ? "/" : "");
+        }
+        char oj[4096];
+        r.man = sk_manifest_new();
+        if (!r.man || options_json(&r, oj, sizeof oj) || !(r.man->options_json = strdup(oj))) {
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+            goto cleanup;
+        }
+    }
+
+    r.out.s3 = opts->s3, r.out.s3_part_size = opts->s3_part_size;
+    if (sk_is_s3_url(opts->pattern) && /* a killed run's unfinished uploads go first */
+        (rc = sk_sink_s3_prepare(opts->s3, opts->pattern, opts->start, opts->num_shards, opts->warn,
+                                 opts->ctx, err)))
+        goto cleanup;
+    if (opts->shuffle) {
+        /* scatter: every sample into a random bucket */
+        if ((rc = sk_shuffler_new(&r.shuf, opts->tmp_dir, opts->seed, opts->shuffle_mem,
+                                  r.st.bytes_in_total, err)))
+            goto cleanup;
+        for (size_t i = 0; i < nin && !rc; i++) {
+            rc = read_input(&r, in[i], &s, 0, err);
+            r.st.inputs_done++;
+            progress(&r, 0);
+        }
+        if (rc) goto cleanup;
+        r.total = sk_shuffler_count(r.shuf);
+        if ((rc = sk_shuffler_drain(r.shuf, emit_record, &r, err))) goto cleanup;
+    } else {
+        if (opts->num_shards && (rc = count_samples(&r, in, nin, &s, err))) goto cleanup;
+        for (size_t i = 0; i < nin && !rc; i++) {
+            rc = read_input(&r, in[i], &s, 0, err);
+            r.st.inputs_done++;
+        }
+        if (rc) goto cleanup;
+    }
+    /* --num-shards: shards left empty (fewer samples than shards) still exist */
+    while (!rc && opts->num_shards && !r.to_stdout &&
+           r.shard_no + (r.open ? 1 : 0) < opts->num_shards) {
+        if (r.open && (rc = close_shard(&r, err))) break;
+        rc = open_shard(&r, err);
+    }
+    if (!rc && !r.open && !r.st.shards) rc = open_shard(&r, err); /* an empty input: one empty shard */
+    if (!rc) rc = close_shard(&r, err);
+    if (!rc && r.man && opts->parts) {
+        r.man->part = opts->part;
+        r.man->parts = opts->parts;
+        for (size_t i = 0; i < r.man->nshards; i++) r.man->shards[i].part = opts->part;
+    }
+    if (!rc && r.man) /* last of all: a reader never sees a manifest of missing shards */
+        rc = sk_is_s3_url(r.mpath) ? sk_sink_s3_put_manifest(opts->s3, r.man, r.mpath, err)
+                                   : sk_manifest_write(r.man, r.mpath, err);
+    if (!rc) progress(&r, 1);
+
+cleanup:
+    if (rc && r.open && !r.rix) sk_shard_out_abort(&r.out);
+    if (r.rix) sk_index_close(r.rix);
+    sk_shard_out_release(&r.out);
+    sk_shuffler_free(r.shuf);
+    sk_manifest_free(r.man);
+    keyset_free(&r.keys);
+    for (size_t i = 0; i < nin; i++) free(in[i]);
+    free(in);
+    free(s.key);
+    free(s.m);
+    free(s.exts);
+    free(s.img);
+    free(r.rec);
+    free(r.vm);
+    r.st.seconds = since(&r.t0);
+    if (stats) *stats = r.st;
+    return rc;
+}
+
+int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
+               sk_shard_stats *stats, sk_error *err)
+{
+    /* --part: {part} in the pattern (and manifest) names this part's files */
+    sk_shard_options o = *opts;
+    char *pattern = NULL, *manifest = NULL;
+    if (opts->pattern && strcmp(opts->pattern, "-")) {
+        SK_GUARD(sk_part_output_names(opts->pattern, opts->manifest, opts->part, opts->parts,
+                                      &pattern, &manifest, err));
+        o.pattern = pattern;
+        if (manifest) o.manifest = manifest;
+    }
+    int rc = reshard_run(inputs, ninputs, &o, opts->pattern, stats, err);
+    free(pattern);
+    free(manifest);
+    return rc;
+}

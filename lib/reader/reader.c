@@ -1,0 +1,1085 @@
+/*
+ * reader.c - the sample side of the reader (public API in shardkit.h,
+ * "reader"): the shard list, its split across ranks and workers, the
+ * per-epoch shard shuffle, tar headers walked in the ring that
+ * reader_io.c fills, members grouped into samples by the WebDataset rule,
+ * the sample shuffle buffer, and the resumable state.
+ *
+ * Determinism is the point of most of this file: the shard order of an
+ * epoch depends only on (seed, epoch), a slot's samples on that order, and
+ * the shuffle buffer's picks on (seed, epoch, slot) and the sequence of
+ * samples entering it.  So a saved state needs only "how many samples were
+ * returned" and "where the stream was": the buffer's history is replayed
+ * from sample counts without reading data.
+ */
+#include "reader/reader.h"
+#include "io/s3io.h"
+#include "format/tar.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEFAULT_BUFFER (4u << 20)
+#define DEFAULT_MAX_SAMPLE ((size_t)1 << 30)
+#define MAX_PREFETCH 64
+
+/* -------------------------------------------------------------------- rng */
+/* splitmix64: tiny, fast, and the same on every platform. */
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t seed_of(uint64_t seed, uint64_t epoch, uint64_t stream)
+{
+    uint64_t s = seed;
+    uint64_t a = mix(&s) ^ epoch;
+    uint64_t b = mix(&a) ^ stream;
+    return mix(&b);
+}
+
+/* ------------------------------------------------------------- shard list */
+
+struct shard_ent {
+    char *url, *index; /* index NULL: "<url>.idx" when it exists */
+    int64_t samples;   /* -1 until known */
+};
+
+struct cursor;
+
+/* A sample copied out of the ring, for the shuffle buffer: one allocation
+ * holding the view, its member array, names and data. */
+struct owned {
+    sk_reader_sample s;
+};
+
+struct mem {
+    uint64_t hdr, data, size;
+    size_t ext_off, ext_len; /* in the cursor's names */
+};
+
+/* Walks one shard's stream: tar headers through the ring, members grouped
+ * into samples.  The entry that ends a sample (the next key) is kept as
+ * pending, its header parsed but its data not yet asked for. */
+struct cursor {
+    sk_reader_stream *st;
+    size_t shard;
+    const char *url;
+    sk_tar_reader tr;
+    int tr_init, done;
+    uint64_t ordinal; /* samples taken from this shard so far */
+    int has_pending;
+    char *pname;
+    size_t pname_len, pname_cap;
+    uint64_t phdr, pdata, psize;
+    struct mem *m;
+    size_t nm, cap_m;
+    char *names;
+    size_t names_len, names_cap;
+    sk_reader_member *members;
+    size_t cap_members;
+    sk_reader_sample view;
+};
+
+struct sk_reader {
+    sk_reader_options o;
+    char *cache_dir, *s3_endpoint;
+    sk_s3 *s3; /* one client for every s3:// shard, made when the list has one */
+    struct shard_ent *sh;
+    size_t nsh, cap_sh;
+    uint32_t slot, slots;
+    uint64_t epoch;
+    size_t *order; /* this slot's shards, by position in sh */
+    size_t norder, pos;
+    int opened; /* streams are open for pos */
+    struct cursor cur;
+    sk_reader_stream *ahead[MAX_PREFETCH]; /* streams for order[pos+1 ..] */
+    size_t nahead;
+    struct owned **buf;
+    size_t nbuf;
+    uint64_t rng;
+    struct owned *out;
+    uint64_t yielded;
+    sk_reader_stats stats;
+    int failed;
+    sk_error ferr;
+};
+
+static void warnf(sk_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warnf(sk_reader *r, const char *fmt, ...)
+{
+    va_list ap, copy;
+    va_start(ap, fmt);
+    va_copy(copy, ap);
+    if (!sk_vwarnf(r->o.warn, r->o.warn_ctx, fmt, ap)) { /* no callback: stderr */
+        fputs("shardkit: warning: ", stderr);
+        vfprintf(stderr, fmt, copy);
+        fputc('\n', stderr);
+    }
+    va_end(copy);
+    va_end(ap);
+}
+
+static int add_shard(sk_reader *r, const char *url, const char *index, int64_t samples,
+                     sk_error *err)
+{
+    if (r->nsh == r->cap_sh) {
+        size_t cap = r->cap_sh ? 2 * r->cap_sh : 16;
+        struct shard_ent *p = sk_xrealloc(r->sh, cap * sizeof *p, err);
+        if (!p) return SK_E_NOMEM;
+        r->sh = p;
+        r->cap_sh = cap;
+    }
+    struct shard_ent *s = &r->sh[r->nsh];
+    s->url = strdup(url);
+    s->index = index ? strdup(index) : NULL;
+    s->samples = samples;
+    if (!s->url || (index && !s->index)) {
+        free(s->url);
+        free(s->index);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    r->nsh++;
+    return SK_OK;
+}
+
+static int is_shard_name(const char *n)
+{
+    size_t len = strlen(n);
+    return (len > 4 && !strcmp(n + len - 4, ".tar")) ||
+           (len > 8 && !strcmp(n + len - 8, ".tar.zst"));
+}
+
+static int is_zstd_name(const char *n)
+{
+    size_t len = strlen(n);
+    return (len > 4 && !strcmp(n + len - 4, ".zst")) || (len > 5 && !strcmp(n + len - 5, ".tzst"));
+}
+
+/* dir/rel unless rel is absolute or a URL. */
+static char *join(const char *dir, const char *rel)
+{
+    char *out;
+    if (rel[0] == '/' || strstr(rel, "://") || !dir[0]) return strdup(rel);
+    if (asprintf(&out, "%s/%s", dir, rel) < 0) return NULL;
+    return out;
+}
+
+/* One S3 client for the whole list, made when the first s3:// URL needs it. */
+static int need_s3(sk_reader *r, sk_error *err)
+{
+    if (r->s3) return SK_OK;
+    sk_s3_config cfg = SK_S3_CONFIG_INIT;
+    cfg.endpoint_url = r->s3_endpoint;
+    return sk_s3_new(&r->s3, &cfg, err);
+}
+
+static int add_manifest(sk_reader *r, const char *path, sk_error *err)
+{
+    sk_manifest *m;
+    if (sk_reader_is_remote(path)) {
+        SK_GUARD(need_s3(r, err));
+        SK_GUARD(sk_s3_load_manifest(r->s3, path, &m, err));
+    }
+    else SK_GUARD(sk_manifest_load(&m, path, err));
+    const char *sl = strrchr(path, '/');
+    char *dir = sl ? strndup(path, (size_t)(sl - path) + (sl == path)) : strdup("");
+    int rc = dir ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < m->nshards; i++) {
+        char *u = join(dir, m->shards[i].url);
+        char *ix = m->shards[i].index_url ? join(dir, m->shards[i].index_url) : NULL;
+        if (!u || (m->shards[i].index_url && !ix)) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        else rc = add_shard(r, u, ix, (int64_t)m->shards[i].samples, err);
+        free(u);
+        free(ix);
+    }
+    free(dir);
+    sk_manifest_free(m);
+    return rc;
+}
+
+static int keep_shard(const char *name, const char *path)
+{
+    (void)path;
+    return is_shard_name(name);
+}
+
+static int add_dir(sk_reader *r, const char *dir, sk_error *err)
+{
+    char *mf, **names;
+    size_t n;
+    SK_GUARD(sk_shard_list_dir(dir, keep_shard, &mf, &names, &n, err));
+    if (mf) {
+        int rc = add_manifest(r, mf, err);
+        free(mf);
+        return rc;
+    }
+    int rc = SK_OK;
+    if (n == 0)
+        rc = sk_error_set(err, SK_E_NOTFOUND, "%s: no manifest.json and no .tar or .tar.zst in it",
+                          dir);
+    for (size_t i = 0; !rc && i < n; i++) rc = add_shard(r, names[i], NULL, -1, err);
+    sk_shard_list_free(names, n);
+    return rc;
+}
+
+static int add_url(sk_reader *r, const char *url, sk_error *err)
+{
+    size_t len = strlen(url);
+    if (strchr(url, '{')) {
+        char **list;
+        size_t n;
+        SK_GUARD(sk_brace_expand(url, &list, &n, err));
+        int rc = SK_OK;
+        for (size_t i = 0; !rc && i < n; i++)
+            rc = strchr(list[i], '{') ? add_shard(r, list[i], NULL, -1, err) : add_url(r, list[i], err);
+        sk_brace_free(list);
+        return rc;
+    }
+    if (len > 5 && !strcmp(url + len - 5, ".json")) return add_manifest(r, url, err);
+    struct stat st;
+    if (!sk_reader_is_remote(url) && stat(url, &st) == 0 && S_ISDIR(st.st_mode))
+        return add_dir(r, url, err);
+    return add_shard(r, url, NULL, -1, err);
+}
+
+/* ----------------------------------------------------------------- cursor */
+
+static int cur_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct cursor *c = ctx;
+    const unsigned char *p;
+    size_t a;
+    SK_GUARD(sk_reader_stream_need(c->st, pos, n, &p, &a, err));
+    memcpy(buf, p, a);
+    *got = a;
+    return SK_OK;
+}
+
+static void cursor_end(struct cursor *c)
+{
+    sk_reader_stream_close(c->st);
+    c->st = NULL;
+    if (c->tr_init) sk_tar_reader_release(&c->tr);
+    c->tr_init = 0;
+    c->has_pending = 0;
+    c->done = 1;
+}
+
+static void cursor_free(struct cursor *c)
+{
+    cursor_end(c);
+    free(c->pname);
+    free(c->m);
+    free(c->names);
+    free(c->members);
+    memset(c, 0, sizeof *c);
+}
+
+/* Takes over st (closing it on failure) to read shard from tar position pos,
+ * its ordinal-th sample. */
+static void cursor_begin(struct cursor *c, sk_reader_stream *st, size_t shard, const char *url,
+                         uint64_t pos, uint64_t ordinal)
+{
+    cursor_end(c);
+    c->st = st;
+    c->shard = shard;
+    c->url = url;
+    sk_tar_src src = {.ctx = c, .read_at = cur_read_at, .size = UINT64_MAX, .name = url};
+    sk_tar_reader_init(&c->tr, &src, 0);
+    c->tr.pos = pos;
+    c->tr_init = 1;
+    c->done = 0;
+    c->ordinal = ordinal;
+}
+
+static int names_add(struct cursor *c, const char *s, size_t n, int lower, size_t *off,
+                     sk_error *err)
+{
+    if (c->names_len + n + 1 > c->names_cap) {
+        size_t cap = c->names_cap ? c->names_cap : 256;
+        while (cap < c->names_len + n + 1) cap *= 2;
+        char *p = sk_xrealloc(c->names, cap, err);
+        if (!p) return SK_E_NOMEM;
+        c->names = p;
+        c->names_cap = cap;
+    }
+    *off = c->names_len;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        c->names[c->names_len + i] = lower && ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
+    }
+    c->names[c->names_len + n] = 0;
+    c->names_len += n + 1;
+    return SK_OK;
+}
+
+/* Adds the member named name (its key already checked) to the sample;
+ * asks for its data now, so a truncation names this member. */
+static int add_member(struct cursor *c, const char *name, size_t ext_off, size_t name_len,
+                      uint64_t hdr, uint64_t data, uint64_t size, sk_error *err)
+{
+    for (size_t i = 0; i < c->nm; i++)
+        SK_FAIL_IF(!sk_ext_cmp(c->names + c->m[i].ext_off, c->m[i].ext_len, name + ext_off,
+                               name_len - ext_off),
+                   err, SK_E_CORRUPT, "%s: sample '%s' has a second '%.*s' member at offset %llu",
+                   c->url, c->names, (int)(name_len - ext_off), name + ext_off,
+                   (unsigned long long)hdr);
+    SK_FAIL_IF(size > SIZE_MAX / 2, err, SK_E_INPUT, "%s: member '%s' at offset %llu is too large",
+               c->url, name, (unsigned long long)hdr);
+    const unsigned char *p;
+    size_t avail;
+    SK_GUARD(sk_reader_stream_need(c->st, data, (size_t)size, &p, &avail, err));
+    SK_FAIL_IF(avail < size, err, SK_E_CORRUPT,
+               "%s: truncated at offset %llu, inside member '%s' (header at offset %llu, %zu of "
+               "%llu data bytes present)",
+               c->url, (unsigned long long)(data + avail), name, (unsigned long long)hdr, avail,
+               (unsigned long long)size);
+    if (c->nm == c->cap_m) {
+        size_t cap = c->cap_m ? 2 * c->cap_m : 8;
+        struct mem *q = sk_xrealloc(c->m, cap * sizeof *q, err);
+        if (!q) return SK_E_NOMEM;
+        c->m = q;
+        c->cap_m = cap;
+    }
+    struct mem *m = &c->m[c->nm];
+    SK_GUARD(names_add(c, name + ext_off, name_len - ext_off, 1, &m->ext_off, err));
+    m->ext_len = name_len - ext_off;
+    m->hdr = hdr;
+    m->data = data;
+    m->size = size;
+    c->nm++;
+    return SK_OK;
+}
+
+/* The next regular member with a key, or *end. */
+static int next_entry(struct cursor *c, sk_tar_entry *e, size_t *key_len, size_t *ext_off,
+                      int *end, sk_error *err)
+{
+    for (;;) {
+        SK_GUARD(sk_tar_next(&c->tr, e, err));
+        if (e->end) {
+            *end = 1;
+            return SK_OK;
+        }
+        if (sk_tar_is_meta(e->name, e->name_len)) continue;
+        /* A name without a key is skipped, as WebDataset skips it. */
+        if (sk_sample_split(e->name, e->name_len, key_len, ext_off)) continue;
+        *end = 0;
+        return SK_OK;
+    }
+}
+
+/* The next sample of the shard into c->view; *got = 0 at its end. */
+static int cursor_next(struct cursor *c, int *got, sk_error *err)
+{
+    *got = 0;
+    if (c->done) return SK_OK;
+    /* What the previous sample held is free now, up to the pending header. */
+    sk_reader_stream_release(c->st, c->has_pending ? c->phdr : c->tr.pos);
+    c->nm = 0;
+    c->names_len = 0;
+    sk_tar_entry e;
+    size_t kl, eo;
+    int end;
+    if (!c->has_pending) {
+        SK_GUARD(next_entry(c, &e, &kl, &eo, &end, err));
+        if (end) {
+            c->done = 1;
+            return SK_OK;
+        }
+        sk_reader_stream_release(c->st, e.header_offset);
+        size_t k;
+        SK_GUARD(names_add(c, e.name, kl, 0, &k, err));
+        SK_GUARD(add_member(c, e.name, eo, e.name_len, e.header_offset, e.data_offset, e.size, err));
+    } else {
+        size_t k;
+        SK_GUARD(sk_sample_split(c->pname, c->pname_len, &kl, &eo));
+        SK_GUARD(names_add(c, c->pname, kl, 0, &k, err));
+        c->has_pending = 0;
+        SK_GUARD(add_member(c, c->pname, eo, c->pname_len, c->phdr, c->pdata, c->psize, err));
+    }
+    size_t key_len = kl;
+    uint64_t first_hdr = c->m[0].hdr;
+    for (;;) {
+        SK_GUARD(next_entry(c, &e, &kl, &eo, &end, err));
+        if (end) {
+            c->done = 1; /* this sample is the shard's last */
+            break;
+        }
+        if (kl != key_len || memcmp(e.name, c->names, kl)) {
+            if (e.name_len + 1 > c->pname_cap) {
+                char *p = sk_xrealloc(c->pname, e.name_len + 1, err);
+                if (!p) return SK_E_NOMEM;
+                c->pname = p;
+                c->pname_cap = e.name_len + 1;
+            }
+            memcpy(c->pname, e.name, e.name_len + 1);
+            c->pname_len = e.name_len;
+            c->phdr = e.header_offset;
+            c->pdata = e.data_offset;
+            c->psize = e.size;
+            c->has_pending = 1;
+            break;
+        }
+        SK_GUARD(add_member(c, e.name, eo, e.name_len, e.header_offset, e.data_offset, e.size, err));
+    }
+    if (c->nm > c->cap_members) {
+        sk_reader_member *q = sk_xrealloc(c->members, c->nm * sizeof *q, err);
+        if (!q) return SK_E_NOMEM;
+        c->members = q;
+        c->cap_members = c->nm;
+    }
+    /* Pointers only now: the ring may have grown while the sample was read. */
+    for (size_t i = 0; i < c->nm; i++) {
+        const unsigned char *p;
+        size_t a;
+        SK_GUARD(sk_reader_stream_need(c->st, c->m[i].data, (size_t)c->m[i].size, &p, &a, err));
+        c->members[i].ext = c->names + c->m[i].ext_off;
+        c->members[i].ext_len = c->m[i].ext_len;
+        c->members[i].data = p;
+        c->members[i].size = c->m[i].size;
+    }
+    c->view.key = c->names;
+    c->view.key_len = key_len;
+    c->view.shard_url = c->url;
+    c->view.shard = c->shard;
+    c->view.ordinal = c->ordinal++;
+    c->view.offset = first_hdr;
+    c->view.nmembers = c->nm;
+    c->view.members = c->members;
+    *got = 1;
+    return SK_OK;
+}
+
+/* ---------------------------------------------------- positions in shards */
+
+static const char *index_path(sk_reader *r, size_t s, char *buf, size_t cap)
+{
+    if (r->sh[s].index) return r->sh[s].index;
+    snprintf(buf, cap, "%s.idx", r->sh[s].url);
+    return buf;
+}
+
+/* Where to start reading shard s to get its sample k: through its index
+ * when it has one (*skip = 0), else from the start (*skip = k samples to
+ * walk past).  *skip_to: a tar position to discard up to (compressed). */
+struct start {
+    uint64_t raw, tar, skip_to, skip;
+    int at_end;
+};
+
+static int locate(sk_reader *r, size_t s, uint64_t k, struct start *out, sk_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (k == 0) return SK_OK;
+    char buf[4096];
+    const char *ip = index_path(r, s, buf, sizeof buf);
+    sk_index *ix = NULL;
+    if (sk_reader_is_remote(ip) || access(ip, R_OK) != 0) {
+        out->skip = k;
+        return SK_OK;
+    }
+    SK_GUARD(sk_index_open(&ix, ip, SK_INDEX_TRUST_BODY, err));
+    int rc = SK_OK;
+    const sk_index_shard_info *in = sk_index_shard(ix);
+    struct stat st;
+    if (stat(r->sh[s].url, &st) == 0 && (uint64_t)st.st_size != in->size) {
+        rc = sk_error_set(err, SK_E_MISMATCH,
+                          "%s: index %s does not belong to this shard (%llu bytes, the index "
+                          "says %llu)",
+                          r->sh[s].url, ip, (unsigned long long)st.st_size,
+                          (unsigned long long)in->size);
+        goto out;
+    }
+    if (k >= sk_index_sample_count(ix)) {
+        out->at_end = 1;
+        goto out;
+    }
+    sk_sample_ref ref;
+    if ((rc = sk_index_sample(ix, k, &ref, err))) goto out;
+    if (!(in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP))) {
+        out->raw = out->tar = ref.offset;
+        goto out;
+    }
+    /* Compressed: decompress from the frame holding the sample when the
+     * seek table says where it starts, else from the beginning. */
+    out->skip_to = ref.offset;
+    if (ref.stored_offset) {
+        sk_range_reader rr;
+        if (!sk_range_reader_file(&rr, r->sh[s].url, NULL)) {
+            sk_tar_src fs = {.ctx = rr.ctx, .read_at = rr.read_at, .size = rr.size,
+                             .name = r->sh[s].url};
+            sk_zstd_frame *fr = NULL;
+            size_t nf = 0;
+            if (!sk_zstd_seek_table(&fs, &fr, &nf, NULL))
+                for (size_t i = 0; i < nf; i++)
+                    if (fr[i].c_off == ref.stored_offset) {
+                        out->raw = fr[i].c_off;
+                        out->tar = fr[i].d_off;
+                        break;
+                    }
+            free(fr);
+            rr.close(rr.ctx);
+        }
+    }
+out:
+    sk_index_close(ix);
+    return rc;
+}
+
+static int open_stream(sk_reader *r, size_t s, const struct start *at, sk_reader_stream **out,
+                       sk_error *err)
+{
+    sk_reader_stream_opts so = {
+        .url = r->sh[s].url,
+        .raw_offset = at->raw,
+        .tar_base = at->tar,
+        .zstd = is_zstd_name(r->sh[s].url),
+        .buffer_size = r->o.buffer_size,
+        .max_window = r->o.max_sample + 2 * SK_TAR_HEADER_MAX,
+        .s3 = r->s3,
+        .cache_dir = r->cache_dir,
+        .cache_size = r->o.cache_size,
+    };
+    return sk_reader_stream_open(out, &so, err);
+}
+
+/* Points c at shard s's sample k (a stream given, or opened here). */
+static int cursor_at(sk_reader *r, struct cursor *c, size_t s, uint64_t k,
+                     sk_reader_stream *given, sk_error *err)
+{
+    struct start at = {0};
+    if (!given) SK_GUARD(locate(r, s, k, &at, err));
+    sk_reader_stream *st = given;
+    if (!st) SK_GUARD(open_stream(r, s, &at, &st, err));
+    cursor_begin(c, st, s, r->sh[s].url, at.tar, k - at.skip);
+    if (at.at_end) {
+        c->done = 1;
+        c->ordinal = k;
+        return SK_OK;
+    }
+    if (at.skip_to > at.tar) {
+        uint64_t reached;
+        SK_GUARD(sk_reader_stream_skip_to(st, at.skip_to, &reached, err));
+        SK_FAIL_IF(reached < at.skip_to, err, SK_E_CORRUPT,
+                   "%s: ends at tar offset %llu, before sample %llu (offset %llu) its index "
+                   "names",
+                   r->sh[s].url, (unsigned long long)reached, (unsigned long long)k,
+                   (unsigned long long)at.skip_to);
+        c->tr.pos = at.skip_to;
+    }
+    for (uint64_t i = 0; i < at.skip; i++) {
+        int got;
+        SK_GUARD(cursor_next(c, &got, err));
+        if (!got) break;
+    }
+    return SK_OK;
+}
+
+/* Samples in shard s: the manifest's count, the index's, or a walk. */
+static int count_samples(sk_reader *r, size_t s, uint64_t *n, sk_error *err)
+{
+    if (r->sh[s].samples >= 0) {
+        *n = (uint64_t)r->sh[s].samples;
+        return SK_OK;
+    }
+    char buf[4096];
+    const char *ip = index_path(r, s, buf, sizeof buf);
+    if (!sk_reader_is_remote(ip) && access(ip, R_OK) == 0) {
+        sk_index *ix;
+        SK_GUARD(sk_index_open(&ix, ip, SK_INDEX_TRUST_BODY, err));
+        *n = sk_index_sample_count(ix);
+        sk_index_close(ix);
+    } else {
+        struct cursor c = {0};
+        int rc = cursor_at(r, &c, s, 0, NULL, err), got = 1;
+        *n = 0;
+        while (!rc && got && !(rc = cursor_next(&c, &got, err))) *n += (uint64_t)got;
+        cursor_free(&c);
+        SK_GUARD(rc);
+    }
+    r->sh[s].samples = (int64_t)*n;
+    return SK_OK;
+}
+
+/* ------------------------------------------------------------ owned copies */
+
+static size_t al16(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
+
+static struct owned *own(const sk_reader_sample *v, sk_error *err)
+{
+    size_t need = al16(sizeof(struct owned)) + al16(v->nmembers * sizeof(sk_reader_member)) +
+                  al16(v->key_len + 1);
+    for (size_t i = 0; i < v->nmembers; i++)
+        need += al16(v->members[i].ext_len + 1) + al16((size_t)v->members[i].size);
+    unsigned char *p = sk_xmalloc(need, err);
+    if (!p) return NULL;
+    struct owned *o = (struct owned *)p;
+    size_t at = al16(sizeof *o);
+    o->s = *v;
+    sk_reader_member *m = (sk_reader_member *)(p + at);
+    at += al16(v->nmembers * sizeof *m);
+    memcpy(p + at, v->key, v->key_len + 1);
+    o->s.key = (char *)p + at;
+    at += al16(v->key_len + 1);
+    for (size_t i = 0; i < v->nmembers; i++) {
+        m[i] = v->members[i];
+        memcpy(p + at, v->members[i].ext, v->members[i].ext_len + 1);
+        m[i].ext = (char *)p + at;
+        at += al16(v->members[i].ext_len + 1);
+        if (v->members[i].size) memcpy(p + at, v->members[i].data, (size_t)v->members[i].size);
+        m[i].data = p + at;
+        at += al16((size_t)v->members[i].size);
+    }
+    o->s.members = m;
+    return o;
+}
+
+/* ------------------------------------------------------------------ epoch */
+
+static void close_streams(sk_reader *r)
+{
+    cursor_end(&r->cur);
+    for (size_t i = 0; i < r->nahead; i++) sk_reader_stream_close(r->ahead[i]);
+    r->nahead = 0;
+    for (size_t i = 0; i < r->nbuf; i++) free(r->buf[i]);
+    r->nbuf = 0;
+    free(r->out);
+    r->out = NULL;
+}
+
+/* The slot's shards for this epoch: the whole list shuffled by (seed,
+ * epoch) when asked, then every slots-th from position slot. */
+static int plan_epoch(sk_reader *r, uint64_t epoch, sk_error *err)
+{
+    close_streams(r);
+    size_t *perm = sk_xmalloc((r->nsh ? r->nsh : 1) * sizeof *perm, err);
+    if (!perm) return SK_E_NOMEM;
+    for (size_t i = 0; i < r->nsh; i++) perm[i] = i;
+    if (r->o.shuffle_shards) {
+        uint64_t s = seed_of(r->o.seed, epoch, 0xffffffffull);
+        for (size_t i = r->nsh; i > 1; i--) {
+            size_t j = (size_t)(mix(&s) % i), t = perm[i - 1];
+            perm[i - 1] = perm[j];
+            perm[j] = t;
+        }
+    }
+    r->norder = 0;
+    for (size_t i = r->slot; i < r->nsh; i += r->slots) perm[r->norder++] = perm[i];
+    free(r->order);
+    r->order = perm;
+    r->epoch = epoch;
+    r->pos = 0;
+    r->yielded = 0;
+    r->rng = seed_of(r->o.seed, epoch, r->slot);
+    r->failed = 0;
+    r->opened = 0;
+    return SK_OK;
+}
+
+/* Opens the stream at order position p, sample k, and the prefetch behind it. */
+static int position(sk_reader *r, size_t p, uint64_t k, sk_error *err)
+{
+    cursor_end(&r->cur);
+    for (size_t i = 0; i < r->nahead; i++) sk_reader_stream_close(r->ahead[i]);
+    r->nahead = 0;
+    r->pos = p;
+    r->opened = 1;
+    if (p >= r->norder) return SK_OK;
+    SK_GUARD(cursor_at(r, &r->cur, r->order[p], k, NULL, err));
+    struct start zero = {0};
+    for (size_t q = p + 1; q < r->norder && r->nahead < (size_t)r->o.prefetch; q++)
+        SK_GUARD(open_stream(r, r->order[q], &zero, &r->ahead[r->nahead++], err));
+    return SK_OK;
+}
+
+/* Moves to the next shard of the order: its prefetched stream if any. */
+static int advance(sk_reader *r, sk_error *err)
+{
+    cursor_end(&r->cur);
+    r->pos++;
+    if (r->pos >= r->norder) return SK_OK;
+    if (r->nahead == 0) return position(r, r->pos, 0, err);
+    sk_reader_stream *st = r->ahead[0];
+    memmove(r->ahead, r->ahead + 1, (r->nahead - 1) * sizeof *r->ahead);
+    r->nahead--;
+    cursor_begin(&r->cur, st, r->order[r->pos], r->sh[r->order[r->pos]].url, 0, 0);
+    size_t q = r->pos + 1 + r->nahead;
+    struct start zero = {0};
+    if (q < r->norder && r->nahead < (size_t)r->o.prefetch)
+        SK_GUARD(open_stream(r, r->order[q], &zero, &r->ahead[r->nahead++], err));
+    return SK_OK;
+}
+
+static int skippable(int rc)
+{
+    return rc == SK_E_CORRUPT || rc == SK_E_IO || rc == SK_E_INPUT || rc == SK_E_NOTFOUND ||
+           rc == SK_E_NET || rc == SK_E_REMOTE || rc == SK_E_MISMATCH;
+}
+
+/* The next sample of the slot's stream into *v (the cursor's view), or
+ * *v = NULL at the end of the epoch's shards. */
+static int pull(sk_reader *r, const sk_reader_sample **v, sk_error *err)
+{
+    *v = NULL;
+    while (r->pos < r->norder) {
+        int got = 0, rc = SK_OK;
+        sk_error e = SK_ERROR_INIT;
+        if (!r->opened) rc = position(r, r->pos, 0, &e);
+        if (!rc && r->cur.st) rc = cursor_next(&r->cur, &got, &e);
+        if (rc) {
+            if (!r->o.skip_errors || !skippable(rc)) {
+                if (err) *err = e;
+                return rc;
+            }
+            warnf(r, "%s; skipping the rest of %s", e.msg, r->sh[r->order[r->pos]].url);
+            r->stats.shards_skipped++;
+        } else if (got) {
+            *v = &r->cur.view;
+            return SK_OK;
+        } else {
+            r->stats.shards_done++;
+        }
+        if (r->cur.st) {
+            int cs = sk_reader_stream_cache_state(r->cur.st);
+            r->stats.cache_hits += cs == 1;
+            r->stats.cache_misses += cs == 0;
+            r->stats.ring_grows += sk_reader_stream_grows(r->cur.st);
+        }
+        SK_GUARD(advance(r, err));
+    }
+    return SK_OK;
+}
+
+/* ------------------------------------------------------------------ public */
+
+void sk_reader_options_init(sk_reader_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->rank = o->world_size = o->worker = o->num_workers = -1;
+    o->prefetch = 2;
+    o->buffer_size = DEFAULT_BUFFER;
+    o->max_sample = DEFAULT_MAX_SAMPLE;
+}
+
+static int env_int(const char *name, int dflt, int *out, sk_error *err)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) {
+        *out = dflt;
+        return SK_OK;
+    }
+    char *end;
+    long x = strtol(v, &end, 10);
+    SK_FAIL_IF(*end || x < 0 || x > 1000000, err, SK_E_USAGE,
+               "environment variable %s=%s is not a non-negative integer", name, v);
+    *out = (int)x;
+    return SK_OK;
+}
+
+int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
+                   const sk_reader_options *opts, sk_error *err)
+{
+    *out = NULL;
+    sk_reader *r = calloc(1, sizeof *r);
+    SK_FAIL_IF(!r, err, SK_E_NOMEM, "out of memory");
+    if (opts) r->o = *opts;
+    else sk_reader_options_init(&r->o);
+    sk_reader_options *o = &r->o;
+    int rc = SK_OK;
+    if (o->rank < 0) rc = env_int("RANK", 0, &o->rank, err);
+    if (!rc && o->world_size < 0) rc = env_int("WORLD_SIZE", 1, &o->world_size, err);
+    if (!rc && o->worker < 0) rc = env_int("WORKER", 0, &o->worker, err);
+    if (!rc && o->num_workers < 0) rc = env_int("NUM_WORKERS", 1, &o->num_workers, err);
+    if (!rc && (o->world_size < 1 || o->rank >= o->world_size))
+        rc = sk_error_set(err, SK_E_USAGE, "rank %d is not below world_size %d", o->rank,
+                          o->world_size);
+    if (!rc && (o->num_workers < 1 || o->worker >= o->num_workers))
+        rc = sk_error_set(err, SK_E_USAGE, "worker %d is not below num_workers %d", o->worker,
+                          o->num_workers);
+    if (!rc && (o->prefetch < 0 || o->prefetch > MAX_PREFETCH))
+        rc = sk_error_set(err, SK_E_USAGE, "prefetch %d is outside 0..%d", o->prefetch,
+                          MAX_PREFETCH);
+    if (!o->buffer_size) o->buffer_size = DEFAULT_BUFFER;
+    if (o->buffer_size < 64 * 1024) o->buffer_size = 64 * 1024;
+    if (!o->max_sample) o->max_sample = DEFAULT_MAX_SAMPLE;
+    if (!rc && o->cache_dir && !(r->cache_dir = strdup(o->cache_dir)))
+        rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    o->cache_dir = r->cache_dir;
+    r->slots = (uint32_t)(o->world_size * o->num_workers);
+    r->slot = (uint32_t)(o->rank * o->num_workers + o->worker);
+    if (!rc && o->s3_endpoint && !(r->s3_endpoint = strdup(o->s3_endpoint)))
+        rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    o->s3_endpoint = r->s3_endpoint;
+    for (size_t i = 0; !rc && i < n; i++) rc = add_url(r, urls[i], err);
+    if (!rc && r->nsh == 0) rc = sk_error_set(err, SK_E_USAGE, "no shards to read");
+    for (size_t i = 0; !rc && !r->s3 && i < r->nsh; i++)
+        if (sk_reader_is_remote(r->sh[i].url)) rc = need_s3(r, err);
+    if (!rc) rc = plan_epoch(r, o->epoch, err);
+    if (rc) {
+        sk_reader_close(r);
+        return rc;
+    }
+    *out = r;
+    return SK_OK;
+}
+
+void sk_reader_close(sk_reader *r)
+{
+    if (!r) return;
+    close_streams(r);
+    cursor_free(&r->cur);
+    for (size_t i = 0; i < r->nsh; i++) {
+        free(r->sh[i].url);
+        free(r->sh[i].index);
+    }
+    free(r->sh);
+    free(r->order);
+    free(r->buf);
+    free(r->cache_dir);
+    free(r->s3_endpoint);
+    sk_s3_free(r->s3);
+    free(r);
+}
+
+static int fail(sk_reader *r, int rc, sk_error *err)
+{
+    r->failed = rc;
+    if (err) r->ferr = *err;
+    else sk_error_set(&r->ferr, rc, "%s", sk_code_name(rc));
+    return rc;
+}
+
+int sk_reader_next(sk_reader *r, const sk_reader_sample **out, sk_error *err)
+{
+    *out = NULL;
+    if (r->failed) {
+        if (err) *err = r->ferr;
+        return r->failed;
+    }
+    const sk_reader_sample *v;
+    int rc;
+    if (r->o.shuffle_buffer <= 1) {
+        if ((rc = pull(r, &v, err))) return fail(r, rc, err);
+        *out = v;
+    } else {
+        free(r->out);
+        r->out = NULL;
+        if (!r->buf && !(r->buf = sk_xmalloc(r->o.shuffle_buffer * sizeof *r->buf, err)))
+            return fail(r, SK_E_NOMEM, err);
+        while (r->nbuf < r->o.shuffle_buffer && r->pos < r->norder) {
+            if ((rc = pull(r, &v, err))) return fail(r, rc, err);
+            if (!v) break;
+            struct owned *o = own(v, err);
+            if (!o) return fail(r, SK_E_NOMEM, err);
+            r->buf[r->nbuf++] = o;
+        }
+        if (r->nbuf == 0) return SK_OK;
+        size_t j = (size_t)(mix(&r->rng) % r->nbuf);
+        r->out = r->buf[j];
+        r->buf[j] = r->buf[--r->nbuf];
+        *out = &r->out->s;
+    }
+    if (*out) {
+        r->yielded++;
+        r->stats.samples++;
+        for (size_t i = 0; i < (*out)->nmembers; i++) r->stats.bytes += (*out)->members[i].size;
+    }
+    return SK_OK;
+}
+
+int sk_reader_start_epoch(sk_reader *r, uint64_t epoch, sk_error *err)
+{
+    return plan_epoch(r, epoch, err);
+}
+
+size_t sk_reader_shard_count(const sk_reader *r)
+{
+    return r->nsh;
+}
+
+size_t sk_reader_slot_shards(const sk_reader *r)
+{
+    return r->norder;
+}
+
+const char *sk_reader_shard_url(const sk_reader *r, size_t i)
+{
+    return i < r->nsh ? r->sh[i].url : NULL;
+}
+
+void sk_reader_get_stats(const sk_reader *r, sk_reader_stats *st)
+{
+    *st = r->stats;
+}
+
+void sk_reader_get_state(const sk_reader *r, sk_reader_state *st)
+{
+    memset(st, 0, sizeof *st);
+    st->magic = SK_READER_STATE_MAGIC;
+    st->version = 1;
+    st->slot = r->slot;
+    st->slots = r->slots;
+    st->shards = r->nsh;
+    st->seed = r->o.seed;
+    st->epoch = r->epoch;
+    st->shuffle_shards = (uint64_t)r->o.shuffle_shards;
+    st->shuffle_buffer = r->o.shuffle_buffer;
+    st->yielded = r->yielded;
+    st->shard_pos = r->pos;
+    st->ordinal = r->pos < r->norder ? r->cur.ordinal : 0;
+}
+
+/* A sample of the replay: which shard of the order, which ordinal. */
+struct ref {
+    size_t p;
+    uint64_t k;
+};
+
+struct replay {
+    sk_reader *r;
+    size_t p;
+    uint64_t k, count; /* count of order[p], when p < norder */
+    int counted;
+};
+
+static int replay_input(struct replay *rp, struct ref *out, int *got, sk_error *err)
+{
+    *got = 0;
+    while (rp->p < rp->r->norder) {
+        if (!rp->counted) {
+            SK_GUARD(count_samples(rp->r, rp->r->order[rp->p], &rp->count, err));
+            rp->counted = 1;
+        }
+        if (rp->k < rp->count) {
+            out->p = rp->p;
+            out->k = rp->k++;
+            *got = 1;
+            return SK_OK;
+        }
+        rp->p++;
+        rp->k = 0;
+        rp->counted = 0;
+    }
+    return SK_OK;
+}
+
+/* Reads sample k of shard s into an owned copy. */
+static int read_one(sk_reader *r, size_t s, uint64_t k, struct owned **out, sk_error *err)
+{
+    struct cursor c = {0};
+    int got = 0, rc = cursor_at(r, &c, s, k, NULL, err);
+    if (!rc) rc = cursor_next(&c, &got, err);
+    if (!rc && !got)
+        rc = sk_error_set(err, SK_E_MISMATCH, "%s: has no sample %llu (the saved state says so)",
+                          r->sh[s].url, (unsigned long long)k);
+    if (!rc && !(*out = own(&c.view, err))) rc = SK_E_NOMEM;
+    cursor_free(&c);
+    return rc;
+}
+
+int sk_reader_restore(sk_reader *r, const sk_reader_state *st, sk_error *err)
+{
+    SK_FAIL_IF(st->magic != SK_READER_STATE_MAGIC || st->version != 1, err, SK_E_USAGE,
+               "not a reader state (magic %08x, version %u)", st->magic, st->version);
+    SK_FAIL_IF(st->slot != r->slot || st->slots != r->slots || st->shards != r->nsh ||
+                   st->seed != r->o.seed || st->shuffle_shards != (uint64_t)r->o.shuffle_shards ||
+                   st->shuffle_buffer != r->o.shuffle_buffer,
+               err, SK_E_MISMATCH,
+               "the saved reader state belongs to another run (slot %u/%u, %llu shards, seed "
+               "%llu, shuffle %llu/%llu; this reader: slot %u/%u, %zu shards, seed %llu, "
+               "shuffle %d/%zu)",
+               st->slot, st->slots, (unsigned long long)st->shards, (unsigned long long)st->seed,
+               (unsigned long long)st->shuffle_shards, (unsigned long long)st->shuffle_buffer,
+               r->slot, r->slots, r->nsh, (unsigned long long)r->o.seed, r->o.shuffle_shards,
+               r->o.shuffle_buffer);
+    SK_GUARD(plan_epoch(r, st->epoch, err));
+    size_t p = (size_t)st->shard_pos;
+    uint64_t k = st->ordinal;
+    int rc = SK_OK;
+    if (r->o.shuffle_buffer > 1) {
+        /* Replay the buffer from sample identities alone. */
+        size_t K = r->o.shuffle_buffer;
+        struct ref *b = sk_xmalloc(K * sizeof *b, err);
+        if (!b) return SK_E_NOMEM;
+        size_t nb = 0;
+        struct replay rp = {.r = r};
+        for (uint64_t y = 0; !rc && y < st->yielded; y++) {
+            int got = 1;
+            while (!rc && nb < K && got && (rc = replay_input(&rp, &b[nb], &got, err)) == 0)
+                nb += (size_t)got;
+            if (rc) break;
+            if (nb == 0) {
+                rc = sk_error_set(err, SK_E_MISMATCH,
+                                  "the saved state has %llu samples returned, more than the "
+                                  "slot's shards hold",
+                                  (unsigned long long)st->yielded);
+                break;
+            }
+            size_t j = (size_t)(mix(&r->rng) % nb);
+            b[j] = b[--nb];
+        }
+        if (!rc && (rp.p != p || (p < r->norder && rp.k != k)))
+            rc = sk_error_set(err, SK_E_MISMATCH,
+                              "the saved state (shard %zu, sample %llu) disagrees with the "
+                              "replay from the shards' sample counts (shard %zu, sample %llu): "
+                              "were the shards changed?",
+                              p, (unsigned long long)k, rp.p, (unsigned long long)rp.k);
+        if (!rc && !(r->buf = r->buf ? r->buf : sk_xmalloc(K * sizeof *r->buf, err)))
+            rc = SK_E_NOMEM;
+        for (size_t i = 0; !rc && i < nb; i++) {
+            struct owned *o;
+            rc = read_one(r, r->order[b[i].p], b[i].k, &o, err);
+            if (!rc) r->buf[r->nbuf++] = o;
+        }
+        free(b);
+    }
+    if (!rc) rc = position(r, p, k, err);
+    if (rc) {
+        close_streams(r);
+        return rc;
+    }
+    r->yielded = st->yielded;
+    return SK_OK;
+}
+
+/* ------------------------------------------------------------------- tar */
+
+int sk_reader_write_tar(const sk_reader_sample *s, int fd, const char *fd_name, sk_error *err)
+{
+    static const unsigned char zeros[SK_TAR_BLOCK];
+    unsigned char hdr[SK_TAR_HEADER_MAX];
+    char name[SK_TAR_NAME_MAX + 1];
+    for (size_t i = 0; i < s->nmembers; i++) {
+        const sk_reader_member *m = &s->members[i];
+        SK_FAIL_IF(s->key_len + 1 + m->ext_len > SK_TAR_NAME_MAX, err, SK_E_INPUT,
+                   "%s: member name of sample '%s' is too long", s->shard_url, s->key);
+        memcpy(name, s->key, s->key_len);
+        name[s->key_len] = '.';
+        memcpy(name + s->key_len + 1, m->ext, m->ext_len);
+        size_t nl = s->key_len + 1 + m->ext_len;
+        size_t hl = sk_tar_header(hdr, name, nl, m->size, 0);
+        SK_GUARD(sk_write_all(fd, hdr, hl, fd_name, err));
+        SK_GUARD(sk_write_all(fd, m->data, (size_t)m->size, fd_name, err));
+        size_t pad = (size_t)(sk_tar_pad(m->size) - m->size);
+        if (pad) SK_GUARD(sk_write_all(fd, zeros, pad, fd_name, err));
+    }
+    return SK_OK;
+}
+
+int sk_reader_write_tar_end(int fd, const char *fd_name, sk_error *err)
+{
+    static const unsigned char zeros[2 * SK_TAR_BLOCK];
+    return sk_write_all(fd, zeros, sizeof zeros, fd_name, err);
+}

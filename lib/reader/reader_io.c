@@ -1,0 +1,602 @@
+/*
+ * reader_io.c - the byte side of the reader: one producer thread per shard
+ * being read (the current one and the `prefetch` next) streams the shard's
+ * bytes, decompressing .tar.zst on the way, into a ring buffer that the
+ * consumer reads in place.
+ *
+ * The ring is mapped twice, back to back (a memfd mapped at A and at
+ * A + cap), so the bytes at ring offset o .. o+n are contiguous at A + o for
+ * any n <= cap: a tar member that wraps around the end of the ring is still
+ * one pointer, and read()/ZSTD_decompressStream write straight into it.
+ * That is the only copy a sample's bytes go through.
+ *
+ * Memory is bounded by cap per open stream.  A sample wider than cap makes
+ * its stream's ring grow (up to max_window) while the producer is parked;
+ * the ring goes away with the stream at the end of the shard.
+ */
+#include "reader/reader.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+/* ------------------------------------------------------------------ source */
+/* A source hands out the stored bytes of a shard sequentially from an
+ * offset: a local file, or an S3 object through one streaming GET. */
+
+typedef struct src {
+    void *ctx;
+    int (*read)(void *ctx, void *buf, size_t n, size_t *got, sk_error *err); /* 0 = end */
+    void (*close)(void *ctx);
+} src;
+
+struct file_src {
+    int fd;
+    uint64_t pos;
+    const char *url;
+};
+
+static int file_read(void *ctx, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct file_src *f = ctx;
+    for (;;) {
+        ssize_t k = read(f->fd, buf, n);
+        if (k < 0 && errno == EINTR) continue;
+        SK_FAIL_IF(k < 0, err, SK_E_IO, "%s: read failed at offset %llu: %s", f->url,
+                   (unsigned long long)f->pos, strerror(errno));
+        *got = (size_t)k;
+        f->pos += (uint64_t)k;
+        return SK_OK;
+    }
+}
+
+static void file_close(void *ctx)
+{
+    struct file_src *f = ctx;
+    close(f->fd);
+    free(f);
+}
+
+static int file_open(src *s, const char *url, uint64_t off, sk_error *err)
+{
+    int fd = open(url, O_RDONLY | O_CLOEXEC);
+    SK_FAIL_IF(fd < 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s", url,
+               strerror(errno));
+    /* The kernel reads ahead harder for a file declared sequential. */
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    if (off && lseek(fd, (off_t)off, SEEK_SET) < 0) {
+        int e = errno;
+        close(fd);
+        return sk_error_set(err, SK_E_IO, "%s: cannot seek to %llu: %s", url,
+                            (unsigned long long)off, strerror(e));
+    }
+    struct file_src *f = calloc(1, sizeof *f);
+    if (!f) {
+        close(fd);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    f->fd = fd;
+    f->pos = off;
+    f->url = url;
+    s->ctx = f;
+    s->read = file_read;
+    s->close = file_close;
+    return SK_OK;
+}
+
+/* An S3 object read with one streaming GET from the start offset to the
+ * end (sk_s3_stream): per-request costs are paid once per shard, not per
+ * ring refill, and the engine pauses the transfer while the ring is full,
+ * so memory stays bounded by the ring plus the stream's 1 MiB window. */
+struct s3_src {
+    sk_s3 *s3;
+    sk_s3_stream *get; /* opened at the first read */
+    char *bucket, *key;
+    uint64_t pos, size;
+    const char *url;
+    /* cache: the bytes also go to tmp, renamed to final at the end */
+    int tee_fd;
+    char *tmp, *final;
+    uint64_t reserved; /* cache bytes promised to this object while it is written */
+};
+
+static void cache_unreserve(struct s3_src *s);
+
+static int s3_read(void *ctx, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct s3_src *s = ctx;
+    *got = 0;
+    if (s->pos >= s->size) {
+        if (s->tee_fd >= 0) { /* complete: publish it under its final name */
+            int ok = fsync(s->tee_fd) == 0;
+            ok &= close(s->tee_fd) == 0;
+            s->tee_fd = -1;
+            if (ok && rename(s->tmp, s->final) == 0) {
+                free(s->tmp);
+                s->tmp = NULL;
+            }
+            cache_unreserve(s); /* on disk now, counted there */
+        }
+        return SK_OK;
+    }
+    uint64_t left = s->size - s->pos;
+    size_t want = left < n ? (size_t)left : n;
+    /* The range ends at the size HEAD gave: bytes appended since are not
+     * this shard's, and a replaced object fails the engine's If-Match. */
+    if (!s->get) SK_GUARD(sk_s3_stream_open(&s->get, s->s3, s->bucket, s->key, s->pos, left, err));
+    SK_GUARD(sk_s3_stream_read(s->get, buf, want, got, err));
+    SK_FAIL_IF(*got == 0, err, SK_E_REMOTE, "%s: the object ended at offset %llu, before its size %llu",
+               s->url, (unsigned long long)s->pos, (unsigned long long)s->size);
+    if (s->tee_fd >= 0 && sk_write_all(s->tee_fd, buf, *got, s->tmp, NULL)) {
+        close(s->tee_fd); /* a full cache disk only costs the caching */
+        s->tee_fd = -1;
+        unlink(s->tmp);
+    }
+    s->pos += *got;
+    return SK_OK;
+}
+
+static void s3_close(void *ctx)
+{
+    struct s3_src *s = ctx;
+    sk_s3_stream_close(s->get);
+    if (s->tee_fd >= 0) close(s->tee_fd);
+    if (s->tmp) unlink(s->tmp); /* stopped early: no partial file survives */
+    cache_unreserve(s);
+    free(s->tmp);
+    free(s->final);
+    free(s->bucket);
+    free(s->key);
+    free(s);
+}
+
+/* The cache file of bucket/key: cache_dir/bucket/key. */
+static char *cache_path(const char *dir, const char *bucket, const char *key)
+{
+    char *p;
+    if (asprintf(&p, "%s/%s/%s", dir, bucket, key) < 0) return NULL;
+    return p;
+}
+
+struct cfile {
+    char *path;
+    uint64_t size;
+    time_t used;
+};
+
+static int cfile_cmp(const void *a, const void *b)
+{
+    const struct cfile *x = a, *y = b;
+    return x->used < y->used ? -1 : x->used > y->used;
+}
+
+#include <ftw.h>
+static struct cfile *walk_v;
+static size_t walk_n, walk_cap;
+static pthread_mutex_t walk_mu = PTHREAD_MUTEX_INITIALIZER;
+static int walk_fn(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+    (void)f;
+    if (type != FTW_F) return 0;
+    const char *base = strrchr(path, '/');
+    if (base && base[1] == '.') return 0; /* another stream's temporary file */
+    if (walk_n == walk_cap) {
+        size_t cap = walk_cap ? 2 * walk_cap : 64;
+        struct cfile *v = realloc(walk_v, cap * sizeof *v);
+        if (!v) return 1;
+        walk_v = v;
+        walk_cap = cap;
+    }
+    walk_v[walk_n].path = strdup(path);
+    walk_v[walk_n].size = (uint64_t)st->st_size;
+    walk_v[walk_n].used = st->st_atime > st->st_mtime ? st->st_atime : st->st_mtime;
+    if (walk_v[walk_n].path) walk_n++;
+    return 0;
+}
+
+/* Bytes promised to cache files being written by this process's streams:
+ * they count against the bound before they exist under a final name. */
+static uint64_t cache_reserved;
+
+static void cache_unreserve(struct s3_src *s)
+{
+    pthread_mutex_lock(&walk_mu);
+    cache_reserved -= s->reserved;
+    s->reserved = 0;
+    pthread_mutex_unlock(&walk_mu);
+}
+
+/* Makes room for `need` more bytes under the bound, least recently used
+ * files first, and reserves them; 0 when they cannot fit (the object is
+ * then read without caching). */
+static int cache_reserve(struct s3_src *s, const char *dir, uint64_t bound, uint64_t need)
+{
+    pthread_mutex_lock(&walk_mu);
+    walk_v = NULL;
+    walk_n = walk_cap = 0;
+    nftw(dir, walk_fn, 16, FTW_PHYS);
+    uint64_t total = cache_reserved;
+    for (size_t i = 0; i < walk_n; i++) total += walk_v[i].size;
+    if (walk_n) qsort(walk_v, walk_n, sizeof *walk_v, cfile_cmp);
+    for (size_t i = 0; i < walk_n && total + need > bound; i++)
+        if (unlink(walk_v[i].path) == 0) total -= walk_v[i].size;
+    for (size_t i = 0; i < walk_n; i++) free(walk_v[i].path);
+    free(walk_v);
+    walk_v = NULL;
+    int ok = total + need <= bound;
+    if (ok) {
+        cache_reserved += need;
+        s->reserved = need;
+    }
+    pthread_mutex_unlock(&walk_mu);
+    return ok;
+}
+
+static int s3_open(src *out, const sk_reader_stream_opts *o, int *cache_state, sk_error *err)
+{
+    SK_FAIL_IF(!o->s3, err, SK_E_USAGE, "%s: no S3 client", o->url);
+    struct s3_src *s = calloc(1, sizeof *s);
+    SK_FAIL_IF(!s, err, SK_E_NOMEM, "out of memory");
+    s->tee_fd = -1;
+    s->s3 = o->s3;
+    s->url = o->url;
+    int rc = sk_s3_parse_url(o->url, &s->bucket, &s->key, err);
+    if (!rc && o->cache_dir) {
+        char *cp = cache_path(o->cache_dir, s->bucket, s->key);
+        if (!cp) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        else if (access(cp, R_OK) == 0) {
+            /* A cache file exists only complete (renamed at the end), so
+             * it is used without asking S3 anything. */
+            rc = file_open(out, cp, o->raw_offset, err);
+            if (!rc) {
+                utimensat(AT_FDCWD, cp, NULL, 0); /* recently used, for eviction */
+                ((struct file_src *)out->ctx)->url = o->url;
+                *cache_state = 1;
+            }
+            free(cp);
+            s3_close(s);
+            return rc;
+        } else {
+            s->final = cp;
+        }
+    }
+    sk_s3_object obj;
+    if (!rc) rc = sk_s3_head(s->s3, s->bucket, s->key, &obj, err);
+    if (!rc) {
+        s->size = obj.size;
+        s->pos = o->raw_offset;
+        if (s->final && o->raw_offset == 0 && (!o->cache_size || obj.size <= o->cache_size)) {
+            char *slash = strrchr(s->final, '/');
+            *slash = 0;
+            int ok = sk_mkdirs(s->final, NULL) == 0;
+            *slash = '/';
+            if (ok && o->cache_size) ok = cache_reserve(s, o->cache_dir, o->cache_size, obj.size);
+            if (ok && asprintf(&s->tmp, "%.*s/.%s.%d.tmp", (int)(slash - s->final), s->final,
+                               slash + 1, (int)gettid()) < 0)
+                s->tmp = NULL;
+            if (s->tmp) s->tee_fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (s->tee_fd < 0) {
+                free(s->tmp);
+                s->tmp = NULL;
+            }
+            *cache_state = 0;
+        }
+    }
+    if (rc) {
+        s3_close(s);
+        return rc;
+    }
+    out->ctx = s;
+    out->read = s3_read;
+    out->close = s3_close;
+    return SK_OK;
+}
+
+static int src_open(src *s, const sk_reader_stream_opts *o, int *cache_state, sk_error *err)
+{
+    memset(s, 0, sizeof *s);
+    *cache_state = -1;
+    if (sk_reader_is_remote(o->url)) return s3_open(s, o, cache_state, err);
+    return file_open(s, o->url, o->raw_offset, err);
+}
+
+/* -------------------------------------------------------------------- ring */
+
+static size_t page_round(size_t n)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    return (n + pg - 1) / pg * pg;
+}
+
+/* cap bytes mapped twice back to back; NULL on failure (errno set). */
+static unsigned char *ring_map(size_t cap)
+{
+    int fd = memfd_create("shardkit-reader", MFD_CLOEXEC);
+    if (fd < 0) return NULL;
+    unsigned char *p = NULL;
+    if (ftruncate(fd, (off_t)cap) == 0) {
+        void *base = mmap(NULL, 2 * cap, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base != MAP_FAILED) {
+            p = base;
+            if (mmap(p, cap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED ||
+                mmap(p + cap, cap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
+                    MAP_FAILED) {
+                munmap(base, 2 * cap);
+                p = NULL;
+            }
+        }
+    }
+    int e = errno;
+    close(fd);
+    errno = e;
+    return p;
+}
+
+/* ------------------------------------------------------------------ stream */
+
+#define ZIN (256u << 10)
+
+struct sk_reader_stream {
+    sk_reader_stream_opts o;
+    char *url;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t th;
+    unsigned char *ring;
+    size_t cap;
+    uint64_t base, head; /* tar positions: released up to, filled up to */
+    int eof, rc, stop, writing;
+    sk_error err;
+    uint64_t grows;
+    int cache_state;
+    int remote; /* a stream: take whatever it has, up to the ring's room */
+    /* producer-only */
+    src s;
+    ZSTD_DStream *zd;
+    unsigned char *zin;
+    ZSTD_inBuffer in;
+    uint64_t raw_pos; /* stored offset of in.src's end, for messages */
+    size_t last_ret;  /* ZSTD_decompressStream's last hint: 0 = at a frame end */
+};
+
+/* Produces up to n bytes at dst: a plain read, or decompression. */
+static int produce(sk_reader_stream *st, unsigned char *dst, size_t n, size_t *got,
+                   sk_error *err)
+{
+    if (!st->zd) return st->s.read(st->s.ctx, dst, n, got, err);
+    ZSTD_outBuffer out = {dst, n, 0};
+    while (out.pos == 0) {
+        if (st->in.pos == st->in.size) {
+            size_t k;
+            SK_GUARD(st->s.read(st->s.ctx, st->zin, ZIN, &k, err));
+            if (k == 0) {
+                /* The end of the stored bytes must be the end of a frame. */
+                SK_FAIL_IF(st->last_ret != 0, err, SK_E_CORRUPT,
+                           "%s: truncated at offset %llu, inside a zstd frame", st->url,
+                           (unsigned long long)st->raw_pos);
+                *got = 0;
+                return SK_OK;
+            }
+            st->in.src = st->zin;
+            st->in.size = k;
+            st->in.pos = 0;
+            st->raw_pos += k;
+        }
+        size_t r = ZSTD_decompressStream(st->zd, &out, &st->in);
+        SK_FAIL_IF(ZSTD_isError(r), err, SK_E_CORRUPT,
+                   "%s: corrupt zstd data near offset %llu: %s", st->url,
+                   (unsigned long long)(st->raw_pos - (st->in.size - st->in.pos)),
+                   ZSTD_getErrorName(r));
+        st->last_ret = r;
+    }
+    *got = out.pos;
+    return SK_OK;
+}
+
+static void *producer(void *arg)
+{
+    sk_reader_stream *st = arg;
+    sk_error err = SK_ERROR_INIT;
+    int cache_state;
+    int rc = src_open(&st->s, &st->o, &cache_state, &err);
+    if (!rc && st->o.zstd) {
+        st->zd = ZSTD_createDStream();
+        st->zin = malloc(ZIN);
+        if (!st->zd || !st->zin) rc = sk_error_set(&err, SK_E_NOMEM, "out of memory");
+        else ZSTD_initDStream(st->zd);
+        st->raw_pos = st->o.raw_offset;
+    }
+    pthread_mutex_lock(&st->mu);
+    st->cache_state = cache_state;
+    while (!rc) {
+        if (st->stop) break;
+        size_t used = (size_t)(st->head - st->base), free_ = st->cap - used;
+        /* Refill in chunks of a quarter ring: large reads, and the consumer
+         * gets the first bytes before the ring is full. */
+        size_t chunk = st->remote ? st->cap : st->cap / 4;
+        if (free_ == 0) {
+            pthread_cond_wait(&st->cv, &st->mu);
+            continue;
+        }
+        size_t n = free_ < chunk ? free_ : chunk;
+        unsigned char *dst = st->ring + (size_t)(st->head % st->cap);
+        st->writing = 1;
+        pthread_mutex_unlock(&st->mu);
+        size_t got = 0;
+        rc = produce(st, dst, n, &got, &err);
+        pthread_mutex_lock(&st->mu);
+        st->writing = 0;
+        if (!rc && got == 0) st->eof = 1;
+        st->head += got;
+        pthread_cond_broadcast(&st->cv);
+        if (st->eof) break;
+    }
+    if (rc) {
+        st->rc = rc;
+        st->err = err;
+        st->eof = 1;
+    }
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    return NULL;
+}
+
+int sk_reader_stream_open(sk_reader_stream **out, const sk_reader_stream_opts *o, sk_error *err)
+{
+    *out = NULL;
+    sk_reader_stream *st = calloc(1, sizeof *st);
+    SK_FAIL_IF(!st, err, SK_E_NOMEM, "out of memory");
+    st->o = *o;
+    st->url = strdup(o->url);
+    st->o.url = st->url;
+    st->cap = page_round(o->buffer_size ? o->buffer_size : (4u << 20));
+    st->base = st->head = o->tar_base;
+    st->cache_state = -1;
+    st->remote = sk_reader_is_remote(o->url);
+    if (!st->url || !(st->ring = ring_map(st->cap))) {
+        int e = errno;
+        free(st->url);
+        free(st);
+        return sk_error_set(err, SK_E_NOMEM, "%s: cannot map a %zu-byte ring buffer: %s", o->url,
+                            page_round(o->buffer_size), strerror(e));
+    }
+    pthread_mutex_init(&st->mu, NULL);
+    pthread_cond_init(&st->cv, NULL);
+    int e = pthread_create(&st->th, NULL, producer, st);
+    if (e) {
+        munmap(st->ring, 2 * st->cap);
+        pthread_mutex_destroy(&st->mu);
+        pthread_cond_destroy(&st->cv);
+        free(st->url);
+        free(st);
+        return sk_error_set(err, SK_E_NOMEM, "%s: cannot start a reader thread: %s", o->url,
+                            strerror(e));
+    }
+    *out = st;
+    return SK_OK;
+}
+
+void sk_reader_stream_close(sk_reader_stream *st)
+{
+    if (!st) return;
+    pthread_mutex_lock(&st->mu);
+    st->stop = 1;
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    pthread_join(st->th, NULL);
+    if (st->s.close) st->s.close(st->s.ctx);
+    ZSTD_freeDStream(st->zd);
+    free(st->zin);
+    munmap(st->ring, 2 * st->cap);
+    pthread_mutex_destroy(&st->mu);
+    pthread_cond_destroy(&st->cv);
+    free(st->url);
+    free(st);
+}
+
+/* Regrows the ring to hold want bytes from base, keeping what it holds.
+ * Called with the lock held; waits until the producer is not writing. */
+static int grow(sk_reader_stream *st, size_t want, sk_error *err)
+{
+    while (st->writing) pthread_cond_wait(&st->cv, &st->mu);
+    size_t cap = st->cap;
+    while (cap < want) cap *= 2;
+    cap = page_round(cap);
+    unsigned char *r = ring_map(cap);
+    SK_FAIL_IF(!r, err, SK_E_NOMEM, "%s: cannot grow the ring buffer to %zu bytes: %s", st->url,
+               cap, strerror(errno));
+    size_t used = (size_t)(st->head - st->base);
+    memcpy(r + (size_t)(st->base % cap), st->ring + (size_t)(st->base % st->cap), used);
+    munmap(st->ring, 2 * st->cap);
+    st->ring = r;
+    st->cap = cap;
+    st->grows++;
+    pthread_cond_broadcast(&st->cv);
+    return SK_OK;
+}
+
+int sk_reader_stream_need(sk_reader_stream *st, uint64_t pos, size_t n, const unsigned char **p,
+                          size_t *avail, sk_error *err)
+{
+    int rc = SK_OK;
+    pthread_mutex_lock(&st->mu);
+    if (pos < st->base) {
+        rc = sk_error_set(err, SK_E_USAGE, "%s: reader asked for released bytes at %llu", st->url,
+                          (unsigned long long)pos);
+        goto out;
+    }
+    uint64_t want = pos + n - st->base;
+    if (want > st->cap) {
+        if (want > st->o.max_window) {
+            rc = sk_error_set(err, SK_E_INPUT,
+                              "%s: a sample at offset %llu needs %llu bytes of buffer, over the "
+                              "largest sample allowed (%zu bytes; raise max_sample)",
+                              st->url, (unsigned long long)st->base, (unsigned long long)want,
+                              st->o.max_window);
+            goto out;
+        }
+        if ((rc = grow(st, (size_t)want, err))) goto out;
+    }
+    while (st->head < pos + n && !st->eof) pthread_cond_wait(&st->cv, &st->mu);
+    if (st->head < pos + n && st->rc) {
+        rc = st->rc;
+        if (err) *err = st->err;
+        goto out;
+    }
+    *p = st->ring + (size_t)(pos % st->cap);
+    *avail = st->head <= pos ? 0 : (st->head - pos < n ? (size_t)(st->head - pos) : n);
+out:
+    pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
+void sk_reader_stream_release(sk_reader_stream *st, uint64_t pos)
+{
+    pthread_mutex_lock(&st->mu);
+    if (pos > st->head) pos = st->head;
+    if (pos > st->base) {
+        st->base = pos;
+        pthread_cond_broadcast(&st->cv);
+    }
+    pthread_mutex_unlock(&st->mu);
+}
+
+int sk_reader_stream_skip_to(sk_reader_stream *st, uint64_t pos, uint64_t *reached,
+                             sk_error *err)
+{
+    int rc = SK_OK;
+    pthread_mutex_lock(&st->mu);
+    while (st->base < pos) {
+        while (st->head == st->base && !st->eof) pthread_cond_wait(&st->cv, &st->mu);
+        if (st->head == st->base) {
+            if (st->rc) {
+                rc = st->rc;
+                if (err) *err = st->err;
+            }
+            break;
+        }
+        st->base = st->head < pos ? st->head : pos;
+        pthread_cond_broadcast(&st->cv);
+    }
+    *reached = st->base;
+    pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
+uint64_t sk_reader_stream_grows(const sk_reader_stream *st)
+{
+    return st->grows;
+}
+
+int sk_reader_stream_cache_state(sk_reader_stream *st)
+{
+    pthread_mutex_lock(&st->mu);
+    int c = st->cache_state;
+    pthread_mutex_unlock(&st->mu);
+    return c;
+}

@@ -1,0 +1,216 @@
+/*
+ * s3_internal.h - what the S3 modules share and nothing outside them needs:
+ * the client struct, one request as the engine sees it, the XML walker and
+ * the blocking HTTP call used for credential endpoints.
+ *
+ * Threading: a client owns one engine thread that alone touches the curl
+ * multi handle.  Callers queue requests with sk_s3_submit (any thread); the
+ * engine signs each attempt (a fresh date after a backoff), sends it,
+ * classifies the outcome, retries what is retryable and then calls the
+ * request's done callback on the engine thread.
+ */
+#ifndef SK_S3_INTERNAL_H
+#define SK_S3_INTERNAL_H
+
+#include "core/internal.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdint.h>
+
+/* A growable byte buffer. */
+typedef struct sk_s3_buf {
+    char *p;
+    size_t len, cap;
+} sk_s3_buf;
+int sk_s3_buf_add(sk_s3_buf *b, const void *p, size_t n);
+void sk_s3_buf_free(sk_s3_buf *b);
+
+/* Walks an XML document: cb gets every element start (end = 0, text NULL)
+ * and end (end = 1, with the element's own text). */
+typedef void (*sk_s3_xml_cb)(void *ud, int end, const char *name, const char *text);
+int sk_s3_xml_parse(const char *buf, size_t len, sk_s3_xml_cb cb, void *ud, sk_error *err);
+/* The <Code> and <Message> of an S3 error document, "" when absent. */
+void sk_s3_xml_error(const char *buf, size_t len, char *code, size_t code_cap, char *msg,
+                     size_t msg_cap);
+/* Escapes &, <, > for element text. */
+int sk_s3_xml_escape(sk_s3_buf *b, const char *s);
+
+/* RFC 3986 encoding as SigV4 wants it; keep_slash leaves '/' alone (paths). */
+int sk_s3_uri_encode(sk_s3_buf *b, const char *s, int keep_slash);
+
+/* One blocking HTTP request for the credential endpoints (container, IMDS).
+ * headers: NULL-terminated "Name: value" list.  Never logs. */
+int sk_http_fetch(const char *method, const char *url, const char *const *headers,
+                  long timeout_ms, sk_s3_buf *out, long *status, sk_error *err);
+
+/* ---- credentials that renew themselves (creds.c) */
+
+/* As sk_creds_load; *expires is the credentials' Expiration in seconds since
+ * the epoch, 0 when they do not expire (or say nothing). */
+int sk_creds_load_exp(sk_creds *out, const char *profile, int64_t *expires, sk_error *err);
+/* An ISO 8601 time ("2026-11-22T01:02:03Z") as seconds since the epoch, 0
+ * when it is not one. */
+int64_t sk_creds_parse_time(const char *s);
+
+/* A client's credentials.  Loaded ones are fetched anew shortly before they
+ * expire (see creds.c); given ones are used as they are.  Thread-safe. */
+typedef struct sk_creds_provider {
+    pthread_mutex_t mu;
+    sk_creds cur;
+    int64_t expires;   /* 0: never */
+    int64_t next_try;  /* after a failed refresh, not before this time */
+    int refreshable;   /* loaded through the chain (not given by the caller) */
+    char *profile;
+    int verbose;
+    uint64_t refreshes;
+    char last_err[256]; /* why the last fetch failed (names a URL, never a secret) */
+} sk_creds_provider;
+/* given NULL: load for profile (sk_creds_load's rules); else copy given. */
+int sk_creds_provider_init(sk_creds_provider *p, const sk_creds *given, const char *profile,
+                           int verbose, sk_error *err);
+/* The current credentials, refreshed first when their expiration is near,
+ * with p locked until sk_creds_provider_unlock; NULL (and not locked) when
+ * they have expired and could not be refreshed. */
+const sk_creds *sk_creds_provider_lock(sk_creds_provider *p, sk_error *err);
+void sk_creds_provider_unlock(sk_creds_provider *p);
+void sk_creds_provider_release(sk_creds_provider *p);
+
+#define SK_S3_MAX_HDRS 8
+
+typedef struct sk_s3_req sk_s3_req;
+typedef void (*sk_s3_done_fn)(sk_s3_req *r);
+
+struct sk_s3_req {
+    /* --- set by the caller before sk_s3_submit */
+    sk_s3 *s3;
+    const char *method;           /* "GET", "PUT", "POST", "HEAD", "DELETE" */
+    const char *bucket, *key;     /* kept alive by the caller; key may be "" */
+    char query[768];              /* encoded, "partNumber=2&uploadId=..." */
+    char hdrs[SK_S3_MAX_HDRS][320]; /* extra headers, lowercase names */
+    int nhdrs;
+    const unsigned char *body;    /* request body, body_len bytes... */
+    size_t body_len;
+    int body_from_fd;             /* ...or body_len bytes of body_fd from body_fd_off,
+                                     read straight into curl's send buffer (never
+                                     with a signed payload: there is no buffer to hash) */
+    int body_fd;
+    uint64_t body_fd_off;
+    int body_signed;              /* hash the body even without sign_payload */
+    unsigned char *dst;           /* response body into a caller buffer... */
+    size_t dst_cap;
+    sk_s3_sink sink;              /* ...or to a callback... */
+    void *sink_ud;                /* ...else into resp */
+    int check_body_error;         /* a 200 may carry <Error> (Complete, Copy) */
+    /* ...or, for a streaming GET, to push: it takes all n bytes (returns
+     * 0), or none (SK_S3_PUSH_PAUSE: the engine pauses the transfer until
+     * sk_s3_req_resume), or stops it (anything else).  The engine sends the
+     * range itself, from range_off + delivered, so that a retry resumes
+     * where the last attempt stopped instead of fetching everything again. */
+    int (*push)(void *ud, const void *p, size_t n);
+    void *push_ud;
+    uint64_t range_off, range_len; /* range_len 0: to the end */
+    sk_s3_done_fn done;
+    void *ud;
+    /* --- results */
+    long status;
+    int rc;
+    sk_error err;
+    sk_s3_buf resp;
+    size_t dst_len;
+    char etag[80];
+    char crc32c[24];
+    uint64_t content_length;
+    int has_length;
+    /* --- engine private */
+    CURL *easy;
+    struct curl_slist *hl;
+    size_t body_off;
+    int body_errno;   /* reading body_fd failed (errno; -1: the file shrank) */
+    uint64_t delivered, skip; /* for sinks: bytes given out, bytes to drop */
+    int attempt;
+    uint64_t not_before_ms;
+    int sink_stopped;
+    int finished;
+    int paused;        /* push said pause; the transfer is paused (engine thread only) */
+    int body_seen;     /* this attempt's first body byte came (push) */
+    int resume_queued; /* on the client's resume list (under mu) */
+    int cancel;        /* sk_s3_req_cancel was called (under mu) */
+    int ended;         /* done is about to run or ran: never queue it again (under mu) */
+    char first_etag[80]; /* the ETag the first bytes came with: a resume must match it */
+    sk_s3_req *resume_next;
+    sk_s3_req *next;
+    char url[2048];
+};
+
+struct sk_s3 {
+    char scheme[8];
+    char host[256];      /* host[:port] as in the endpoint URL */
+    char base[300];      /* scheme://host */
+    char region[64];
+    int path_style;
+    int concurrency, max_attempts, read_timeout, sign_payload, verbose;
+    sk_creds_provider creds;
+    /* engine */
+    CURLM *multi;
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    sk_s3_req *q_head, *q_tail; /* waiting to start (incl. backoff) */
+    int inflight, pending, stop;
+    CURL *pool[64];
+    int npool;
+    /* Paused streaming GETs do not count against concurrency: a consumer
+     * that is slow to drain one stream must not keep others from starting
+     * (the reader's current shard behind its paused prefetches). */
+    int npaused;
+    sk_s3_req *resume_head; /* resumes and cancels for the engine thread */
+    uint64_t n_requests, n_retries;
+    unsigned rng;
+};
+
+/* Queues r (its done callback runs on the engine thread). */
+void sk_s3_submit(sk_s3_req *r);
+/* Queues r and waits for it; returns r->rc. */
+int sk_s3_run(sk_s3_req *r);
+/* Resets a request's results so it can be filled and sent again. */
+void sk_s3_req_reset(sk_s3_req *r);
+/* Adds an extra header "name: value". */
+void sk_s3_req_header(sk_s3_req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t sk_s3_now_ms(void);
+
+#define SK_S3_PUSH_PAUSE 1
+/* Any thread: asks the engine thread to unpause r's transfer (curl allows
+ * curl_easy_pause only there); harmless when r is not paused. */
+void sk_s3_req_resume(sk_s3_req *r);
+/* Any thread: ends r soon, queued or in flight (rc SK_E_IO); its done
+ * callback still runs, once, on the engine thread. */
+void sk_s3_req_cancel(sk_s3_req *r);
+
+#endif
+
+/* ---- multipart pieces shared by s3_ops.c and s3_xfer.c */
+typedef struct sk_s3_part {
+    int number;
+    uint64_t size;
+    char etag[80];
+    char crc32c[24];
+} sk_s3_part;
+/* A request for bucket/key with the common fields set. */
+void sk_s3_req_init(sk_s3_req *r, sk_s3 *s3, const char *method, const char *bucket,
+                    const char *key);
+/* Appends "&name=value" (value encoded) to r->query. */
+void sk_s3_req_query(sk_s3_req *r, const char *name, const char *value);
+int sk_s3_mpu_create(sk_s3 *s3, const char *bucket, const char *key, char *upload_id,
+                     size_t cap, sk_error *err);
+/* Fills r (not sent) with a CompleteMultipartUpload; body is kept in *body. */
+int sk_s3_mpu_complete_req(sk_s3_req *r, sk_s3 *s3, const char *bucket, const char *key,
+                           const char *upload_id, const sk_s3_part *parts, int n,
+                           sk_s3_buf *body);
+/* Every part of an upload; *parts is malloc'd, sorted by number. */
+int sk_s3_mpu_list_parts(sk_s3 *s3, const char *bucket, const char *key, const char *upload_id,
+                         sk_s3_part **parts, int *n, sk_error *err);
+/* The composite checksum S3 reports for a multipart object: CRC32C over
+ * the parts' big-endian CRC32Cs, base64, "-N". */
+void sk_s3_composite_crc(const uint32_t *crcs, int n, char out[24]);

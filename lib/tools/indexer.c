@@ -1,0 +1,578 @@
+/*
+ * indexer.c - builds the sidecar index of a shard that anyone made: a plain
+ * .tar, a .tar.gz (or any filter libarchive reads) or a .tar.zst, told apart
+ * by magic bytes, not names.  Members are grouped into samples by the
+ * WebDataset rule (key up to the first dot of the basename, extension
+ * lowercased, a sample = a run of adjacent members with one key).
+ *
+ * Two ways to read a plain tar:
+ *   default  one sequential pass reads every byte once, giving each
+ *            member's CRC32C and the whole-shard CRC32C (CRC32C runs at
+ *            several GB/s, so this costs about one read of the file);
+ *   --fast   pread of the header blocks only (and the small members'
+ *            data that lies between them), so it runs at header speed;
+ *            CRCs are 0 and the index says SK_INDEX_NO_CRC.
+ * Compressed shards are always streamed (the data must be decompressed to
+ * find the next header), so they always get CRCs.  For .tar.zst with a
+ * zstd seekable-format seek table, each sample records the compressed
+ * frames that hold it; otherwise stored_offset 0 / stored_span = file size
+ * ("stream from the start").
+ */
+#include "core/internal.h"
+#include "format/shard_stream.h"
+#include "format/tar.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ pread source */
+
+struct pread_src {
+    int fd;
+    const char *path;
+    unsigned char win[4096]; /* headers of small members share one read */
+    uint64_t win_off;
+    size_t win_len;
+};
+
+static int pread_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct pread_src *p = ctx;
+    if (pos >= p->win_off && pos + n <= p->win_off + p->win_len) {
+        memcpy(buf, p->win + (pos - p->win_off), n);
+        *got = n;
+        return SK_OK;
+    }
+    if (n >= sizeof p->win) return sk_stream_pread(p->fd, pos, buf, n, got, p->path, err);
+    SK_GUARD(sk_stream_pread(p->fd, pos, p->win, sizeof p->win, &p->win_len, p->path, err));
+    p->win_off = pos;
+    *got = p->win_len < n ? p->win_len : n;
+    memcpy(buf, p->win, *got);
+    return SK_OK;
+}
+
+/* The header source of --fast: pread of a window starting at the header
+ * asked for, as long as the last runs of small members needed.  In a shard
+ * of samples like (small.cls, big.jpg, small.json), the read at the json
+ * header covers the json, the next cls and the next jpg header, so a sample
+ * costs one system call, whether that run is 2.5 KiB (GNU tar) or 5.5 KiB
+ * (a pax header per member, as WebDataset writes).  Header blocks are lent
+ * to the tar walker from the window (peek_at), not copied again.
+ *
+ * Sizing: the kernel's copy out of the page cache is the biggest single
+ * cost of the walk (the page cache is cold in the CPU caches), so every
+ * byte of window past the last header used is wasted work, while a window
+ * too short costs a second system call.  The window is the longest of the
+ * last HDR_RUNS runs (a run: the bytes from a window's start to the end of
+ * the last header read before the walk skips a member bigger than
+ * HDR_GAP), so shards whose small members keep one size read exactly what
+ * they use (2.5 KiB a sample on the benchmark shards, where a fixed 1 KiB
+ * of slack used to be read too), and varying ones what the longest recent
+ * sample needed; a run longer than that reads on with a doubled window (up
+ * to 64 KiB, reached only when members are tiny).  Not mmap: it measured
+ * twice as slow (fault-around maps, and later unmaps, mostly data pages). */
+#define HDR_WIN_MIN 1024u
+#define HDR_WIN_START 4096u
+#define HDR_WIN_MAX (64u << 10)
+#define HDR_RUNS 8
+#define HDR_GAP (4u * SK_TAR_BLOCK) /* a skip this short (a small member's data)
+                                     * does not end a run */
+struct hdr_src {
+    int fd;
+    const char *path;
+    unsigned char *win;
+    uint64_t win_off;
+    size_t win_len, want;
+    uint64_t run_off;  /* where the current run of contiguous windows began */
+    uint64_t used_end; /* end of the furthest read served from the window */
+    size_t runs[HDR_RUNS]; /* lengths of the last runs, a ring */
+    unsigned run_i;
+};
+
+/* A run ended (the walk skips more than HDR_GAP): its length sizes the
+ * next windows. */
+static void hdr_run_end(struct hdr_src *h, uint64_t next)
+{
+    uint64_t run = sk_tar_pad(h->used_end - h->run_off);
+    size_t w = 0;
+    h->runs[h->run_i++ % HDR_RUNS] = run > HDR_WIN_MAX ? HDR_WIN_MAX : (size_t)run;
+    for (unsigned i = 0; i < HDR_RUNS; i++) w = h->runs[i] > w ? h->runs[i] : w;
+    h->want = w < HDR_WIN_MIN ? HDR_WIN_MIN : w;
+    h->run_off = h->used_end = next;
+}
+
+/* Makes the window hold at least n bytes at pos (fewer only at the end of
+ * the file). */
+static int hdr_fill(struct hdr_src *h, uint64_t pos, size_t n, sk_error *err)
+{
+    if (h->win_len && pos >= h->win_off && pos <= h->used_end + HDR_GAP) {
+        /* ran off the end of the window: the run of small members goes on */
+        h->want = h->want * 2 > HDR_WIN_MAX ? HDR_WIN_MAX : h->want * 2;
+    } else if (h->win_len) {
+        hdr_run_end(h, pos);
+    } else {
+        h->run_off = h->used_end = pos;
+    }
+    size_t w = h->want > n ? h->want : n;
+    h->win_len = 0; /* the window is invalid if the read fails */
+    SK_GUARD(sk_stream_pread(h->fd, pos, h->win, w, &h->win_len, h->path, err));
+    h->win_off = pos;
+    return SK_OK;
+}
+
+/* n <= HDR_WIN_MAX (the tar walker peeks one block). */
+static int hdr_peek_at(void *ctx, uint64_t pos, size_t n, const unsigned char **p, size_t *got,
+                       sk_error *err)
+{
+    struct hdr_src *h = ctx;
+    if (pos >= h->win_off && pos + n <= h->win_off + h->win_len) {
+        /* a big member inside the window still ends the run, or windows
+         * would grow to cover big members too */
+        if (pos > h->used_end + HDR_GAP) hdr_run_end(h, pos);
+    } else {
+        SK_GUARD(hdr_fill(h, pos, n, err));
+    }
+    size_t have = (size_t)(h->win_off + h->win_len - pos);
+    *got = have < n ? have : n;
+    *p = h->win + (pos - h->win_off);
+    if (pos + *got > h->used_end) h->used_end = pos + *got;
+    return SK_OK;
+}
+
+/* Copying reads (extended headers' contents) go through the window too. */
+static int hdr_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct hdr_src *h = ctx;
+    const unsigned char *p;
+    /* bigger than any window: a long pax or GNU long-name header */
+    if (n > HDR_WIN_MAX) return sk_stream_pread(h->fd, pos, buf, n, got, h->path, err);
+    SK_GUARD(hdr_peek_at(ctx, pos, n, &p, got, err));
+    memcpy(buf, p, *got);
+    return SK_OK;
+}
+
+/* --------------------------------------------------------- zstd seek table */
+
+int sk_zstd_seek_table(const sk_tar_src *f, sk_zstd_frame **frames, size_t *nframes,
+                       sk_error *err)
+{
+    unsigned char foot[9], hdr[8];
+    size_t got;
+    *frames = NULL;
+    *nframes = 0;
+    if (f->size < 17) return SK_OK;
+    SK_GUARD(f->read_at(f->ctx, f->size - 9, foot, 9, &got, err));
+    if (got < 9 || sk_get_le32(foot + 5) != 0x8F92EAB1u) return SK_OK;
+    uint32_t n = sk_get_le32(foot);
+    unsigned desc = foot[4];
+    SK_FAIL_IF(desc & 0x7c, err, SK_E_CORRUPT, "%s: zstd seek table descriptor has reserved bits set",
+               f->name);
+    size_t esize = desc & 0x80 ? 12 : 8;
+    uint64_t tsize = (uint64_t)n * esize + 9;
+    SK_FAIL_IF(tsize + 8 > f->size, err, SK_E_CORRUPT, "%s: zstd seek table larger than the file",
+               f->name);
+    uint64_t start = f->size - tsize - 8;
+    SK_GUARD(f->read_at(f->ctx, start, hdr, 8, &got, err));
+    SK_FAIL_IF(got < 8 || sk_get_le32(hdr) != 0x184D2A5Eu || sk_get_le32(hdr + 4) != tsize, err,
+               SK_E_CORRUPT, "%s: zstd seek table frame header is wrong", f->name);
+    unsigned char *t = sk_xmalloc(tsize, err);
+    if (!t) return SK_E_NOMEM;
+    sk_zstd_frame *fr = n ? sk_xmalloc(n * sizeof *fr, err) : NULL;
+    int rc = (n && !fr) ? SK_E_NOMEM : f->read_at(f->ctx, start + 8, t, (size_t)tsize, &got, err);
+    if (!rc && got < tsize) rc = sk_error_set(err, SK_E_CORRUPT, "%s: zstd seek table truncated", f->name);
+    uint64_t c = 0, d = 0;
+    for (uint32_t i = 0; !rc && i < n; i++) {
+        fr[i].c_off = c;
+        fr[i].d_off = d;
+        fr[i].c_size = sk_get_le32(t + i * esize);
+        fr[i].d_size = sk_get_le32(t + i * esize + 4);
+        c += fr[i].c_size;
+        d += fr[i].d_size;
+    }
+    if (!rc && c > start)
+        rc = sk_error_set(err, SK_E_CORRUPT, "%s: zstd seek table frames run past the table",
+                          f->name);
+    free(t);
+    if (rc) {
+        free(fr);
+        return rc;
+    }
+    *frames = fr;
+    *nframes = n;
+    return SK_OK;
+}
+
+/* Frame holding decompressed position pos (frames sorted, pos < total). */
+static size_t frame_at(const sk_zstd_frame *f, size_t n, uint64_t pos)
+{
+    size_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (f[mid].d_off <= pos) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* ------------------------------------------------------------------ build */
+
+struct pending { /* a member of the sample being collected */
+    uint64_t data_offset, size;
+    uint32_t header_len, crc;
+    size_t name_off, name_len, ext_off; /* in the names pool */
+};
+
+struct state {
+    const char *shard;
+    const sk_build_opts *o;
+    sk_build_stats *st;
+    sk_index_builder *b;
+    FILE *dali; /* memory stream: lines follow the header, which needs the count */
+    char *dali_buf;
+    size_t dali_len;
+    sk_stream_kind kind;
+    uint64_t file_size;
+    sk_zstd_frame *frames;
+    size_t nframes;
+    /* the open sample */
+    int open;
+    uint64_t s_off, s_end;
+    struct pending *pm;
+    size_t npm, cap_pm;
+    sk_index_member_in *min; /* the open sample's members, for the builder */
+    size_t cap_min;
+    char *names; /* names of the open sample's members */
+    size_t nnames, cap_names;
+    /* every sample's key, to find keys split over several samples */
+    char *keys;
+    size_t nkeys_bytes, cap_keys;
+    uint64_t *key_at; /* offset << 20 | len would not fit long keys: two arrays */
+    uint32_t *key_len;
+    size_t nkeys, cap_key_at;
+    int keys_unsorted; /* 0: every key so far greater than the one before */
+    int warned_unkeyed;
+};
+
+static void warn(struct state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(struct state *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sk_vwarnf(s->o->warn, s->o->warn_ctx, fmt, ap);
+    va_end(ap);
+}
+
+static int close_sample(struct state *s, sk_error *err)
+{
+    if (!s->open) return SK_OK;
+    s->open = 0;
+    const char *key = s->names + s->pm[0].name_off;
+    size_t klen = s->pm[0].ext_off - 1;
+    uint64_t so = s->s_off, ss = s->s_end - s->s_off;
+    if (s->kind != SK_STREAM_PLAIN) {
+        so = 0;
+        ss = s->file_size;
+        if (s->nframes) {
+            const sk_zstd_frame *l = &s->frames[s->nframes - 1];
+            if (s->s_end <= l->d_off + l->d_size) {
+                size_t a = frame_at(s->frames, s->nframes, s->s_off);
+                size_t z = frame_at(s->frames, s->nframes, s->s_end - 1);
+                so = s->frames[a].c_off;
+                ss = s->frames[z].c_off + s->frames[z].c_size - so;
+            }
+        }
+    }
+    if (s->npm > s->cap_min)
+        SK_GUARD(sk_grow((void **)&s->min, &s->cap_min, s->npm, sizeof *s->min, err));
+    for (size_t i = 0; i < s->npm; i++) {
+        const struct pending *m = &s->pm[i];
+        s->min[i] = (sk_index_member_in){.ext = s->names + m->name_off + m->ext_off,
+                                         .ext_len = m->name_len - m->ext_off,
+                                         .data_offset = m->data_offset, .size = m->size,
+                                         .header_len = m->header_len, .crc32c = m->crc};
+    }
+    SK_GUARD(sk_index_add_sample_members(s->b, key, klen, s->s_off, s->s_end - s->s_off, so, ss,
+                                         s->min, s->npm, err));
+    if (s->dali) {
+        for (size_t i = 0; i < s->npm; i++) {
+            const struct pending *m = &s->pm[i];
+            const char *nm = s->names + m->name_off;
+            fprintf(s->dali, "%s%.*s %llu %llu %.*s", i ? " " : "", (int)(m->name_len - m->ext_off),
+                    nm + m->ext_off, (unsigned long long)m->data_offset,
+                    (unsigned long long)m->size, (int)m->name_len, nm);
+        }
+        fputc('\n', s->dali);
+    }
+    /* remember the key */
+    SK_GUARD(sk_grow((void **)&s->keys, &s->cap_keys, s->nkeys_bytes + klen, 1, err));
+    size_t cap2 = s->cap_key_at;
+    SK_GUARD(sk_grow((void **)&s->key_at, &s->cap_key_at, s->nkeys + 1, sizeof *s->key_at, err));
+    if (cap2 != s->cap_key_at) {
+        uint32_t *q = sk_xrealloc(s->key_len, s->cap_key_at * sizeof *q, err);
+        if (!q) return SK_E_NOMEM;
+        s->key_len = q;
+    }
+    if (s->nkeys && !s->keys_unsorted) { /* still strictly increasing? */
+        size_t pl = s->key_len[s->nkeys - 1];
+        int d = memcmp(s->keys + s->key_at[s->nkeys - 1], key, pl < klen ? pl : klen);
+        s->keys_unsorted = d > 0 || (d == 0 && pl >= klen);
+    }
+    memcpy(s->keys + s->nkeys_bytes, key, klen);
+    s->key_at[s->nkeys] = s->nkeys_bytes;
+    s->key_len[s->nkeys] = (uint32_t)klen;
+    s->nkeys_bytes += klen;
+    s->nkeys++;
+    s->st->samples++;
+    s->npm = s->nnames = 0;
+    return SK_OK;
+}
+
+static int add_entry(struct state *s, const sk_tar_entry *e, sk_error *err)
+{
+    size_t klen, eoff;
+    if (sk_tar_is_meta(e->name, e->name_len)) {
+        s->st->meta++;
+        return SK_OK;
+    }
+    if (sk_sample_split(e->name, e->name_len, &klen, &eoff)) {
+        /* WebDataset skips names that hold no key; so do we, noisily. */
+        if (!s->warned_unkeyed++)
+            warn(s, "%s: member '%s' at offset %llu has no key.ext name; skipped", s->shard,
+                 e->name, (unsigned long long)e->header_offset);
+        s->st->unkeyed++;
+        return SK_OK;
+    }
+    if (s->dali && memchr(e->name, ' ', e->name_len))
+        return sk_error_set(err, SK_E_INPUT,
+                            "%s: member '%s' at offset %llu: DALI's index cannot hold a name "
+                            "with a space",
+                            s->shard, e->name, (unsigned long long)e->header_offset);
+    if (s->open) {
+        const struct pending *f = &s->pm[0];
+        if (f->ext_off - 1 == klen && !memcmp(s->names + f->name_off, e->name, klen)) {
+            for (size_t i = 0; i < s->npm; i++) {
+                const struct pending *m = &s->pm[i];
+                if (!sk_ext_cmp(s->names + m->name_off + m->ext_off, m->name_len - m->ext_off,
+                                e->name + eoff, e->name_len - eoff))
+                    return sk_error_set(err, SK_E_INPUT,
+                                        "%s: member '%s' at offset %llu repeats extension '%s' "
+                                        "of sample '%.*s'",
+                                        s->shard, e->name, (unsigned long long)e->header_offset,
+                                        e->name + eoff, (int)klen, e->name);
+            }
+        } else {
+            SK_GUARD(close_sample(s, err));
+        }
+    }
+    if (!s->open) {
+        s->open = 1;
+        s->s_off = e->header_offset;
+    }
+    s->s_end = e->data_offset + sk_tar_pad(e->size);
+    if (s->npm == s->cap_pm) /* (checked here: this runs for every member) */
+        SK_GUARD(sk_grow((void **)&s->pm, &s->cap_pm, s->npm + 1, sizeof *s->pm, err));
+    if (s->nnames + e->name_len > s->cap_names)
+        SK_GUARD(sk_grow((void **)&s->names, &s->cap_names, s->nnames + e->name_len, 1, err));
+    struct pending *m = &s->pm[s->npm++];
+    m->data_offset = e->data_offset;
+    m->size = e->size;
+    m->header_len = e->header_len;
+    m->crc = e->crc32c;
+    m->name_off = s->nnames;
+    m->name_len = e->name_len;
+    m->ext_off = eoff;
+    memcpy(s->names + s->nnames, e->name, e->name_len);
+    s->nnames += e->name_len;
+    s->st->members++;
+    return SK_OK;
+}
+
+/* Keys that appear as several samples (members of one key not adjacent):
+ * WebDataset yields them as separate samples; we index them so, and warn.
+ * An open-addressing hash set over the shard's keys: O(n), no sort. */
+static int same_key(const struct state *s, size_t i, size_t j)
+{
+    return s->key_len[i] == s->key_len[j] &&
+           !memcmp(s->keys + s->key_at[i], s->keys + s->key_at[j], s->key_len[i]);
+}
+
+static int check_split_keys(struct state *s, sk_error *err)
+{
+    /* Strictly increasing keys (shards written in key order) cannot repeat. */
+    if (s->nkeys < 2 || !s->keys_unsorted) return SK_OK;
+    size_t cap = 16;
+    while (cap < s->nkeys * 2) cap *= 2;
+    size_t *slot = sk_xmalloc(cap * sizeof *slot, err);
+    unsigned char *counted = calloc(s->nkeys, 1);
+    if (!slot || !counted) {
+        free(slot);
+        free(counted);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < cap; i++) slot[i] = SIZE_MAX;
+    size_t first = SIZE_MAX;
+    for (size_t i = 0; i < s->nkeys; i++) {
+        size_t h = sk_crc32c(0, s->keys + s->key_at[i], s->key_len[i]) & (cap - 1);
+        while (slot[h] != SIZE_MAX && !same_key(s, slot[h], i)) h = (h + 1) & (cap - 1);
+        if (slot[h] == SIZE_MAX) {
+            slot[h] = i;
+        } else {
+            if (!counted[slot[h]]++) s->st->split_keys++;
+            if (first == SIZE_MAX) first = i;
+        }
+    }
+    if (s->st->split_keys)
+        warn(s, "%s: %llu key(s) occur as non-adjacent members, indexed as separate samples "
+                "(e.g. '%.*s'); lookup by key finds one of them",
+             s->shard, (unsigned long long)s->st->split_keys, (int)s->key_len[first],
+             s->keys + s->key_at[first]);
+    free(slot);
+    free(counted);
+    return SK_OK;
+}
+
+int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats *stats,
+                   sk_error *err)
+{
+    static const sk_build_opts none = {0};
+    sk_build_stats dummy;
+    const sk_build_opts *o = opts ? opts : &none;
+    sk_build_stats *st = stats ? stats : &dummy;
+    memset(st, 0, sizeof *st);
+    SK_FAIL_IF(!strncmp(shard, "s3://", 5), err, SK_E_USAGE,
+               "%s: s3:// shards are not supported yet (local files only)", shard);
+    int fd = open(shard, O_RDONLY | O_CLOEXEC);
+    SK_FAIL_IF(fd < 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s",
+               shard, strerror(errno));
+    struct state s = {.shard = shard, .o = o, .st = st};
+    sk_stream sm = {0};
+    struct pread_src ps = {.fd = fd, .path = shard};
+    struct hdr_src hs = {.fd = fd, .path = shard, .want = HDR_WIN_START};
+    sk_tar_reader r;
+    int rc = SK_OK, tar_rc = SK_OK, have_reader = 0;
+    char *idx_path = NULL, *dali_tmp = NULL;
+    sk_error tar_err = SK_ERROR_INIT;
+    struct stat sb;
+    unsigned char first[SK_TAR_BLOCK];
+    size_t nfirst = 0;
+    if (fstat(fd, &sb) != 0) {
+        rc = sk_error_set(err, SK_E_IO, "%s: %s", shard, strerror(errno));
+        goto cleanup;
+    }
+    s.file_size = (uint64_t)sb.st_size;
+    if ((rc = sk_stream_pread(fd, 0, first, sizeof first, &nfirst, shard, err))) goto cleanup;
+    s.kind = sk_stream_detect(first, nfirst);
+    sk_index_shard_info info = {.size = s.file_size,
+                                .first_block_crc32c = sk_crc32c(0, first, nfirst)};
+    int fast = (o->flags & SK_BUILD_FAST) && s.kind == SK_STREAM_PLAIN;
+    if (o->dali_path && s.kind != SK_STREAM_PLAIN) {
+        rc = sk_error_set(err, SK_E_USAGE, "%s: DALI's webdataset reader needs an uncompressed tar",
+                          shard);
+        goto cleanup;
+    }
+    if (!(s.b = sk_index_builder_new())) {
+        rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        goto cleanup;
+    }
+    if (o->index_path) idx_path = strdup(o->index_path);
+    else if (asprintf(&idx_path, "%s.idx", shard) < 0) idx_path = NULL;
+    if (!idx_path) {
+        rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        goto cleanup;
+    }
+    if (o->dali_path) {
+        if (!(dali_tmp = sk_tmp_name(o->dali_path, err))) { rc = SK_E_NOMEM; goto cleanup; }
+        if (!(s.dali = open_memstream(&s.dali_buf, &s.dali_len))) {
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+            goto cleanup;
+        }
+    }
+
+    sk_tar_src src = {.name = shard, .size = UINT64_MAX};
+    if (fast) {
+        if (!(hs.win = sk_xmalloc(HDR_WIN_MAX, err))) { rc = SK_E_NOMEM; goto cleanup; }
+        src.ctx = &hs;
+        src.read_at = hdr_read_at;
+        src.peek_at = hdr_peek_at;
+        src.size = s.file_size;
+        info.flags |= SK_INDEX_NO_CRC;
+    } else {
+        src.ctx = &sm;
+        src.read_at = sk_stream_read_at;
+        if (s.kind == SK_STREAM_PLAIN) src.size = s.file_size;
+        if (s.kind == SK_STREAM_ZSTD) {
+            info.flags |= SK_INDEX_ZSTD;
+            sk_tar_src fsrc = {.ctx = &ps, .read_at = pread_read_at, .size = s.file_size, .name = shard};
+            if ((rc = sk_zstd_seek_table(&fsrc, &s.frames, &s.nframes, err))) goto cleanup;
+        } else if (s.kind == SK_STREAM_ARCHIVE) {
+            info.flags |= SK_INDEX_GZIP;
+        }
+        if ((rc = sk_stream_open(&sm, fd, shard, s.kind, err))) goto cleanup;
+    }
+    sk_tar_reader_init(&r, &src, fast ? 0 : SK_TAR_CRC);
+    have_reader = 1;
+    for (;;) {
+        sk_tar_entry e;
+        if ((tar_rc = sk_tar_next(&r, &e, &tar_err))) break;
+        if (e.end) break;
+        if ((rc = add_entry(&s, &e, err))) goto cleanup;
+    }
+    if (tar_rc && tar_rc != SK_E_CORRUPT) {
+        /* not a damaged shard but an unsupported one: nothing to write */
+        rc = sk_error_set(err, tar_rc, "%s", tar_err.msg);
+        goto cleanup;
+    }
+    if ((rc = close_sample(&s, err))) goto cleanup;
+    if ((rc = check_split_keys(&s, err))) goto cleanup;
+    st->dirs = r.dirs;
+    st->links = r.links;
+    if (!fast) {
+        if ((rc = sk_stream_drain(&sm, err))) goto cleanup;
+        info.crc32c = sm.file_crc;
+    }
+    st->bytes = s.file_size;
+    st->crc32c = info.crc32c;
+    st->flags = info.flags;
+    if ((rc = sk_index_builder_write(s.b, idx_path, &info, err))) goto cleanup;
+    if (s.dali) {
+        int bad = fclose(s.dali) != 0;
+        s.dali = NULL;
+        FILE *f = bad ? NULL : fopen(dali_tmp, "w");
+        bad = !f || fprintf(f, "v1.2 %llu\n", (unsigned long long)st->samples) < 0 ||
+              fwrite(s.dali_buf, 1, s.dali_len, f) != s.dali_len;
+        if (f) bad |= fclose(f) != 0;
+        if (bad) {
+            rc = sk_error_set(err, SK_E_IO, "%s: write failed: %s", dali_tmp, strerror(errno));
+            goto cleanup;
+        }
+        if (rename(dali_tmp, o->dali_path) != 0) {
+            rc = sk_error_set(err, SK_E_IO, "%s: rename failed: %s", dali_tmp, strerror(errno));
+            goto cleanup;
+        }
+    }
+    if (tar_rc) rc = sk_error_set(err, tar_rc, "%s (indexed %llu samples before it)", tar_err.msg,
+                                  (unsigned long long)st->samples);
+cleanup:
+    if (s.dali) fclose(s.dali);
+    free(s.dali_buf);
+    if (dali_tmp && rc) unlink(dali_tmp);
+    free(dali_tmp);
+    if (have_reader) sk_tar_reader_release(&r);
+    sk_stream_close(&sm);
+    free(hs.win);
+    free(s.frames);
+    free(s.pm);
+    free(s.min);
+    free(s.names);
+    free(s.keys);
+    free(s.key_at);
+    free(s.key_len);
+    sk_index_builder_free(s.b);
+    free(idx_path);
+    close(fd);
+    return rc;
+}

@@ -1,0 +1,628 @@
+/*
+ * lookup.c - random access to one sample of a dataset through the sidecar
+ * indexes: find by key or by global ordinal, then read a member with one
+ * ranged read and verify it against its CRC32C.  Indexes are mapped, never
+ * parsed; each is opened when first needed, so a lookup by ordinal in a
+ * dataset with a manifest touches one index and one shard.
+ *
+ * Shard bytes come through an sk_range_reader: pread for a local file,
+ * one ranged GET per read for an s3:// object (its index object is fetched
+ * whole, once, and kept).  Before the first read from a shard, its size and
+ * first-block CRC32C are compared with the index header, so an index never
+ * serves offsets into another file.
+ */
+#include "core/internal.h"
+#include "io/s3io.h"
+#include "format/tar.h"
+
+#include <archive.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+/* ------------------------------------------------------------ range reader */
+
+struct file_rr {
+    int fd;
+    char *path;
+};
+
+static int file_read_at(void *ctx, uint64_t off, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct file_rr *f = ctx;
+    *got = 0;
+    while (*got < n) {
+        ssize_t k = pread(f->fd, (unsigned char *)buf + *got, n - *got, (off_t)(off + *got));
+        if (k < 0 && errno == EINTR) continue;
+        SK_FAIL_IF(k < 0, err, SK_E_IO, "%s: read failed at offset %llu: %s", f->path,
+                   (unsigned long long)(off + *got), strerror(errno));
+        if (k == 0) break;
+        *got += (size_t)k;
+    }
+    return SK_OK;
+}
+
+static void file_close(void *ctx)
+{
+    struct file_rr *f = ctx;
+    close(f->fd);
+    free(f->path);
+    free(f);
+}
+
+int sk_range_reader_file(sk_range_reader *rr, const char *path, sk_error *err)
+{
+    memset(rr, 0, sizeof *rr);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    SK_FAIL_IF(fd < 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s",
+               path, strerror(errno));
+    struct stat st;
+    struct file_rr *f = calloc(1, sizeof *f);
+    if (!f || fstat(fd, &st) != 0 || !(f->path = strdup(path))) {
+        int e = errno;
+        free(f);
+        close(fd);
+        return sk_error_set(err, f ? SK_E_IO : SK_E_NOMEM, "%s: %s", path, strerror(e));
+    }
+    f->fd = fd;
+    rr->ctx = f;
+    rr->read_at = file_read_at;
+    rr->size = (uint64_t)st.st_size;
+    rr->close = file_close;
+    return SK_OK;
+}
+
+static int default_open(sk_range_reader *rr, const char *url, sk_error *err)
+{
+    return sk_range_reader_file(rr, url, err);
+}
+
+sk_range_open_fn sk_range_open = default_open;
+
+struct s3_rr {
+    sk_s3 *s3;
+    char *bucket, *key;
+    uint64_t size;
+};
+
+static int s3_read_at(void *ctx, uint64_t off, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct s3_rr *f = ctx;
+    *got = 0;
+    if (off >= f->size || !n) return SK_OK;
+    if (n > f->size - off) n = (size_t)(f->size - off); /* a range past the end is an error */
+    return sk_s3_get(f->s3, f->bucket, f->key, off, n, buf, n, got, err);
+}
+
+static void s3_rr_close(void *ctx)
+{
+    struct s3_rr *f = ctx;
+    free(f->bucket), free(f->key);
+    free(f);
+}
+
+/* An s3:// object as a range reader: a HEAD for its size, then one ranged
+ * GET per read. */
+static int s3_range_open(sk_s3 *s3, sk_range_reader *rr, const char *url, sk_error *err)
+{
+    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", url);
+    memset(rr, 0, sizeof *rr);
+    struct s3_rr *f = calloc(1, sizeof *f);
+    SK_FAIL_IF(!f, err, SK_E_NOMEM, "out of memory");
+    sk_s3_object head;
+    f->s3 = s3;
+    int rc = sk_s3_parse_url(url, &f->bucket, &f->key, err);
+    if (!rc) rc = sk_s3_head(s3, f->bucket, f->key, &head, err);
+    if (rc) {
+        s3_rr_close(f);
+        return rc;
+    }
+    f->size = head.size;
+    *rr = (sk_range_reader){.ctx = f, .read_at = s3_read_at, .size = f->size, .close = s3_rr_close};
+    return SK_OK;
+}
+
+/* ----------------------------------------------------------------- dataset */
+
+struct shard {
+    char *path, *index_path;
+    uint64_t first_ordinal, samples, bytes;
+    uint32_t crc;
+    int known;         /* first_ordinal/samples known (manifest or opened) */
+    int from_manifest; /* bytes/crc come from a manifest */
+    sk_index *ix;
+    sk_range_reader rr;
+    int rr_open;
+    sk_zstd_frame *frames;
+    size_t nframes;
+    int frames_loaded;
+};
+
+struct sk_dataset {
+    struct shard *s;
+    size_t n, cap;
+    unsigned flags;
+    int counted;
+    sk_s3 *s3; /* the caller's, for s3:// manifests, indexes and shards */
+};
+
+static int add_shard(sk_dataset *ds, const char *path, const char *index_path, sk_error *err)
+{
+    if (ds->n == ds->cap) {
+        size_t cap = ds->cap ? ds->cap * 2 : 16;
+        struct shard *p = sk_xrealloc(ds->s, cap * sizeof *p, err);
+        if (!p) return SK_E_NOMEM;
+        ds->s = p;
+        ds->cap = cap;
+    }
+    struct shard *s = &ds->s[ds->n];
+    memset(s, 0, sizeof *s);
+    s->path = strdup(path);
+    if (index_path) s->index_path = strdup(index_path);
+    else if (asprintf(&s->index_path, "%s.idx", path) < 0) s->index_path = NULL;
+    if (!s->path || !s->index_path) {
+        free(s->path);
+        free(s->index_path);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    ds->n++;
+    return SK_OK;
+}
+
+/* dir + "/" + rel, unless rel is absolute or a URL. */
+static char *join(const char *dir, const char *rel)
+{
+    char *out;
+    if (rel[0] == '/' || strstr(rel, "://") || !dir[0]) return strdup(rel);
+    if (asprintf(&out, "%s/%s", dir, rel) < 0) return NULL;
+    return out;
+}
+
+static int open_manifest(sk_dataset *ds, const char *path, sk_error *err)
+{
+    sk_manifest *m;
+    SK_GUARD(sk_is_s3_url(path) ? sk_s3_load_manifest(ds->s3, path, &m, err)
+                                : sk_manifest_load(&m, path, err));
+    char *dir = sk_dir_of(path);
+    int rc = dir ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < m->nshards; i++) {
+        const sk_manifest_shard *ms = &m->shards[i];
+        char *sp = join(dir, ms->url), *ip = ms->index_url ? join(dir, ms->index_url) : NULL;
+        if (!sp || (ms->index_url && !ip)) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        else if (!(rc = add_shard(ds, sp, ip, err))) {
+            struct shard *s = &ds->s[ds->n - 1];
+            s->first_ordinal = ms->first_ordinal;
+            s->samples = ms->samples;
+            s->bytes = ms->bytes;
+            s->crc = ms->crc32c;
+            s->known = s->from_manifest = 1;
+        }
+        free(sp);
+        free(ip);
+    }
+    free(dir);
+    sk_manifest_free(m);
+    if (!rc) ds->counted = 1;
+    return rc;
+}
+
+static int is_shard_name(const char *n)
+{
+    static const char *const sfx[] = {".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.bz2", ".tar.xz"};
+    size_t len = strlen(n);
+    for (size_t i = 0; i < SK_ARRAY_LEN(sfx); i++) {
+        size_t k = strlen(sfx[i]);
+        if (len > k && !strcmp(n + len - k, sfx[i])) return 1;
+    }
+    return 0;
+}
+
+/* A shard of a listed directory: a tar, compressed or not, with an index. */
+static int keep_indexed_shard(const char *name, const char *path)
+{
+    char *ip;
+    if (!is_shard_name(name) || asprintf(&ip, "%s.idx", path) < 0) return 0;
+    int has = access(ip, F_OK) == 0;
+    free(ip);
+    return has;
+}
+
+static int open_dir(sk_dataset *ds, const char *dir, sk_error *err)
+{
+    char *mf, **names;
+    size_t n;
+    SK_GUARD(sk_shard_list_dir(dir, keep_indexed_shard, &mf, &names, &n, err));
+    if (mf) {
+        int rc = open_manifest(ds, mf, err);
+        free(mf);
+        return rc;
+    }
+    int rc = SK_OK;
+    if (n == 0)
+        rc = sk_error_set(err, SK_E_NOTFOUND,
+                          "%s: no manifest.json and no shards with an index (.idx) in it", dir);
+    for (size_t i = 0; !rc && i < n; i++) rc = add_shard(ds, names[i], NULL, err);
+    sk_shard_list_free(names, n);
+    return rc;
+}
+
+void sk_dataset_close(sk_dataset *ds)
+{
+    if (!ds) return;
+    for (size_t i = 0; i < ds->n; i++) {
+        struct shard *s = &ds->s[i];
+        free(s->path);
+        free(s->index_path);
+        sk_index_close(s->ix);
+        if (s->rr_open && s->rr.close) s->rr.close(s->rr.ctx);
+        free(s->frames);
+    }
+    free(ds->s);
+    free(ds);
+}
+
+int sk_dataset_open(sk_dataset **out, const char *path, unsigned flags, sk_error *err)
+{
+    return sk_dataset_open_s3(out, path, NULL, flags, err);
+}
+
+int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned flags,
+                       sk_error *err)
+{
+    *out = NULL;
+    int remote = sk_is_s3_url(path);
+    SK_FAIL_IF(remote && !s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", path);
+    struct stat st = {0};
+    SK_FAIL_IF(!remote && stat(path, &st) != 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
+               "%s: %s", path, strerror(errno));
+    sk_dataset *ds = calloc(1, sizeof *ds);
+    SK_FAIL_IF(!ds, err, SK_E_NOMEM, "out of memory");
+    ds->flags = flags;
+    ds->s3 = s3;
+    int rc;
+    size_t len = strlen(path);
+    char *mf = NULL;
+    if (remote && path[len - 1] == '/') { /* a prefix: its manifest (a listing would not say
+                                           * which objects are shards of one dataset) */
+        if (asprintf(&mf, "%smanifest.json", path) < 0) mf = NULL;
+        rc = mf ? open_manifest(ds, mf, err) : sk_error_set(err, SK_E_NOMEM, "out of memory");
+        free(mf);
+    } else if (S_ISDIR(st.st_mode)) rc = open_dir(ds, path, err);
+    else if (len > 5 && !strcmp(path + len - 5, ".json")) rc = open_manifest(ds, path, err);
+    else rc = add_shard(ds, path, NULL, err);
+    if (rc) {
+        sk_dataset_close(ds);
+        return rc;
+    }
+    *out = ds;
+    return SK_OK;
+}
+
+static int ensure_index(sk_dataset *ds, struct shard *s, sk_error *err)
+{
+    if (s->ix) return SK_OK;
+    SK_GUARD(sk_is_s3_url(s->index_path) ? sk_s3_load_index(ds->s3, s->index_path, &s->ix, err)
+                                         : sk_index_open(&s->ix, s->index_path, ds->flags, err));
+    const sk_index_shard_info *in = sk_index_shard(s->ix);
+    if (s->from_manifest) {
+        int bad = in->size != s->bytes || sk_index_sample_count(s->ix) != s->samples ||
+                  (!(in->flags & SK_INDEX_NO_CRC) && s->crc && in->crc32c != s->crc);
+        if (bad) {
+            int rc = sk_error_set(err, SK_E_MISMATCH,
+                                  "%s: index disagrees with the manifest (index: %llu bytes, "
+                                  "%llu samples, crc32c %08x; manifest: %llu bytes, %llu "
+                                  "samples, crc32c %08x)",
+                                  s->index_path, (unsigned long long)in->size,
+                                  (unsigned long long)sk_index_sample_count(s->ix), in->crc32c,
+                                  (unsigned long long)s->bytes, (unsigned long long)s->samples,
+                                  s->crc);
+            sk_index_close(s->ix);
+            s->ix = NULL;
+            return rc;
+        }
+    }
+    return SK_OK;
+}
+
+/* Opens the shard and proves the index was built from it. */
+static int ensure_shard(const sk_dataset *ds, struct shard *s, sk_error *err)
+{
+    if (s->rr_open) return SK_OK;
+    SK_GUARD(sk_is_s3_url(s->path) ? s3_range_open(ds->s3, &s->rr, s->path, err)
+                                   : sk_range_open(&s->rr, s->path, err));
+    s->rr_open = 1;
+    const sk_index_shard_info *in = sk_index_shard(s->ix);
+    unsigned char b[SK_TAR_BLOCK];
+    size_t got = 0;
+    int rc = SK_OK;
+    if (s->rr.size != in->size)
+        rc = sk_error_set(err, SK_E_MISMATCH,
+                          "%s: index %s does not belong to this shard (shard is %llu bytes, the "
+                          "index was built from %llu)",
+                          s->path, s->index_path, (unsigned long long)s->rr.size,
+                          (unsigned long long)in->size);
+    else if (!(rc = s->rr.read_at(s->rr.ctx, 0, b, sizeof b, &got, err)) &&
+             sk_crc32c(0, b, got) != in->first_block_crc32c)
+        rc = sk_error_set(err, SK_E_MISMATCH,
+                          "%s: index %s does not belong to this shard (first-block CRC32C "
+                          "differs)",
+                          s->path, s->index_path);
+    if (rc) {
+        if (s->rr.close) s->rr.close(s->rr.ctx);
+        s->rr_open = 0;
+    }
+    return rc;
+}
+
+int sk_dataset_samples(sk_dataset *ds, uint64_t *count, sk_error *err)
+{
+    if (!ds->counted) {
+        uint64_t total = 0;
+        for (size_t i = 0; i < ds->n; i++) {
+            SK_GUARD(ensure_index(ds, &ds->s[i], err));
+            ds->s[i].first_ordinal = total;
+            ds->s[i].samples = sk_index_sample_count(ds->s[i].ix);
+            ds->s[i].known = 1;
+            total += ds->s[i].samples;
+        }
+        ds->counted = 1;
+    }
+    *count = ds->n ? ds->s[ds->n - 1].first_ordinal + ds->s[ds->n - 1].samples : 0;
+    return SK_OK;
+}
+
+static int hit_at(sk_dataset *ds, size_t i, uint64_t local, sk_hit *out, sk_error *err)
+{
+    struct shard *s = &ds->s[i];
+    SK_GUARD(sk_index_sample(s->ix, local, &out->sample, err));
+    out->shard = i;
+    out->shard_path = s->path;
+    out->global_ordinal = s->first_ordinal + local;
+    return SK_OK;
+}
+
+int sk_dataset_find(sk_dataset *ds, const char *key, size_t key_len, sk_hit *out, sk_error *err)
+{
+    for (size_t i = 0; i < ds->n; i++) {
+        struct shard *s = &ds->s[i];
+        uint64_t ord;
+        SK_GUARD(ensure_index(ds, s, err));
+        int rc = sk_index_find(s->ix, key, key_len, &ord, NULL);
+        if (rc == SK_E_NOTFOUND) continue;
+        if (rc) return sk_index_find(s->ix, key, key_len, &ord, err);
+        if (!ds->counted) {
+            uint64_t n;
+            SK_GUARD(sk_dataset_samples(ds, &n, err));
+        }
+        return hit_at(ds, i, ord, out, err);
+    }
+    return sk_error_set(err, SK_E_NOTFOUND, "no sample with key '%.*s' in %zu shard(s)",
+                        (int)(key_len > 200 ? 200 : key_len), key, ds->n);
+}
+
+int sk_dataset_at(sk_dataset *ds, uint64_t ordinal, sk_hit *out, sk_error *err)
+{
+    uint64_t total;
+    SK_GUARD(sk_dataset_samples(ds, &total, err));
+    SK_FAIL_IF(ordinal >= total, err, SK_E_NOTFOUND, "no sample #%llu (the dataset holds %llu)",
+               (unsigned long long)ordinal, (unsigned long long)total);
+    size_t lo = 0, hi = ds->n;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (ds->s[mid].first_ordinal <= ordinal) lo = mid;
+        else hi = mid;
+    }
+    while (lo + 1 < ds->n && ds->s[lo].samples == 0) lo++; /* empty shards share ordinals */
+    SK_GUARD(ensure_index(ds, &ds->s[lo], err));
+    return hit_at(ds, lo, ordinal - ds->s[lo].first_ordinal, out, err);
+}
+
+int sk_dataset_member(sk_dataset *ds, const sk_hit *h, uint32_t i, sk_member_ref *out,
+                      sk_error *err)
+{
+    SK_FAIL_IF(h->shard >= ds->n || i >= h->sample.member_count, err, SK_E_USAGE,
+               "member %u of a sample with %u", i, h->sample.member_count);
+    struct shard *s = &ds->s[h->shard];
+    SK_GUARD(ensure_index(ds, s, err));
+    return sk_index_member(s->ix, (uint64_t)h->sample.first_member + i, out, err);
+}
+
+/* ---------------------------------------------------- compressed shards */
+
+struct cread { /* sequential reads of the stored bytes through the range reader */
+    struct shard *s;
+    uint64_t pos, end;
+    unsigned char *in;
+    sk_error *err;
+    int rc;
+};
+
+#define CBUF (256u << 10)
+
+static la_ssize_t cread_cb(struct archive *a, void *ctx, const void **out)
+{
+    struct cread *c = ctx;
+    (void)a;
+    size_t want = c->end - c->pos < CBUF ? (size_t)(c->end - c->pos) : CBUF, got = 0;
+    if (want && (c->rc = c->s->rr.read_at(c->s->rr.ctx, c->pos, c->in, want, &got, c->err)))
+        return -1;
+    c->pos += got;
+    *out = c->in;
+    return (la_ssize_t)got;
+}
+
+/* Reads n bytes at tar position off of a compressed shard: decompress from
+ * the stored range's start (d_start in the tar stream), discarding up to off. */
+static int read_compressed(struct shard *s, const sk_sample_ref *sr, uint64_t off, void *buf,
+                           size_t n, sk_error *err)
+{
+    const sk_index_shard_info *in = sk_index_shard(s->ix);
+    uint64_t d = 0;
+    struct cread c = {.s = s, .pos = sr->stored_offset, .end = sr->stored_offset + sr->stored_span,
+                      .err = err};
+    SK_FAIL_IF(c.end > s->rr.size || c.end < c.pos, err, SK_E_CORRUPT,
+               "%s: index points past the end of the shard", s->index_path);
+    if ((in->flags & SK_INDEX_ZSTD) && sr->stored_offset != 0) {
+        if (!s->frames_loaded) {
+            sk_tar_src f = {.ctx = s->rr.ctx, .read_at = s->rr.read_at, .size = s->rr.size,
+                            .name = s->path};
+            SK_GUARD(sk_zstd_seek_table(&f, &s->frames, &s->nframes, err));
+            s->frames_loaded = 1;
+        }
+        size_t lo = 0, hi = s->nframes;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (s->frames[mid].c_off < sr->stored_offset) lo = mid + 1;
+            else hi = mid;
+        }
+        SK_FAIL_IF(lo == s->nframes || s->frames[lo].c_off != sr->stored_offset, err,
+                   SK_E_CORRUPT, "%s: index stored offset %llu is not a zstd frame start",
+                   s->index_path, (unsigned long long)sr->stored_offset);
+        d = s->frames[lo].d_off;
+    }
+    unsigned char *out = sk_xmalloc(CBUF, err);
+    c.in = sk_xmalloc(CBUF, err);
+    int rc = (!out || !c.in) ? SK_E_NOMEM : SK_OK;
+    size_t copied = 0;
+    struct archive *a = NULL;
+    ZSTD_DStream *z = NULL;
+    if (!rc && (in->flags & SK_INDEX_ZSTD)) {
+        z = ZSTD_createDStream();
+        if (!z) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        else ZSTD_initDStream(z);
+    } else if (!rc) {
+        struct archive_entry *ae;
+        a = archive_read_new();
+        if (!a) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        else {
+            archive_read_support_filter_all(a);
+            archive_read_support_format_raw(a);
+            if (archive_read_open(a, &c, NULL, cread_cb, NULL) != ARCHIVE_OK ||
+                archive_read_next_header(a, &ae) != ARCHIVE_OK)
+                rc = c.rc ? c.rc : sk_error_set(err, SK_E_CORRUPT, "%s: %s", s->path,
+                                                archive_error_string(a));
+        }
+    }
+    ZSTD_inBuffer zin = {c.in, 0, 0};
+    while (!rc && copied < n) {
+        size_t got = 0;
+        if (z) {
+            if (zin.pos == zin.size) {
+                la_ssize_t k = cread_cb(NULL, &c, &zin.src);
+                if (k < 0) { rc = c.rc; break; }
+                zin.size = (size_t)k;
+                zin.pos = 0;
+                if (k == 0) break;
+            }
+            ZSTD_outBuffer zo = {out, CBUF, 0};
+            size_t r = ZSTD_decompressStream(z, &zo, &zin);
+            if (ZSTD_isError(r)) {
+                rc = sk_error_set(err, SK_E_CORRUPT, "%s: zstd: %s", s->path, ZSTD_getErrorName(r));
+                break;
+            }
+            got = zo.pos;
+        } else {
+            la_ssize_t k = archive_read_data(a, out, CBUF);
+            if (k < 0) {
+                rc = c.rc ? c.rc : sk_error_set(err, SK_E_CORRUPT, "%s: %s", s->path,
+                                                archive_error_string(a));
+                break;
+            }
+            if (k == 0) break;
+            got = (size_t)k;
+        }
+        /* out holds tar bytes [d, d+got) */
+        uint64_t want = off + copied;
+        if (want < d + got) {
+            size_t from = (size_t)(want - d), k = got - from;
+            if (k > n - copied) k = n - copied;
+            memcpy((unsigned char *)buf + copied, out + from, k);
+            copied += k;
+        }
+        d += got;
+    }
+    if (!rc && copied < n)
+        rc = sk_error_set(err, SK_E_CORRUPT, "%s: stream ends before tar offset %llu (truncated?)",
+                          s->path, (unsigned long long)(off + n));
+    if (a) archive_read_free(a);
+    if (z) ZSTD_freeDStream(z);
+    free(out);
+    free(c.in);
+    return rc;
+}
+
+int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size_t cap,
+                    sk_error *err)
+{
+    sk_member_ref m;
+    SK_GUARD(sk_dataset_member(ds, h, i, &m, err));
+    struct shard *s = &ds->s[h->shard];
+    SK_FAIL_IF(cap < m.size, err, SK_E_USAGE, "buffer of %zu bytes for a member of %llu", cap,
+               (unsigned long long)m.size);
+    SK_GUARD(ensure_shard(ds, s, err));
+    const sk_index_shard_info *in = sk_index_shard(s->ix);
+    if (in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)) {
+        SK_GUARD(read_compressed(s, &h->sample, m.data_offset, buf, (size_t)m.size, err));
+    } else {
+        SK_FAIL_IF(m.data_offset > s->rr.size || m.size > s->rr.size - m.data_offset, err,
+                   SK_E_CORRUPT, "%s: index points past the end of the shard (member at %llu)",
+                   s->index_path, (unsigned long long)m.data_offset);
+        size_t got;
+        SK_GUARD(s->rr.read_at(s->rr.ctx, m.data_offset, buf, (size_t)m.size, &got, err));
+        SK_FAIL_IF(got < m.size, err, SK_E_CORRUPT, "%s: short read at offset %llu",
+                   s->path, (unsigned long long)(m.data_offset + got));
+    }
+    if (!(in->flags & SK_INDEX_NO_CRC)) {
+        uint32_t crc = sk_crc32c(0, buf, (size_t)m.size);
+        SK_FAIL_IF(crc != m.crc32c, err, SK_E_MISMATCH,
+                   "%s: member '%.*s.%.*s' at offset %llu: CRC32C %08x, the index says %08x",
+                   s->path, (int)h->sample.key_len, h->sample.key, (int)m.ext_len, m.ext,
+                   (unsigned long long)m.data_offset, crc, m.crc32c);
+    }
+    return SK_OK;
+}
+
+int sk_dataset_write_tar(sk_dataset *ds, const sk_hit *h, int fd, const char *fd_name,
+                         sk_error *err)
+{
+    int rc = SK_OK;
+    unsigned char *data = NULL, *hdr = NULL;
+    char *name = NULL;
+    static const unsigned char zeros[2 * SK_TAR_BLOCK];
+    for (uint32_t i = 0; !rc && i < h->sample.member_count; i++) {
+        sk_member_ref m;
+        if ((rc = sk_dataset_member(ds, h, i, &m, err))) break;
+        free(data);
+        if (!(data = malloc(m.size ? (size_t)m.size : 1))) {
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory for a member of %llu bytes",
+                              (unsigned long long)m.size);
+            break;
+        }
+        if ((rc = sk_dataset_read(ds, h, i, data, (size_t)m.size, err))) break;
+        size_t nlen = h->sample.key_len + 1 + m.ext_len;
+        free(name);
+        if (!(name = malloc(nlen + 1))) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); break; }
+        memcpy(name, h->sample.key, h->sample.key_len);
+        name[h->sample.key_len] = '.';
+        memcpy(name + h->sample.key_len + 1, m.ext, m.ext_len);
+        name[nlen] = 0;
+        free(hdr);
+        if (!(hdr = malloc(sk_tar_header_size(name, nlen, m.size)))) {
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+            break;
+        }
+        size_t hl = sk_tar_header(hdr, name, nlen, m.size, 0);
+        if ((rc = sk_write_all(fd, hdr, hl, fd_name, err)) ||
+            (rc = sk_write_all(fd, data, (size_t)m.size, fd_name, err)) ||
+            (rc = sk_write_all(fd, zeros, (size_t)(sk_tar_pad(m.size) - m.size), fd_name, err)))
+            break;
+    }
+    if (!rc) rc = sk_write_all(fd, zeros, sizeof zeros, fd_name, err);
+    free(data);
+    free(hdr);
+    free(name);
+    return rc;
+}

@@ -1,0 +1,323 @@
+/*
+ * merge.c - joining the manifests of parallel runs (`shardkit index merge`)
+ * and exporting a manifest as wids' shard-index JSON.
+ *
+ * A merged manifest lists every shard once, with ordinals continuing from
+ * one input to the next and URLs rewritten relative to where the merged
+ * manifest is written.  Parallel runs must be disjoint: a shard listed
+ * twice, a key present in two shards (found through their indexes), or
+ * --part slices missing or repeated are errors that name them, since a
+ * silent overlap would train on samples twice.
+ */
+#include "core/internal.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ paths */
+
+/* Absolute, lexically normalised ("." and ".." folded) form of p. */
+static char *abs_path(const char *p)
+{
+    char *full;
+    if (p[0] == '/') full = strdup(p);
+    else {
+        char *cwd = getcwd(NULL, 0);
+        if (!cwd) return NULL;
+        if (asprintf(&full, "%s/%s", cwd, p) < 0) full = NULL;
+        free(cwd);
+    }
+    if (!full) return NULL;
+    char *out = malloc(strlen(full) + 2), *o = out;
+    if (!out) { free(full); return NULL; }
+    *o = 0;
+    for (char *save = NULL, *c = strtok_r(full, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(c, ".")) continue;
+        if (!strcmp(c, "..")) {
+            char *sl = strrchr(out, '/');
+            if (sl) { *sl = 0; o = sl; }
+            continue;
+        }
+        o += sprintf(o, "/%s", c);
+    }
+    if (out[0] == 0) strcpy(out, "/");
+    free(full);
+    return out;
+}
+
+/* target relative to dir (both absolute, normalised). */
+static char *rel_path(const char *dir, const char *target)
+{
+    size_t i = 0, common = 0, ups = 0;
+    const char *rest;
+    while (dir[i] && dir[i] == target[i]) {
+        i++;
+        if (dir[i - 1] == '/') common = i;
+    }
+    if (!dir[i] && (target[i] == '/' || !target[i])) {
+        rest = target + i + (target[i] == '/'); /* target lies under dir */
+    } else {
+        rest = target + common;
+        const char *p = dir + common;
+        if (*p) ups = 1;
+        for (; *p; p++) ups += *p == '/';
+    }
+    char *out = malloc(ups * 3 + strlen(rest) + 1), *o = out;
+    if (!out) return NULL;
+    for (size_t k = 0; k < ups; k++) o += sprintf(o, "../");
+    strcpy(o, rest);
+    return out;
+}
+
+/* URL of an entry of the manifest at mpath, as seen from out_dir. */
+static char *rebase(const char *mpath, const char *url, const char *out_dir_abs)
+{
+    if (url[0] == '/' || strstr(url, "://")) return strdup(url);
+    char *md = sk_dir_of(mpath), *joined = NULL, *abs = NULL, *rel = NULL;
+    if (md && asprintf(&joined, "%s/%s", md, url) >= 0 && (abs = abs_path(joined)))
+        rel = rel_path(out_dir_abs, abs);
+    free(md);
+    free(joined);
+    free(abs);
+    return rel;
+}
+
+/* ------------------------------------------------------------------ merge */
+
+struct keyref {
+    const char *key;
+    uint32_t len;
+    uint32_t shard;
+};
+
+static int keyref_cmp(const void *a, const void *b)
+{
+    const struct keyref *x = a, *y = b;
+    int d = memcmp(x->key, y->key, x->len < y->len ? x->len : y->len);
+    if (d) return d;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return (x->shard > y->shard) - (x->shard < y->shard);
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(**(char *const *const *)a, **(char *const *const *)b);
+}
+
+int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, sk_error *err)
+{
+    SK_FAIL_IF(n == 0, err, SK_E_USAGE, "no manifests to merge");
+    sk_manifest **in = calloc(n ? n : 1, sizeof *in);
+    sk_manifest *out = sk_manifest_new();
+    size_t *order = calloc(n ? n : 1, sizeof *order);
+    char *out_dir = sk_dir_of(out_path), *out_dir_abs = out_dir ? abs_path(out_dir) : NULL;
+    char **abs_urls = NULL, ***sorted = NULL;
+    sk_index **ix = NULL;
+    struct keyref *keys = NULL;
+    size_t nshards = 0;
+    int rc = SK_OK;
+    if (!in || !out || !order || !out_dir_abs) {
+        rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        goto cleanup;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((rc = sk_manifest_load(&in[i], paths[i], err))) goto cleanup;
+        order[i] = i;
+    }
+    /* --part slices: all or none, each exactly once, in part order. */
+    int parts = in[0]->parts;
+    for (size_t i = 0; i < n; i++)
+        if ((in[i]->parts > 0) != (parts > 0) || (parts && in[i]->parts != parts)) {
+            rc = sk_error_set(err, SK_E_INPUT, "%s: says parts=%d, %s says parts=%d", paths[i],
+                              in[i]->parts, paths[0], parts);
+            goto cleanup;
+        }
+    if (parts > 0) {
+        int base = 0;
+        for (size_t i = 0; i < n; i++)
+            if (in[i]->part == parts) base = 1; /* 1-based numbering */
+        for (size_t i = 1; i < n; i++) /* insertion sort by part */
+            for (size_t j = i; j > 0 && in[order[j]]->part < in[order[j - 1]]->part; j--) {
+                size_t t = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = t;
+            }
+        for (size_t i = 1; i < n; i++)
+            if (in[order[i]]->part == in[order[i - 1]]->part) {
+                rc = sk_error_set(err, SK_E_INPUT, "part %d/%d appears twice (%s and %s)",
+                                  in[order[i]]->part, parts, paths[order[i - 1]], paths[order[i]]);
+                goto cleanup;
+            }
+        for (int p = base, k = 0; p < parts + base; p++) {
+            if (k < (int)n && in[order[k]]->part == p) { k++; continue; }
+            rc = sk_error_set(err, SK_E_INPUT, "part %d/%d is missing from the manifests given",
+                              p, parts);
+            goto cleanup;
+        }
+        if ((int)n != parts) {
+            rc = sk_error_set(err, SK_E_INPUT, "%zu manifests for %d parts", n, parts);
+            goto cleanup;
+        }
+    }
+    if (in[0]->options_json && !(out->options_json = strdup(in[0]->options_json))) {
+        rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        goto cleanup;
+    }
+    for (size_t i = 0; i < n; i++) nshards += in[i]->nshards;
+    abs_urls = calloc(nshards + 1, sizeof *abs_urls);
+    sorted = calloc(nshards + 1, sizeof *sorted);
+    ix = calloc(nshards + 1, sizeof *ix);
+    if (!abs_urls || !sorted || !ix) {
+        rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        goto cleanup;
+    }
+    size_t k = 0, nkeys = 0;
+    for (size_t oi = 0; oi < n; oi++) {
+        size_t i = order[oi];
+        const sk_manifest *m = in[i];
+        for (size_t j = 0; j < m->nshards; j++, k++) {
+            const sk_manifest_shard *s = &m->shards[j];
+            sk_manifest_shard ns = *s;
+            char *url = rebase(paths[i], s->url, out_dir_abs);
+            char *iurl = s->index_url ? rebase(paths[i], s->index_url, out_dir_abs) : NULL;
+            char *joined = NULL;
+            if (url && asprintf(&joined, "%s/%s", out_dir_abs, url) >= 0)
+                abs_urls[k] = url[0] == '/' || strstr(url, "://") ? strdup(url) : abs_path(joined);
+            free(joined);
+            if (!url || (s->index_url && !iurl) || !abs_urls[k]) {
+                free(url);
+                free(iurl);
+                rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+                goto cleanup;
+            }
+            ns.url = url;
+            ns.index_url = iurl;
+            ns.part = 0;
+            rc = sk_manifest_add_shard(out, &ns, err);
+            free(url);
+            free(iurl);
+            if (rc) goto cleanup;
+            sorted[k] = &abs_urls[k];
+            /* keys come from the shard's index */
+            char *ipath = NULL;
+            const char *iu = out->shards[k].index_url;
+            if (iu) {
+                if (asprintf(&ipath, "%s/%s", out_dir_abs, iu) < 0) ipath = NULL;
+                if (ipath && (iu[0] == '/')) { free(ipath); ipath = strdup(iu); }
+            } else if (asprintf(&ipath, "%s.idx", abs_urls[k]) < 0) ipath = NULL;
+            if (!ipath) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
+            if (strstr(ipath, "://")) {
+                rc = sk_error_set(err, SK_E_USAGE, "%s: remote indexes are not supported yet", ipath);
+                free(ipath);
+                goto cleanup;
+            }
+            rc = sk_index_open(&ix[k], ipath, 0, err);
+            free(ipath);
+            if (rc) goto cleanup;
+            if (sk_index_sample_count(ix[k]) != s->samples) {
+                rc = sk_error_set(err, SK_E_MISMATCH, "%s: shard %s has %llu samples in its "
+                                  "index, %llu in the manifest", paths[i], s->url,
+                                  (unsigned long long)sk_index_sample_count(ix[k]),
+                                  (unsigned long long)s->samples);
+                goto cleanup;
+            }
+            nkeys += s->samples;
+        }
+        for (size_t e = 0; e < m->nexts; e++)
+            if ((rc = sk_manifest_count_ext(out, m->exts[e].ext, strlen(m->exts[e].ext),
+                                            m->exts[e].count, err)))
+                goto cleanup;
+    }
+    qsort(sorted, nshards, sizeof *sorted, str_cmp);
+    for (size_t i = 1; i < nshards; i++)
+        if (!strcmp(*sorted[i], *sorted[i - 1])) {
+            rc = sk_error_set(err, SK_E_INPUT, "shard %s is listed twice in the manifests",
+                              *sorted[i]);
+            goto cleanup;
+        }
+    keys = malloc((nkeys ? nkeys : 1) * sizeof *keys);
+    if (!keys) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
+    size_t q = 0;
+    for (size_t i = 0; i < nshards; i++)
+        for (uint64_t o = 0; o < sk_index_sample_count(ix[i]); o++) {
+            sk_sample_ref r;
+            if ((rc = sk_index_sample(ix[i], o, &r, err))) goto cleanup;
+            keys[q].key = r.key;
+            keys[q].len = (uint32_t)r.key_len;
+            keys[q].shard = (uint32_t)i;
+            q++;
+        }
+    qsort(keys, q, sizeof *keys, keyref_cmp);
+    for (size_t i = 1; i < q; i++)
+        if (keys[i].len == keys[i - 1].len && keys[i].shard != keys[i - 1].shard &&
+            !memcmp(keys[i].key, keys[i - 1].key, keys[i].len)) {
+            rc = sk_error_set(err, SK_E_INPUT, "key '%.*s' is in two shards: %s and %s",
+                              (int)(keys[i].len > 200 ? 200 : keys[i].len), keys[i].key,
+                              out->shards[keys[i - 1].shard].url, out->shards[keys[i].shard].url);
+            goto cleanup;
+        }
+    rc = sk_manifest_write(out, out_path, err);
+cleanup:
+    for (size_t i = 0; in && i < n; i++) sk_manifest_free(in[i]);
+    for (size_t i = 0; abs_urls && i < nshards; i++) free(abs_urls[i]);
+    for (size_t i = 0; ix && i < nshards; i++) sk_index_close(ix[i]);
+    free(in);
+    free(order);
+    free(abs_urls);
+    free(sorted);
+    free(ix);
+    free(keys);
+    free(out_dir);
+    free(out_dir_abs);
+    sk_manifest_free(out);
+    return rc;
+}
+
+/* ------------------------------------------------------------------- wids */
+
+int sk_manifest_write_wids(const sk_manifest *m, const char *manifest_path, const char *out_path,
+                           sk_error *err)
+{
+    char *od = sk_dir_of(out_path), *oda = od ? abs_path(od) : NULL;
+    json_t *root = json_object(), *list = json_array();
+    int rc = SK_OK;
+    char *tmp = NULL, *text = NULL;
+    if (!oda || !root || !list) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
+    json_object_set_new(root, "__kind__", json_string("wids-shard-index-v1"));
+    json_object_set_new(root, "wids_version", json_integer(1));
+    for (size_t i = 0; i < m->nshards; i++) {
+        char *url = rebase(manifest_path, m->shards[i].url, oda);
+        if (!url) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
+        json_t *o = json_object();
+        json_object_set_new(o, "url", json_string(url));
+        json_object_set_new(o, "nsamples", json_integer((json_int_t)m->shards[i].samples));
+        json_object_set_new(o, "filesize", json_integer((json_int_t)m->shards[i].bytes));
+        json_array_append_new(list, o);
+        free(url);
+    }
+    json_object_set_new(root, "shardlist", list);
+    list = NULL;
+    text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!text || !(tmp = sk_tmp_name(out_path, err))) {
+        rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        goto cleanup;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (!f) { rc = sk_error_set(err, SK_E_IO, "%s: cannot create: %s", tmp, strerror(errno)); goto cleanup; }
+    int bad = fputs(text, f) < 0 || fputc('\n', f) < 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, out_path) != 0) {
+        rc = sk_error_set(err, SK_E_IO, "%s: write failed: %s", out_path, strerror(errno));
+        unlink(tmp);
+    }
+cleanup:
+    json_decref(list);
+    json_decref(root);
+    free(text);
+    free(tmp);
+    free(od);
+    free(oda);
+    return rc;
+}

@@ -1,0 +1,775 @@
+/*
+ * verify.c - `shardkit verify`: proves shards sound, or reports each
+ * problem with the shard, tar offset and key.
+ *
+ * Per shard: one walk of the tar headers with the shared reader
+ * (tar_read.c), which checks every header checksum and size field and so
+ * never steps over a corrupt header (a WebDataset reader stops silently
+ * there); then the end-of-archive blocks and anything after them.  A plain
+ * tar is walked through pread (headers only, at header speed) unless --deep
+ * asks for every member's CRC32C and the shard's, when it is read once
+ * sequentially; compressed shards are always streamed.  The walk's records
+ * are compared with the index sidecar, the manifest's entry, and across
+ * shards for duplicate and split keys.  --jpeg decodes JPEG members with
+ * libjpeg-turbo on --jobs threads (pread from plain tars).
+ *
+ * An s3:// shard (or a manifest whose shards are objects) goes through the
+ * same checks: a HEAD gives its size, a ranged GET its first block, and it
+ * is streamed whole through one GET, so its CRC32C is always compared with
+ * the index's and the manifest's: that is what finds a remote object that
+ * differs from the dataset it belongs to.
+ */
+#include "core/internal.h"
+#include "io/s3io.h"
+#include "format/shard_stream.h"
+#include "format/tar.h"
+#include "tools/verify_int.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_INDEX_REPORTS 10
+
+/* -------------------------------------------------------------- the walk */
+
+struct vmember {
+    uint64_t data_offset, size;
+    uint32_t header_len, crc;
+    uint32_t ext_off, ext_len; /* in the shard's string pool */
+};
+
+struct vsample {
+    uint64_t offset, span;
+    uint32_t key_off, key_len, first, count;
+};
+
+struct keyrec { /* for duplicates across the whole run */
+    char *key;
+    size_t len;
+    uint32_t shard;
+    uint64_t offset;
+    char *exts; /* the run's extensions, ",a,b," */
+};
+
+struct jpegjob {
+    uint64_t data_offset, size, sample_offset;
+    uint32_t sample;
+    int bad;
+    char why[200];
+};
+
+typedef struct vstate {
+    const sk_verify_options *o;
+    sk_verify_stats st;
+    /* every shard's name, for the key records */
+    char **shards;
+    size_t nshards, cap_shards;
+    struct keyrec *keys;
+    size_t nkeys, cap_keys;
+    /* the current shard */
+    struct vsample *s;
+    size_t ns, cap_s;
+    struct vmember *m;
+    size_t nm, cap_m;
+    char *pool;
+    size_t npool, cap_pool;
+    struct jpegjob *jobs;
+    size_t njobs, cap_jobs;
+} vstate;
+
+static void problem(vstate *v, int warning, const char *kind, const char *shard, uint64_t off,
+                    const char *key, size_t klen, const char *fmt, ...)
+    __attribute__((format(printf, 8, 9)));
+static void problem(vstate *v, int warning, const char *kind, const char *shard, uint64_t off,
+                    const char *key, size_t klen, const char *fmt, ...)
+{
+    char msg[SK_ERROR_MAX], k[SK_TAR_NAME_MAX + 1];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (key) {
+        if (klen > SK_TAR_NAME_MAX) klen = SK_TAR_NAME_MAX;
+        memcpy(k, key, klen);
+        k[klen] = 0;
+    }
+    if (warning) v->st.warnings++;
+    else v->st.errors++;
+    sk_verify_problem p = {warning, kind, shard, off, key ? k : NULL, msg};
+    if (v->o->report) v->o->report(v->o->ctx, &p);
+}
+
+static int pool_add(vstate *v, const char *s, size_t n, uint32_t *off, sk_error *err)
+{
+    SK_GUARD(sk_grow((void **)&v->pool, &v->cap_pool, v->npool + n + 1, 1, err));
+    *off = (uint32_t)v->npool;
+    memcpy(v->pool + v->npool, s, n);
+    v->pool[v->npool + n] = 0;
+    v->npool += n + 1;
+    return SK_OK;
+}
+
+static int is_jpeg_ext(const char *e, size_t n)
+{
+    const char *dot = memrchr(e, '.', n);
+    if (dot) {
+        n -= (size_t)(dot + 1 - e);
+        e = dot + 1;
+    }
+    return !sk_ext_cmp(e, n, "jpg", 3) || !sk_ext_cmp(e, n, "jpeg", 4);
+}
+
+/* The checks that need a whole sample: required extensions; then its
+ * key goes to the run-wide list for duplicate and split checks. */
+static int close_sample(vstate *v, uint32_t shard, sk_error *err)
+{
+    if (!v->ns) return SK_OK;
+    struct vsample *s = &v->s[v->ns - 1];
+    const char *key = v->pool + s->key_off;
+    const char *name = v->shards[shard];
+    for (size_t i = 0; i < v->o->nrequire; i++) {
+        const char *want = v->o->require[i];
+        int found = 0;
+        for (uint32_t j = 0; j < s->count && !found; j++) {
+            const struct vmember *m = &v->m[s->first + j];
+            found = !sk_ext_cmp(v->pool + m->ext_off, m->ext_len, want, strlen(want));
+        }
+        if (!found)
+            problem(v, 0, "missing", name, s->offset, key, s->key_len,
+                    "sample has no '%s' member", want);
+    }
+    SK_GUARD(sk_grow((void **)&v->keys, &v->cap_keys, v->nkeys + 1, sizeof *v->keys, err));
+    struct keyrec *k = &v->keys[v->nkeys];
+    size_t elen = 2;
+    for (uint32_t j = 0; j < s->count; j++) elen += v->m[s->first + j].ext_len + 1;
+    k->key = strndup(key, s->key_len);
+    k->exts = malloc(elen);
+    SK_FAIL_IF(!k->key || !k->exts, err, SK_E_NOMEM, "out of memory");
+    v->nkeys++;
+    k->len = s->key_len;
+    k->shard = shard;
+    k->offset = s->offset;
+    char *p = k->exts;
+    *p++ = ',';
+    for (uint32_t j = 0; j < s->count; j++) {
+        const struct vmember *m = &v->m[s->first + j];
+        memcpy(p, v->pool + m->ext_off, m->ext_len);
+        p += m->ext_len;
+        *p++ = ',';
+    }
+    *p = 0;
+    return SK_OK;
+}
+
+static int add_entry(vstate *v, uint32_t shard, const sk_tar_entry *e, sk_error *err)
+{
+    const char *name = v->shards[shard];
+    size_t kl, eo;
+    if (sk_tar_is_meta(e->name, e->name_len)) return SK_OK;
+    if (sk_sample_split(e->name, e->name_len, &kl, &eo) != SK_OK) {
+        problem(v, 0, "split", name, e->header_offset, NULL, 0,
+                "member '%s' has no WebDataset key (no dot in its basename)", e->name);
+        return SK_OK;
+    }
+    struct vsample *cur = v->ns ? &v->s[v->ns - 1] : NULL;
+    if (!cur || cur->key_len != kl || memcmp(v->pool + cur->key_off, e->name, kl)) {
+        SK_GUARD(close_sample(v, shard, err));
+        SK_GUARD(sk_grow((void **)&v->s, &v->cap_s, v->ns + 1, sizeof *v->s, err));
+        cur = &v->s[v->ns++];
+        memset(cur, 0, sizeof *cur);
+        SK_GUARD(pool_add(v, e->name, kl, &cur->key_off, err));
+        cur->key_len = (uint32_t)kl;
+        cur->offset = e->header_offset;
+        cur->first = (uint32_t)v->nm;
+    }
+    const char *ext = e->name + eo;
+    size_t el = e->name_len - eo;
+    for (uint32_t j = 0; j < cur->count; j++) {
+        const struct vmember *m = &v->m[cur->first + j];
+        if (!sk_ext_cmp(v->pool + m->ext_off, m->ext_len, ext, el))
+            problem(v, 0, "duplicate", name, e->header_offset, e->name, kl,
+                    "extension '%s' occurs twice in one sample", ext);
+    }
+    SK_GUARD(sk_grow((void **)&v->m, &v->cap_m, v->nm + 1, sizeof *v->m, err));
+    struct vmember *m = &v->m[v->nm++];
+    char low[SK_TAR_NAME_MAX + 1];
+    for (size_t i = 0; i < el && i < SK_TAR_NAME_MAX; i++)
+        low[i] = ext[i] >= 'A' && ext[i] <= 'Z' ? (char)(ext[i] + 32) : ext[i];
+    SK_GUARD(pool_add(v, low, el, &m->ext_off, err));
+    m->ext_len = (uint32_t)el;
+    m->data_offset = e->data_offset;
+    m->size = e->size;
+    m->header_len = e->header_len;
+    m->crc = e->crc32c;
+    cur->count++;
+    cur->span = e->data_offset + sk_tar_pad(e->size) - cur->offset;
+    v->st.members++;
+    if (!e->size)
+        problem(v, 1, "empty", name, e->header_offset, e->name, kl, "member '%s' is empty",
+                e->name);
+    if ((v->o->flags & SK_VERIFY_JPEG) && e->size && is_jpeg_ext(ext, el)) {
+        SK_GUARD(sk_grow((void **)&v->jobs, &v->cap_jobs, v->njobs + 1, sizeof *v->jobs, err));
+        struct jpegjob *j = &v->jobs[v->njobs++];
+        memset(j, 0, sizeof *j);
+        j->data_offset = e->data_offset;
+        j->size = e->size;
+        j->sample = (uint32_t)(v->ns - 1);
+        j->sample_offset = e->header_offset;
+    }
+    return SK_OK;
+}
+
+/* ------------------------------------------------------------- the index */
+
+/* The sidecar "NAME.idx" into *ix, or *ix = NULL when there is none
+ * (shards made by others need not have one) or it is refused (a problem
+ * reported).  Errors are for what stops the check: I/O, network, memory. */
+static int load_index(vstate *v, const char *name, char *ip, size_t cap, sk_index **ix,
+                      sk_error *err)
+{
+    struct stat sb;
+    sk_error e = SK_ERROR_INIT;
+    int rc;
+    *ix = NULL;
+    snprintf(ip, cap, "%s.idx", name);
+    if (!sk_is_s3_url(ip)) {
+        if (stat(ip, &sb) != 0) return SK_OK;
+        rc = sk_index_open(ix, ip, 0, &e);
+    } else {
+        rc = sk_s3_load_index(v->o->s3, ip, ix, &e);
+        if (rc == SK_E_NOTFOUND) return SK_OK;
+        if (rc && rc != SK_E_CORRUPT && rc != SK_E_MISMATCH && rc != SK_E_INPUT)
+            return *err = e, rc;
+    }
+    if (rc) problem(v, 0, "index", name, 0, NULL, 0, "%s", e.msg);
+    return SK_OK;
+}
+
+static int check_index(vstate *v, const char *name, const sk_index_shard_info *actual,
+                       int have_crc, int walked_all, sk_error *err)
+{
+    char ip[4200];
+    sk_index *ix;
+    SK_GUARD(load_index(v, name, ip, sizeof ip, &ix, err));
+    if (!ix) return SK_OK;
+    sk_error e = SK_ERROR_INIT;
+    const sk_index_shard_info *in = sk_index_shard(ix);
+    int reports = 0;
+#define IXBAD(off, key, klen, ...)                                                   \
+    do {                                                                             \
+        if (reports++ < MAX_INDEX_REPORTS) problem(v, 0, "index", name, off, key, klen, __VA_ARGS__); \
+    } while (0)
+    if (in->size != actual->size || in->first_block_crc32c != actual->first_block_crc32c) {
+        IXBAD(0, NULL, 0, "index %s belongs to another shard or version: it records %llu bytes "
+              "and first-block CRC32C %08x, the shard has %llu bytes and %08x", ip,
+              (unsigned long long)in->size, in->first_block_crc32c,
+              (unsigned long long)actual->size, actual->first_block_crc32c);
+        sk_index_close(ix);
+        return SK_OK;
+    }
+    int crcs = have_crc && !(in->flags & SK_INDEX_NO_CRC);
+    if (crcs && in->crc32c != actual->crc32c)
+        IXBAD(0, NULL, 0, "shard CRC32C is %08x, its index records %08x", actual->crc32c, in->crc32c);
+    if ((in->flags & SK_INDEX_ZSTD) != (actual->flags & SK_INDEX_ZSTD))
+        IXBAD(0, NULL, 0, "index flags %u do not match the shard's compression", in->flags);
+    uint64_t S = sk_index_sample_count(ix), M = sk_index_member_count(ix);
+    if (walked_all && (S != v->ns || M != v->nm))
+        IXBAD(0, NULL, 0, "index has %llu samples and %llu members, the shard %zu and %zu",
+              (unsigned long long)S, (unsigned long long)M, v->ns, v->nm);
+    for (uint64_t i = 0; i < S && i < v->ns; i++) {
+        sk_sample_ref r;
+        const struct vsample *s = &v->s[i];
+        const char *key = v->pool + s->key_off;
+        if (sk_index_sample(ix, i, &r, &e)) {
+            IXBAD(s->offset, key, s->key_len, "%s", e.msg);
+            continue;
+        }
+        if (r.key_len != s->key_len || memcmp(r.key, key, s->key_len) || r.offset != s->offset ||
+            r.span != s->span || r.member_count != s->count || r.first_member != s->first) {
+            IXBAD(s->offset, key, s->key_len, "index sample %llu ('%.*s' at %llu, span %llu, %u "
+                  "members) disagrees with the shard (at %llu, span %llu, %u members)",
+                  (unsigned long long)i, (int)r.key_len, r.key, (unsigned long long)r.offset,
+                  (unsigned long long)r.span, r.member_count, (unsigned long long)s->offset,
+                  (unsigned long long)s->span, s->count);
+            continue;
+        }
+        for (uint32_t j = 0; j < s->count && s->first + j < M; j++) {
+            sk_member_ref mr;
+            const struct vmember *m = &v->m[s->first + j];
+            if (sk_index_member(ix, s->first + j, &mr, &e)) {
+                IXBAD(s->offset, key, s->key_len, "%s", e.msg);
+                continue;
+            }
+            if (mr.data_offset != m->data_offset || mr.size != m->size ||
+                mr.header_len != m->header_len || mr.ext_len != m->ext_len ||
+                memcmp(mr.ext, v->pool + m->ext_off, m->ext_len))
+                IXBAD(m->data_offset, key, s->key_len, "index member .%.*s (data at %llu, %llu "
+                      "bytes) disagrees with the shard (.%s at %llu, %llu bytes)",
+                      (int)mr.ext_len, mr.ext, (unsigned long long)mr.data_offset,
+                      (unsigned long long)mr.size, v->pool + m->ext_off,
+                      (unsigned long long)m->data_offset, (unsigned long long)m->size);
+            else if (crcs && mr.crc32c != m->crc)
+                problem(v, 0, "crc", name, m->data_offset, key, s->key_len,
+                        "member .%s: data CRC32C %08x, the index records %08x (corrupt data)",
+                        v->pool + m->ext_off, m->crc, mr.crc32c);
+        }
+    }
+    if (reports > MAX_INDEX_REPORTS)
+        problem(v, 0, "index", name, 0, NULL, 0, "%d more index disagreements not shown",
+                reports - MAX_INDEX_REPORTS);
+#undef IXBAD
+    sk_index_close(ix);
+    return SK_OK;
+}
+
+/* ------------------------------------------------------------ the source */
+
+/* Where a shard's bytes come from: a local file (random access through
+ * fd), or an S3 object read in order through streaming GETs. */
+struct vsrc {
+    const char *name;
+    int fd;
+    sk_s3 *s3;
+    char *bucket, *key;
+    sk_s3_stream *st; /* the GET feeding the current sk_stream */
+    uint64_t size;
+};
+
+/* Opens name; SK_E_NOTFOUND (with a message) when it does not exist. */
+static int src_open(struct vsrc *f, sk_s3 *s3, const char *name, sk_error *err)
+{
+    *f = (struct vsrc){.name = name, .fd = -1, .s3 = s3};
+    if (!sk_is_s3_url(name)) {
+        struct stat sb;
+        f->fd = open(name, O_RDONLY | O_CLOEXEC);
+        SK_FAIL_IF(f->fd < 0 || fstat(f->fd, &sb) != 0, err,
+                   errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s", name,
+                   strerror(errno));
+        f->size = (uint64_t)sb.st_size;
+        return SK_OK;
+    }
+    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// target needs an S3 client", name);
+    sk_s3_object head;
+    SK_GUARD(sk_s3_parse_url(name, &f->bucket, &f->key, err));
+    SK_GUARD(sk_s3_head(s3, f->bucket, f->key, &head, err));
+    f->size = head.size;
+    return SK_OK;
+}
+
+static int src_first_block(struct vsrc *f, unsigned char *buf, size_t *got, sk_error *err)
+{
+    *got = 0;
+    if (f->fd >= 0) return sk_stream_pread(f->fd, 0, buf, SK_TAR_BLOCK, got, f->name, err);
+    if (!f->size) return SK_OK;
+    return sk_s3_get(f->s3, f->bucket, f->key, 0, f->size < SK_TAR_BLOCK ? f->size : SK_TAR_BLOCK,
+                     buf, SK_TAR_BLOCK, got, err);
+}
+
+static int src_read(void *ctx, void *dst, size_t n, size_t *got, sk_error *err)
+{
+    return sk_s3_stream_read(((struct vsrc *)ctx)->st, dst, n, got, err);
+}
+
+/* Starts a pass over the whole shard as kind (SK_STREAM_PREAD: local only). */
+static int src_stream(struct vsrc *f, sk_stream *s, sk_stream_kind kind, sk_error *err)
+{
+    if (f->fd >= 0) return sk_stream_open(s, f->fd, f->name, kind, err);
+    memset(s, 0, sizeof *s);
+    sk_s3_stream_close(f->st);
+    f->st = NULL;
+    SK_GUARD(sk_s3_stream_open(&f->st, f->s3, f->bucket, f->key, 0, 0, err));
+    return sk_stream_open_src(s, src_read, f, f->name, kind, err);
+}
+
+static void src_close(struct vsrc *f)
+{
+    if (f->fd >= 0) close(f->fd);
+    sk_s3_stream_close(f->st);
+    free(f->bucket), free(f->key);
+}
+
+/* ------------------------------------------------------------------ JPEG */
+
+struct jctx {
+    vstate *v;
+    int fd;
+    size_t next;
+    pthread_mutex_t mu;
+};
+
+static void jpeg_one(struct jpegjob *j, const unsigned char *data)
+{
+    j->bad = sk_jpeg_check(data, (size_t)j->size, j->why, sizeof j->why);
+}
+
+static void *jpeg_worker(void *arg)
+{
+    struct jctx *c = arg;
+    unsigned char *buf = NULL;
+    size_t cap = 0;
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        size_t i = c->next++;
+        pthread_mutex_unlock(&c->mu);
+        if (i >= c->v->njobs) break;
+        struct jpegjob *j = &c->v->jobs[i];
+        if (j->size > cap) {
+            free(buf);
+            cap = (size_t)j->size;
+            if (!(buf = malloc(cap))) {
+                cap = 0;
+                j->bad = 1;
+                snprintf(j->why, sizeof j->why, "out of memory");
+                continue;
+            }
+        }
+        size_t got;
+        sk_error e = SK_ERROR_INIT;
+        if (sk_stream_pread(c->fd, j->data_offset, buf, (size_t)j->size, &got, "", &e) || got < j->size) {
+            j->bad = 1;
+            snprintf(j->why, sizeof j->why, "cannot read the member");
+            continue;
+        }
+        jpeg_one(j, buf);
+    }
+    free(buf);
+    return NULL;
+}
+
+/* Decodes the collected JPEG members: in parallel from a local plain tar,
+ * in order through a second stream pass from a compressed one or an
+ * object. */
+static int check_jpegs(vstate *v, struct vsrc *f, int compressed, sk_error *err)
+{
+    const char *name = f->name;
+    int fd = f->fd;
+    if (!v->njobs) return SK_OK;
+    v->st.jpegs += v->njobs;
+    if (!compressed && fd >= 0) {
+        int n = v->o->jobs > 0 ? v->o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+        if (n < 1) n = 1;
+        if ((size_t)n > v->njobs) n = (int)v->njobs;
+        struct jctx c = {.v = v, .fd = fd};
+        pthread_mutex_init(&c.mu, NULL);
+        pthread_t *t = calloc((size_t)n, sizeof *t);
+        int started = 0;
+        for (int i = 0; t && i < n; i++)
+            if (pthread_create(&t[i], NULL, jpeg_worker, &c) == 0) started++;
+        if (!started) jpeg_worker(&c);
+        for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+        free(t);
+        pthread_mutex_destroy(&c.mu);
+    } else {
+        sk_stream s;
+        int rc = src_stream(f, &s, compressed ? SK_STREAM_ARCHIVE : SK_STREAM_PLAIN, err);
+        unsigned char *buf = NULL;
+        size_t cap = 0;
+        for (size_t i = 0; !rc && i < v->njobs; i++) {
+            struct jpegjob *j = &v->jobs[i];
+            if (j->size > cap) {
+                free(buf);
+                cap = (size_t)j->size;
+                if (!(buf = sk_xmalloc(cap, err))) { rc = SK_E_NOMEM; break; }
+            }
+            size_t got;
+            if ((rc = sk_stream_read_at(&s, j->data_offset, buf, (size_t)j->size, &got, err))) break;
+            if (got < j->size) {
+                j->bad = 1;
+                snprintf(j->why, sizeof j->why, "truncated");
+            } else {
+                jpeg_one(j, buf);
+            }
+        }
+        free(buf);
+        sk_stream_close(&s);
+        if (rc) return rc;
+    }
+    for (size_t i = 0; i < v->njobs; i++) {
+        const struct jpegjob *j = &v->jobs[i];
+        if (!j->bad) continue;
+        const struct vsample *s = &v->s[j->sample];
+        problem(v, 0, "jpeg", name, j->sample_offset, v->pool + s->key_off, s->key_len,
+                "JPEG does not decode: %s", j->why);
+    }
+    return SK_OK;
+}
+
+/* ----------------------------------------------------------------- shard */
+
+static const char *kind_of(const char *msg)
+{
+    return strstr(msg, "truncated") || strstr(msg, "Truncated") || strstr(msg, "unexpected end") ||
+                   strstr(msg, "premature")
+               ? "truncated"
+               : "tar";
+}
+
+/* After the last member, at: two zero blocks, then nothing but zeros (GNU
+ * tar pads to a record).  A damaged stream is a problem, an I/O error not. */
+static int check_end(vstate *v, sk_stream *s, const char *name, uint64_t at, sk_error *err)
+{
+    unsigned char b[SK_TAR_BLOCK];
+    size_t got;
+    sk_error e = SK_ERROR_INIT;
+    int rc;
+    for (uint64_t pos = at;; pos += got) {
+        if ((rc = sk_stream_read_at(s, pos, b, sizeof b, &got, &e))) {
+            if (rc != SK_E_CORRUPT) return *err = e, rc;
+            problem(v, 0, kind_of(e.msg), name, pos, NULL, 0, "%s", e.msg);
+            return SK_OK;
+        }
+        if (pos == at && got == 0) {
+            problem(v, 0, "truncated", name, at, NULL, 0,
+                    "no end-of-archive blocks after the last member (truncated?)");
+            return SK_OK;
+        }
+        if (pos < at + 2 * SK_TAR_BLOCK && got < SK_TAR_BLOCK) {
+            problem(v, 0, "truncated", name, pos + got, NULL, 0,
+                    "end-of-archive is %llu bytes, not two blocks (truncated)",
+                    (unsigned long long)(pos + got - at));
+            return SK_OK;
+        }
+        if (!got) return SK_OK;
+        size_t k = 0;
+        while (k < got && !b[k]) k++;
+        if (k < got) {
+            problem(v, 0, "tar", name, pos + k, NULL, 0, "%s at offset %llu",
+                    pos < at + 2 * SK_TAR_BLOCK ? "end-of-archive block is not zero"
+                                                : "trailing garbage after the end-of-archive blocks",
+                    (unsigned long long)(pos + k));
+            return SK_OK;
+        }
+    }
+}
+
+struct expect { /* what a manifest says of a shard */
+    int have;
+    uint64_t bytes, samples;
+    uint32_t crc32c;
+    const char *manifest;
+};
+
+static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk_error *err)
+{
+    struct vsrc f;
+    sk_error oerr = SK_ERROR_INIT;
+    int orc = src_open(&f, v->o->s3, name, &oerr);
+    if (orc == SK_E_NOTFOUND && ex && ex->have) {
+        problem(v, 0, "manifest", ex->manifest, 0, NULL, 0, "shard %s is missing", name);
+        src_close(&f);
+        return SK_OK;
+    }
+    if (orc) {
+        src_close(&f);
+        return *err = oerr, orc;
+    }
+    SK_GUARD(sk_grow((void **)&v->shards, &v->cap_shards, v->nshards + 1, sizeof *v->shards, err));
+    uint32_t shard = (uint32_t)v->nshards;
+    v->shards[v->nshards++] = strdup(name);
+    v->ns = v->nm = v->npool = v->njobs = 0;
+    unsigned char first[SK_TAR_BLOCK];
+    size_t nfirst = 0;
+    int rc = SK_OK;
+    sk_stream s = {0};
+    sk_tar_reader r;
+    int have_reader = 0;
+    if ((rc = src_first_block(&f, first, &nfirst, err))) goto out;
+    /* compressed shards, zstd too, are all read through libarchive; an
+     * object is streamed whole (a pread costs a request there) */
+    sk_stream_kind detected = sk_stream_detect(first, nfirst);
+    int compressed = detected != SK_STREAM_PLAIN;
+    int deep = (v->o->flags & SK_VERIFY_DEEP) != 0 || f.fd < 0;
+    sk_stream_kind mode = compressed ? SK_STREAM_ARCHIVE : deep ? SK_STREAM_PLAIN : SK_STREAM_PREAD;
+    int zstd = detected == SK_STREAM_ZSTD;
+    sk_index_shard_info actual = {.size = f.size,
+                                  .first_block_crc32c = sk_crc32c(0, first, nfirst),
+                                  .flags = zstd ? SK_INDEX_ZSTD : 0};
+    v->st.shards++;
+    v->st.bytes += f.size;
+    sk_error oe = SK_ERROR_INIT;
+    if ((rc = src_stream(&f, &s, mode, &oe))) {
+        if (rc == SK_E_CORRUPT) {
+            problem(v, 0, kind_of(oe.msg), name, 0, NULL, 0, "%s", oe.msg);
+            rc = SK_OK;
+        } else {
+            *err = oe;
+        }
+        goto out;
+    }
+    sk_tar_src src = {.ctx = &s, .read_at = sk_stream_read_at, .name = name,
+                      .size = compressed ? UINT64_MAX : f.size};
+    sk_tar_reader_init(&r, &src, deep || compressed ? SK_TAR_CRC : 0);
+    have_reader = 1;
+    int walked_all = 0;
+    for (;;) {
+        sk_tar_entry e;
+        sk_error te = SK_ERROR_INIT;
+        int trc = sk_tar_next(&r, &e, &te);
+        if (trc == SK_E_IO || trc == SK_E_NOMEM) {
+            *err = te;
+            rc = trc;
+            goto out;
+        }
+        if (trc) {
+            problem(v, 0, kind_of(te.msg), name, r.pos,
+                    v->ns ? v->pool + v->s[v->ns - 1].key_off : NULL,
+                    v->ns ? v->s[v->ns - 1].key_len : 0, "%s", te.msg);
+            break;
+        }
+        if (e.end) {
+            walked_all = 1;
+            if ((rc = check_end(v, &s, name, r.pos, err))) goto out;
+            break;
+        }
+        if ((rc = add_entry(v, shard, &e, err))) goto out;
+    }
+    if (rc) goto out;
+    if ((rc = close_sample(v, shard, err))) goto out;
+    v->st.samples += v->ns;
+    int have_crc = 0;
+    if (mode != SK_STREAM_PREAD) { /* the rest of the file, for the shard's CRC32C */
+        if ((rc = sk_stream_drain(&s, err))) goto out;
+        actual.crc32c = s.file_crc;
+        have_crc = 1;
+    }
+    if ((rc = check_index(v, name, &actual, have_crc, walked_all, err))) goto out;
+    if (ex && ex->have) {
+        if (ex->bytes != actual.size)
+            problem(v, 0, "manifest", name, 0, NULL, 0, "%llu bytes, the manifest says %llu",
+                    (unsigned long long)actual.size, (unsigned long long)ex->bytes);
+        if (walked_all && ex->samples != v->ns)
+            problem(v, 0, "manifest", name, 0, NULL, 0, "%zu samples, the manifest says %llu",
+                    v->ns, (unsigned long long)ex->samples);
+        if (have_crc && ex->crc32c && ex->crc32c != actual.crc32c)
+            problem(v, 0, "manifest", name, 0, NULL, 0, "CRC32C %08x, the manifest says %08x",
+                    actual.crc32c, ex->crc32c);
+    }
+    if (v->o->flags & SK_VERIFY_JPEG) {
+        sk_stream_close(&s); /* its GET, for an object, before the JPEG pass opens another */
+        rc = check_jpegs(v, &f, compressed, err);
+    }
+out:
+    if (have_reader) sk_tar_reader_release(&r);
+    sk_stream_close(&s);
+    src_close(&f);
+    return rc;
+}
+
+/* --------------------------------------------------------- across shards */
+
+static int keyrec_cmp(const void *a, const void *b)
+{
+    const struct keyrec *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->key, y->key, n);
+    if (c) return c;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static int exts_overlap(const char *a, const char *b)
+{
+    for (const char *p = a + 1; *p; p = strchr(p, ',') + 1) {
+        size_t n = (size_t)(strchr(p, ',') - p);
+        char pat[SK_TAR_NAME_MAX + 3];
+        if (n + 2 >= sizeof pat) continue;
+        pat[0] = ',';
+        memcpy(pat + 1, p, n);
+        pat[n + 1] = ',';
+        pat[n + 2] = 0;
+        if (strstr(b, pat)) return 1;
+    }
+    return 0;
+}
+
+static void check_keys(vstate *v)
+{
+    if (v->nkeys > 1) qsort(v->keys, v->nkeys, sizeof *v->keys, keyrec_cmp);
+    for (size_t i = 1; i < v->nkeys; i++) {
+        const struct keyrec *a = &v->keys[i - 1], *b = &v->keys[i];
+        if (a->len != b->len || memcmp(a->key, b->key, a->len)) continue;
+        if (a->shard == b->shard && !exts_overlap(a->exts, b->exts))
+            problem(v, 0, "split", v->shards[b->shard], b->offset, b->key, b->len,
+                    "members of this sample are not adjacent (another run at offset %llu); a "
+                    "WebDataset reader sees two samples", (unsigned long long)a->offset);
+        else if (a->shard == b->shard)
+            problem(v, 0, "duplicate", v->shards[b->shard], b->offset, b->key, b->len,
+                    "duplicate key (also at offset %llu)", (unsigned long long)a->offset);
+        else
+            problem(v, 0, "duplicate", v->shards[b->shard], b->offset, b->key, b->len,
+                    "duplicate key (also in %s at offset %llu)", v->shards[a->shard],
+                    (unsigned long long)a->offset);
+    }
+}
+
+/* ----------------------------------------------------------------- entry */
+
+static int verify_manifest(vstate *v, const char *path, sk_error *err)
+{
+    sk_manifest *m;
+    sk_error me = SK_ERROR_INIT;
+    int rc = sk_is_s3_url(path) ? (v->o->s3 ? sk_s3_load_manifest(v->o->s3, path, &m, &me)
+                                            : sk_error_set(&me, SK_E_USAGE, "%s: an s3:// target "
+                                                           "needs an S3 client", path))
+                                : sk_manifest_load(&m, path, &me);
+    if (rc == SK_E_CORRUPT || rc == SK_E_INPUT || rc == SK_E_MISMATCH) {
+        problem(v, 0, "manifest", path, 0, NULL, 0, "%s", me.msg);
+        return SK_OK;
+    }
+    if (rc) {
+        *err = me;
+        return rc;
+    }
+    const char *sl = strrchr(path, '/');
+    int dl = sl ? (int)(sl - path) : 0;
+    for (size_t i = 0; i < m->nshards && !rc; i++) {
+        const sk_manifest_shard *ms = &m->shards[i];
+        char *p = NULL;
+        if (ms->url[0] == '/' || !dl || strstr(ms->url, "://")) p = strdup(ms->url);
+        else if (asprintf(&p, "%.*s/%s", dl, path, ms->url) < 0) p = NULL;
+        if (!p) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); break; }
+        struct expect ex = {1, ms->bytes, ms->samples, ms->crc32c, path};
+        rc = verify_shard(v, p, &ex, err);
+        free(p);
+    }
+    sk_manifest_free(m);
+    return rc;
+}
+
+int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opts,
+              sk_verify_stats *stats, sk_error *err)
+{
+    vstate v = {.o = opts};
+    int rc = SK_OK;
+    for (size_t i = 0; i < n && !rc; i++) {
+        char **ex;
+        size_t k;
+        if ((rc = sk_brace_expand(targets[i], &ex, &k, err))) break;
+        for (size_t j = 0; j < k && !rc; j++) {
+            size_t l = strlen(ex[j]);
+            if (l > 5 && !strcmp(ex[j] + l - 5, ".json")) rc = verify_manifest(&v, ex[j], err);
+            else rc = verify_shard(&v, ex[j], NULL, err);
+        }
+        sk_brace_free(ex);
+    }
+    if (!rc) check_keys(&v);
+    for (size_t i = 0; i < v.nkeys; i++) {
+        free(v.keys[i].key);
+        free(v.keys[i].exts);
+    }
+    for (size_t i = 0; i < v.nshards; i++) free(v.shards[i]);
+    free(v.keys);
+    free(v.shards);
+    free(v.s);
+    free(v.m);
+    free(v.pool);
+    free(v.jobs);
+    if (stats) *stats = v.st;
+    return rc;
+}
