@@ -1,5 +1,6 @@
 /*
- * internal.h - helpers shared by the modules of libshardkit, never installed.
+ * internal.h - the core layer: helpers every module of libshardkit shares
+ * (errors, allocation, byte order, hashing, file writes).  Never installed.
  *
  * The error macros keep failure paths to one line, in the manner of zstd's
  * RETURN_ERROR_IF and s2n's GUARD: every failure both sets the caller's
@@ -27,6 +28,11 @@
     } while (0)
 
 #define SK_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline int sk_is_s3_url(const char *s)
+{
+    return s && !strncmp(s, "s3://", 5);
+}
 
 /* Allocation that reports exhaustion through sk_error instead of crashing. */
 void *sk_xmalloc(size_t n, sk_error *err);
@@ -71,31 +77,6 @@ static inline uint64_t sk_fnv1a64(const void *p, size_t n)
 int sk_vwarnf(void (*warn)(void *, const char *), void *ctx, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
-/* index.c: what writer.c needs of a builder's records (sample i's tar
- * range; setting its stored range once the compressed frames are known). */
-int sk_index_builder_range(const sk_index_builder *b, uint64_t i, uint64_t *offset,
-                           uint64_t *span);
-void sk_index_builder_set_stored(sk_index_builder *b, uint64_t i, uint64_t stored_offset,
-                                 uint64_t stored_span);
-/* sk_index_from_memory over a malloc'd copy the index then owns (freed by
- * sk_index_close, or here when the bytes are refused). */
-int sk_index_adopt(sk_index **out, void *data, size_t size, const char *name, sk_error *err);
-
-/* index.c: one sample and its n members in one call, as
- * sk_index_add_sample followed by n sk_index_add_member would add them,
- * each extension lowercased (ASCII) on its way into the string pool; the
- * hot path of `shardkit index`, with one capacity check per sample. */
-typedef struct sk_index_member_in {
-    const char *ext;
-    size_t ext_len;
-    uint64_t data_offset, size;
-    uint32_t header_len, crc32c;
-} sk_index_member_in;
-int sk_index_add_sample_members(sk_index_builder *b, const char *key, size_t key_len,
-                                uint64_t offset, uint64_t span, uint64_t stored_offset,
-                                uint64_t stored_span, const sk_index_member_in *m, size_t n,
-                                sk_error *err);
-
 /* fsutil.c */
 int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *err);
 /* Writes every buffer of iov in order (writev, resumed after short writes);
@@ -112,11 +93,4 @@ int sk_mkdirs(const char *dir, sk_error *err);
  * caller frees (NULL when out of memory). */
 char *sk_dir_of(const char *path);
 
-/* shardlist.c: a dataset directory's contents.  *manifest = "DIR/manifest.json"
- * when that exists (caller frees; no listing then); else *names = the sorted
- * paths "DIR/NAME" of the entries not starting with '.' that keep(NAME,
- * path) accepts (free with sk_shard_list_free; may be none). */
-int sk_shard_list_dir(const char *dir, int (*keep)(const char *name, const char *path),
-                      char **manifest, char ***names, size_t *count, sk_error *err);
-void sk_shard_list_free(char **names, size_t n);
 #endif /* SK_INTERNAL_H */

@@ -6,7 +6,7 @@
  * and the reader validates the header and bounds-checks every record it
  * hands out, so a corrupt index gives an error, never a wild read.
  */
-#include "core/internal.h"
+#include "format/format.h"
 
 #include <fcntl.h>
 #include <stdatomic.h>

@@ -4,7 +4,7 @@
  * it has one, else the sorted paths of its shard files.  Dot files (our
  * temporary .NAME.tmp files among them) are never shards.
  */
-#include "core/internal.h"
+#include "io/io.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -4,13 +4,11 @@
  * final name always has its index beside it.
  */
 #include "io/writer.h"
-#include "io/s3io.h"
+#include "format/format.h"
 #include "format/tar.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 #include <zstd.h>
 
 /* ------------------------------------------------------------ compression */
@@ -45,12 +43,8 @@ static int file_write(sk_shard_out *o, const void *buf, size_t n, sk_error *err)
         size_t k = SK_TAR_BLOCK - o->z->file_bytes < n ? SK_TAR_BLOCK - o->z->file_bytes : n;
         o->first_block_crc = sk_crc32c(o->first_block_crc, buf, k);
     }
-    if (o->sink) { /* s3io */
-        struct iovec one = {(void *)buf, n};
-        SK_GUARD(sk_sink_s3_write(o, &one, 1, err));
-    } else {
-        SK_GUARD(sk_write_all(o->fd, buf, n, o->tmp, err));
-    }
+    struct iovec one = {(void *)buf, n};
+    SK_GUARD(o->sink->ops->write(o->sink, &one, 1, n, err));
     o->crc = sk_crc32c(o->crc, buf, n);
     o->z->file_bytes += n;
     return SK_OK;
@@ -75,7 +69,7 @@ static int z_frame(sk_shard_out *o, size_t n, sk_error *err)
         z->cap_frames = nc;
     }
     size_t c = ZSTD_compress2(z->cctx, z->cbuf, z->ccap, z->pend + z->start, n);
-    SK_FAIL_IF(ZSTD_isError(c), err, SK_E_IO, "%s: zstd: %s", o->tmp, ZSTD_getErrorName(c));
+    SK_FAIL_IF(ZSTD_isError(c), err, SK_E_IO, "%s: zstd: %s", o->path, ZSTD_getErrorName(c));
     sk_zstd_frame *f = &z->frames[z->nframes++];
     f->c_off = z->file_bytes;
     f->d_off = z->pend_pos;
@@ -124,16 +118,12 @@ static int reset(sk_shard_out *o, sk_error *err)
     sk_index_builder *keep = o->index;
     struct sk_zout *z = o->z;
     int zlevel = o->zlevel;
-    sk_s3 *s3 = o->s3;                       /* s3io */
-    uint64_t part_size = o->s3_part_size;
-    if (o->sink) sk_sink_s3_abort(o);
+    sk_sink_opts sink_opts = o->sink_opts;
+    if (o->sink) o->sink->ops->abort(o->sink);
     free(o->path);
-    free(o->tmp);
-    free(o->index_path);
     memset(o, 0, sizeof *o);
-    o->fd = -1;
     o->zlevel = zlevel;
-    o->s3 = s3, o->s3_part_size = part_size; /* s3io */
+    o->sink_opts = sink_opts;
     o->index = keep ? keep : sk_index_builder_new();
     SK_FAIL_IF(!o->index, err, SK_E_NOMEM, "out of memory");
     sk_index_builder_reset(o->index);
@@ -158,29 +148,17 @@ int sk_shard_out_begin(sk_shard_out *o, const char *path, sk_error *err)
 {
     SK_GUARD(reset(o, err));
     o->path = strdup(path);
-    o->tmp = sk_tmp_name(path, err);
-    size_t n = strlen(path) + 5;
-    o->index_path = malloc(n);
-    SK_FAIL_IF(!o->path || !o->tmp || !o->index_path, err, SK_E_NOMEM, "out of memory");
-    snprintf(o->index_path, n, "%s.idx", path);
-    if (sk_is_s3_url(path)) return sk_sink_s3_begin(o, err); /* s3io: no local file */
-    unlink(o->path);
-    unlink(o->index_path);
-    unlink(o->tmp);
-    o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    SK_FAIL_IF(o->fd < 0, err, SK_E_IO, "%s: cannot create: %s", o->tmp, strerror(errno));
-    return SK_OK;
+    SK_FAIL_IF(!o->path, err, SK_E_NOMEM, "out of memory");
+    return sk_sink_open(&o->sink, path, &o->sink_opts, err);
 }
 
 int sk_shard_out_begin_fd(sk_shard_out *o, int fd, const char *name, sk_error *err)
 {
     SK_GUARD(reset(o, err));
     o->path = strdup(name);
-    o->tmp = strdup(name);
-    SK_FAIL_IF(!o->path || !o->tmp, err, SK_E_NOMEM, "out of memory");
-    o->fd = fd;
+    SK_FAIL_IF(!o->path, err, SK_E_NOMEM, "out of memory");
     o->stream = 1;
-    return SK_OK;
+    return sk_sink_open_fd(&o->sink, fd, name, err);
 }
 
 /* Compressed: append to the pending bytes, then cut what frames we can. */
@@ -216,15 +194,7 @@ int sk_shard_out_writev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t
             need -= k;
         }
     }
-    if (o->sink) SK_GUARD(sk_sink_s3_write(o, iov, iovcnt, err)); /* s3io */
-    uint64_t left = o->sink ? 0 : len;
-    while (left) {
-        ssize_t w = writev(o->fd, iov, iovcnt);
-        if (w < 0 && errno == EINTR) continue;
-        SK_FAIL_IF(w < 0, err, SK_E_IO, "%s: write failed: %s", o->tmp, strerror(errno));
-        left -= (uint64_t)w;
-        sk_iov_advance(&iov, &iovcnt, (size_t)w);
-    }
+    SK_GUARD(o->sink->ops->write(o->sink, iov, iovcnt, len, err));
     o->crc = sk_crc32c_combine(o->crc, crc, len);
     o->bytes += len;
     return SK_OK;
@@ -233,24 +203,18 @@ int sk_shard_out_writev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t
 int sk_shard_out_pwritev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t off,
                          uint64_t len, sk_error *err)
 {
-    while (len) {
-        ssize_t w = pwritev(o->fd, iov, iovcnt, (off_t)off);
-        if (w < 0 && errno == EINTR) continue;
-        SK_FAIL_IF(w < 0, err, SK_E_IO, "%s: write failed: %s", o->tmp, strerror(errno));
-        SK_FAIL_IF(w == 0, err, SK_E_IO, "%s: write failed: wrote nothing", o->tmp);
-        len -= (uint64_t)w;
-        off += (uint64_t)w;
-        sk_iov_advance(&iov, &iovcnt, (size_t)w);
-    }
-    return SK_OK;
+    SK_FAIL_IF(!o->sink->ops->pwrite || o->z, err, SK_E_IO,
+               "%s: internal error: positional writes need a plain local file", o->path);
+    return o->sink->ops->pwrite(o->sink, iov, iovcnt, off, len, err);
 }
 
 int sk_shard_out_set_written(sk_shard_out *o, uint64_t bytes, uint32_t crc,
                              uint32_t first_block_crc, sk_error *err)
 {
     /* finish appends the end-of-archive blocks at the file position */
-    SK_FAIL_IF(lseek(o->fd, (off_t)bytes, SEEK_SET) < 0, err, SK_E_IO, "%s: seek failed: %s",
-               o->tmp, strerror(errno));
+    SK_FAIL_IF(!o->sink->ops->truncate, err, SK_E_IO,
+               "%s: internal error: positional writes need a plain local file", o->path);
+    SK_GUARD(o->sink->ops->truncate(o->sink, bytes, 0, err));
     o->bytes = bytes;
     o->crc = crc;
     o->first_block_crc = first_block_crc;
@@ -261,16 +225,14 @@ int sk_shard_out_truncate(sk_shard_out *o, uint64_t size, uint32_t crc, sk_error
 {
     if (o->z) {
         SK_FAIL_IF(size < o->z->pend_pos || size > o->bytes, err, SK_E_IO,
-                   "%s: cannot drop bytes already compressed", o->tmp);
+                   "%s: cannot drop bytes already compressed", o->path);
         o->z->len -= (size_t)(o->bytes - size);
         o->bytes = size;
         return SK_OK;
     }
-    SK_FAIL_IF(o->stream, err, SK_E_IO, "%s: cannot drop bytes already written to a stream", o->tmp);
-    SK_FAIL_IF(o->sink, err, SK_E_IO, "%s: a member failed mid-copy and cannot be taken back out "
-               "of a shard streaming to S3", o->path); /* s3io */
-    SK_FAIL_IF(ftruncate(o->fd, (off_t)size) != 0 || lseek(o->fd, (off_t)size, SEEK_SET) < 0, err,
-               SK_E_IO, "%s: cannot truncate: %s", o->tmp, strerror(errno));
+    SK_FAIL_IF(!o->sink->ops->truncate, err, SK_E_IO, "%s: a member failed mid-copy and cannot "
+               "be taken back out of a shard being uploaded", o->path);
+    SK_GUARD(o->sink->ops->truncate(o->sink, size, 1, err));
     o->bytes = size;
     o->crc = crc;
     return SK_OK;
@@ -325,34 +287,23 @@ int sk_shard_out_finish(sk_shard_out *o, sk_index_shard_info *info, sk_error *er
     info->crc32c = o->crc;
     info->first_block_crc32c = o->first_block_crc;
     info->flags = o->z ? SK_INDEX_ZSTD : 0;
-    if (o->stream) return SK_OK;
-    if (o->sink) return sk_sink_s3_finish(o, info, err); /* s3io */
-    int fd = o->fd;
-    o->fd = -1;
-    SK_FAIL_IF(close(fd) != 0, err, SK_E_IO, "%s: close failed: %s", o->tmp, strerror(errno));
-    SK_GUARD(sk_index_builder_write(o->index, o->index_path, info, err));
-    SK_FAIL_IF(rename(o->tmp, o->path) != 0, err, SK_E_IO, "%s: rename to %s failed: %s", o->tmp,
-               o->path, strerror(errno));
-    return SK_OK;
+    sk_sink *s = o->sink;
+    o->sink = NULL;
+    return s->ops->publish(s, o->stream ? NULL : o->index, info, err);
 }
 
 void sk_shard_out_abort(sk_shard_out *o)
 {
-    if (o->sink) sk_sink_s3_abort(o); /* s3io */
-    if (o->stream) return;
-    if (o->fd >= 0) close(o->fd);
-    o->fd = -1;
-    if (o->tmp) unlink(o->tmp);
+    sk_sink *s = o->sink;
+    o->sink = NULL;
+    if (s) s->ops->abort(s);
 }
 
 void sk_shard_out_release(sk_shard_out *o)
 {
-    if (o->sink) sk_sink_s3_abort(o); /* s3io */
+    sk_shard_out_abort(o);
     sk_index_builder_free(o->index);
     z_free(o->z);
     free(o->path);
-    free(o->tmp);
-    free(o->index_path);
     memset(o, 0, sizeof *o);
-    o->fd = -1;
 }

@@ -19,12 +19,12 @@
 #ifndef SK_WRITER_H
 #define SK_WRITER_H
 
-#include "core/internal.h"
-#include <sys/uio.h>
+#include "io/sink.h"
 
 typedef struct sk_shard_out {
-    char *path, *tmp, *index_path;
-    int fd;
+    char *path;               /* the final name (file or s3:// URL) */
+    sk_sink *sink;            /* where the bytes go (NULL between shards) */
+    sk_sink_opts sink_opts;   /* set by the owner, kept across begin */
     uint64_t bytes;           /* written so far */
     uint32_t crc;             /* CRC32C of those bytes */
     uint32_t first_block_crc; /* CRC32C of the first 512 bytes */
@@ -32,18 +32,13 @@ typedef struct sk_shard_out {
     int zlevel;               /* zstd level 1..22, 0 = plain tar; kept by begin */
     int stream;               /* written to a caller's fd: no index, no rename */
     struct sk_zout *z;        /* compression state (zlevel > 0) */
-    /* s3io: for an s3:// path, the client (set by the owner, kept across
-     * begin) and the upload in progress (sink_s3.c) instead of fd */
-    sk_s3 *s3;
-    uint64_t s3_part_size;
-    struct sk_sink_s3 *sink;
 } sk_shard_out;
 
 #define SK_ZFRAME_MIN (64u << 10)
 #define SK_ZFRAME_MAX (8u << 20)
 
-/* Opens path's temporary name for writing (removing any old final file
- * first, which on ext4 avoids waiting for its data to flush). */
+/* Opens the sink for path (sink.h: a local temporary name, or an S3
+ * upload).  A zero-initialised sk_shard_out is ready for begin. */
 int sk_shard_out_begin(sk_shard_out *o, const char *path, sk_error *err);
 /* Writes one tar stream to fd (stdout for `-o -`) instead of a file:
  * no temporary name, index or rename; name is used in messages. */
@@ -51,7 +46,7 @@ int sk_shard_out_begin_fd(sk_shard_out *o, int fd, const char *name, sk_error *e
 /* Appends iov (len bytes in all, whose CRC32C is crc). */
 int sk_shard_out_writev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t len,
                         uint32_t crc, sk_error *err);
-/* Positional writes, for several threads filling one plain local shard at
+/* Positional writes (local files only), for several threads filling one plain shard at
  * offsets planned in advance (pack): iov goes at off; nothing else about
  * o changes, so threads may call this at once.  Afterwards set_written
  * records what the file holds (size, CRC32C, CRC32C of its first 512

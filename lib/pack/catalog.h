@@ -100,4 +100,36 @@ int sk_catalog_add_named(sk_catalog *c, uint16_t src, const char *name, uint64_t
 int sk_catalog_problem(sk_catalog *c, sk_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* S3 as a source of pack (catalog_s3.c, fetch_s3.c) */
+
+/* ------------------------------------------------------ catalog_s3.c */
+
+/* The client for every S3 source and sink, GETs in flight (0 = 64) and the
+ * part size of shard uploads (0 = the writer's default). */
+int sk_catalog_set_s3(sk_catalog *c, sk_s3 *s3, int concurrency, uint64_t part_size,
+                      sk_error *err);
+/* Every object under an s3:// prefix ("s3://b/p" means the prefix "p/"). */
+int sk_catalog_add_s3(sk_catalog *c, const char *url, sk_error *err);
+/* Keys listed one a line (or NUL-separated), relative to base_url. */
+int sk_catalog_add_s3_list(sk_catalog *c, FILE *list, const char *list_name,
+                           const char *base_url, int nul_separated, sk_error *err);
+/* The full key of an S3 item ("prefix" + member name) into buf. */
+size_t sk_s3_item_key(const sk_catalog *c, const sk_item *it, char *buf, size_t cap);
+
+/* ------------------------------------------------------- fetch_s3.c */
+
+/* Starts downloading the S3 items of the samples order[pending[0..npending)],
+ * in that order, ahead of the readers.  A no-op without S3 sources. */
+int sk_fetch_start(sk_catalog *c, const uint32_t *order, const uint64_t *pending, uint64_t npending,
+                   sk_error *err);
+/* Reads want bytes at offset at of item it (want + 1 must fit in dst when
+ * probe is set, as for files).  Objects fetched ahead are taken from the
+ * window; big ones are read by ranged GETs. */
+int sk_fetch_read(const sk_catalog *c, const sk_item *it, const char *name, uint64_t at,
+                  unsigned char *dst, uint64_t want, int probe, sk_error *err);
+/* Wakes and fails every waiting read (before joining reader threads). */
+void sk_fetch_cancel(sk_catalog *c);
+/* Stops the fetcher and frees it. */
+void sk_fetch_free(sk_catalog *c);
+
 #endif

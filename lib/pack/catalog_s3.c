@@ -9,7 +9,8 @@
  * Only names and sizes are held here; the bytes are fetched later, in plan
  * order, by fetch_s3.c.
  */
-#include "io/s3io.h"
+#include "pack/catalog.h"
+#include "io/io.h"
 #include "s3/s3_internal.h"
 #include "format/tar.h"
 

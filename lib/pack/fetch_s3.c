@@ -21,7 +21,8 @@
  * delay (AIMD, like TCP); successes raise the limit again by one per
  * window's worth of objects.
  */
-#include "io/s3io.h"
+#include "pack/catalog.h"
+#include "io/io.h"
 #include "s3/s3_internal.h"
 #include "format/tar.h"
 

@@ -17,7 +17,7 @@
  */
 #include "pack/pack_int.h"
 #include "pack/part.h"
-#include "io/s3io.h"
+#include "io/io.h"
 #include "format/tar.h"
 
 #include <fcntl.h>
@@ -30,51 +30,6 @@
 #include <unistd.h>
 
 #define DEFAULT_MAX_SIZE (512ULL << 20)
-/* ---------------------------------------------------------- shard names */
-
-int sk_shard_name(const char *pattern, uint64_t n, char *buf, size_t cap, sk_error *err)
-{
-    /* Formatted by hand: a user's pattern never reaches printf, so "%s" or
-     * "%n" in it cannot do harm; exactly one integer field is allowed. */
-    size_t o = 0;
-    int fields = 0;
-    for (const char *p = pattern; *p; p++) {
-        char tmp[1024]; /* widths up to 999 parse below; all of them must fit */
-        const char *piece = p;
-        size_t plen = 1;
-        if (*p == '%') {
-            if (p[1] == '%') {
-                piece = "%";
-                p++;
-            } else {
-                const char *q = p + 1;
-                int zero = 0, width = 0;
-                if (*q == '0') zero = 1, q++;
-                while (*q >= '0' && *q <= '9' && width < 100) width = width * 10 + (*q++ - '0');
-                if (*q == 'l') q++;
-                if (*q == 'l') q++;
-                SK_FAIL_IF(!strchr("diux", *q) || !*q, err, SK_E_USAGE,
-                           "output pattern '%s': only an integer field (%%d, %%06d, %%u, %%x) "
-                           "is allowed", pattern);
-                snprintf(tmp, sizeof tmp, *q == 'x' ? (zero ? "%0*llx" : "%*llx")
-                                                    : (zero ? "%0*llu" : "%*llu"),
-                         width, (unsigned long long)n);
-                piece = tmp;
-                fields++;
-                p = q;
-            }
-            plen = strlen(piece);
-        }
-        SK_FAIL_IF(o + plen >= cap, err, SK_E_USAGE, "output pattern '%s': name too long", pattern);
-        memcpy(buf + o, piece, plen);
-        o += plen;
-    }
-    buf[o] = 0;
-    SK_FAIL_IF(fields != 1, err, SK_E_USAGE,
-               "output pattern '%s' needs exactly one integer field such as %%06d", pattern);
-    return SK_OK;
-}
-
 /* ------------------------------------------------------------ lifecycle */
 
 int sk_pack_new(sk_pack **out, const sk_pack_options *opts, sk_error *err)
@@ -114,15 +69,6 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts, sk_error *err)
     if (p->part_manifest) p->o.manifest = p->part_manifest;
     *out = p;
     return SK_OK;
-}
-
-void sk_pack_slots_release(struct slot *slots, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free(slots[i].buf);
-        free(slots[i].m);
-        free(slots[i].warnings);
-    }
 }
 
 void sk_pack_free(sk_pack *p)
@@ -178,14 +124,6 @@ int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, const cha
     return sk_catalog_add_s3_list(&p->cat, list, list_name, base_url, nul_separated, err);
 }
 
-void sk_pack_warnf(sk_pack *p, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    sk_vwarnf(p->o.warn, p->o.ctx, fmt, ap);
-    va_end(ap);
-}
-
 /* ------------------------------------------------------------- planning */
 
 static uint64_t splitmix64(uint64_t *s)
@@ -204,21 +142,6 @@ static uint64_t uniform_below(uint64_t *s, uint64_t n)
     do r = splitmix64(s);
     while (r >= limit);
     return r % n;
-}
-
-static uint64_t member_bytes(const sk_catalog *c, const sk_item *it)
-{
-    char name[SK_TAR_NAME_MAX + 1];
-    size_t n = sk_item_name(c, it, name);
-    return sk_tar_header_size(name, n, it->size) + sk_tar_pad(it->size);
-}
-
-uint64_t sk_pack_sample_bytes(const sk_catalog *c, uint32_t s)
-{
-    uint64_t b = 0;
-    size_t first = c->samples[s], k = sk_sample_members(c, s);
-    for (size_t i = 0; i < k; i++) b += member_bytes(c, &c->items[first + i]);
-    return b;
 }
 
 static int plan(sk_pack *p, sk_error *err)
@@ -288,15 +211,6 @@ static int plan(sk_pack *p, sk_error *err)
 }
 
 /* The key of sample s ("dir/" + basename up to its first dot). */
-static size_t sample_key(const sk_catalog *c, uint32_t s, char *buf)
-{
-    const sk_item *it = &c->items[c->samples[s]];
-    size_t dl = c->dir_lens[it->dir];
-    memcpy(buf, c->arena + c->dirs[it->dir], dl);
-    memcpy(buf + dl, c->arena + it->base, it->key_end);
-    return dl + it->key_end;
-}
-
 static int index_path(const char *shard, char *buf, size_t cap)
 {
     return snprintf(buf, cap, "%s.idx", shard) >= (int)cap ? -1 : 0;
@@ -330,8 +244,8 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
     sk_sample_ref first, last;
     int ok = 0;
     if (sk_is_s3_url(path)) { /* s3io: the shard and its index are objects */
-        size_t k1 = sample_key(&p->cat, p->order[sp->first], ipath);
-        size_t k2 = sample_key(&p->cat, p->order[sp->first + sp->count - 1], key);
+        size_t k1 = sk_pack_sample_key(&p->cat, p->order[sp->first], ipath);
+        size_t k2 = sk_pack_sample_key(&p->cat, p->order[sp->first + sp->count - 1], key);
         return sk_sink_s3_matches(p->cat.s3, path, sp->count, ipath, k1, key, k2, &sp->info);
     }
     if (stat(path, &st) != 0 || index_path(path, ipath, sizeof ipath)) return 0;
@@ -340,9 +254,9 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
     if (info->size == (uint64_t)st.st_size && sk_index_sample_count(ix) == sp->count &&
         sp->count && !sk_index_sample(ix, 0, &first, NULL) &&
         !sk_index_sample(ix, sp->count - 1, &last, NULL)) {
-        size_t k = sample_key(&p->cat, p->order[sp->first], key);
+        size_t k = sk_pack_sample_key(&p->cat, p->order[sp->first], key);
         ok = k == first.key_len && !memcmp(key, first.key, k);
-        k = sample_key(&p->cat, p->order[sp->first + sp->count - 1], key);
+        k = sk_pack_sample_key(&p->cat, p->order[sp->first + sp->count - 1], key);
         ok = ok && k == last.key_len && !memcmp(key, last.key, k);
     }
     /* The shard's bytes must still be the ones the index was made for:
@@ -355,182 +269,6 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
 
 /* ------------------------------------------------------------- readers */
 
-int sk_pack_open_at(int dirfd, const char *name, int extra)
-{
-    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOATIME | extra);
-    if (fd < 0 && errno == EPERM) /* O_NOATIME needs ownership */
-        fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | extra);
-    return fd;
-}
-
-int sk_pack_open_input(const sk_source *src, const char *name)
-{
-    return sk_pack_open_at(src->fd, name, 0);
-}
-
-/* Reads exactly want bytes of an input into dst.  Files are read with one
- * request of want+1 bytes: a short read of a regular file means end of
- * file, so a file that grew or shrank since it was listed is caught
- * without another system call.  dst must have room for want+1 bytes. */
-int sk_pack_read_input(const sk_catalog *c, const sk_item *it, const char *name, int fd,
-                      uint64_t at, unsigned char *dst, uint64_t want, int probe, sk_error *err)
-{
-    const sk_source *src = &c->srcs[it->src];
-    if (src->is_s3) return sk_fetch_read(c, it, name, at, dst, want, probe, err); /* s3io */
-    if (src->is_spool) {
-        uint64_t got = 0;
-        while (got < want) {
-            ssize_t r = pread(src->fd, dst + got, want - got, (off_t)(it->spool_off + at + got));
-            if (r < 0 && errno == EINTR) continue;
-            SK_FAIL_IF(r <= 0, err, SK_E_IO, "%s: %s: reading spooled member failed: %s",
-                       src->label, name, r < 0 ? strerror(errno) : "short read");
-            got += (uint64_t)r;
-        }
-        return SK_OK;
-    }
-    uint64_t ask = want + (probe ? 1 : 0), got = 0;
-    while (got < ask) {
-        ssize_t r = read(fd, dst + got, ask - got);
-        if (r < 0 && errno == EINTR) continue;
-        SK_FAIL_IF(r < 0, err, SK_E_IO, "%s/%s: read failed: %s", src->label, name, strerror(errno));
-        uint64_t asked = ask - got;
-        got += (uint64_t)r;
-        if ((uint64_t)r < asked) break; /* a short read: end of file */
-    }
-    SK_FAIL_IF(got != want, err, SK_E_INPUT, "%s/%s: file %s while being packed (listed as %llu "
-               "bytes)", src->label, name, got < want ? "shrank" : "grew",
-               (unsigned long long)it->size);
-    return SK_OK;
-}
-
-static void append_warning(struct slot *s, const char *msg)
-{
-    size_t old = s->warnings ? strlen(s->warnings) : 0, n = strlen(msg);
-    char *w = realloc(s->warnings, old + n + 2);
-    if (!w) return;
-    memcpy(w + old, msg, n);
-    w[old + n] = '\n';
-    w[old + n + 1] = 0;
-    s->warnings = w;
-}
-
-static int open_member(const sk_catalog *c, const sk_item *it, struct dir_cache *dc);
-
-/* Builds sample s's tar bytes into slot.  fds (or NULL): members already
- * opened by the caller (-1: open here); each is closed and set to -1. */
-void sk_pack_fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache *dc, int *fds)
-{
-    const sk_catalog *c = &p->cat;
-    size_t first = c->samples[s], k = sk_sample_members(c, s);
-    char name[SK_TAR_NAME_MAX + 1];
-    sl->len = 0;
-    sl->crc = 0;
-    sl->stream = 0;
-    sl->failed = 0;
-    free(sl->warnings);
-    sl->warnings = NULL;
-    if (k > sl->mcap) {
-        struct member_out *m = realloc(sl->m, k * sizeof *m);
-        if (!m) goto nomem;
-        sl->m = m;
-        sl->mcap = k;
-    }
-    uint64_t need = p->sbytes[s] + 1;
-    if (need > SLOT_MAX) {
-        sl->stream = 1;
-        return;
-    }
-    if (need > sl->cap) {
-        unsigned char *b = realloc(sl->buf, need);
-        if (!b) goto nomem;
-        sl->buf = b;
-        sl->cap = need;
-    }
-    for (size_t i = 0; i < k; i++) {
-        const sk_item *it = &c->items[first + i];
-        struct member_out *mo = &sl->m[i];
-        size_t n = sk_item_name(c, it, name);
-        size_t hl = sk_tar_header(sl->buf + sl->len, name, n, it->size, p->o.mtime);
-        unsigned char *data = sl->buf + sl->len + hl;
-        int fd = -1, rc;
-        sk_error e;
-        e.code = 0;
-        e.msg[0] = 0;
-        if (fds && fds[i] >= 0) {
-            fd = fds[i];
-            fds[i] = -1;
-        }
-        if (fd < 0 && !c->srcs[it->src].is_spool && !c->srcs[it->src].is_s3 &&
-            (fd = open_member(c, it, dc)) < 0)
-            rc = sk_error_set(&e, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
-                              "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
-                              errno == ENOENT ? "file vanished since it was listed" : strerror(errno));
-        else
-            rc = sk_pack_read_input(c, it, name, fd, 0, data, it->size, 1, &e);
-        if (fd >= 0) close(fd);
-        mo->skipped = 0;
-        if (rc) {
-            if (!p->o.skip_errors) {
-                sl->failed = 1;
-                sl->err = e;
-                return;
-            }
-            mo->skipped = 1;
-            append_warning(sl, e.msg);
-            continue;
-        }
-        uint64_t pad = sk_tar_pad(it->size) - it->size;
-        memset(data + it->size, 0, pad);
-        mo->crc = sk_crc32c(0, data, it->size);
-        mo->header_len = (uint32_t)hl;
-        mo->data_off = sl->len + hl;
-        mo->size = it->size;
-        sl->crc = sk_crc32c(sl->crc, sl->buf + sl->len, hl);
-        sl->crc = sk_crc32c_combine(sl->crc, mo->crc, it->size);
-        sl->crc = sk_crc32c(sl->crc, data + it->size, pad);
-        sl->len += hl + it->size + pad;
-    }
-    return;
-nomem:
-    sl->failed = 1;
-    sk_error_set(&sl->err, SK_E_NOMEM, "out of memory reading a sample");
-}
-
-
-/* The descriptor of it's directory, through the cache; -1 (errno set) if
- * it cannot be opened. */
-int sk_pack_member_dirfd(const sk_catalog *c, const sk_item *it, struct dir_cache *dc)
-{
-    const sk_source *src = &c->srcs[it->src];
-    if (dc->fd < 0 || dc->src != it->src || dc->dir != it->dir) {
-        if (dc->fd >= 0 && dc->fd != c->srcs[dc->src].fd) close(dc->fd);
-        dc->fd = -1;
-        dc->src = it->src;
-        dc->dir = it->dir;
-        if (c->dir_lens[it->dir] == 0) {
-            dc->fd = src->fd;
-        } else {
-            char dir[SK_TAR_NAME_MAX + 1];
-            memcpy(dir, c->arena + c->dirs[it->dir], c->dir_lens[it->dir]);
-            dir[c->dir_lens[it->dir]] = 0;
-            dc->fd = openat(src->fd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            if (dc->fd < 0) return -1;
-        }
-    }
-    return dc->fd;
-}
-
-static int open_member(const sk_catalog *c, const sk_item *it, struct dir_cache *dc)
-{
-    int dfd = sk_pack_member_dirfd(c, it, dc);
-    return dfd < 0 ? -1 : sk_pack_open_at(dfd, c->arena + it->base, 0);
-}
-
-void sk_pack_dir_cache_release(struct dir_cache *dc, const sk_catalog *c)
-{
-    if (dc->fd >= 0 && dc->fd != c->srcs[dc->src].fd) close(dc->fd);
-    dc->fd = -1;
-}
 
 static void *reader_main(void *arg)
 {
@@ -562,64 +300,6 @@ static void *reader_main(void *arg)
 
 /* ------------------------------------------------------------- writing */
 
-static double since(const struct timespec *t0)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
-void sk_pack_progress(sk_pack *p, int final)
-{
-    if (!p->o.progress) return;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double dt = (double)(now.tv_sec - p->last_progress.tv_sec) +
-                (double)(now.tv_nsec - p->last_progress.tv_nsec) / 1e9;
-    if (!final && dt < 0.5) return;
-    p->last_progress = now;
-    p->st.seconds = since(&p->t0);
-    p->o.progress(p->o.ctx, &p->st);
-}
-
-
-static void tally_fold(sk_pack *p, struct tally *t)
-{
-    p->st.files_done += t->files;
-    p->st.bytes_done += t->bytes;
-    p->st.samples += t->samples;
-    p->st.skipped += t->skipped;
-    t->files = t->bytes = t->samples = t->skipped = 0;
-}
-
-int sk_pack_add_index_records(sk_pack *p, sk_shard_out *out, uint32_t s, uint64_t sample_off,
-                             const struct member_out *m, struct tally *t, sk_error *err)
-{
-    const sk_catalog *c = &p->cat;
-    size_t first = c->samples[s], k = sk_sample_members(c, s), written = 0;
-    char key[SK_TAR_NAME_MAX + 1], ext[SK_TAR_NAME_MAX + 1];
-    uint64_t span = 0;
-    for (size_t i = 0; i < k; i++)
-        if (!m[i].skipped) span = m[i].data_off + sk_tar_pad(m[i].size), written++;
-    if (!written) return SK_OK; /* every member skipped: no sample */
-    size_t kl = sample_key(c, s, key);
-    SK_GUARD(sk_index_add_sample(out->index, key, kl, sample_off, span, sample_off, span, err));
-    for (size_t i = 0; i < k; i++) {
-        if (m[i].skipped) continue;
-        const sk_item *it = &c->items[first + i];
-        const char *e = c->arena + it->base + it->key_end + 1;
-        size_t el = strlen(e);
-        for (size_t j = 0; j < el; j++)
-            ext[j] = e[j] >= 'A' && e[j] <= 'Z' ? (char)(e[j] + 32) : e[j];
-        SK_GUARD(sk_index_add_member(out->index, ext, el, sample_off + m[i].data_off, m[i].size,
-                                     m[i].header_len, m[i].crc, err));
-        SK_GUARD(sk_manifest_count_ext(t->exts, ext, el, 1, err));
-        t->files++;
-        t->bytes += m[i].size;
-    }
-    t->samples++;
-    return SK_OK;
-}
 
 /* The writer's own copy of a sample too big for a slot, in bounded pieces. */
 static int stream_sample(sk_pack *p, sk_shard_out *out, uint32_t s, struct slot *sl,
@@ -676,7 +356,7 @@ static int stream_sample(sk_pack *p, sk_shard_out *out, uint32_t s, struct slot 
                 *err = e;
                 break;
             }
-            append_warning(sl, e.msg);
+            sk_pack_slot_warn(sl, e.msg);
             mo->skipped = 1;
             rc = sk_shard_out_truncate(out, start, start_crc, err);
             continue;
@@ -767,7 +447,7 @@ static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk
         p->released = *seq;
         if (p->readers_waiting) pthread_cond_broadcast(&p->slot_free);
         pthread_mutex_unlock(&p->mu);
-        tally_fold(p, t);
+        sk_pack_tally_fold(p, t);
         sk_pack_progress(p, 0);
     }
     return rc;
@@ -824,7 +504,7 @@ static int write_shard_local(struct shard_worker *w, struct shard_plan *sp, sk_e
         }
         if (!rc && n) rc = sk_shard_out_writev(out, iov, n, bytes, crc, err);
         pthread_mutex_lock(&p->mu);
-        tally_fold(p, &w->t);
+        sk_pack_tally_fold(p, &w->t);
         sk_pack_progress(p, 0);
         if (p->stop && !rc) rc = -1; /* another shard failed: give up quietly */
         pthread_mutex_unlock(&p->mu);
@@ -922,15 +602,6 @@ static int count_exts_from_index(const char *shard, sk_manifest *man, sk_error *
     return rc;
 }
 
-int sk_pack_add_tally(sk_pack *p, sk_manifest *m)
-{
-    sk_manifest **a = realloc(p->ext_tallies, (p->ext_tallies_n + 1) * sizeof *a);
-    if (!a) return -1;
-    p->ext_tallies = a;
-    a[p->ext_tallies_n++] = m;
-    return 0;
-}
-
 /* Starts the ring's reader threads and writes every shard still to do,
  * in order, from the main thread. */
 static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, int *nthreads,
@@ -981,9 +652,8 @@ static int write_parallel(sk_pack *p, size_t pending_shards, sk_error *err)
     for (size_t i = 0; !rc && i < n; i++) {
         w[i].p = p;
         w[i].dc.fd = -1;
-        w[i].out.fd = -1;
         w[i].out.zlevel = p->o.compress_level;
-        w[i].out.s3 = p->cat.s3, w[i].out.s3_part_size = p->cat.s3_part_size; /* s3io */
+        w[i].out.sink_opts = (sk_sink_opts){p->cat.s3, p->cat.s3_part_size};
         w[i].t.exts = sk_manifest_new();
         if (!w[i].t.exts || sk_pack_add_tally(p, w[i].t.exts)) {
             sk_manifest_free(w[i].t.exts);
@@ -1018,7 +688,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
 {
     char path[4200], url[4200], mpath[4200], mdir[4200], opts[2048];
     sk_manifest *man = NULL;
-    sk_shard_out out = {.fd = -1};
+    sk_shard_out out = {0};
     pthread_t *threads = NULL;
     int nthreads = 0, rc;
     clock_gettime(CLOCK_MONOTONIC, &p->t0);
@@ -1035,7 +705,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
         (rc = sk_sink_s3_prepare(p->cat.s3, p->o.pattern, p->o.start, p->nshards,
                                    p->cat.warn, p->cat.warn_ctx, err)))
         goto cleanup;
-    out.s3 = p->cat.s3, out.s3_part_size = p->cat.s3_part_size; /* s3io */
+    out.sink_opts = (sk_sink_opts){p->cat.s3, p->cat.s3_part_size};
     if (p->o.manifest) {
         snprintf(mpath, sizeof mpath, "%s", p->o.manifest);
         const char *ms = strrchr(mpath, '/');
@@ -1132,7 +802,7 @@ cleanup:
     if (rc) sk_shard_out_abort(&out);
     sk_shard_out_release(&out);
     sk_manifest_free(man);
-    p->st.seconds = since(&p->t0);
+    p->st.seconds = sk_pack_since(&p->t0);
     p->st.skipped += p->cat.skipped;
     if (stats) *stats = p->st;
     return rc;

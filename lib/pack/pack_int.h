@@ -1,7 +1,7 @@
 /*
  * pack_int.h - what pack.c (catalog to plan, the ring and shard-parallel
  * writers, the manifest) and pack_pos.c (the positional writers: spread
- * and stream modes) share: the run's state, the slots samples are built
+ * and stream modes) share, and what pack_fill.c gives both of them: the run's state, the slots samples are built
  * in, and the helpers that read inputs and record index entries.
  * Internal to libshardkit.
  */
@@ -99,6 +99,11 @@ struct tally {
 void sk_pack_warnf(sk_pack *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Tar bytes of sample s (headers, data, padding), from its members' sizes. */
 uint64_t sk_pack_sample_bytes(const sk_catalog *c, uint32_t s);
+/* Sample s's key (directory and basename up to the key's end) into buf
+ * (room for SK_TAR_NAME_MAX + 1); returns its length. */
+size_t sk_pack_sample_key(const sk_catalog *c, uint32_t s, char *buf);
+/* Adds a skip message to the slot's warnings, in member order. */
+void sk_pack_slot_warn(struct slot *s, const char *msg);
 /* Opens name under dirfd for reading (O_NOATIME where allowed), plus extra flags. */
 int sk_pack_open_at(int dirfd, const char *name, int extra);
 int sk_pack_open_input(const sk_source *src, const char *name);
@@ -116,6 +121,11 @@ void sk_pack_slots_release(struct slot *slots, size_t n);
  * cannot be opened. */
 int sk_pack_member_dirfd(const sk_catalog *c, const sk_item *it, struct dir_cache *dc);
 void sk_pack_dir_cache_release(struct dir_cache *dc, const sk_catalog *c);
+/* Seconds since t0 (CLOCK_MONOTONIC). */
+double sk_pack_since(const struct timespec *t0);
+/* Folds a writer's tally into the run's stats and extension counts; p->mu
+ * held by callers on worker threads. */
+void sk_pack_tally_fold(sk_pack *p, struct tally *t);
 /* Reports progress (at most twice a second unless final); p->mu held by
  * callers on worker threads. */
 void sk_pack_progress(sk_pack *p, int final);

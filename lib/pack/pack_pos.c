@@ -6,7 +6,7 @@
  * busy to the end, and the output is the same whatever --jobs is.
  */
 #include "pack/pack_int.h"
-#include "io/s3io.h"
+#include "io/io.h"
 #include "format/tar.h"
 
 #include <fcntl.h>
@@ -180,7 +180,7 @@ static int stream_sample_at(sk_pack *p, uint32_t s, sk_shard_out *out, uint64_t 
     free(buf);
     if (!rc && off != off0 + planned)
         rc = sk_error_set(err, SK_E_IO, "%s: internal error: sample of %s is not its planned size",
-                          out->tmp, name);
+                          out->path, name);
     *crc_out = bcrc;
     return rc;
 }
@@ -213,7 +213,7 @@ static int spread_batch(struct spread_worker *w, struct batch *b, sk_shard_out *
         bytes += sl->len;
     }
     SK_FAIL_IF(bytes != b->bytes, err, SK_E_IO, "%s: internal error: batch is not its planned size",
-               out->tmp);
+               out->path);
     b->crc = crc;
     return sk_shard_out_pwritev(out, iov, (int)b->count, b->off, bytes, err);
 }
@@ -254,7 +254,7 @@ static int finish_written_shard(sk_pack *p, uint64_t first, uint64_t count, uint
     /* files and bytes were counted batch by batch */
     t->files = t->bytes = 0;
     SK_FAIL_IF(off != bytes, err, SK_E_IO, "%s: internal error: shard is not its planned size",
-               out->tmp);
+               out->path);
     /* the first 512 bytes are the start of the first member's header */
     unsigned char hdr[SK_TAR_HEADER_MAX];
     const sk_item *it0 = &c->items[c->samples[p->order[first]]];
@@ -340,7 +340,6 @@ static int spread_plan(sk_pack *p, struct spread *S, sk_error *err)
     for (size_t i = 0; i < p->nshards; i++) {
         struct shard_plan *sp = &p->shards[i];
         struct spread_shard *sh = &S->sh[i];
-        sh->out.fd = -1;
         sh->first_batch = sh->next_batch = S->nb;
         uint64_t pos = sp->first, end = sp->first + (sp->done ? 0 : sp->count), off = 0;
         while (pos < end) {
@@ -595,7 +594,6 @@ static void stream_place(struct stream_worker *w, uint64_t pos, uint64_t k,
             if (!rc && !(cur = calloc(1, sizeof *cur))) rc = sk_error_set(&e, SK_E_NOMEM, "out of memory");
             if (!rc) {
                 T->sh[T->nsh++] = cur;
-                cur->out.fd = -1;
                 cur->first = q;
                 rc = sk_shard_name(p->o.pattern, p->o.start + T->nsh - 1, path, sizeof path, &e);
             }
@@ -646,7 +644,6 @@ static void stream_finish(struct stream_worker *w, struct stream_shard *sh)
         p->st.samples += w->t.samples;
         w->t.samples = 0;
         sk_shard_out_release(&sh->out); /* its index builder's memory */
-        sh->out.fd = -1;
     }
     pthread_mutex_unlock(&p->mu);
 }

@@ -14,7 +14,7 @@
  */
 #include "core/internal.h"
 #include "pack/part.h"
-#include "io/s3io.h"
+#include "io/io.h"
 #include "core/shuffle.h"
 #include "format/tar.h"
 #include "io/writer.h"
@@ -826,7 +826,6 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
     int rc = SK_OK;
     clock_gettime(CLOCK_MONOTONIC, &r.t0);
     r.last = r.t0;
-    r.out.fd = -1;
     r.out.zlevel = opts->compress_level;
     r.to_stdout = opts->pattern && !strcmp(opts->pattern, "-");
     r.max_size = opts->max_size ? opts->max_size : (512u << 20);
@@ -873,7 +872,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
         }
     }
 
-    r.out.s3 = opts->s3, r.out.s3_part_size = opts->s3_part_size;
+    r.out.sink_opts = (sk_sink_opts){opts->s3, opts->s3_part_size};
     if (sk_is_s3_url(opts->pattern) && /* a killed run's unfinished uploads go first */
         (rc = sk_sink_s3_prepare(opts->s3, opts->pattern, opts->start, opts->num_shards, opts->warn,
                                  opts->ctx, err)))

@@ -12,8 +12,8 @@
  * returned" and "where the stream was": the buffer's history is replayed
  * from sample counts without reading data.
  */
-#include "reader/reader.h"
-#include "io/s3io.h"
+#include "reader/reader_io.h"
+#include "io/io.h"
 #include "format/tar.h"
 
 #include <fcntl.h>

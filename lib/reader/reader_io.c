@@ -14,7 +14,7 @@
  * its stream's ring grow (up to max_window) while the producer is parked;
  * the ring goes away with the stream at the end of the shard.
  */
-#include "reader/reader.h"
+#include "reader/reader_io.h"
 
 #include <fcntl.h>
 #include <pthread.h>

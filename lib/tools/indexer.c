@@ -18,7 +18,7 @@
  * frames that hold it; otherwise stored_offset 0 / stored_span = file size
  * ("stream from the start").
  */
-#include "core/internal.h"
+#include "format/format.h"
 #include "format/shard_stream.h"
 #include "format/tar.h"
 

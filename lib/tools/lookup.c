@@ -12,7 +12,7 @@
  * serves offsets into another file.
  */
 #include "core/internal.h"
-#include "io/s3io.h"
+#include "io/io.h"
 #include "format/tar.h"
 
 #include <archive.h>

@@ -20,7 +20,7 @@
  * differs from the dataset it belongs to.
  */
 #include "core/internal.h"
-#include "io/s3io.h"
+#include "io/io.h"
 #include "format/shard_stream.h"
 #include "format/tar.h"
 #include "tools/verify_int.h"

@@ -1,5 +1,6 @@
 /*
- * reader.h - what the reader's two files share (never installed).
+ * reader_io.h - the byte side of the reader (reader_io.c) as the sample
+ * side (reader.c) uses it: one stream per shard.  Never installed.
  *
  * reader_io.c owns the byte side: a shard source (local file, and later an
  * S3 object) read sequentially, optionally through zstd, by a background
@@ -7,8 +8,8 @@
  * one contiguous pointer.  reader.c owns the sample side: tar headers,
  * grouping, split, shuffle, state.
  */
-#ifndef SK_READER_H
-#define SK_READER_H
+#ifndef SK_READER_IO_H
+#define SK_READER_IO_H
 
 #include "core/internal.h"
 

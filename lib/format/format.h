@@ -1,0 +1,39 @@
+/*
+ * format.h - what the format layer (tar, index, manifest, naming) offers
+ * the layers above beyond the public API.  Never installed.
+ */
+#ifndef SK_FORMAT_H
+#define SK_FORMAT_H
+
+#include "core/internal.h"
+
+/* index.c: what writer.c needs of a builder's records (sample i's tar
+ * range; setting its stored range once the compressed frames are known). */
+int sk_index_builder_range(const sk_index_builder *b, uint64_t i, uint64_t *offset,
+                           uint64_t *span);
+void sk_index_builder_set_stored(sk_index_builder *b, uint64_t i, uint64_t stored_offset,
+                                 uint64_t stored_span);
+/* sk_index_from_memory over a malloc'd copy the index then owns (freed by
+ * sk_index_close, or here when the bytes are refused). */
+int sk_index_adopt(sk_index **out, void *data, size_t size, const char *name, sk_error *err);
+
+/* index.c: one sample and its n members in one call, as
+ * sk_index_add_sample followed by n sk_index_add_member would add them,
+ * each extension lowercased (ASCII) on its way into the string pool; the
+ * hot path of `shardkit index`, with one capacity check per sample. */
+typedef struct sk_index_member_in {
+    const char *ext;
+    size_t ext_len;
+    uint64_t data_offset, size;
+    uint32_t header_len, crc32c;
+} sk_index_member_in;
+int sk_index_add_sample_members(sk_index_builder *b, const char *key, size_t key_len,
+                                uint64_t offset, uint64_t span, uint64_t stored_offset,
+                                uint64_t stored_span, const sk_index_member_in *m, size_t n,
+                                sk_error *err);
+
+/* naming.c: the number n for which pattern gives name (the inverse of
+ * sk_shard_name); 0 when name is not one of pattern's. */
+int sk_shard_number(const char *pattern, const char *name, uint64_t *n);
+
+#endif

@@ -1,0 +1,46 @@
+/*
+ * io.h - the io layer: where shards go (sinks: sink.h) and where a
+ * dataset's own objects come back from (the local directory listing, S3
+ * manifests and index objects).  Never installed.
+ */
+#ifndef SK_IO_H
+#define SK_IO_H
+
+#include "format/format.h"
+#include "io/sink.h"
+
+/* shardlist.c: a dataset directory's contents.  *manifest = "DIR/manifest.json"
+ * when that exists (caller frees; no listing then); else *names = the sorted
+ * paths "DIR/NAME" of the entries not starting with '.' that keep(NAME,
+ * path) accepts (free with sk_shard_list_free; may be none). */
+int sk_shard_list_dir(const char *dir, int (*keep)(const char *name, const char *path),
+                      char **manifest, char ***names, size_t *count, sk_error *err);
+void sk_shard_list_free(char **names, size_t n);
+
+/* -------------------------------------------------------- sink_s3.c */
+
+/* Before the first shard: checks the client, aborts the multipart uploads
+ * a killed run left under the names pattern gives shards start ..
+ * start + nshards - 1 (nshards 0: every number from start on). */
+int sk_sink_s3_prepare(sk_s3 *s3, const char *pattern, uint64_t start, size_t nshards,
+                       void (*warn)(void *, const char *), void *warn_ctx, sk_error *err);
+/* -------------------------------------------------------- store_s3.c */
+
+/* --resume: 1 when the shard object and its index object ("URL.idx")
+ * exist, the index is sound and not empty, records the object's size, and
+ * the object's CRC32C equals the recorded one; *out is then the index. */
+int sk_s3_shard_sound(sk_s3 *s3, const char *url, sk_index **out);
+/* sk_s3_shard_sound, and the index holds count samples from first_key to
+ * last_key.  1 keep (info filled), 0 redo. */
+int sk_sink_s3_matches(sk_s3 *s3, const char *url, uint64_t count, const char *first_key,
+                       size_t first_len, const char *last_key, size_t last_len,
+                       sk_index_shard_info *info);
+/* Counts a kept shard's extensions from its index object. */
+int sk_sink_s3_count_exts(sk_s3 *s3, const char *url, sk_manifest *man, sk_error *err);
+/* Writes the manifest as an object (the last one of a run). */
+int sk_sink_s3_put_manifest(sk_s3 *s3, sk_manifest *man, const char *url, sk_error *err);
+/* Reads a manifest or an index object (SK_E_NOTFOUND when missing). */
+int sk_s3_load_manifest(sk_s3 *s3, const char *url, sk_manifest **m, sk_error *err);
+int sk_s3_load_index(sk_s3 *s3, const char *url, sk_index **out, sk_error *err);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * sink.h - where the bytes of one output shard go, and how it is published.
+ * Internal to libshardkit.
+ *
+ * The shard writer (writer.c) frames, compresses and checksums; a sink only
+ * stores.  Three kinds exist, chosen by sk_sink_open from the output name:
+ *
+ *   file (sink_file.c)  a temporary name beside the final one; publish
+ *                       writes the index beside it and renames, so a shard
+ *                       under its final name always has its index;
+ *   fd   (sink_file.c)  a caller's descriptor (`-o -`): no index, nothing
+ *                       to publish or remove;
+ *   S3   (sink_s3.c)    a multipart upload; S3 shows the object only when
+ *                       the upload completes, which is the rename's
+ *                       guarantee; its index object follows.
+ *
+ * A sink is consumed by exactly one of publish and abort.  Positional
+ * writes and truncation exist only where the medium allows them (a local
+ * file); elsewhere they are NULL and the writer reports why it cannot.
+ */
+#ifndef SK_IO_SINK_H
+#define SK_IO_SINK_H
+
+#include "core/internal.h"
+#include <sys/uio.h>
+
+typedef struct sk_sink sk_sink;
+
+struct sk_sink_ops {
+    /* Appends iov (len bytes in all). */
+    int (*write)(sk_sink *s, const struct iovec *iov, int iovcnt, uint64_t len, sk_error *err);
+    /* Writes iov at off; safe from several threads at once.  May be NULL. */
+    int (*pwrite)(sk_sink *s, const struct iovec *iov, int iovcnt, uint64_t off, uint64_t len,
+                  sk_error *err);
+    /* Makes size the end of what is written (after positional writes, or
+     * to drop a member that failed mid-copy).  May be NULL. */
+    int (*truncate)(sk_sink *s, uint64_t size, int shrink, sk_error *err);
+    /* Completes the shard and its index (index NULL: none) under the
+     * final name, then frees the sink, also on failure (after removing
+     * what it wrote). */
+    int (*publish)(sk_sink *s, sk_index_builder *index, const sk_index_shard_info *info,
+                   sk_error *err);
+    /* Removes what was written (never anything it did not create), frees. */
+    void (*abort)(sk_sink *s);
+};
+
+struct sk_sink {
+    const struct sk_sink_ops *ops;
+    const char *where; /* the name write errors give: temporary file or URL */
+};
+
+/* What an output needs beyond its name: the client for s3:// names and
+ * the part size of their uploads (0: the S3 writer's default). */
+typedef struct sk_sink_opts {
+    sk_s3 *s3;
+    uint64_t s3_part_size;
+} sk_sink_opts;
+
+/* A sink for path: s3:// URLs upload, anything else is a local file. */
+int sk_sink_open(sk_sink **out, const char *path, const sk_sink_opts *o, sk_error *err);
+/* A sink writing to the caller's fd (named name in messages). */
+int sk_sink_open_fd(sk_sink **out, int fd, const char *name, sk_error *err);
+
+/* The kinds (sink_file.c, sink_s3.c). */
+int sk_sink_file_open(sk_sink **out, const char *path, sk_error *err);
+int sk_sink_s3_open(sk_sink **out, const char *url, const sk_sink_opts *o, sk_error *err);
+
+#endif

@@ -1,0 +1,117 @@
+/*
+ * store_s3.c - a dataset's own objects read back from S3: index objects
+ * (loaded whole and adopted by the index), manifests, and the check that
+ * lets --resume keep a shard object (its index object agrees with it).
+ */
+#include "io/io.h"
+#include "s3/s3_internal.h"
+
+#include <stdlib.h>
+
+static int buf_sink(void *ud, const void *data, size_t len)
+{
+    return sk_s3_buf_add(ud, data, len) ? 1 : 0;
+}
+
+static int get_object(sk_s3 *s3, const char *bucket, const char *key, sk_s3_buf *out, sk_error *err)
+{
+    out->len = 0;
+    return sk_s3_get_cb(s3, bucket, key, 0, 0, buf_sink, out, err);
+}
+
+static int crc_sink(void *ud, const void *data, size_t len)
+{
+    uint32_t *crc = ud;
+    *crc = sk_crc32c(*crc, data, len);
+    return 0;
+}
+
+int sk_s3_load_index(sk_s3 *s3, const char *url, sk_index **out, sk_error *err)
+{
+    char *bucket = NULL, *key = NULL;
+    sk_s3_buf blob = {0};
+    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: no S3 client", url);
+    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+    int rc = get_object(s3, bucket, key, &blob, err);
+    if (!rc && !blob.p && !(blob.p = malloc(1))) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (!rc) { /* the index keeps the bytes */
+        rc = sk_index_adopt(out, blob.p, blob.len, url, err);
+        blob.p = NULL;
+    }
+    sk_s3_buf_free(&blob);
+    free(bucket), free(key);
+    return rc;
+}
+
+int sk_s3_shard_sound(sk_s3 *s3, const char *url, sk_index **out)
+{
+    char *bucket = NULL, *key = NULL, iurl[4200];
+    sk_index *ix = NULL;
+    sk_s3_object head;
+    int ok = 0;
+    *out = NULL;
+    if (!s3 || sk_s3_parse_url(url, &bucket, &key, NULL)) goto out;
+    snprintf(iurl, sizeof iurl, "%s.idx", url);
+    if (sk_s3_head(s3, bucket, key, &head, NULL) || sk_s3_load_index(s3, iurl, &ix, NULL)) goto out;
+    const sk_index_shard_info *in = sk_index_shard(ix);
+    if (in->size != head.size || !sk_index_sample_count(ix)) goto out;
+    /* A single-PUT object's HEAD carries its full CRC32C; a multipart
+     * one's (ETag "...-N") a composite, or with some servers neither. */
+    if (head.crc32c[0] && !strchr(head.crc32c, '-') && !strchr(head.etag, '-')) {
+        char b64[9];
+        sk_s3_crc32c_b64(in->crc32c, b64);
+        ok = !strcmp(b64, head.crc32c);
+    }
+    if (!ok) {
+        uint32_t crc = 0;
+        ok = !sk_s3_get_cb(s3, bucket, key, 0, 0, crc_sink, &crc, NULL) && crc == in->crc32c;
+    }
+out:
+    if (ok) *out = ix;
+    else sk_index_close(ix);
+    free(bucket), free(key);
+    return ok;
+}
+
+int sk_sink_s3_matches(sk_s3 *s3, const char *url, uint64_t count, const char *first_key,
+                       size_t first_len, const char *last_key, size_t last_len,
+                       sk_index_shard_info *info)
+{
+    sk_index *ix;
+    sk_sample_ref first, last;
+    if (!sk_s3_shard_sound(s3, url, &ix)) return 0;
+    int ok = sk_index_sample_count(ix) == count && !sk_index_sample(ix, 0, &first, NULL) &&
+             !sk_index_sample(ix, count - 1, &last, NULL) && first.key_len == first_len &&
+             !memcmp(first.key, first_key, first_len) && last.key_len == last_len &&
+             !memcmp(last.key, last_key, last_len);
+    if (ok) *info = *sk_index_shard(ix);
+    sk_index_close(ix);
+    return ok;
+}
+
+int sk_sink_s3_count_exts(sk_s3 *s3, const char *url, sk_manifest *man, sk_error *err)
+{
+    char iurl[4200];
+    sk_index *ix = NULL;
+    snprintf(iurl, sizeof iurl, "%s.idx", url);
+    int rc = sk_s3_load_index(s3, iurl, &ix, err);
+    for (uint64_t i = 0; !rc && i < sk_index_member_count(ix); i++) {
+        sk_member_ref m;
+        if (!(rc = sk_index_member(ix, i, &m, err))) rc = sk_manifest_count_ext(man, m.ext, m.ext_len, 1, err);
+    }
+    sk_index_close(ix);
+    return rc;
+}
+
+int sk_s3_load_manifest(sk_s3 *s3, const char *url, sk_manifest **m, sk_error *err)
+{
+    char *bucket = NULL, *key = NULL;
+    sk_s3_buf text = {0};
+    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: no S3 client", url);
+    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+    int rc = get_object(s3, bucket, key, &text, err);
+    if (!rc) rc = sk_manifest_parse(m, text.p ? text.p : "", text.len, url, err);
+    sk_s3_buf_free(&text);
+    free(bucket), free(key);
+    return rc;
+}
