@@ -3,6 +3,7 @@
 #   make demo       pack a generated demo corpus into indexed shards
 #   make check      unit + end-to-end tests; ends with "N passed, N failed"
 #   make check-asan the same suite under AddressSanitizer + UBSan
+#   make check-layers  the layer direction and the exported symbols
 #   make bench      benchmarks against GNU tar, bsdtar, Python (not in check)
 #   make install PREFIX=/usr/local DESTDIR=
 VERSION  := 0.1.0
@@ -50,6 +51,12 @@ $(BUILD)/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"; $(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# The library's own objects hide every symbol but those shardkit.h marks
+# SK_API, so libshardkit.so exports its API and nothing else.
+$(BUILD)/lib/%.o: lib/%.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	@echo "  CC $<"; $(CC) $(CFLAGS) -fvisibility=hidden -MMD -MP -c $< -o $@
+
 $(BUILD)/libshardkit.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
@@ -74,6 +81,11 @@ $(BUILD)/shardkit.pc: shardkit.pc.in Makefile
 
 check: all $(UNITS)
 	@SK_BUILD=$(BUILD) tests/run
+
+# The layer direction, cmd/ on the public API only, and the exports of the
+# shared library (scripts/check-layers); tests/e2e/house.sh runs it too.
+check-layers: all
+	@scripts/check-layers $(BUILD)
 
 check-asan:
 	$(MAKE) BUILD=build-asan OPT='-O1 -g' \
@@ -101,6 +113,6 @@ install: all
 clean:
 	rm -rf build build-asan
 
-.PHONY: all check check-asan demo bench install clean
+.PHONY: all check check-layers check-asan demo bench install clean
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -19,6 +19,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* What libshardkit exports: the library is built with -fvisibility=hidden,
+ * so exactly the functions declared here are visible in libshardkit.so. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SK_API __attribute__((visibility("default")))
+#else
+#define SK_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -29,7 +37,7 @@ extern "C" {
 #define SK_VERSION_MINOR 1
 #define SK_VERSION_PATCH 0
 /* The library's version at run time, "MAJOR.MINOR.PATCH". */
-const char *sk_version(void);
+SK_API const char *sk_version(void);
 
 /* ----------------------------------------------------------------- errors */
 
@@ -54,19 +62,19 @@ typedef struct sk_error {
 #define SK_ERROR_INIT {0, {0}}
 
 /* A short, constant name for an sk_code ("I/O error", ...). */
-const char *sk_code_name(int code);
+SK_API const char *sk_code_name(int code);
 /* Sets *err (when not NULL) and returns code, so a caller can write
  * `return sk_error_set(err, SK_E_IO, "%s: %s", path, strerror(errno));`. */
-int sk_error_set(sk_error *err, int code, const char *fmt, ...)
+SK_API int sk_error_set(sk_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* --------------------------------------------------------------- checksums */
 
 /* CRC32C (Castagnoli), the checksum S3 calls x-amz-checksum-crc32c.
  * Start with crc = 0 and feed the previous result to continue a stream. */
-uint32_t sk_crc32c(uint32_t crc, const void *data, size_t len);
+SK_API uint32_t sk_crc32c(uint32_t crc, const void *data, size_t len);
 /* The CRC32C of A followed by B, from crc(A), crc(B) and B's length. */
-uint32_t sk_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+SK_API uint32_t sk_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
 /* ------------------------------------------------------------ sample keys */
 
@@ -74,9 +82,9 @@ uint32_t sk_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
  * extension "seg.png" starts at ext_off 4.  Returns SK_E_INPUT when the
  * basename holds no key (no dot, a leading dot, or nothing after the dot).
  * Extensions compare lowercased: see sk_ext_cmp. */
-int sk_sample_split(const char *path, size_t n, size_t *key_len, size_t *ext_off);
+SK_API int sk_sample_split(const char *path, size_t n, size_t *key_len, size_t *ext_off);
 /* Compares two extensions bytewise after ASCII lowercasing; <0, 0 or >0. */
-int sk_ext_cmp(const char *a, size_t an, const char *b, size_t bn);
+SK_API int sk_ext_cmp(const char *a, size_t an, const char *b, size_t bn);
 
 /* ------------------------------------------------------------------ index */
 /* The sidecar index beside each shard ("<shard>.idx"); layout in
@@ -111,21 +119,21 @@ typedef struct sk_member_ref {
 } sk_member_ref;
 
 typedef struct sk_index_builder sk_index_builder;
-sk_index_builder *sk_index_builder_new(void);
-void sk_index_builder_free(sk_index_builder *b);
+SK_API sk_index_builder *sk_index_builder_new(void);
+SK_API void sk_index_builder_free(sk_index_builder *b);
 /* Forgets all records, keeping the buffers, to build the next shard's. */
-void sk_index_builder_reset(sk_index_builder *b);
-uint64_t sk_index_builder_samples(const sk_index_builder *b);
+SK_API void sk_index_builder_reset(sk_index_builder *b);
+SK_API uint64_t sk_index_builder_samples(const sk_index_builder *b);
 /* Starts the next sample (ordinal = samples added so far). */
-int sk_index_add_sample(sk_index_builder *b, const char *key, size_t key_len,
+SK_API int sk_index_add_sample(sk_index_builder *b, const char *key, size_t key_len,
                         uint64_t offset, uint64_t span, uint64_t stored_offset,
                         uint64_t stored_span, sk_error *err);
 /* Adds a member to the sample added last. */
-int sk_index_add_member(sk_index_builder *b, const char *ext, size_t ext_len,
+SK_API int sk_index_add_member(sk_index_builder *b, const char *ext, size_t ext_len,
                         uint64_t data_offset, uint64_t size, uint32_t header_len,
                         uint32_t crc32c, sk_error *err);
 /* Writes the index to path through a temporary name and a rename. */
-int sk_index_builder_write(sk_index_builder *b, const char *path,
+SK_API int sk_index_builder_write(sk_index_builder *b, const char *path,
                            const sk_index_shard_info *shard, sk_error *err);
 
 typedef struct sk_index sk_index;
@@ -134,21 +142,21 @@ typedef struct sk_index sk_index;
 #define SK_INDEX_TRUST_BODY 1u
 /* Maps and validates an index (header checksum, version, section table,
  * size, and the body checksum unless SK_INDEX_TRUST_BODY). */
-int sk_index_open(sk_index **out, const char *path, unsigned flags, sk_error *err);
+SK_API int sk_index_open(sk_index **out, const char *path, unsigned flags, sk_error *err);
 /* The same over bytes the caller keeps alive (e.g. fetched from S3); name
  * is used in messages. */
-int sk_index_from_memory(sk_index **out, const void *data, size_t size,
+SK_API int sk_index_from_memory(sk_index **out, const void *data, size_t size,
                          const char *name, unsigned flags, sk_error *err);
-void sk_index_close(sk_index *ix);
-const sk_index_shard_info *sk_index_shard(const sk_index *ix);
-uint64_t sk_index_sample_count(const sk_index *ix);
-uint64_t sk_index_member_count(const sk_index *ix);
+SK_API void sk_index_close(sk_index *ix);
+SK_API const sk_index_shard_info *sk_index_shard(const sk_index *ix);
+SK_API uint64_t sk_index_sample_count(const sk_index *ix);
+SK_API uint64_t sk_index_member_count(const sk_index *ix);
 /* Sample by ordinal, O(1). */
-int sk_index_sample(const sk_index *ix, uint64_t ordinal, sk_sample_ref *out, sk_error *err);
+SK_API int sk_index_sample(const sk_index *ix, uint64_t ordinal, sk_sample_ref *out, sk_error *err);
 /* Member i of the shard (a sample's are first_member .. +member_count). */
-int sk_index_member(const sk_index *ix, uint64_t i, sk_member_ref *out, sk_error *err);
+SK_API int sk_index_member(const sk_index *ix, uint64_t i, sk_member_ref *out, sk_error *err);
 /* Ordinal of the sample with this key, O(log n); SK_E_NOTFOUND if none. */
-int sk_index_find(const sk_index *ix, const char *key, size_t key_len, uint64_t *ordinal,
+SK_API int sk_index_find(const sk_index *ix, const char *key, size_t key_len, uint64_t *ordinal,
                   sk_error *err);
 
 /* --------------------------------------------------------------- manifest */
@@ -180,19 +188,19 @@ typedef struct sk_manifest {
     uint64_t samples, members, bytes; /* totals */
 } sk_manifest;
 
-sk_manifest *sk_manifest_new(void);
-void sk_manifest_free(sk_manifest *m);
+SK_API sk_manifest *sk_manifest_new(void);
+SK_API void sk_manifest_free(sk_manifest *m);
 /* Appends a shard (strings are copied); its first_ordinal is the number of
  * samples before it. */
-int sk_manifest_add_shard(sk_manifest *m, const sk_manifest_shard *s, sk_error *err);
+SK_API int sk_manifest_add_shard(sk_manifest *m, const sk_manifest_shard *s, sk_error *err);
 /* Adds count members with this extension to the totals. */
-int sk_manifest_count_ext(sk_manifest *m, const char *ext, size_t ext_len, uint64_t count,
+SK_API int sk_manifest_count_ext(sk_manifest *m, const char *ext, size_t ext_len, uint64_t count,
                           sk_error *err);
 /* Writes the manifest through a temporary name and a rename. */
-int sk_manifest_write(sk_manifest *m, const char *path, sk_error *err);
-int sk_manifest_load(sk_manifest **out, const char *path, sk_error *err);
+SK_API int sk_manifest_write(sk_manifest *m, const char *path, sk_error *err);
+SK_API int sk_manifest_load(sk_manifest **out, const char *path, sk_error *err);
 /* Parses manifest text (e.g. fetched from S3); name is used in messages. */
-int sk_manifest_parse(sk_manifest **out, const char *text, size_t len, const char *name,
+SK_API int sk_manifest_parse(sk_manifest **out, const char *text, size_t len, const char *name,
                       sk_error *err);
 
 /* ------------------------------------------------------------------- pack */
@@ -238,21 +246,21 @@ typedef struct sk_pack_options {
 } sk_pack_options;
 
 typedef struct sk_pack sk_pack;
-int sk_pack_new(sk_pack **out, const sk_pack_options *opts, sk_error *err);
-void sk_pack_free(sk_pack *p);
+SK_API int sk_pack_new(sk_pack **out, const sk_pack_options *opts, sk_error *err);
+SK_API void sk_pack_free(sk_pack *p);
 /* Adds every regular file under dir, named relative to dir. */
-int sk_pack_add_dir(sk_pack *p, const char *dir, sk_error *err);
+SK_API int sk_pack_add_dir(sk_pack *p, const char *dir, sk_error *err);
 /* Adds the files listed in list (newline- or NUL-separated paths relative
  * to root, or absolute); list_name is used in messages. */
-int sk_pack_add_list(sk_pack *p, FILE *list, const char *list_name, const char *root,
+SK_API int sk_pack_add_list(sk_pack *p, FILE *list, const char *list_name, const char *root,
                      int nul_separated, sk_error *err);
 /* Adds every regular member of an archive libarchive can read. */
-int sk_pack_add_archive(sk_pack *p, const char *path, sk_error *err);
+SK_API int sk_pack_add_archive(sk_pack *p, const char *path, sk_error *err);
 /* Plans and writes the shards, their indexes and the manifest. */
-int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err);
+SK_API int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err);
 /* Formats a shard name from a pattern; fails on a pattern without exactly
  * one integer conversion (%d, %06d, %u, %x...). */
-int sk_shard_name(const char *pattern, uint64_t n, char *buf, size_t cap, sk_error *err);
+SK_API int sk_shard_name(const char *pattern, uint64_t n, char *buf, size_t cap, sk_error *err);
 /* ---------------------------------------------- index building and lookup */
 
 /* Brace patterns as WebDataset users write shard lists:
@@ -261,8 +269,8 @@ int sk_shard_name(const char *pattern, uint64_t n, char *buf, size_t cap, sk_err
  * multiply out, left to right.  *out is a NULL-terminated array the caller
  * releases with sk_brace_free; *count (may be NULL) its length.  A string
  * without braces expands to itself. */
-int sk_brace_expand(const char *pattern, char ***out, size_t *count, sk_error *err);
-void sk_brace_free(char **list);
+SK_API int sk_brace_expand(const char *pattern, char ***out, size_t *count, sk_error *err);
+SK_API void sk_brace_free(char **list);
 
 /* More sk_index_shard_info.flags: */
 #define SK_INDEX_GZIP 2u   /* compressed through libarchive (gzip, bzip2, xz): */
@@ -294,7 +302,7 @@ typedef struct sk_build_stats {
  * magic bytes) and writes its sidecar.  A truncated shard is indexed up to
  * its last complete member, the index is written, and SK_E_CORRUPT names
  * the offset.  s3:// is not supported yet (SK_E_USAGE). */
-int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats *stats,
+SK_API int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats *stats,
                    sk_error *err);
 
 /* How lookups read shard bytes: pread from a local file (s3:// objects are
@@ -307,7 +315,7 @@ typedef struct sk_range_reader {
     void (*close)(void *ctx);
 } sk_range_reader;
 /* Opens a local file as a range reader (pread). */
-int sk_range_reader_file(sk_range_reader *rr, const char *path, sk_error *err);
+SK_API int sk_range_reader_file(sk_range_reader *rr, const char *path, sk_error *err);
 /* Opens a local url; a hook a caller may replace to add a source. */
 typedef int (*sk_range_open_fn)(sk_range_reader *rr, const char *url, sk_error *err);
 extern sk_range_open_fn sk_range_open;
@@ -317,18 +325,18 @@ extern sk_range_open_fn sk_range_open;
 typedef struct sk_dataset sk_dataset;
 /* flags: SK_INDEX_TRUST_BODY opens every index in O(1); without it each
  * index's body checksum is verified once, when first used. */
-int sk_dataset_open(sk_dataset **out, const char *path, unsigned flags, sk_error *err);
+SK_API int sk_dataset_open(sk_dataset **out, const char *path, unsigned flags, sk_error *err);
 /* The same, where path may also be s3:// (a manifest, a shard, or a prefix
  * ending in '/', meaning its manifest.json): an index object is fetched
  * whole once per shard, when first used; a member is then one ranged GET
  * (plus, on the shard's first read, a HEAD and a 512-byte GET proving the
  * index belongs to it).  s3 stays the caller's; free it after the dataset. */
 typedef struct sk_s3 sk_s3;
-int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned flags,
+SK_API int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned flags,
                        sk_error *err);
-void sk_dataset_close(sk_dataset *ds);
+SK_API void sk_dataset_close(sk_dataset *ds);
 /* Opens every index now (so the count is known); returns the sample count. */
-int sk_dataset_samples(sk_dataset *ds, uint64_t *count, sk_error *err);
+SK_API int sk_dataset_samples(sk_dataset *ds, uint64_t *count, sk_error *err);
 
 typedef struct sk_hit {
     size_t shard;            /* position of the shard in the dataset */
@@ -337,32 +345,32 @@ typedef struct sk_hit {
     sk_sample_ref sample;    /* within the shard; sample.key valid while open */
 } sk_hit;
 /* The sample with this key (shards searched in order, each O(log n)). */
-int sk_dataset_find(sk_dataset *ds, const char *key, size_t key_len, sk_hit *out, sk_error *err);
+SK_API int sk_dataset_find(sk_dataset *ds, const char *key, size_t key_len, sk_hit *out, sk_error *err);
 /* The sample at a global ordinal (O(log shards) with a manifest). */
-int sk_dataset_at(sk_dataset *ds, uint64_t ordinal, sk_hit *out, sk_error *err);
+SK_API int sk_dataset_at(sk_dataset *ds, uint64_t ordinal, sk_hit *out, sk_error *err);
 /* Member i (0 .. member_count-1) of a sample. */
-int sk_dataset_member(sk_dataset *ds, const sk_hit *h, uint32_t i, sk_member_ref *out,
+SK_API int sk_dataset_member(sk_dataset *ds, const sk_hit *h, uint32_t i, sk_member_ref *out,
                       sk_error *err);
 /* Reads member i's data into buf (cap >= its size): one pread for a plain
  * tar; verified against its CRC32C (SK_E_MISMATCH names member and shard).
  * The first read from a shard checks that the index belongs to it (size
  * and first-block CRC32C), else SK_E_MISMATCH. */
-int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size_t cap,
+SK_API int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size_t cap,
                     sk_error *err);
 /* Writes the sample as a one-sample tar (members named key.ext, verified
  * data, end blocks) to fd. */
-int sk_dataset_write_tar(sk_dataset *ds, const sk_hit *h, int fd, const char *fd_name,
+SK_API int sk_dataset_write_tar(sk_dataset *ds, const sk_hit *h, int fd, const char *fd_name,
                          sk_error *err);
 
 /* Joins manifests of parallel runs into one with continuous ordinals;
  * shard and index URLs are rewritten relative to out_path's directory.
  * Duplicate shard URLs, duplicate keys across shards (checked through
  * their indexes), and missing or repeated parts are errors naming them. */
-int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, sk_error *err);
+SK_API int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, sk_error *err);
 
 /* Writes wids' shard-index JSON (wids-shard-index-v1) for a manifest's
  * shards, URLs relative to out_path's directory. */
-int sk_manifest_write_wids(const sk_manifest *m, const char *manifest_path,
+SK_API int sk_manifest_write_wids(const sk_manifest *m, const char *manifest_path,
                            const char *out_path, sk_error *err);
 /* --------------------------------------------------------------------- S3 */
 /* An S3 client: credentials (the aws cli's order), SigV4 signing, a libcurl
@@ -383,8 +391,8 @@ typedef struct sk_creds {
 /* Resolves credentials for profile (NULL: AWS_PROFILE, else "default").  An
  * explicit profile skips the environment variables, as the aws cli does.
  * SK_E_NOTFOUND when no source has any. */
-int sk_creds_load(sk_creds *out, const char *profile, sk_error *err);
-void sk_creds_release(sk_creds *c);
+SK_API int sk_creds_load(sk_creds *out, const char *profile, sk_error *err);
+SK_API void sk_creds_release(sk_creds *c);
 
 typedef struct sk_s3_config {
     const char *endpoint_url; /* NULL: AWS_ENDPOINT_URL, else AWS by region (https) */
@@ -403,16 +411,16 @@ typedef struct sk_s3_config {
 
 typedef struct sk_s3 sk_s3;
 /* Creates a client and starts its engine thread. */
-int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg, sk_error *err);
-void sk_s3_free(sk_s3 *s3);
+SK_API int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg, sk_error *err);
+SK_API void sk_s3_free(sk_s3 *s3);
 /* Requests sent (counting retries) and retries, since creation. */
-void sk_s3_stats(const sk_s3 *s3, uint64_t *requests, uint64_t *retries);
+SK_API void sk_s3_stats(const sk_s3 *s3, uint64_t *requests, uint64_t *retries);
 /* The base URL of the endpoint the client talks to ("https://s3.us-east-1.amazonaws.com"). */
-const char *sk_s3_endpoint(const sk_s3 *s3);
+SK_API const char *sk_s3_endpoint(const sk_s3 *s3);
 
 /* Splits "s3://bucket/key/path" into bucket and key (key may be ""); the
  * caller frees both.  SK_E_USAGE if url is not an s3:// URL. */
-int sk_s3_parse_url(const char *url, char **bucket, char **key, sk_error *err);
+SK_API int sk_s3_parse_url(const char *url, char **bucket, char **key, sk_error *err);
 
 typedef struct sk_s3_object {
     uint64_t size;
@@ -423,32 +431,32 @@ typedef struct sk_s3_object {
 
 /* HEAD: size, ETag and the CRC32C checksum when the server keeps one.
  * SK_E_NOTFOUND when the object does not exist. */
-int sk_s3_head(sk_s3 *s3, const char *bucket, const char *key, sk_s3_object *out, sk_error *err);
+SK_API int sk_s3_head(sk_s3 *s3, const char *bucket, const char *key, sk_s3_object *out, sk_error *err);
 /* Ranged GET of len bytes at offset (len 0: to the end) into dst; *got is
  * the number of bytes stored.  SK_E_MISMATCH if the object holds more than
  * dst_capacity in that range. */
-int sk_s3_get(sk_s3 *s3, const char *bucket, const char *key, uint64_t offset, uint64_t len,
+SK_API int sk_s3_get(sk_s3 *s3, const char *bucket, const char *key, uint64_t offset, uint64_t len,
               void *dst, size_t dst_capacity, size_t *got, sk_error *err);
 /* Ranged GET delivered to a callback in order; the callback returns 0 to
  * go on, non-zero to stop (the call then fails with SK_E_IO).  A retried
  * request never delivers a byte twice. */
 typedef int (*sk_s3_sink)(void *ud, const void *data, size_t len);
-int sk_s3_get_cb(sk_s3 *s3, const char *bucket, const char *key, uint64_t offset, uint64_t len,
+SK_API int sk_s3_get_cb(sk_s3 *s3, const char *bucket, const char *key, uint64_t offset, uint64_t len,
                  sk_s3_sink sink, void *ud, sk_error *err);
 /* A single PUT of a buffer, with its CRC32C in x-amz-checksum-crc32c. */
-int sk_s3_put(sk_s3 *s3, const char *bucket, const char *key, const void *data, size_t len,
+SK_API int sk_s3_put(sk_s3 *s3, const char *bucket, const char *key, const void *data, size_t len,
               sk_error *err);
-int sk_s3_delete(sk_s3 *s3, const char *bucket, const char *key, sk_error *err);
+SK_API int sk_s3_delete(sk_s3 *s3, const char *bucket, const char *key, sk_error *err);
 /* ListObjectsV2 of every object under prefix, page after page; fn returns
  * 0 to go on, non-zero to stop early. */
 typedef int (*sk_s3_list_fn)(void *ud, const sk_s3_object *obj);
-int sk_s3_list(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_list_fn fn, void *ud,
+SK_API int sk_s3_list(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_list_fn fn, void *ud,
                sk_error *err);
 /* ListMultipartUploads under prefix: fn gets each in-progress upload. */
 typedef int (*sk_s3_uploads_fn)(void *ud, const char *key, const char *upload_id);
-int sk_s3_list_uploads(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_uploads_fn fn,
+SK_API int sk_s3_list_uploads(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_uploads_fn fn,
                        void *ud, sk_error *err);
-int sk_s3_abort_upload(sk_s3 *s3, const char *bucket, const char *key, const char *upload_id,
+SK_API int sk_s3_abort_upload(sk_s3 *s3, const char *bucket, const char *key, const char *upload_id,
                        sk_error *err);
 
 /* Asynchronous GETs, for many small objects at once: sk_s3_get_async
@@ -456,9 +464,9 @@ int sk_s3_abort_upload(sk_s3 *s3, const char *bucket, const char *key, const cha
  * engine thread with the result (rc, err, data, len), after which the data
  * is freed.  sk_s3_drain waits until every queued request has finished. */
 typedef void (*sk_s3_get_done)(void *ud, int rc, const sk_error *err, const void *data, size_t len);
-int sk_s3_get_async(sk_s3 *s3, const char *bucket, const char *key, sk_s3_get_done done, void *ud,
+SK_API int sk_s3_get_async(sk_s3 *s3, const char *bucket, const char *key, sk_s3_get_done done, void *ud,
                     sk_error *err);
-void sk_s3_drain(sk_s3 *s3);
+SK_API void sk_s3_drain(sk_s3 *s3);
 
 /* Streaming GET: one request for bytes [offset, offset + len) of an object
  * (len 0: to its end), read in order with sk_s3_stream_read.  The engine
@@ -472,14 +480,14 @@ void sk_s3_drain(sk_s3 *s3);
  * the client's concurrency.  Close every stream before sk_s3_free. */
 #define SK_S3_STREAM_WINDOW (1u << 20)
 typedef struct sk_s3_stream sk_s3_stream;
-int sk_s3_stream_open(sk_s3_stream **out, sk_s3 *s3, const char *bucket, const char *key,
+SK_API int sk_s3_stream_open(sk_s3_stream **out, sk_s3 *s3, const char *bucket, const char *key,
                       uint64_t offset, uint64_t len, sk_error *err);
 /* Copies up to n bytes into buf, waiting for at least one; *got = 0 at the
  * end of the range.  An error names the object and comes after every byte
  * that arrived before it. */
-int sk_s3_stream_read(sk_s3_stream *st, void *buf, size_t n, size_t *got, sk_error *err);
+SK_API int sk_s3_stream_read(sk_s3_stream *st, void *buf, size_t n, size_t *got, sk_error *err);
 /* Stops the transfer if it is still running (at any point) and frees st. */
-void sk_s3_stream_close(sk_s3_stream *st);
+SK_API void sk_s3_stream_close(sk_s3_stream *st);
 
 /* Streaming multipart upload: a writer fed sequentially, parts sent in
  * parallel in the background, memory bounded by max_parts_in_flight x
@@ -489,17 +497,17 @@ typedef struct sk_s3_writer_opts {
     int max_parts_in_flight; /* default: the client's concurrency */
 } sk_s3_writer_opts;
 typedef struct sk_s3_writer sk_s3_writer;
-int sk_s3_writer_open(sk_s3_writer **out, sk_s3 *s3, const char *bucket, const char *key,
+SK_API int sk_s3_writer_open(sk_s3_writer **out, sk_s3 *s3, const char *bucket, const char *key,
                       const sk_s3_writer_opts *opts, sk_error *err);
 /* Appends bytes; blocks only while max_parts_in_flight parts are unsent.
  * A failure is final: later calls fail too and abort() cleans up. */
-int sk_s3_writer_write(sk_s3_writer *w, const void *data, size_t len, sk_error *err);
+SK_API int sk_s3_writer_write(sk_s3_writer *w, const void *data, size_t len, sk_error *err);
 /* Sends what is left, completes the upload and confirms it with a HEAD;
  * returns the object's size and CRC32C, then frees the writer. */
-int sk_s3_writer_finish(sk_s3_writer *w, uint64_t *size, uint32_t *crc32c, sk_error *err);
+SK_API int sk_s3_writer_finish(sk_s3_writer *w, uint64_t *size, uint32_t *crc32c, sk_error *err);
 /* Abandons the upload (AbortMultipartUpload: no orphaned parts) and frees
  * the writer.  Accepts NULL. */
-void sk_s3_writer_abort(sk_s3_writer *w);
+SK_API void sk_s3_writer_abort(sk_s3_writer *w);
 
 /* Transfers: local files and s3 objects to s3, several at once, each in
  * one PUT below the threshold or in parallel parts above it. */
@@ -523,16 +531,16 @@ typedef struct sk_s3_xfer_result {
 typedef void (*sk_s3_xfer_done)(void *ud, const sk_s3_xfer_result *res);
 typedef struct sk_s3_xfer sk_s3_xfer;
 /* done (may be NULL) runs on the caller's thread, inside sk_s3_xfer_wait. */
-int sk_s3_xfer_new(sk_s3_xfer **out, sk_s3 *s3, const sk_s3_xfer_opts *opts, sk_s3_xfer_done done,
+SK_API int sk_s3_xfer_new(sk_s3_xfer **out, sk_s3 *s3, const sk_s3_xfer_opts *opts, sk_s3_xfer_done done,
                    void *ud, sk_error *err);
-void sk_s3_xfer_free(sk_s3_xfer *x);
+SK_API void sk_s3_xfer_free(sk_s3_xfer *x);
 /* Queues a local file to upload to bucket/key. */
-int sk_s3_xfer_add_file(sk_s3_xfer *x, const char *path, const char *bucket, const char *key,
+SK_API int sk_s3_xfer_add_file(sk_s3_xfer *x, const char *path, const char *bucket, const char *key,
                         sk_error *err);
 /* Queues a copy of src_bucket/src_key read through src (the same client:
  * server-side CopyObject/UploadPartCopy; another client: ranged GETs into
  * parallel part uploads). */
-int sk_s3_xfer_add_copy(sk_s3_xfer *x, sk_s3 *src, const char *src_bucket, const char *src_key,
+SK_API int sk_s3_xfer_add_copy(sk_s3_xfer *x, sk_s3 *src, const char *src_bucket, const char *src_key,
                         const char *bucket, const char *key, sk_error *err);
 /* Runs everything queued to the end.  progress (may be NULL) is called
  * about every 200 ms with bytes done and bytes known so far.  Returns 0
@@ -540,7 +548,7 @@ int sk_s3_xfer_add_copy(sk_s3_xfer *x, sk_s3 *src, const char *src_bucket, const
  * failure meaning no request can succeed (bad key, no bucket) the rest are
  * not started. */
 typedef void (*sk_s3_progress_fn)(void *ud, uint64_t done, uint64_t total);
-int sk_s3_xfer_wait(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_error *err);
+SK_API int sk_s3_xfer_wait(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_error *err);
 
 /* SigV4 over a request given piece by piece, for tests and other services.
  * headers are "Name: value" strings and must include host and x-amz-date;
@@ -554,11 +562,11 @@ typedef struct sk_s3_sigv4_input {
     const char *amz_date;     /* "20150830T123600Z" */
     const char *region, *service, *access_key, *secret_key;
 } sk_s3_sigv4_input;
-int sk_s3_sigv4_sign(const sk_s3_sigv4_input *in, char *auth, size_t auth_capacity, sk_error *err);
+SK_API int sk_s3_sigv4_sign(const sk_s3_sigv4_input *in, char *auth, size_t auth_capacity, sk_error *err);
 /* Hex SHA-256 of data (65 bytes with the NUL). */
-void sk_s3_sha256_hex(const void *data, size_t len, char out[65]);
+SK_API void sk_s3_sha256_hex(const void *data, size_t len, char out[65]);
 /* Base64 of a CRC32C as S3 writes it (big-endian bytes), 9 bytes with the NUL. */
-void sk_s3_crc32c_b64(uint32_t crc, char out[9]);
+SK_API void sk_s3_crc32c_b64(uint32_t crc, char out[9]);
 
 /* ----------------------------------------------------------------- reader */
 /* Sequential iteration over a shard list, the way a training job reads:
@@ -594,7 +602,7 @@ typedef struct sk_reader_options {
                                 (AWS_ENDPOINT_URL, else AWS) */
 } sk_reader_options;
 /* Defaults: every field as documented above. */
-void sk_reader_options_init(sk_reader_options *o);
+SK_API void sk_reader_options_init(sk_reader_options *o);
 
 typedef struct sk_reader_member {
     const char *ext; /* lowercase WebDataset extension, NUL-terminated */
@@ -618,23 +626,23 @@ typedef struct sk_reader_sample {
  * pattern of shards, a manifest (*.json), or a directory (its
  * manifest.json, else every *.tar / *.tar.zst in it, sorted).  Starts
  * epoch opts->epoch; opts NULL means the defaults. */
-int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
+SK_API int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
                    const sk_reader_options *opts, sk_error *err);
-void sk_reader_close(sk_reader *r);
+SK_API void sk_reader_close(sk_reader *r);
 /* The next sample of the epoch in *out (valid until the next call), or
  * *out = NULL at the end of the epoch.  A corrupt shard fails with
  * SK_E_CORRUPT naming the shard and offset (with skip_errors: a warning,
  * and the next shard); a failure is sticky. */
-int sk_reader_next(sk_reader *r, const sk_reader_sample **out, sk_error *err);
+SK_API int sk_reader_next(sk_reader *r, const sk_reader_sample **out, sk_error *err);
 /* Starts another epoch from its beginning (new shard and sample shuffle). */
-int sk_reader_start_epoch(sk_reader *r, uint64_t epoch, sk_error *err);
+SK_API int sk_reader_start_epoch(sk_reader *r, uint64_t epoch, sk_error *err);
 /* Shards in the whole list, and in this reader's slot for this epoch.  A
  * slot (rank * num_workers + worker) gets shards i with i mod slots ==
  * slot after the epoch's shard shuffle; with fewer shards than slots the
  * last slots get none and yield nothing. */
-size_t sk_reader_shard_count(const sk_reader *r);
-size_t sk_reader_slot_shards(const sk_reader *r);
-const char *sk_reader_shard_url(const sk_reader *r, size_t i);
+SK_API size_t sk_reader_shard_count(const sk_reader *r);
+SK_API size_t sk_reader_slot_shards(const sk_reader *r);
+SK_API const char *sk_reader_shard_url(const sk_reader *r, size_t i);
 
 /* Where a reader is, to continue after a restart.  Plain old data: save
  * its bytes anywhere. */
@@ -650,14 +658,14 @@ typedef struct sk_reader_state {
     uint64_t ordinal;   /* samples of that shard already pulled from it */
 } sk_reader_state;
 #define SK_READER_STATE_MAGIC 0x534b5253u /* "SRKS" */
-void sk_reader_get_state(const sk_reader *r, sk_reader_state *st);
+SK_API void sk_reader_get_state(const sk_reader *r, sk_reader_state *st);
 /* Continues from a saved state: the stream reopens at (shard_pos, ordinal)
  * through the shard's index (a seek; without an index, headers are read up
  * to it); with a shuffle buffer the buffer's history is replayed from
  * sample counts alone (manifest or indexes) and only the samples still in
  * the buffer are read again, one ranged read each.  SK_E_MISMATCH when the
  * state belongs to another split, seed or shard list. */
-int sk_reader_restore(sk_reader *r, const sk_reader_state *st, sk_error *err);
+SK_API int sk_reader_restore(sk_reader *r, const sk_reader_state *st, sk_error *err);
 
 typedef struct sk_reader_stats {
     uint64_t samples, bytes;  /* returned, member bytes */
@@ -665,13 +673,13 @@ typedef struct sk_reader_stats {
     uint64_t cache_hits, cache_misses; /* remote shards, with cache_dir */
     uint64_t ring_grows;      /* samples that did not fit buffer_size */
 } sk_reader_stats;
-void sk_reader_get_stats(const sk_reader *r, sk_reader_stats *st);
+SK_API void sk_reader_get_stats(const sk_reader *r, sk_reader_stats *st);
 
 /* Writes a sample as tar members "key.ext" with the headers pack writes
  * (mtime 0, mode 0644, uid/gid 0) to fd; fd_name is for messages. */
-int sk_reader_write_tar(const sk_reader_sample *s, int fd, const char *fd_name, sk_error *err);
+SK_API int sk_reader_write_tar(const sk_reader_sample *s, int fd, const char *fd_name, sk_error *err);
 /* Writes the two end blocks of a tar stream. */
-int sk_reader_write_tar_end(int fd, const char *fd_name, sk_error *err);
+SK_API int sk_reader_write_tar_end(int fd, const char *fd_name, sk_error *err);
 
 /* ------------------------------------------------------------------ shard */
 /* Existing shards -> new shards: another size or count, a seeded global
@@ -738,7 +746,7 @@ typedef struct sk_shard_options {
  * "-" for stdin), applies the filters, and writes shards, their indexes
  * and the manifest.  Deterministic: same inputs and options give the same
  * bytes.  Members keep their input order within a sample. */
-int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
+SK_API int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
                sk_shard_stats *stats, sk_error *err);
 
 /* ----------------------------------------------------------------- verify */
@@ -781,7 +789,7 @@ typedef struct sk_verify_stats {
  * CRC32C is checked).  Returns SK_OK when the check ran (stats->errors
  * says whether problems were found), or an error for a usage, I/O or
  * network failure (unreadable target, no S3 client for s3://). */
-int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opts,
+SK_API int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opts,
               sk_verify_stats *stats, sk_error *err);
 
 /* -------------------------------------------------------------- scale-out */
@@ -796,10 +804,10 @@ int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opt
 
 /* The 64-bit hash behind the partition: FNV-1a 64 of the key's bytes, then
  * murmur3's fmix64.  Fixed forever: changing it would move samples. */
-uint64_t sk_part_hash(const char *key, size_t key_len);
+SK_API uint64_t sk_part_hash(const char *key, size_t key_len);
 /* The part (0..parts-1) of the sample with this key: the high 32 bits of
  * sk_part_hash times parts, shifted right by 32.  parts <= 1 gives 0. */
-int sk_part_of(const char *key, size_t key_len, int parts);
+SK_API int sk_part_of(const char *key, size_t key_len, int parts);
 /* Parses --part: "I/N" (0 <= I < N), or "auto", which reads the scheduler's
  * variables: SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT (or _MIN/_MAX;
  * the array must be tasks 0..N-1), Kubernetes' JOB_COMPLETION_INDEX or AWS
@@ -807,13 +815,13 @@ int sk_part_of(const char *key, size_t key_len, int parts);
  * is --parts N (0 when not given); when given it sets N for Slurm too, so a
  * rerun of one array task keeps the same N.  SK_E_USAGE names the variable
  * or value at fault. */
-int sk_part_parse(const char *spec, int parts_hint, int *part, int *parts, sk_error *err);
+SK_API int sk_part_parse(const char *spec, int parts_hint, int *part, int *parts, sk_error *err);
 /* Expands every "{part}" in a file name template to the part number, zero
  * padded to the width of parts-1 (N = 4: "0".."3"; N = 16: "00".."15").
  * SK_E_USAGE when the template has {part} but parts = 0, or (with required)
  * has none though parts > 0, since the parts' files would then collide.
  * *out is malloc'ed, the caller frees it. */
-int sk_part_name(const char *tmpl, int part, int parts, int required, char **out,
+SK_API int sk_part_name(const char *tmpl, int part, int parts, int required, char **out,
                  sk_error *err);
 
 /* ------------------------------------------------- pack from and to S3 */
@@ -822,14 +830,14 @@ int sk_part_name(const char *tmpl, int part, int parts, int required, char **out
  * flight when fetching sources (0 = 64; give the client a little more, as
  * shard uploads share it); part_size that of multipart shard uploads (0 =
  * 8 MiB).  Set it before adding s3:// sources. */
-int sk_pack_set_s3(sk_pack *p, sk_s3 *s3, int concurrency, uint64_t part_size, sk_error *err);
+SK_API int sk_pack_set_s3(sk_pack *p, sk_s3 *s3, int concurrency, uint64_t part_size, sk_error *err);
 /* Adds every object under an s3:// prefix (ListObjectsV2, all pages); the
  * member name is the key relative to the prefix ("s3://b/data" is the
  * prefix "data/"), so samples group exactly as the same files on disk. */
-int sk_pack_add_s3(sk_pack *p, const char *url, sk_error *err);
+SK_API int sk_pack_add_s3(sk_pack *p, const char *url, sk_error *err);
 /* Adds the keys listed in list (one a line, or NUL-separated), relative to
  * base_url (an s3:// prefix) or full s3:// URLs under it; sized by HEAD. */
-int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, const char *base_url,
+SK_API int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, const char *base_url,
                         int nul_separated, sk_error *err);
 
 #ifdef __cplusplus

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# house.sh - the shape of the code, as issue "one house" promises it:
+#   1. scripts/check-layers passes on this build (layer direction from
+#      includes and from the objects' undefined symbols, cmd/ on the public
+#      API only, libshardkit.so exports exactly shardkit.h) - and fails when
+#      a lower layer includes a higher one;
+#   2. a touched header rebuilds exactly the files that include it,
+#      directly or through other headers (the -MMD -MP dependencies).
+. "$(dirname "$0")/lib.sh"
+need python3 nm make
+B=${SK_BUILD:-build}
+cd "$SK_ROOT"
+
+step "check-layers on $B"
+expect_ok scripts/check-layers "$B"
+
+step "check-layers catches an upward include"
+tmpdir W
+cp -r lib scripts "$W/"
+sed -i 's|#include "core/internal.h"|#include "core/internal.h"\n#include "pack/catalog.h"|' "$W/lib/format/sample.c"
+mkdir -p "$W/cmd" && cp cmd/*.[ch] "$W/cmd/"
+run "$W/scripts/check-layers" "$SK_ROOT/$B"
+[ "$RC" -eq 1 ] || die "an upward include was not caught (exit $RC)"
+assert_contains "$OUT" 'lib/format/sample.c: includes "pack/catalog.h": format may not use pack'
+
+step "a touched header rebuilds exactly its dependants"
+# the sources that include h, directly or through headers that include it
+dependants() {
+    python3 - "$1" <<'PY'
+import os, re, sys
+inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+files = [os.path.join(d, f) for top in ("lib", "cmd") for d, _, fs in os.walk(top) for f in fs
+         if f.endswith((".c", ".h"))]
+def resolve(src, name):
+    for cand in (os.path.join("lib", name), os.path.join(os.path.dirname(src), name)):
+        if os.path.exists(cand):
+            return os.path.normpath(cand)
+    return None
+deps = {f: {resolve(f, n) for n in inc.findall(open(f).read())} - {None} for f in files}
+target, seen, changed = os.path.normpath(sys.argv[1]), set(), True
+hit = {target}
+while changed:
+    changed = False
+    for f, ds in deps.items():
+        if f not in hit and ds & hit:
+            hit.add(f); changed = True
+print("\n".join(sorted(f for f in hit if f.endswith(".c"))))
+PY
+}
+rebuilds() {
+    make -s -n "$@" BUILD="$B" "$B/shardkit" "$B/libshardkit.so" 2>/dev/null |
+        grep -o -- '-c [^ ]*\.c' | sed 's/^-c //' | sort -u
+}
+stale=$(rebuilds) # already out of date in this build: not the header's doing
+for h in cmd/cmd.h lib/s3/s3_internal.h lib/format/tar.h lib/io/sink.h lib/pack/pack_int.h; do
+    want=$(dependants "$h")
+    got=$(comm -23 <(rebuilds -W "$h") <(printf '%s\n' "$stale" | sed '/^$/d'))
+    want=$(comm -23 <(printf '%s\n' "$want") <(printf '%s\n' "$stale" | sed '/^$/d'))
+    [ "$got" = "$want" ] || die "touching $h would rebuild:
+$got
+but the files that include it are:
+$want"
+done
+
+echo "house in order"
