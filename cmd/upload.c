@@ -289,7 +289,8 @@ static int job_cmp(const void *a, const void *b)
 int cmd_upload(int argc, char **argv)
 {
     sk_s3_config cfg = SK_S3_CONFIG_INIT, scfg;
-    sk_s3_xfer_opts xo = {8ull << 20, 8ull << 20, 0, 0, 0};
+    sk_s3_xfer_opts xo = {.struct_size = sizeof xo, .multipart_threshold = 8ull << 20,
+                          .part_size = 8ull << 20};
     const char *src_endpoint = NULL, *src_profile = NULL, *src_region = NULL;
     int dry = 0;
     run r = {0};

@@ -19,6 +19,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Options structs (sk_pack_options, sk_reader_options, ...) start with
+ * struct_size, which their init function sets to the caller's sizeof, so
+ * the library can add fields at the end without breaking programs built
+ * against an older header: it reads only the fields the caller's struct
+ * has.  A zeroed struct (struct_size 0) means this version's layout. */
+
 /* What libshardkit exports: the library is built with -fvisibility=hidden,
  * so exactly the functions declared here are visible in libshardkit.so. */
 #if defined(__GNUC__) || defined(__clang__)
@@ -218,6 +224,7 @@ typedef struct sk_pack_stats {
 } sk_pack_stats;
 
 typedef struct sk_pack_options {
+    size_t struct_size; /* sizeof, set by sk_pack_options_init; 0: this version's */
     const char *pattern;  /* printf-style shard path with one integer field */
     const char *manifest; /* NULL: manifest.json beside the shards */
     uint64_t max_size;    /* bytes per shard, headers included; 0 = 512 MiB */
@@ -244,6 +251,9 @@ typedef struct sk_pack_options {
     void (*progress)(void *ctx, const sk_pack_stats *stats);
     void *ctx;
 } sk_pack_options;
+/* Fills *o with the defaults documented above, struct_size included. */
+SK_API void sk_pack_options_init_sized(sk_pack_options *o, size_t size);
+#define sk_pack_options_init(o) sk_pack_options_init_sized((o), sizeof *(o))
 
 typedef struct sk_pack sk_pack;
 SK_API int sk_pack_new(sk_pack **out, const sk_pack_options *opts, sk_error *err);
@@ -282,6 +292,7 @@ SK_API void sk_brace_free(char **list);
 #define SK_BUILD_FAST 1u /* plain .tar only: read headers, never data; no CRCs */
 
 typedef struct sk_build_opts {
+    size_t struct_size; /* sizeof, set by sk_build_opts_init; 0: this version's */
     unsigned flags;         /* SK_BUILD_* */
     const char *index_path; /* NULL: "<shard>.idx" */
     const char *dali_path;  /* NULL: none; else write DALI's wds2idx v1.2 here */
@@ -290,6 +301,9 @@ typedef struct sk_build_opts {
     void (*warn)(void *ctx, const char *msg);
     void *warn_ctx;
 } sk_build_opts;
+/* Fills *o with the defaults documented above, struct_size included. */
+SK_API void sk_build_opts_init_sized(sk_build_opts *o, size_t size);
+#define sk_build_opts_init(o) sk_build_opts_init_sized((o), sizeof *(o))
 
 typedef struct sk_build_stats {
     uint64_t samples, members, bytes; /* bytes: the shard file */
@@ -395,6 +409,7 @@ SK_API int sk_creds_load(sk_creds *out, const char *profile, sk_error *err);
 SK_API void sk_creds_release(sk_creds *c);
 
 typedef struct sk_s3_config {
+    size_t struct_size; /* sizeof, set by sk_s3_config_init; 0: this version's */
     const char *endpoint_url; /* NULL: AWS_ENDPOINT_URL, else AWS by region (https) */
     const char *region;       /* NULL: AWS_REGION, AWS_DEFAULT_REGION, profile, us-east-1 */
     const char *profile;      /* NULL: AWS_PROFILE or "default" */
@@ -407,7 +422,12 @@ typedef struct sk_s3_config {
     int sign_payload;         /* 1: SHA-256 of bodies in the signature (slow) */
     int verbose;              /* 1: one line per request on stderr (never secrets) */
 } sk_s3_config;
-#define SK_S3_CONFIG_INIT {NULL, NULL, NULL, NULL, -1, 16, 8, 30, 0, 0}
+/* Fills *o with the defaults documented above, struct_size included. */
+SK_API void sk_s3_config_init_sized(sk_s3_config *o, size_t size);
+#define sk_s3_config_init(o) sk_s3_config_init_sized((o), sizeof *(o))
+#define SK_S3_CONFIG_INIT                                                                 \
+    {.struct_size = sizeof(sk_s3_config), .path_style = -1, .concurrency = 16,            \
+     .max_attempts = 8, .read_timeout = 30}
 
 typedef struct sk_s3 sk_s3;
 /* Creates a client and starts its engine thread. */
@@ -493,9 +513,13 @@ SK_API void sk_s3_stream_close(sk_s3_stream *st);
  * parallel in the background, memory bounded by max_parts_in_flight x
  * part_size.  Objects that end below the part size go up in one PUT. */
 typedef struct sk_s3_writer_opts {
+    size_t struct_size; /* sizeof, set by sk_s3_writer_opts_init; 0: this version's */
     uint64_t part_size;      /* default 8 MiB, at least 5 MiB */
     int max_parts_in_flight; /* default: the client's concurrency */
 } sk_s3_writer_opts;
+/* Fills *o with the defaults documented above, struct_size included. */
+SK_API void sk_s3_writer_opts_init_sized(sk_s3_writer_opts *o, size_t size);
+#define sk_s3_writer_opts_init(o) sk_s3_writer_opts_init_sized((o), sizeof *(o))
 typedef struct sk_s3_writer sk_s3_writer;
 SK_API int sk_s3_writer_open(sk_s3_writer **out, sk_s3 *s3, const char *bucket, const char *key,
                       const sk_s3_writer_opts *opts, sk_error *err);
@@ -512,12 +536,16 @@ SK_API void sk_s3_writer_abort(sk_s3_writer *w);
 /* Transfers: local files and s3 objects to s3, several at once, each in
  * one PUT below the threshold or in parallel parts above it. */
 typedef struct sk_s3_xfer_opts {
+    size_t struct_size; /* sizeof, set by sk_s3_xfer_opts_init; 0: this version's */
     uint64_t multipart_threshold; /* default 8 MiB */
     uint64_t part_size;           /* default 8 MiB; raised to keep <= 10,000 parts */
     int max_parts_in_flight;      /* default: the client's concurrency */
     int resume;                   /* 1: continue matching in-progress multipart uploads */
     int verify;                   /* 1: read every object back and compare CRC32C */
 } sk_s3_xfer_opts;
+/* Fills *o with the defaults documented above, struct_size included. */
+SK_API void sk_s3_xfer_opts_init_sized(sk_s3_xfer_opts *o, size_t size);
+#define sk_s3_xfer_opts_init(o) sk_s3_xfer_opts_init_sized((o), sizeof *(o))
 /* What happened to one transfer, passed to the done callback. */
 typedef struct sk_s3_xfer_result {
     const char *src, *bucket, *key;
@@ -581,6 +609,7 @@ SK_API void sk_s3_crc32c_b64(uint32_t crc, char out[9]);
 typedef struct sk_reader sk_reader;
 
 typedef struct sk_reader_options {
+    size_t struct_size; /* sizeof, set by sk_reader_options_init; 0: this version's */
     int rank, world_size;    /* node split; -1: $RANK / $WORLD_SIZE, else 0 / 1 */
     int worker, num_workers; /* worker split; -1: $WORKER / $NUM_WORKERS, else 0 / 1 */
     int shuffle_shards;      /* 1: the shard list is shuffled per (seed, epoch) */
@@ -601,8 +630,9 @@ typedef struct sk_reader_options {
     const char *s3_endpoint; /* for s3:// shards; NULL: as sk_s3_config says
                                 (AWS_ENDPOINT_URL, else AWS) */
 } sk_reader_options;
-/* Defaults: every field as documented above. */
-SK_API void sk_reader_options_init(sk_reader_options *o);
+/* Defaults: every field as documented above, struct_size included. */
+SK_API void sk_reader_options_init_sized(sk_reader_options *o, size_t size);
+#define sk_reader_options_init(o) sk_reader_options_init_sized((o), sizeof *(o))
 
 typedef struct sk_reader_member {
     const char *ext; /* lowercase WebDataset extension, NUL-terminated */
@@ -715,6 +745,7 @@ typedef struct sk_shard_stats {
 } sk_shard_stats;
 
 typedef struct sk_shard_options {
+    size_t struct_size; /* sizeof, set by sk_shard_options_init; 0: this version's */
     const char *pattern;   /* printf pattern with one integer field, or "-":
                             * one tar stream on stdout, no index or manifest */
     const char *manifest;  /* NULL: manifest.json beside the shards */
@@ -741,6 +772,9 @@ typedef struct sk_shard_options {
     sk_s3 *s3;             /* client for s3:// inputs, outputs and manifest */
     uint64_t s3_part_size; /* multipart part size of shard uploads; 0 = 8 MiB */
 } sk_shard_options;
+/* Fills *o with the defaults documented above, struct_size included. */
+SK_API void sk_shard_options_init_sized(sk_shard_options *o, size_t size);
+#define sk_shard_options_init(o) sk_shard_options_init_sized((o), sizeof *(o))
 
 /* Reads every input (a shard path, a brace pattern, a manifest.json, or
  * "-" for stdin), applies the filters, and writes shards, their indexes
@@ -770,6 +804,7 @@ typedef struct sk_verify_problem {
 } sk_verify_problem;
 
 typedef struct sk_verify_options {
+    size_t struct_size; /* sizeof, set by sk_verify_options_init; 0: this version's */
     unsigned flags;                /* SK_VERIFY_* */
     const char *const *require;    /* extensions every sample must have */
     size_t nrequire;
@@ -778,6 +813,9 @@ typedef struct sk_verify_options {
     void *ctx;
     sk_s3 *s3;                     /* client for s3:// targets */
 } sk_verify_options;
+/* Fills *o with the defaults documented above, struct_size included. */
+SK_API void sk_verify_options_init_sized(sk_verify_options *o, size_t size);
+#define sk_verify_options_init(o) sk_verify_options_init_sized((o), sizeof *(o))
 
 typedef struct sk_verify_stats {
     uint64_t shards, samples, members, bytes, jpegs;

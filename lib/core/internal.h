@@ -77,6 +77,15 @@ static inline uint64_t sk_fnv1a64(const void *p, size_t n)
 int sk_vwarnf(void (*warn)(void *, const char *), void *ctx, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
+/* options.c: the size rule of the public options structs (struct_size
+ * first).  take copies the caller's src (NULL: none) over defaults (NULL:
+ * zeros) into dst, the library's own struct of dst_size bytes, refusing a
+ * struct_size it does not know; what names the struct in that error. */
+int sk_options_take(void *dst, size_t dst_size, const void *src, const void *defaults,
+                    const char *what, sk_error *err);
+/* The body of every sk_*_init_sized: the defaults, cut to the caller's size. */
+void sk_options_init(void *o, size_t size, const void *defaults, size_t dsize);
+
 /* fsutil.c */
 int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *err);
 /* Writes every buffer of iov in order (writev, resumed after short writes);

@@ -131,7 +131,8 @@ int sk_sink_s3_open(sk_sink **out, const char *url, const sk_sink_opts *o, sk_er
     int rc = (s->url = strdup(url)) ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
     if (!rc) rc = sk_s3_parse_url(url, &s->bucket, &s->key, err);
     if (!rc && !*s->key) rc = sk_error_set(err, SK_E_USAGE, "%s: no object key", url);
-    sk_s3_writer_opts wo = {o->s3_part_size, PARTS_IN_FLIGHT};
+    sk_s3_writer_opts wo = {.struct_size = sizeof wo, .part_size = o->s3_part_size,
+                            .max_parts_in_flight = PARTS_IN_FLIGHT};
     if (!rc) rc = sk_s3_writer_open(&s->w, o->s3, s->bucket, s->key, &wo, err);
     if (rc) {
         s3_sink_free(s);

@@ -32,8 +32,17 @@
 #define DEFAULT_MAX_SIZE (512ULL << 20)
 /* ------------------------------------------------------------ lifecycle */
 
-int sk_pack_new(sk_pack **out, const sk_pack_options *opts, sk_error *err)
+void sk_pack_options_init_sized(sk_pack_options *o, size_t size)
 {
+    static const sk_pack_options defaults = {.struct_size = sizeof defaults};
+    sk_options_init(o, size, &defaults, sizeof defaults);
+}
+
+int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
+{
+    sk_pack_options opts_buf;
+    const sk_pack_options *opts = &opts_buf;
+    SK_GUARD(sk_options_take(&opts_buf, sizeof opts_buf, opts_in, NULL, "sk_pack_options", err));
     char probe[4096];
     *out = NULL;
     SK_FAIL_IF(!opts->pattern, err, SK_E_USAGE, "no output pattern");

@@ -936,19 +936,27 @@ cleanup:
     return rc;
 }
 
+void sk_shard_options_init_sized(sk_shard_options *o, size_t size)
+{
+    static const sk_shard_options defaults = {.struct_size = sizeof defaults};
+    sk_options_init(o, size, &defaults, sizeof defaults);
+}
+
 int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
                sk_shard_stats *stats, sk_error *err)
 {
     /* --part: {part} in the pattern (and manifest) names this part's files */
-    sk_shard_options o = *opts;
+    sk_shard_options o;
+    SK_GUARD(sk_options_take(&o, sizeof o, opts, NULL, "sk_shard_options", err));
+    const char *pattern_tmpl = o.pattern;
     char *pattern = NULL, *manifest = NULL;
-    if (opts->pattern && strcmp(opts->pattern, "-")) {
-        SK_GUARD(sk_part_output_names(opts->pattern, opts->manifest, opts->part, opts->parts,
+    if (o.pattern && strcmp(o.pattern, "-")) {
+        SK_GUARD(sk_part_output_names(o.pattern, o.manifest, o.part, o.parts,
                                       &pattern, &manifest, err));
         o.pattern = pattern;
         if (manifest) o.manifest = manifest;
     }
-    int rc = reshard_run(inputs, ninputs, &o, opts->pattern, stats, err);
+    int rc = reshard_run(inputs, ninputs, &o, pattern_tmpl, stats, err);
     free(pattern);
     free(manifest);
     return rc;

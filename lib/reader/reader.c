@@ -764,13 +764,14 @@ static int pull(sk_reader *r, const sk_reader_sample **v, sk_error *err)
 
 /* ------------------------------------------------------------------ public */
 
-void sk_reader_options_init(sk_reader_options *o)
+static const sk_reader_options reader_defaults = {
+    .struct_size = sizeof(sk_reader_options),
+    .rank = -1, .world_size = -1, .worker = -1, .num_workers = -1,
+    .prefetch = 2, .buffer_size = DEFAULT_BUFFER, .max_sample = DEFAULT_MAX_SAMPLE};
+
+void sk_reader_options_init_sized(sk_reader_options *o, size_t size)
 {
-    memset(o, 0, sizeof *o);
-    o->rank = o->world_size = o->worker = o->num_workers = -1;
-    o->prefetch = 2;
-    o->buffer_size = DEFAULT_BUFFER;
-    o->max_sample = DEFAULT_MAX_SAMPLE;
+    sk_options_init(o, size, &reader_defaults, sizeof reader_defaults);
 }
 
 static int env_int(const char *name, int dflt, int *out, sk_error *err)
@@ -794,11 +795,10 @@ int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
     *out = NULL;
     sk_reader *r = calloc(1, sizeof *r);
     SK_FAIL_IF(!r, err, SK_E_NOMEM, "out of memory");
-    if (opts) r->o = *opts;
-    else sk_reader_options_init(&r->o);
+    int orc = sk_options_take(&r->o, sizeof r->o, opts, &reader_defaults, "sk_reader_options", err);
     sk_reader_options *o = &r->o;
-    int rc = SK_OK;
-    if (o->rank < 0) rc = env_int("RANK", 0, &o->rank, err);
+    int rc = orc;
+    if (!rc && o->rank < 0) rc = env_int("RANK", 0, &o->rank, err);
     if (!rc && o->world_size < 0) rc = env_int("WORLD_SIZE", 1, &o->world_size, err);
     if (!rc && o->worker < 0) rc = env_int("WORKER", 0, &o->worker, err);
     if (!rc && o->num_workers < 0) rc = env_int("NUM_WORKERS", 1, &o->num_workers, err);

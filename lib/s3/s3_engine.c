@@ -721,10 +721,18 @@ static int parse_endpoint(sk_s3 *s3, const char *url, sk_error *err)
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
+void sk_s3_config_init_sized(sk_s3_config *o, size_t size)
+{
+    static const sk_s3_config defaults = SK_S3_CONFIG_INIT;
+    sk_options_init(o, size, &defaults, sizeof defaults);
+}
+
 int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
 {
-    sk_s3_config defaults = SK_S3_CONFIG_INIT;
-    const sk_s3_config *cfg = cfg_in ? cfg_in : &defaults;
+    static const sk_s3_config defaults = SK_S3_CONFIG_INIT;
+    sk_s3_config cfg_buf;
+    const sk_s3_config *cfg = &cfg_buf;
+    SK_GUARD(sk_options_take(&cfg_buf, sizeof cfg_buf, cfg_in, &defaults, "sk_s3_config", err));
     pthread_once(&curl_once, curl_init_once);
     *out = NULL;
     sk_s3 *s3 = calloc(1, sizeof *s3);

@@ -769,18 +769,34 @@ static void run_item(item *it)
 
 /* ------------------------------------------------------------------- API */
 
+void sk_s3_xfer_opts_init_sized(sk_s3_xfer_opts *o, size_t size)
+{
+    static const sk_s3_xfer_opts defaults = {.struct_size = sizeof defaults};
+    sk_options_init(o, size, &defaults, sizeof defaults);
+}
+
+void sk_s3_writer_opts_init_sized(sk_s3_writer_opts *o, size_t size)
+{
+    static const sk_s3_writer_opts defaults = {.struct_size = sizeof defaults};
+    sk_options_init(o, size, &defaults, sizeof defaults);
+}
+
 int sk_s3_xfer_new(sk_s3_xfer **out, sk_s3 *s3, const sk_s3_xfer_opts *opts, sk_s3_xfer_done done,
                    void *ud, sk_error *err)
 {
     sk_s3_xfer *x = calloc(1, sizeof *x);
     SK_FAIL_IF(!x, err, SK_E_NOMEM, "out of memory");
     x->s3 = s3;
-    if (opts) x->o = *opts;
+    if (sk_options_take(&x->o, sizeof x->o, opts, NULL, "sk_s3_xfer_opts", err)) {
+        free(x);
+        return err->code;
+    }
     if (!x->o.part_size) x->o.part_size = 8ull << 20;
     if (!x->o.multipart_threshold) x->o.multipart_threshold = 8ull << 20;
     if (x->o.part_size < MIN_PART) {
+        uint64_t part_size = x->o.part_size;
         free(x);
-        return sk_error_set(err, SK_E_USAGE, "part size %" PRIu64 " is below S3's minimum of 5 MiB", opts->part_size);
+        return sk_error_set(err, SK_E_USAGE, "part size %" PRIu64 " is below S3's minimum of 5 MiB", part_size);
     }
     if (x->o.part_size > (5ull << 30)) {
         free(x);
@@ -979,8 +995,10 @@ struct sk_s3_writer {
 int sk_s3_writer_open(sk_s3_writer **out, sk_s3 *s3, const char *bucket, const char *key,
                       const sk_s3_writer_opts *opts, sk_error *err)
 {
-    sk_s3_xfer_opts xo = {0};
-    if (opts) xo.part_size = opts->part_size, xo.max_parts_in_flight = opts->max_parts_in_flight;
+    sk_s3_writer_opts wo;
+    SK_GUARD(sk_options_take(&wo, sizeof wo, opts, NULL, "sk_s3_writer_opts", err));
+    sk_s3_xfer_opts xo = {.struct_size = sizeof xo};
+    xo.part_size = wo.part_size, xo.max_parts_in_flight = wo.max_parts_in_flight;
     sk_s3_writer *w = calloc(1, sizeof *w);
     SK_FAIL_IF(!w, err, SK_E_NOMEM, "out of memory");
     int rc = sk_s3_xfer_new(&w->x, s3, &xo, NULL, NULL, err);

@@ -384,12 +384,19 @@ static int check_split_keys(struct state *s, sk_error *err)
     return SK_OK;
 }
 
+void sk_build_opts_init_sized(sk_build_opts *o, size_t size)
+{
+    static const sk_build_opts defaults = {.struct_size = sizeof defaults};
+    sk_options_init(o, size, &defaults, sizeof defaults);
+}
+
 int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats *stats,
                    sk_error *err)
 {
-    static const sk_build_opts none = {0};
+    sk_build_opts opts_buf;
+    SK_GUARD(sk_options_take(&opts_buf, sizeof opts_buf, opts, NULL, "sk_build_opts", err));
     sk_build_stats dummy;
-    const sk_build_opts *o = opts ? opts : &none;
+    const sk_build_opts *o = &opts_buf;
     sk_build_stats *st = stats ? stats : &dummy;
     memset(st, 0, sizeof *st);
     SK_FAIL_IF(!strncmp(shard, "s3://", 5), err, SK_E_USAGE,

@@ -742,10 +742,18 @@ static int verify_manifest(vstate *v, const char *path, sk_error *err)
     return rc;
 }
 
+void sk_verify_options_init_sized(sk_verify_options *o, size_t size)
+{
+    static const sk_verify_options defaults = {.struct_size = sizeof defaults};
+    sk_options_init(o, size, &defaults, sizeof defaults);
+}
+
 int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opts,
               sk_verify_stats *stats, sk_error *err)
 {
-    vstate v = {.o = opts};
+    sk_verify_options o;
+    SK_GUARD(sk_options_take(&o, sizeof o, opts, NULL, "sk_verify_options", err));
+    vstate v = {.o = &o};
     int rc = SK_OK;
     for (size_t i = 0; i < n && !rc; i++) {
         char **ex;

@@ -29,6 +29,7 @@ _WARN = _c.CFUNCTYPE(None, _c.c_void_p, _c.c_char_p)
 
 class _Options(_c.Structure):
     _fields_ = [
+        ("struct_size", _c.c_size_t),
         ("rank", _c.c_int), ("world_size", _c.c_int),
         ("worker", _c.c_int), ("num_workers", _c.c_int),
         ("shuffle_shards", _c.c_int),
@@ -101,8 +102,8 @@ def load_library(path=None):
     else:
         raise OSError("libshardkit.so not found (set SHARDKIT_LIB): %s" % last)
     P = _c.POINTER
-    lib.sk_reader_options_init.argtypes = [P(_Options)]
-    lib.sk_reader_options_init.restype = None
+    lib.sk_reader_options_init_sized.argtypes = [P(_Options), _c.c_size_t]
+    lib.sk_reader_options_init_sized.restype = None
     lib.sk_reader_open.argtypes = [P(_c.c_void_p), P(_c.c_char_p), _c.c_size_t, P(_Options),
                                    P(_Error)]
     lib.sk_reader_close.argtypes = [_c.c_void_p]
@@ -142,7 +143,7 @@ class Reader:
         if isinstance(urls, (str, bytes, os.PathLike)):
             urls = [urls]
         o = _Options()
-        self._lib.sk_reader_options_init(_c.byref(o))
+        self._lib.sk_reader_options_init_sized(_c.byref(o), _c.sizeof(o))
         for name, v in (("rank", rank), ("world_size", world_size), ("worker", worker),
                         ("num_workers", num_workers)):
             if v is not None:
