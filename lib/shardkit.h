@@ -330,9 +330,9 @@ typedef struct sk_range_reader {
 } sk_range_reader;
 /* Opens a local file as a range reader (pread). */
 SK_API int sk_range_reader_file(sk_range_reader *rr, const char *path, sk_error *err);
-/* Opens a local url; a hook a caller may replace to add a source. */
-typedef int (*sk_range_open_fn)(sk_range_reader *rr, const char *url, sk_error *err);
-extern sk_range_open_fn sk_range_open;
+/* Opens a shard url that is not s3:// as a range reader; ctx is the
+ * caller's.  A dataset uses sk_range_reader_file unless told otherwise. */
+typedef int (*sk_range_open_fn)(void *ctx, sk_range_reader *rr, const char *url, sk_error *err);
 
 /* A dataset: a manifest, a directory (its manifest.json, or every
  * *.tar / *.tar.gz / *.tar.zst in it with a sidecar), or one shard. */
@@ -349,6 +349,9 @@ typedef struct sk_s3 sk_s3;
 SK_API int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned flags,
                        sk_error *err);
 SK_API void sk_dataset_close(sk_dataset *ds);
+/* Reads the dataset's local (not s3://) shards through open instead of
+ * pread, e.g. to add a source; call before the first read. */
+SK_API void sk_dataset_set_range_open(sk_dataset *ds, sk_range_open_fn open, void *ctx);
 /* Opens every index now (so the count is known); returns the sample count. */
 SK_API int sk_dataset_samples(sk_dataset *ds, uint64_t *count, sk_error *err);
 
@@ -713,22 +716,21 @@ SK_API int sk_reader_write_tar_end(int fd, const char *fd_name, sk_error *err);
 
 /* ------------------------------------------------------------------ shard */
 /* Existing shards -> new shards: another size or count, a seeded global
- * shuffle, filters, other compression.  Inputs are read through sk_in_open
+ * shuffle, filters, other compression.  Inputs are byte streams (sk_in_stream)
  * (libarchive parses them: tar, .tar.gz/.bz2/.xz/.zst, zip, 7z, cpio). */
 
 /* A sequential byte stream an input is read from.  s3:// inputs are read
- * through sk_shard_options.s3; every other input through sk_in_open (a
- * local file, or stdin for "-"), which a caller may replace to add a
- * source.  read fills up to cap bytes, *got = 0 at the end. */
+ * through sk_shard_options.s3; every other input through
+ * sk_shard_options.in_open (by default a local file, or stdin for "-"),
+ * which a caller may set to add a source.  read fills up to cap bytes, *got = 0 at the end. */
 typedef struct sk_in_stream {
     void *ctx;
     int (*read)(void *ctx, void *buf, size_t cap, size_t *got, sk_error *err);
     void (*close)(void *ctx);
     uint64_t size; /* bytes when known (a local file), else UINT64_MAX */
 } sk_in_stream;
-/* Opens url ("-" = stdin). */
-typedef int (*sk_in_open_fn)(sk_in_stream *s, const char *url, sk_error *err);
-extern sk_in_open_fn sk_in_open;
+/* Opens url ("-" = stdin); ctx is the caller's (sk_shard_options.in_open). */
+typedef int (*sk_in_open_fn)(void *ctx, sk_in_stream *s, const char *url, sk_error *err);
 
 typedef struct sk_shard_stats {
     uint64_t inputs, inputs_done;
@@ -771,6 +773,8 @@ typedef struct sk_shard_options {
     void *ctx;
     sk_s3 *s3;             /* client for s3:// inputs, outputs and manifest */
     uint64_t s3_part_size; /* multipart part size of shard uploads; 0 = 8 MiB */
+    sk_in_open_fn in_open; /* opens inputs that are not s3://; NULL: local files, "-" stdin */
+    void *in_open_ctx;
 } sk_shard_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_shard_options_init_sized(sk_shard_options *o, size_t size);

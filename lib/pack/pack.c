@@ -512,11 +512,13 @@ static int write_shard_local(struct shard_worker *w, struct shard_plan *sp, sk_e
             pos++;
         }
         if (!rc && n) rc = sk_shard_out_writev(out, iov, n, bytes, crc, err);
+        sk_pack_stats snap;
         pthread_mutex_lock(&p->mu);
         sk_pack_tally_fold(p, &w->t);
-        sk_pack_progress(p, 0);
+        int due = sk_pack_progress_take(p, 0, &snap);
         if (p->stop && !rc) rc = -1; /* another shard failed: give up quietly */
         pthread_mutex_unlock(&p->mu);
+        if (due) sk_pack_progress_report(p, &snap);
     }
     return rc;
 }

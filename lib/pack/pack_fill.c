@@ -240,17 +240,38 @@ double sk_pack_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-void sk_pack_progress(sk_pack *p, int final)
+int sk_pack_progress_take(sk_pack *p, int final, sk_pack_stats *snap)
 {
-    if (!p->o.progress) return;
+    if (!p->o.progress) return 0;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     double dt = (double)(now.tv_sec - p->last_progress.tv_sec) +
                 (double)(now.tv_nsec - p->last_progress.tv_nsec) / 1e9;
-    if (!final && dt < 0.5) return;
+    if (!final && dt < 0.5) return 0;
     p->last_progress = now;
     p->st.seconds = sk_pack_since(&p->t0);
-    p->o.progress(p->o.ctx, &p->st);
+    *snap = p->st;
+    return 1;
+}
+
+void sk_pack_progress_report(sk_pack *p, const sk_pack_stats *snap)
+{
+    /* The caller's code runs with no lock of ours held, so it may take as
+     * long as it likes (a slow terminal) without stalling the workers;
+     * two threads never call it at once: a report due while another is
+     * being made is dropped, the next one carries the newer figures. */
+    if (__atomic_exchange_n(&p->reporting, 1, __ATOMIC_ACQUIRE)) return;
+    p->o.progress(p->o.ctx, snap);
+    __atomic_store_n(&p->reporting, 0, __ATOMIC_RELEASE);
+}
+
+void sk_pack_progress(sk_pack *p, int final)
+{
+    sk_pack_stats snap;
+    pthread_mutex_lock(&p->mu);
+    int due = sk_pack_progress_take(p, final, &snap);
+    pthread_mutex_unlock(&p->mu);
+    if (due) sk_pack_progress_report(p, &snap);
 }
 
 void sk_pack_tally_fold(sk_pack *p, struct tally *t)

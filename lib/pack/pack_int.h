@@ -73,6 +73,7 @@ struct sk_pack {
     sk_error first_err; /* shard-parallel mode: the error that stopped it */
     sk_pack_stats st;
     struct timespec t0, last_progress;
+    int reporting; /* a progress report is being made (atomic) */
     /* --part: the caller's pattern, and the names with {part} expanded */
     const char *pattern_tmpl;
     char *part_pattern, *part_manifest;
@@ -126,8 +127,13 @@ double sk_pack_since(const struct timespec *t0);
 /* Folds a writer's tally into the run's stats and extension counts; p->mu
  * held by callers on worker threads. */
 void sk_pack_tally_fold(sk_pack *p, struct tally *t);
-/* Reports progress (at most twice a second unless final); p->mu held by
- * callers on worker threads. */
+/* Progress, at most twice a second unless final, in two steps so the
+ * caller's callback never runs under p->mu: take (p->mu held by callers
+ * on worker threads) says whether a report is due and copies the stats;
+ * report (no lock held) makes it.  sk_pack_progress does both, taking
+ * p->mu itself. */
+int sk_pack_progress_take(sk_pack *p, int final, sk_pack_stats *snap);
+void sk_pack_progress_report(sk_pack *p, const sk_pack_stats *snap);
 void sk_pack_progress(sk_pack *p, int final);
 /* Index records of sample s written at sample_off, members as in m. */
 int sk_pack_add_index_records(sk_pack *p, sk_shard_out *out, uint32_t s, uint64_t sample_off,

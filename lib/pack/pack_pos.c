@@ -309,7 +309,12 @@ static void *spread_main(void *arg)
             p->st.files_done += n;
             for (size_t j = 0; j < n; j++) p->st.bytes_done += p->cat.items[first + j].size;
         }
-        sk_pack_progress(p, 0);
+        sk_pack_stats snap;
+        if (sk_pack_progress_take(p, 0, &snap)) {
+            pthread_mutex_unlock(&p->mu);
+            sk_pack_progress_report(p, &snap);
+            pthread_mutex_lock(&p->mu);
+        }
         if (++sh->done_batches < sh->end_batch - sh->first_batch || cur >= S->stop_at) continue;
         pthread_mutex_unlock(&p->mu);
         rc = spread_finish(w, cur, &e);
@@ -657,8 +662,9 @@ static int stream_flush(struct stream_worker *w, struct stream_shard *sh, struct
     sk_pack *p = w->p;
     sk_error e = SK_ERROR_INIT;
     int rc = n ? sk_shard_out_pwritev(&sh->out, iov, n, off, bytes, &e) : SK_OK;
+    sk_pack_stats snap;
     pthread_mutex_lock(&p->mu);
-    int fin = 0;
+    int fin = 0, due = 0;
     if (rc) {
         stream_fail(w->T, sh->first, &e, rc);
     } else {
@@ -668,11 +674,12 @@ static int stream_flush(struct stream_worker *w, struct stream_shard *sh, struct
         /* sizes are learned as files open: the total is an estimate */
         if (p->st.files_done)
             p->st.bytes_total = p->st.bytes_done * p->st.files_total / p->st.files_done;
-        sk_pack_progress(p, 0);
+        due = sk_pack_progress_take(p, 0, &snap);
         if (sh->closed && sh->written == sh->count && sh->first < w->T->stop_pos && !sh->finished)
             fin = sh->finished = 1;
     }
     pthread_mutex_unlock(&p->mu);
+    if (due) sk_pack_progress_report(p, &snap);
     if (fin) stream_finish(w, sh);
     return rc;
 }

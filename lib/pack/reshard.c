@@ -1,7 +1,7 @@
 /*
  * reshard.c - `shardkit shard`: existing shards in, new shards out.
  *
- * Inputs are byte streams (local files and stdin through sk_in_open, s3://
+ * Inputs are byte streams (local files and stdin, or the caller's in_open; s3://
  * objects through one streaming GET each) parsed by libarchive, so any tar
  * dialect, compression filter, zip or 7z works; s3:// outputs stream into
  * multipart uploads (sink_s3.c), no local copy made.  Members group into
@@ -59,8 +59,9 @@ static void fd_close(void *ctx)
     free(f);
 }
 
-static int default_in_open(sk_in_stream *s, const char *url, sk_error *err)
+static int default_in_open(void *ctx, sk_in_stream *s, const char *url, sk_error *err)
 {
+    (void)ctx;
     struct fd_in *f = calloc(1, sizeof *f);
     SK_FAIL_IF(!f, err, SK_E_NOMEM, "out of memory");
     f->name = strdup(strcmp(url, "-") ? url : "stdin");
@@ -85,7 +86,6 @@ static int default_in_open(sk_in_stream *s, const char *url, sk_error *err)
     return SK_OK;
 }
 
-sk_in_open_fn sk_in_open = default_in_open;
 
 /* An s3:// input: one streaming GET from the first byte to the last (the
  * stream retries a broken transfer from where it stopped). */
@@ -113,11 +113,13 @@ static int s3_in_open(sk_s3 *s3, sk_in_stream *s, const char *url, sk_error *err
 }
 
 /* An input's size: stat, or a HEAD for an s3:// one (which also finds a
- * missing object before any shard is written).  UINT64_MAX for stdin. */
-static int input_size(sk_s3 *s3, const char *url, uint64_t *size, sk_error *err)
+ * missing object before any shard is written).  UINT64_MAX for stdin and
+ * for inputs the caller's in_open reads. */
+static int input_size(const sk_shard_options *o, const char *url, uint64_t *size, sk_error *err)
 {
+    sk_s3 *s3 = o->s3;
     *size = UINT64_MAX;
-    if (!strcmp(url, "-")) return SK_OK;
+    if (!strcmp(url, "-") || (o->in_open && !sk_is_s3_url(url))) return SK_OK;
     if (sk_is_s3_url(url)) {
         char *bucket = NULL, *key = NULL;
         sk_s3_object head;
@@ -580,7 +582,9 @@ static la_ssize_t la_read(struct archive *a, void *ctx, const void **out)
 static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_error *err)
 {
     struct la_ctx c = {.r = r, .err = err};
-    SK_GUARD(sk_is_s3_url(url) ? s3_in_open(r->o->s3, &c.in, url, err) : sk_in_open(&c.in, url, err));
+    SK_GUARD(sk_is_s3_url(url) ? s3_in_open(r->o->s3, &c.in, url, err)
+                                  : (r->o->in_open ? r->o->in_open : default_in_open)(
+                                        r->o->in_open_ctx, &c.in, url, err));
     struct archive *a = archive_read_new();
     int rc = SK_OK;
     c.buf = malloc(IN_BUF);
@@ -798,7 +802,7 @@ static int count_samples(rs *r, char **in, size_t n, struct samp *s, sk_error *e
         uint64_t size;
         sk_index *ix;
         snprintf(ip, sizeof ip, "%s.idx", in[i]);
-        if (input_size(o->s3, in[i], &size, NULL) ||
+        if (input_size(o, in[i], &size, NULL) ||
             (sk_is_s3_url(ip) ? sk_s3_load_index(o->s3, ip, &ix, NULL)
                               : sk_index_open(&ix, ip, SK_INDEX_TRUST_BODY, NULL))) {
             filtered = 1;
@@ -845,7 +849,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
     r.st.inputs = nin;
     for (size_t i = 0; i < nin && !rc; i++) { /* for the ETA and the shuffle's buckets */
         uint64_t size;
-        if (!(rc = input_size(opts->s3, in[i], &size, err)) && size != UINT64_MAX)
+        if (!(rc = input_size(opts, in[i], &size, err)) && size != UINT64_MAX)
             r.st.bytes_in_total += size;
     }
     if (rc) goto cleanup;

@@ -25,12 +25,11 @@
 
 /* ------------------------------------------------------------ range reader */
 
-static int default_open(sk_range_reader *rr, const char *url, sk_error *err)
+static int default_open(void *ctx, sk_range_reader *rr, const char *url, sk_error *err)
 {
+    (void)ctx;
     return sk_range_reader_file(rr, url, err);
 }
-
-sk_range_open_fn sk_range_open = default_open;
 
 struct s3_rr {
     sk_s3 *s3;
@@ -97,7 +96,15 @@ struct sk_dataset {
     unsigned flags;
     int counted;
     sk_s3 *s3; /* the caller's, for s3:// manifests, indexes and shards */
+    sk_range_open_fn range_open; /* local shards (NULL: default_open) */
+    void *range_open_ctx;
 };
+
+void sk_dataset_set_range_open(sk_dataset *ds, sk_range_open_fn open, void *ctx)
+{
+    ds->range_open = open;
+    ds->range_open_ctx = ctx;
+}
 
 static int add_shard(sk_dataset *ds, const char *path, const char *index_path, sk_error *err)
 {
@@ -282,7 +289,8 @@ static int ensure_shard(const sk_dataset *ds, struct shard *s, sk_error *err)
 {
     if (s->rr_open) return SK_OK;
     SK_GUARD(sk_is_s3_url(s->path) ? s3_range_open(ds->s3, &s->rr, s->path, err)
-                                   : sk_range_open(&s->rr, s->path, err));
+                                   : (ds->range_open ? ds->range_open : default_open)(
+                                         ds->range_open_ctx, &s->rr, s->path, err));
     s->rr_open = 1;
     const sk_index_shard_info *in = sk_index_shard(s->ix);
     unsigned char b[SK_TAR_BLOCK];

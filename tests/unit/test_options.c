@@ -2,11 +2,14 @@
  * functions write no more than the caller's struct holds, a struct from an
  * older header (smaller struct_size) gets defaults for what it lacks, a
  * zeroed struct means this version's layout, and a struct_size this
- * library does not know is refused with a message naming the struct. */
+ * library does not know is refused with a message naming the struct.
+ * And hooks live on handles: sk_reshard reads its inputs through the
+ * in_open of its options, not through a process-wide variable. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +88,89 @@ static void zeroed_struct_is_this_version(void **state)
     sk_pack_free(p);
 }
 
+/* --------------------------------------------- hooks live on handles */
+
+struct mem_in {
+    unsigned char *p;
+    size_t len, pos;
+};
+
+static int mem_read(void *ctx, void *buf, size_t cap, size_t *got, sk_error *err)
+{
+    (void)err;
+    struct mem_in *m = ctx;
+    size_t n = m->len - m->pos < cap ? m->len - m->pos : cap;
+    memcpy(buf, m->p + m->pos, n);
+    m->pos += n;
+    *got = n;
+    return SK_OK;
+}
+
+static void mem_close(void *ctx) { free(ctx); }
+
+/* A one-member tar ("k.txt" = "hello") made by hand: the hook is all the
+ * input there is, so a shard out of it proves sk_reshard read through it. */
+static int tar_in_open(void *ctx, sk_in_stream *s, const char *url, sk_error *err)
+{
+    (void)err;
+    int *calls = ctx;
+    ++*calls;
+    assert_string_equal(url, "mem:one");
+    static unsigned char tar[3 * 512 + 512];
+    memset(tar, 0, sizeof tar);
+    memcpy(tar, "k.txt", 5);
+    memcpy(tar + 100, "0000644", 7);
+    memcpy(tar + 108, "0000000", 7);
+    memcpy(tar + 116, "0000000", 7);
+    memcpy(tar + 124, "00000000005", 11);
+    memcpy(tar + 136, "00000000000", 11);
+    tar[156] = '0';
+    memcpy(tar + 257, "ustar\0" "00", 8);
+    memset(tar + 148, ' ', 8);
+    unsigned sum = 0;
+    for (int i = 0; i < 512; i++) sum += tar[i];
+    snprintf((char *)tar + 148, 8, "%06o", sum);
+    memcpy(tar + 512, "hello", 5);
+    struct mem_in *m = calloc(1, sizeof *m);
+    m->p = tar;
+    m->len = sizeof tar;
+    s->ctx = m;
+    s->read = mem_read;
+    s->close = mem_close;
+    s->size = sizeof tar;
+    return SK_OK;
+}
+
+static void reshard_reads_through_its_in_open(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_options_XXXXXX", pattern[64], idx[80];
+    assert_non_null(mkdtemp(dir));
+    snprintf(pattern, sizeof pattern, "%s/o-%%02d.tar", dir);
+    int calls = 0;
+    sk_shard_options o;
+    sk_shard_options_init(&o);
+    o.pattern = pattern;
+    o.in_open = tar_in_open;
+    o.in_open_ctx = &calls;
+    const char *inputs[] = {"mem:one"};
+    sk_shard_stats st;
+    sk_error err = SK_ERROR_INIT;
+    int rc = sk_reshard(inputs, 1, &o, &st, &err);
+    if (rc) fail_msg("sk_reshard: %s", err.msg);
+    assert_int_equal(calls, 1);
+    assert_int_equal(st.samples, 1);
+    snprintf(idx, sizeof idx, "%s/o-00.tar.idx", dir);
+    sk_index *ix = NULL;
+    rc = sk_index_open(&ix, idx, 0, &err);
+    if (rc) fail_msg("%s", err.msg);
+    assert_int_equal(sk_index_sample_count(ix), 1);
+    sk_index_close(ix);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -92,6 +178,7 @@ int main(void)
         cmocka_unit_test(init_sets_documented_defaults),
         cmocka_unit_test(unknown_struct_size_is_refused),
         cmocka_unit_test(zeroed_struct_is_this_version),
+        cmocka_unit_test(reshard_reads_through_its_in_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
