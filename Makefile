@@ -34,13 +34,22 @@ BIN      := $(BUILD)/shardkit
 
 all: $(BIN) $(BUILD)/libshardkit.so $(BUILD)/shardkit.pc $(TOOLS)
 
-# On a fresh machine, install what is missing once (scripts/deps is idempotent).
+# On a fresh machine, install what is missing once (scripts/deps is
+# idempotent): the build group before the first compile, the check group
+# (test peers, moto, Slurm, PyTorch) only before the tests.
 $(DEPS_OK): scripts/deps
 	@mkdir -p $(BUILD)
-	@if pkg-config --exists $(PKGS) cmocka && command -v bsdtar >/dev/null \
-	   && command -v cjpeg >/dev/null && command -v zstd >/dev/null \
-	   && { command -v slurmctld || test -x /usr/sbin/slurmctld; } >/dev/null; then :; \
-	 else ./scripts/deps; fi
+	@pkg-config --exists $(PKGS) && command -v python3 >/dev/null || ./scripts/deps build
+	@touch $@
+
+CHECK_DEPS_OK := $(BUILD)/.check-deps-ok
+$(CHECK_DEPS_OK): scripts/deps
+	@mkdir -p $(BUILD)
+	@if pkg-config --exists cmocka && command -v bsdtar >/dev/null \
+	   && command -v cjpeg >/dev/null && command -v zstd >/dev/null && command -v clang >/dev/null \
+	   && { command -v slurmctld || test -x /usr/sbin/slurmctld; } >/dev/null \
+	   && command -v moto_server >/dev/null && command -v aws >/dev/null; then :; \
+	 else ./scripts/deps check; fi
 	@touch $@
 
 LIBS = $(shell pkg-config --libs $(PKGS)) -lpthread -lm
@@ -66,7 +75,7 @@ $(BUILD)/libshardkit.so: $(LIB_OBJ)
 $(BIN): $(CMD_OBJ) $(BUILD)/libshardkit.a
 	$(CC) $(CFLAGS) -o $@ $(CMD_OBJ) $(BUILD)/libshardkit.a $(LIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libshardkit.a
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libshardkit.a | $(CHECK_DEPS_OK)
 	@mkdir -p $(dir $@) $(BUILD)/deps
 	@echo "  LD $@"; $(CC) $(CFLAGS) -MMD -MP -MF $(BUILD)/deps/$(notdir $@).d -o $@ $< $(BUILD)/libshardkit.a $(LIBS) -lcmocka
 
@@ -79,7 +88,7 @@ $(BUILD)/shardkit.pc: shardkit.pc.in Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 	    -e 's|@PKGS@|$(PKGS)|' $< > $@
 
-check: all $(UNITS)
+check: all $(UNITS) | $(CHECK_DEPS_OK)
 	@SK_BUILD=$(BUILD) tests/run
 
 # The layer direction, cmd/ on the public API only, and the exports of the
