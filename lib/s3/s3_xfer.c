@@ -50,7 +50,7 @@ struct item {
     int fd;
     uint64_t size, part_size;
     int nparts, cap_parts;
-    int multipart, outstanding, all_submitted, chain_started, reported;
+    int multipart, outstanding, all_submitted, chain_started;
     char upload_id[512];
     sk_s3_part *parts;
     uint32_t *crcs;
@@ -63,7 +63,8 @@ struct item {
     sk_s3_req req;     /* the chain: PUT/Complete, HEAD, verify, abort */
     sk_s3_buf body;
     uint32_t verify_crc;
-    item *next;
+    int batched;       /* added by sk_s3_xfer_add_*: reported and freed by wait */
+    item *next;        /* in x's queue of items not started, then its done queue */
 };
 
 struct slot {
@@ -87,7 +88,13 @@ struct sk_s3_xfer {
     pthread_cond_t cv;
     slot *slots;
     int nslots;
+    /* Each item is in at most one of two queues, so every step of wait is
+     * O(1) per object however many are planned: queued (added, not yet
+     * started) and done (finished, not yet reported); `active` counts the
+     * started ones not yet reported. */
     item *head, *tail;
+    item *done_head, *done_tail;
+    size_t active;
     int fatal;
     uint64_t bytes_done, bytes_total;
     unsigned char *scratch; /* the producer's CRC32C pass over file parts */
@@ -182,6 +189,12 @@ static void finished(item *it)
     if (it->fd >= 0) { /* every read is behind it: free the descriptor now */
         close(it->fd);
         it->fd = -1;
+    }
+    if (it->batched) { /* onto the done queue, for wait to report */
+        it->next = NULL;
+        if (x->done_tail) x->done_tail->next = it;
+        else x->done_head = it;
+        x->done_tail = it;
     }
     pthread_cond_broadcast(&x->cv);
     pthread_mutex_unlock(&x->mu);
@@ -831,6 +844,7 @@ void sk_s3_xfer_free(sk_s3_xfer *x)
 {
     if (!x) return;
     for (item *it = x->head, *n; it; it = n) n = it->next, item_free(it);
+    for (item *it = x->done_head, *n; it; it = n) n = it->next, item_free(it);
     for (int i = 0; i < x->nslots; i++) {
         free(x->slots[i].buf);
         sk_s3_buf_free(&x->slots[i].r.resp);
@@ -860,6 +874,7 @@ static item *item_new(sk_s3_xfer *x, enum kind k, const char *src, const char *b
 static void item_queue(sk_s3_xfer *x, item *it)
 {
     pthread_mutex_lock(&x->mu);
+    it->batched = 1;
     if (x->tail) x->tail->next = it;
     else x->head = it;
     x->tail = it;
@@ -901,10 +916,10 @@ int sk_s3_xfer_add_copy(sk_s3_xfer *x, sk_s3 *src, const char *src_bucket, const
     return 0;
 }
 
+/* Reports it through the done callback and frees it; under x->mu, which
+ * is dropped around the callback. */
 static void report(sk_s3_xfer *x, item *it, int *first_rc, sk_error *err)
 {
-    /* under x->mu; calls out with the lock dropped */
-    it->reported = 1;
     if (it->rc && !*first_rc) {
         *first_rc = it->rc;
         if (err) *err = it->err;
@@ -914,7 +929,31 @@ static void report(sk_s3_xfer *x, item *it, int *first_rc, sk_error *err)
     if (!it->crc_known) res.crc32c = 0;
     pthread_mutex_unlock(&x->mu);
     if (x->done) x->done(x->ud, &res);
+    item_free(it);
     pthread_mutex_lock(&x->mu);
+}
+
+/* Reports every finished item (x->mu held). */
+static void report_done(sk_s3_xfer *x, int *first_rc, sk_error *err)
+{
+    while (x->done_head) {
+        item *it = x->done_head;
+        x->done_head = it->next;
+        if (!x->done_head) x->done_tail = NULL;
+        x->active--;
+        report(x, it, first_rc, err);
+    }
+}
+
+/* The next item not yet started, taken off the queue (x->mu held). */
+static item *take_queued(sk_s3_xfer *x)
+{
+    item *it = x->head;
+    if (!it) return NULL;
+    x->head = it->next;
+    if (!x->head) x->tail = NULL;
+    it->next = NULL;
+    return it;
 }
 
 int sk_s3_xfer_wait(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_error *err)
@@ -923,27 +962,21 @@ int sk_s3_xfer_wait(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_erro
     uint64_t last = 0;
     for (;;) {
         pthread_mutex_lock(&x->mu);
-        item *next = NULL;
-        for (item *it = x->head; it; it = it->next)
-            if (it->stage == S_QUEUED) {
-                next = it;
-                break;
-            }
-        int fatal = x->fatal;
-        for (item *it = x->head; it; it = it->next)
-            if (it->stage == S_DONE && !it->reported) report(x, it, &first_rc, err);
-        if (next && fatal) {
+        report_done(x, &first_rc, err);
+        item *next = take_queued(x);
+        if (next && x->fatal) {
             /* a bad key or a missing bucket: the rest would fail alike */
-            for (item *it = next; it; it = it->next)
-                if (it->stage == S_QUEUED) {
-                    it->stage = S_DONE;
-                    sk_error_set(&it->err, SK_E_REMOTE, "%s: not started after an earlier fatal error", it->src);
-                    it->rc = SK_E_REMOTE;
-                    it->reported = 1;
-                }
+            for (item *it = next; it; it = take_queued(x)) {
+                sk_error_set(&it->err, SK_E_REMOTE, "%s: not started after an earlier fatal error", it->src);
+                it->rc = SK_E_REMOTE;
+                report(x, it, &first_rc, err);
+            }
             next = NULL;
         }
-        if (next) next->stage = S_RUNNING;
+        if (next) {
+            next->stage = S_RUNNING;
+            x->active++;
+        }
         pthread_mutex_unlock(&x->mu);
         if (!next) break;
         run_item(next);
@@ -955,12 +988,8 @@ int sk_s3_xfer_wait(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_erro
     /* wait for the tail */
     pthread_mutex_lock(&x->mu);
     for (;;) {
-        int busy = 0;
-        for (item *it = x->head; it; it = it->next) {
-            if (it->stage == S_DONE && !it->reported) report(x, it, &first_rc, err);
-            if (it->stage != S_DONE) busy = 1;
-        }
-        if (!busy) break;
+        report_done(x, &first_rc, err);
+        if (!x->active) break;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 200 * 1000000L;
@@ -973,9 +1002,6 @@ int sk_s3_xfer_wait(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_erro
             pthread_mutex_lock(&x->mu);
         }
     }
-    /* forget finished items so the next phase starts clean */
-    for (item *it = x->head, *n; it; it = n) n = it->next, item_free(it);
-    x->head = x->tail = NULL;
     pthread_mutex_unlock(&x->mu);
     if (progress) progress(ud, x->bytes_done, x->bytes_total);
     return first_rc;

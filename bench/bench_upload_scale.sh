@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# bench_upload_scale.sh - how upload's client CPU grows with the number of
+# objects: N small files (64 bytes each, so the work is per object, not per
+# byte) uploaded by shardkit and by `aws s3 sync` to the same local
+# moto_server, for N in BENCH_SCALE (default "2000 8000").  Prints client
+# CPU seconds (user+sys) per object and objects/s; the per-object CPU of
+# shardkit should stay flat as N grows.  Env: SK_BIN (or BUILD), BENCH_SCALE.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SK_BIN=${SK_BIN:-$ROOT/${BUILD:-build}/shardkit}
+SCALE=${BENCH_SCALE:-2000 8000}
+export SK_ROOT=$ROOT
+. "$ROOT/tests/helpers/moto.sh"
+skip_unless_moto
+t=$(mktemp -d)
+trap 'moto_stop; rm -rf "$t"' EXIT
+moto_start
+AWS=$(command -v aws)
+
+measure() { # prints "wall cpu"
+    /usr/bin/time -f '%e %U %S' -o "$t/time" "$@" >/dev/null 2>"$t/err" || { cat "$t/err" >&2; exit 1; }
+    awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$t/time"
+}
+
+echo "| objects | client | wall s | CPU s | CPU µs/object | objects/s |"
+echo "| ---: | --- | ---: | ---: | ---: | ---: |"
+for n in $SCALE; do
+    mkdir -p "$t/d$n"
+    for i in $(seq 1 "$n"); do printf '%064d' "$i" >"$t/d$n/f$i.bin"; done
+    for client in shardkit aws; do
+        "$AWS" --endpoint-url "$MOTO_URL" s3 mb "s3://b$n$client" >/dev/null
+        if [ $client = shardkit ]; then
+            read -r w c < <(measure "$SK_BIN" upload --endpoint-url "$MOTO_URL" "$t/d$n" "s3://b$n$client/p/")
+        else
+            read -r w c < <(measure "$AWS" --endpoint-url "$MOTO_URL" s3 sync "$t/d$n" "s3://b$n$client/p/")
+        fi
+        awk -v n="$n" -v cl="$client" -v w="$w" -v c="$c" \
+            'BEGIN {printf "| %d | %s | %.2f | %.2f | %.0f | %.0f |\n", n, cl, w, c, c / n * 1e6, n / w}'
+    done
+done
