@@ -93,6 +93,7 @@ void sk_pack_free(sk_pack *p)
     free(p->ext_tallies);
     free(p->part_pattern);
     free(p->part_manifest);
+    if (p->inline_fill) sk_pack_dir_cache_release(&p->inline_dc, &p->cat);
     sk_catalog_release(&p->cat);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->slot_ready);
@@ -397,6 +398,23 @@ static void print_warnings(sk_pack *p, struct slot *sl, struct tally *t)
     sl->warnings = NULL;
 }
 
+/* --jobs 1: no reader thread; the writer fills the next batch's slots
+ * itself (up to what one writev gathers), then writes them.  One thread
+ * does all the work, with no handoff between threads per sample. */
+static void fill_inline(sk_pack *p, uint64_t end)
+{
+    uint64_t limit = p->released + p->nslots, bytes = 0;
+    if (limit > end) limit = end;
+    for (int n = 0; p->next_claim < limit && n < BATCH_IOV && bytes < BATCH_BYTES; n++) {
+        uint64_t seq = p->next_claim++;
+        struct slot *sl = &p->slots[seq % p->nslots];
+        sk_pack_fill_slot(p, sl, p->order[p->pending[seq]], &p->inline_dc, NULL);
+        sl->state = READY;
+        bytes += sl->len;
+        if (sl->stream || sl->failed) break;
+    }
+}
+
 /* Ring mode: writes planned shard sp from pending positions [*seq, ...):
  * waits for each slot in order, batches ready slots into one writev. */
 static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk_shard_out *out,
@@ -409,6 +427,7 @@ static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk
         int n = 0;
         uint64_t bytes = 0, batch_first = *seq;
         uint32_t crc = 0;
+        if (p->inline_fill) fill_inline(p, end);
         pthread_mutex_lock(&p->mu);
         p->writer_waits_for = *seq;
         while (p->slots[*seq % p->nslots].state != READY)
@@ -632,7 +651,9 @@ static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, i
         sk_manifest_free(t.exts);
         return sk_error_set(err, SK_E_NOMEM, "out of memory");
     }
-    for (int i = 0; i < p->o.jobs && p->npending; i++) {
+    p->inline_fill = p->o.jobs == 1;
+    p->inline_dc = (struct dir_cache){0, 0, -1};
+    for (int i = 0; i < p->o.jobs && p->npending && !p->inline_fill; i++) {
         if (pthread_create(&(*threads)[i], NULL, reader_main, p) != 0)
             return sk_error_set(err, SK_E_NOMEM, "cannot start reader thread: %s", strerror(errno));
         (*nthreads)++;

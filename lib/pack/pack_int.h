@@ -49,6 +49,13 @@ struct shard_plan {
     sk_index_shard_info info;
 };
 
+/* A reader's open directory: consecutive samples mostly share one, and
+ * opening "name" in it costs one path component instead of the whole path. */
+struct dir_cache {
+    uint32_t src, dir;
+    int fd;
+};
+
 struct sk_pack {
     sk_pack_options o;
     sk_catalog cat;
@@ -74,18 +81,15 @@ struct sk_pack {
     sk_pack_stats st;
     struct timespec t0, last_progress;
     int reporting; /* a progress report is being made (atomic) */
+    /* --jobs 1: the writer fills slots itself (pack.c, fill_inline) */
+    int inline_fill;
+    struct dir_cache inline_dc;
     /* --part: the caller's pattern, and the names with {part} expanded */
     const char *pattern_tmpl;
     char *part_pattern, *part_manifest;
 };
 
 
-/* A reader's open directory: consecutive samples mostly share one, and
- * opening "name" in it costs one path component instead of the whole path. */
-struct dir_cache {
-    uint32_t src, dir;
-    int fd;
-};
 
 /* What a writer has done since it last reported: folded into the run's
  * stats (and extension counts) by whoever owns them. */
