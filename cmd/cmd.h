@@ -57,6 +57,41 @@ enum { CMD_OPT_ENDPOINT = 900, CMD_OPT_REGION, CMD_OPT_PROFILE, CMD_OPT_MAX_ATTE
  * value, reported with the usage (exit 2). */
 int cmd_s3_option(const char *tool, const char *usage, int c, const char *arg, sk_s3_config *cfg,
                   uint64_t *part_size);
+/* The image options of pack and shard (img2dataset's names; sk_image_options). */
+enum { CMD_OPT_IMAGE_SIZE = 950, CMD_OPT_RESIZE_MODE, CMD_OPT_RESIZE_ONLY_IF_BIGGER,
+       CMD_OPT_ENCODE_QUALITY, CMD_OPT_MIN_IMAGE_SIZE, CMD_OPT_MAX_ASPECT_RATIO, CMD_OPT_IMAGE_EXT,
+       CMD_OPT_IMAGE_META, CMD_OPT_BAD_IMAGE, CMD_OPT_MAX_PIXELS };
+#define CMD_IMAGE_OPTIONS                                                        \
+    {"image-size", required_argument, NULL, CMD_OPT_IMAGE_SIZE},                 \
+    {"resize-mode", required_argument, NULL, CMD_OPT_RESIZE_MODE},               \
+    {"resize-only-if-bigger", no_argument, NULL, CMD_OPT_RESIZE_ONLY_IF_BIGGER}, \
+    {"encode-quality", required_argument, NULL, CMD_OPT_ENCODE_QUALITY},         \
+    {"min-image-size", required_argument, NULL, CMD_OPT_MIN_IMAGE_SIZE},         \
+    {"max-aspect-ratio", required_argument, NULL, CMD_OPT_MAX_ASPECT_RATIO},     \
+    {"image-ext", required_argument, NULL, CMD_OPT_IMAGE_EXT},                   \
+    {"image-meta", no_argument, NULL, CMD_OPT_IMAGE_META},                       \
+    {"bad-image", required_argument, NULL, CMD_OPT_BAD_IMAGE},                   \
+    {"max-pixels", required_argument, NULL, CMD_OPT_MAX_PIXELS}
+#define CMD_IMAGE_USAGE                                                                        \
+    "      --image-size N       resize JPEG members so that their side is N pixels\n"            \
+    "      --resize-mode MODE   border (default: largest side N, black borders to NxN),\n"       \
+    "                           keep_ratio (smaller side N), keep_ratio_largest,\n"             \
+    "                           center_crop (smaller side N, centre NxN), or no\n"              \
+    "      --resize-only-if-bigger  leave images not bigger than N as they are\n"             \
+    "      --encode-quality Q   JPEG quality of resized images, 1..100 (default 95)\n"         \
+    "      --min-image-size N   skip samples with an image whose smaller side is under N\n"    \
+    "      --max-aspect-ratio R skip samples with an image more elongated than R\n"           \
+    "      --image-ext EXT,...  which members are images (default jpg,jpeg)\n"                \
+    "      --image-meta         add width, height, original_width and original_height\n"     \
+    "                           to each sample's .json (created when absent)\n"             \
+    "      --bad-image POLICY   an image that does not decode: skip (default) the\n"          \
+    "                           sample, keep the member as it is, or fail\n"                  \
+    "      --max-pixels N       images with more pixels are bad (default 89478485)\n"
+/* 1: c is an image option, taken into io; 0: another option; -1: a bad
+ * value, reported with the usage (exit 2). */
+int cmd_image_option(const char *tool, const char *usage, int c, const char *arg,
+                     sk_image_options *io);
+
 /* 1 when any of the n strings is an s3:// URL. */
 int cmd_any_s3(const char *const *s, size_t n);
 

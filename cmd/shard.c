@@ -47,6 +47,8 @@ static const char usage[] =
     "                           variables); PATTERN must then hold {part}\n"
     "      --parts N            the number of parts, for --part auto\n"
     "      --json               print a JSON summary on stdout\n"
+    "Images (JPEG members resized while resharding, as img2dataset does):\n"
+    CMD_IMAGE_USAGE
     "  -q, --quiet              no progress line\n"
     "  -h, --help               this text\n"
     "S3 (for s3:// inputs or outputs):\n"
@@ -84,6 +86,7 @@ static const struct option options[] = {
     {"json", no_argument, NULL, OPT_JSON},
     CMD_S3_CLIENT_OPTIONS,
     CMD_S3_PART_SIZE_OPTION,
+    CMD_IMAGE_OPTIONS,
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -123,6 +126,8 @@ int cmd_shard(int argc, char **argv)
     int json = 0, quiet = 0, c, rc = SK_EXIT_OK;
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
     sk_s3 *s3 = NULL;
+    sk_image_options images;
+    sk_image_options_init(&images);
 
 #define BAD(...) do { rc = cmd_usage_error("shard", usage, __VA_ARGS__); goto out; } while (0)
     while ((c = getopt_long(argc, argv, "o:qh", options, NULL)) != -1) {
@@ -190,6 +195,10 @@ int cmd_shard(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'h': fputs(usage, stdout); goto out;
         default:
+            switch (cmd_image_option("shard", usage, c, optarg, &images)) {
+            case 1: continue;
+            case -1: rc = SK_EXIT_USAGE; goto out;
+            }
             switch (cmd_s3_option("shard", usage, c, optarg, &s3cfg, &o.s3_part_size)) {
             case 1: break;
             case -1: rc = SK_EXIT_USAGE; goto out;
@@ -212,6 +221,7 @@ int cmd_shard(int argc, char **argv)
     o.rename_from = from;
     o.rename_to = to;
     o.nrename = nren;
+    if (sk_image_options_active(&images)) o.images = &images;
     o.warn = cmd_ui_warn;
     o.progress = !quiet && isatty(2) ? on_progress : NULL;
     o.ctx = &ui;
@@ -235,12 +245,15 @@ int cmd_shard(int argc, char **argv)
         fprintf(strcmp(o.pattern, "-") ? stdout : stderr,
                 "{\"inputs\": %llu, \"samples_in\": %llu, \"samples\": %llu, \"members\": %llu, "
                 "\"dropped\": %llu, \"skipped\": %llu, \"shards\": %llu, \"shards_resumed\": %llu, "
-                "\"bytes_in\": %llu, \"output_bytes\": %llu, \"seconds\": %.3f}\n",
+                "\"bytes_in\": %llu, \"output_bytes\": %llu, \"images\": %llu, "
+                "\"image_skips\": %llu, \"bad_images\": %llu, \"seconds\": %.3f}\n",
                 (unsigned long long)st.inputs, (unsigned long long)st.samples_in,
                 (unsigned long long)st.samples, (unsigned long long)st.members,
                 (unsigned long long)st.dropped, (unsigned long long)st.skipped,
                 (unsigned long long)st.shards, (unsigned long long)st.shards_resumed,
-                (unsigned long long)st.bytes_in, (unsigned long long)st.output_bytes, st.seconds);
+                (unsigned long long)st.bytes_in, (unsigned long long)st.output_bytes,
+                (unsigned long long)st.images, (unsigned long long)st.image_skips,
+                (unsigned long long)st.bad_images, st.seconds);
 out:
     sk_s3_free(s3);
     free(sel);

@@ -146,3 +146,49 @@ int cmd_any_s3(const char *const *s, size_t n)
         if (s[i] && !strncmp(s[i], "s3://", 5)) return 1;
     return 0;
 }
+
+int cmd_image_option(const char *tool, const char *usage, int c, const char *arg,
+                     sk_image_options *io)
+{
+    uint64_t v;
+    char *end;
+    switch (c) {
+    case CMD_OPT_IMAGE_SIZE:
+        if (cmd_parse_u64(arg, &v) || !v || v > 65500)
+            return cmd_usage_error(tool, usage, "--image-size '%s': want 1..65500 pixels", arg), -1;
+        io->image_size = (unsigned)v;
+        return 1;
+    case CMD_OPT_RESIZE_MODE:
+        if ((io->resize_mode = sk_image_mode_parse(arg)) < 0)
+            return cmd_usage_error(tool, usage, "--resize-mode '%s': want border, keep_ratio, "
+                                   "keep_ratio_largest, center_crop or no", arg), -1;
+        return 1;
+    case CMD_OPT_RESIZE_ONLY_IF_BIGGER: io->resize_only_if_bigger = 1; return 1;
+    case CMD_OPT_ENCODE_QUALITY:
+        if (cmd_parse_u64(arg, &v) || !v || v > 100)
+            return cmd_usage_error(tool, usage, "--encode-quality '%s': want 1..100", arg), -1;
+        io->encode_quality = (int)v;
+        return 1;
+    case CMD_OPT_MIN_IMAGE_SIZE:
+        if (cmd_parse_u64(arg, &v) || v > 65500)
+            return cmd_usage_error(tool, usage, "--min-image-size '%s': want 0..65500 pixels", arg), -1;
+        io->min_image_size = (unsigned)v;
+        return 1;
+    case CMD_OPT_MAX_ASPECT_RATIO:
+        io->max_aspect_ratio = strtod(arg, &end);
+        if (*end || end == arg || !(io->max_aspect_ratio >= 1))
+            return cmd_usage_error(tool, usage, "--max-aspect-ratio '%s': want a number >= 1", arg), -1;
+        return 1;
+    case CMD_OPT_IMAGE_EXT: io->image_ext = arg; return 1;
+    case CMD_OPT_IMAGE_META: io->image_meta = 1; return 1;
+    case CMD_OPT_BAD_IMAGE:
+        if ((io->bad_image = sk_image_bad_parse(arg)) < 0)
+            return cmd_usage_error(tool, usage, "--bad-image '%s': want skip, keep or fail", arg), -1;
+        return 1;
+    case CMD_OPT_MAX_PIXELS:
+        if (cmd_parse_u64(arg, &io->max_pixels) || !io->max_pixels)
+            return cmd_usage_error(tool, usage, "--max-pixels '%s': want a positive integer", arg), -1;
+        return 1;
+    default: return 0;
+    }
+}

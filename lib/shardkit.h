@@ -214,6 +214,51 @@ SK_API int sk_manifest_parse(sk_manifest **out, const char *text, size_t len, co
  * by WebDataset key (or shuffled with a seed), grouped into samples, and
  * cut into shards before a sample would pass max_size or max_count. */
 
+/* ----------------------------------------------------------------- images */
+/* JPEG members resized and re-encoded while packing (pack and shard), with
+ * img2dataset's options and meanings; docs/images.md. */
+
+enum sk_resize_mode {
+    SK_RESIZE_NO,                 /* sizes kept; the bytes pass unchanged */
+    SK_RESIZE_KEEP_RATIO,         /* the smaller side becomes image_size */
+    SK_RESIZE_KEEP_RATIO_LARGEST, /* the larger side becomes image_size */
+    SK_RESIZE_CENTER_CROP,        /* keep_ratio, then the centre image_size square */
+    SK_RESIZE_BORDER,             /* keep_ratio_largest, then black borders to a square */
+};
+enum sk_bad_image {
+    SK_BAD_IMAGE_SKIP, /* drop the sample, count and name it (the default) */
+    SK_BAD_IMAGE_KEEP, /* keep the member's bytes as they are */
+    SK_BAD_IMAGE_FAIL, /* stop with an error naming the member */
+};
+/* Default pixel cap: a decoded image above it is a bad image (a
+ * decompression bomb), as Pillow's MAX_IMAGE_PIXELS. */
+#define SK_IMAGE_MAX_PIXELS 89478485ull
+
+typedef struct sk_image_options {
+    size_t struct_size;        /* sizeof, set by sk_image_options_init; 0: this version's */
+    unsigned image_size;       /* --image-size: target side in pixels; 0: no resizing */
+    int resize_mode;           /* enum sk_resize_mode (default border, as img2dataset) */
+    int resize_only_if_bigger; /* leave images not bigger than the target as they are */
+    int encode_quality;        /* JPEG quality 1..100 (default 95) */
+    unsigned min_image_size;   /* samples with an image whose smaller side is under it are skipped */
+    double max_aspect_ratio;   /* samples with an image whose sides' ratio is over it are skipped */
+    const char *image_ext;     /* comma-separated extensions that are images (default "jpg,jpeg") */
+    int image_meta;            /* add width, height, original_width, original_height to .json */
+    int bad_image;             /* enum sk_bad_image */
+    uint64_t max_pixels;       /* 0: SK_IMAGE_MAX_PIXELS */
+} sk_image_options;
+/* Fills *o with the defaults documented above, struct_size included. */
+SK_API void sk_image_options_init_sized(sk_image_options *o, size_t size);
+#define sk_image_options_init(o) sk_image_options_init_sized((o), sizeof *(o))
+/* Whether o asks for any image work (a size, a minimum size or an aspect cap). */
+SK_API int sk_image_options_active(const sk_image_options *o);
+/* Parses img2dataset's names: a --resize-mode ("border", "keep_ratio",
+ * "keep_ratio_largest", "center_crop", "no") into an enum sk_resize_mode,
+ * a --bad-image policy ("skip", "keep", "fail") into an enum sk_bad_image;
+ * -1 when unknown. */
+SK_API int sk_image_mode_parse(const char *s);
+SK_API int sk_image_bad_parse(const char *s);
+
 typedef struct sk_pack_stats {
     uint64_t files_total, files_done;
     uint64_t bytes_total, bytes_done; /* input bytes */
@@ -744,6 +789,9 @@ typedef struct sk_shard_stats {
     uint64_t shards, shards_resumed;
     uint64_t output_bytes;
     double seconds;
+    uint64_t images;          /* images resized / re-encoded (sk_shard_options.images) */
+    uint64_t image_skips;     /* samples skipped by --min-image-size / --max-aspect-ratio */
+    uint64_t bad_images;      /* images that would not decode (skipped, kept or fatal) */
 } sk_shard_stats;
 
 typedef struct sk_shard_options {
@@ -775,6 +823,7 @@ typedef struct sk_shard_options {
     uint64_t s3_part_size; /* multipart part size of shard uploads; 0 = 8 MiB */
     sk_in_open_fn in_open; /* opens inputs that are not s3://; NULL: local files, "-" stdin */
     void *in_open_ctx;
+    const sk_image_options *images; /* resize JPEG members (NULL or inactive: untouched) */
 } sk_shard_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_shard_options_init_sized(sk_shard_options *o, size_t size);

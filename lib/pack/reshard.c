@@ -14,6 +14,7 @@
  */
 #include "core/internal.h"
 #include "pack/part.h"
+#include "format/image.h"
 #include "io/io.h"
 #include "core/shuffle.h"
 #include "format/tar.h"
@@ -541,12 +542,131 @@ static int emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *
 
 /* ------------------------------------------------------------ sample input */
 
+/* Rebuilds s's tar image with member i's data replaced by (data, len)
+ * (i == s->nm: a new member with extension ext is appended). */
+static int replace_member(struct samp *s, size_t i, const char *ext, const void *data, size_t len,
+                          uint64_t mtime, sk_error *err)
+{
+    unsigned char *img = NULL;
+    size_t cap = 0, n = 0, nm = s->nm + (i == s->nm);
+    if (i == s->nm) {
+        size_t el = strlen(ext);
+        SK_GUARD(sk_grow((void **)&s->m, &s->mcap, nm, sizeof *s->m, err));
+        SK_GUARD(sk_grow((void **)&s->exts, &s->ecap, s->elen + 2 * el + 1, 1, err));
+        memcpy(s->exts + s->elen, ext, el);
+        memcpy(s->exts + s->elen + el, ext, el);
+        s->m[i] = (struct memb){.ext_off = (uint32_t)s->elen, .ext_len = (uint32_t)el};
+        s->elen += 2 * el;
+    }
+    for (size_t k = 0; k < nm; k++) {
+        struct memb *m = &s->m[k];
+        const unsigned char *d = k == i ? data : s->img + m->data_off;
+        uint64_t size = k == i ? len : m->size;
+        char name[SK_TAR_NAME_MAX + 64];
+        if (s->klen + 1 + m->ext_len >= sizeof name) {
+            free(img);
+            return sk_error_set(err, SK_E_INPUT, "'%.*s': name too long", (int)s->klen, s->key);
+        }
+        memcpy(name, s->key, s->klen);
+        name[s->klen] = '.';
+        memcpy(name + s->klen + 1, s->exts + m->ext_off + m->ext_len, m->ext_len);
+        size_t nl = s->klen + 1 + m->ext_len, hl = sk_tar_header_size(name, nl, size);
+        int rc = sk_grow((void **)&img, &cap, n + hl + sk_tar_pad(size), 1, err);
+        if (rc) {
+            free(img);
+            return rc;
+        }
+        sk_tar_header(img + n, name, nl, size, mtime);
+        memcpy(img + n + hl, d, size);
+        memset(img + n + hl + size, 0, sk_tar_pad(size) - size);
+        m->data_off = n + hl;
+        m->hlen = (uint32_t)hl;
+        m->size = size;
+        if (k == i) m->crc = sk_crc32c(0, d, size);
+        n += hl + sk_tar_pad(size);
+    }
+    free(s->img);
+    s->img = img;
+    s->len = n;
+    s->cap = cap;
+    s->nm = nm;
+    return SK_OK;
+}
+
+/* --image-size and friends on one sample: each image member resized (or
+ * found bad), the sample's .json given the sizes with --image-meta.
+ * *skip is set when the sample is to be dropped (too small, too
+ * elongated, or a bad image under --bad-image skip). */
+static int sample_images(rs *r, struct samp *s, int *skip, sk_error *err)
+{
+    const sk_image_options *io = r->o->images;
+    sk_image_result first = {0};
+    int have_first = 0;
+    *skip = 0;
+    for (size_t i = 0; i < s->nm && !*skip; i++) {
+        struct memb *m = &s->m[i];
+        if (!sk_image_is_image(io, s->exts + m->ext_off, m->ext_len)) continue;
+        sk_image_result res;
+        SK_GUARD(sk_image_transform(io, s->img + m->data_off, (size_t)m->size, &res, err));
+        if (res.verdict == SK_IMAGE_BAD) {
+            r->st.bad_images++;
+            if (io->bad_image == SK_BAD_IMAGE_FAIL)
+                return sk_error_set(err, SK_E_INPUT, "sample '%.*s', member .%.*s: %s", (int)s->klen,
+                                    s->key, (int)m->ext_len, s->exts + m->ext_off, res.why);
+            if (io->bad_image == SK_BAD_IMAGE_SKIP) {
+                warnf(r, "skipped sample '%.*s': .%.*s: %s", (int)s->klen, s->key, (int)m->ext_len,
+                      s->exts + m->ext_off, res.why);
+                *skip = 1;
+            }
+            continue;
+        }
+        if (res.verdict != SK_IMAGE_DONE) {
+            r->st.image_skips++;
+            warnf(r, "skipped sample '%.*s': .%.*s: %s", (int)s->klen, s->key, (int)m->ext_len,
+                  s->exts + m->ext_off, res.why);
+            *skip = 1;
+            continue;
+        }
+        if (!have_first) first = res, first.out = NULL, have_first = 1;
+        if (res.out) {
+            r->st.images++;
+            int rc = replace_member(s, i, NULL, res.out, res.out_len, r->o->mtime, err);
+            free(res.out);
+            SK_GUARD(rc);
+        }
+    }
+    if (*skip || !io->image_meta || !have_first) return SK_OK;
+    size_t j = 0;
+    while (j < s->nm && sk_ext_cmp(s->exts + s->m[j].ext_off, s->m[j].ext_len, "json", 4)) j++;
+    char *json;
+    size_t jl;
+    int rc = sk_image_meta_json(j < s->nm ? (const char *)s->img + s->m[j].data_off : NULL,
+                                j < s->nm ? (size_t)s->m[j].size : 0, &first, &json, &jl, err);
+    if (rc) {
+        char why[SK_ERROR_MAX];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return sk_error_set(err, rc, "sample '%.*s': %s", (int)s->klen, s->key, why);
+    }
+    rc = replace_member(s, j, "json", json, jl, r->o->mtime, err);
+    free(json);
+    return rc;
+}
+
 static int sample_done(rs *r, struct samp *s, int counting, sk_error *err)
 {
     if (!s->klen && !s->nm) return SK_OK;
     r->st.samples_in++;
     int keep = s->nm && keep_sample(r, s->key, s->klen);
     int rc = SK_OK;
+    if (keep && !counting && sk_image_options_active(r->o->images)) {
+        int skip;
+        if ((rc = sample_images(r, s, &skip, err))) return rc;
+        if (skip) keep = 0, r->st.dropped++;
+        if (!keep) {
+            s->klen = s->nm = s->elen = s->len = 0;
+            return SK_OK;
+        }
+    }
     if (!keep) r->st.dropped++;
     else if (counting) r->total++;
     else if (r->shuf) rc = serialize(r, s, err);
@@ -664,7 +784,7 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_e
         size_t hl = sk_tar_header_size(oname, onl, size);
         if ((rc = sk_grow((void **)&s->img, &s->cap, s->len + hl + sk_tar_pad(size), 1, err)) ||
             (rc = sk_grow((void **)&s->m, &s->mcap, s->nm + 1, sizeof *s->m, err)) ||
-            (rc = sk_grow((void **)&s->exts, &s->ecap, s->elen + oel + 1, 1, err)))
+            (rc = sk_grow((void **)&s->exts, &s->ecap, s->elen + 2 * oel + 1, 1, err)))
             goto done;
         sk_tar_header(s->img + s->len, oname, onl, size, r->o->mtime);
         unsigned char *d = s->img + s->len + hl;
@@ -690,7 +810,10 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_e
             char ch = oe[i];
             s->exts[s->elen + i] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
         }
-        s->elen += oel;
+        /* the extension as the name writes it follows the lowercase one,
+         * for images.c's rebuild of a member's header */
+        memcpy(s->exts + s->elen + oel, oe, oel);
+        s->elen += 2 * oel;
         s->len += hl + sk_tar_pad(size);
     }
     rc = sample_done(r, s, counting, err);
