@@ -47,6 +47,7 @@ static const char usage[] =
     "                           variables); PATTERN must then hold {part}\n"
     "      --parts N            the number of parts, for --part auto\n"
     "      --json               print a JSON summary on stdout\n"
+    "  -j, --jobs N             threads for image work (default: one per core)\n"
     "Images (JPEG members resized while resharding, as img2dataset does):\n"
     CMD_IMAGE_USAGE
     "  -q, --quiet              no progress line\n"
@@ -84,6 +85,7 @@ static const struct option options[] = {
     {"part", required_argument, NULL, OPT_PART},
     {"parts", required_argument, NULL, OPT_PARTS},
     {"json", no_argument, NULL, OPT_JSON},
+    {"jobs", required_argument, NULL, 'j'},
     CMD_S3_CLIENT_OPTIONS,
     CMD_S3_PART_SIZE_OPTION,
     CMD_IMAGE_OPTIONS,
@@ -130,7 +132,7 @@ int cmd_shard(int argc, char **argv)
     sk_image_options_init(&images);
 
 #define BAD(...) do { rc = cmd_usage_error("shard", usage, __VA_ARGS__); goto out; } while (0)
-    while ((c = getopt_long(argc, argv, "o:qh", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:j:qh", options, NULL)) != -1) {
         switch (c) {
         case 'o': o.pattern = optarg; break;
         case OPT_MAX_SIZE:
@@ -192,6 +194,12 @@ int cmd_shard(int argc, char **argv)
                 BAD("--parts '%s': want 1..%d", optarg, SK_PART_MAX);
             break;
         case OPT_JSON: json = 1; break;
+        case 'j': {
+            uint64_t j;
+            if (cmd_parse_u64(optarg, &j) || !j || j > 256) BAD("--jobs '%s': want 1..256", optarg);
+            o.jobs = (int)j;
+            break;
+        }
         case 'q': quiet = 1; break;
         case 'h': fputs(usage, stdout); goto out;
         default:

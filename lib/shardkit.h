@@ -824,6 +824,7 @@ typedef struct sk_shard_options {
     sk_in_open_fn in_open; /* opens inputs that are not s3://; NULL: local files, "-" stdin */
     void *in_open_ctx;
     const sk_image_options *images; /* resize JPEG members (NULL or inactive: untouched) */
+    int jobs;              /* threads for the image work; 0 = one per core */
 } sk_shard_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_shard_options_init_sized(sk_shard_options *o, size_t size);

@@ -21,6 +21,7 @@
 #include "io/writer.h"
 
 #include <archive.h>
+#include <pthread.h>
 #include <archive_entry.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -201,6 +202,7 @@ typedef struct rs {
     struct memb *vm;
     size_t vm_cap;
     sk_shuffler *shuf;
+    struct img_pool *pool; /* image workers (sk_shard_options.images) */
 } rs;
 
 static void warnf(rs *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -593,49 +595,60 @@ static int replace_member(struct samp *s, size_t i, const char *ext, const void 
     return SK_OK;
 }
 
+/* What the image work on one sample found: counted and said by the
+ * thread that emits samples, in sample order, so that the counts, the
+ * warnings and the output never depend on which worker ran. */
+struct img_outcome {
+    int skip;
+    uint64_t images, image_skips, bad_images;
+    char warn[SK_ERROR_MAX];
+};
+
 /* --image-size and friends on one sample: each image member resized (or
  * found bad), the sample's .json given the sizes with --image-meta.
- * *skip is set when the sample is to be dropped (too small, too
- * elongated, or a bad image under --bad-image skip). */
-static int sample_images(rs *r, struct samp *s, int *skip, sk_error *err)
+ * out->skip is set when the sample is to be dropped (too small, too
+ * elongated, or a bad image under --bad-image skip).  Touches nothing but
+ * s and out: worker threads run it. */
+static int sample_images(const sk_shard_options *o, struct samp *s, struct img_outcome *out,
+                         sk_error *err)
 {
-    const sk_image_options *io = r->o->images;
+    const sk_image_options *io = o->images;
     sk_image_result first = {0};
     int have_first = 0;
-    *skip = 0;
-    for (size_t i = 0; i < s->nm && !*skip; i++) {
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < s->nm && !out->skip; i++) {
         struct memb *m = &s->m[i];
         if (!sk_image_is_image(io, s->exts + m->ext_off, m->ext_len)) continue;
         sk_image_result res;
         SK_GUARD(sk_image_transform(io, s->img + m->data_off, (size_t)m->size, &res, err));
         if (res.verdict == SK_IMAGE_BAD) {
-            r->st.bad_images++;
+            out->bad_images++;
             if (io->bad_image == SK_BAD_IMAGE_FAIL)
                 return sk_error_set(err, SK_E_INPUT, "sample '%.*s', member .%.*s: %s", (int)s->klen,
                                     s->key, (int)m->ext_len, s->exts + m->ext_off, res.why);
             if (io->bad_image == SK_BAD_IMAGE_SKIP) {
-                warnf(r, "skipped sample '%.*s': .%.*s: %s", (int)s->klen, s->key, (int)m->ext_len,
-                      s->exts + m->ext_off, res.why);
-                *skip = 1;
+                snprintf(out->warn, sizeof out->warn, "skipped sample '%.*s': .%.*s: %s",
+                         (int)s->klen, s->key, (int)m->ext_len, s->exts + m->ext_off, res.why);
+                out->skip = 1;
             }
             continue;
         }
         if (res.verdict != SK_IMAGE_DONE) {
-            r->st.image_skips++;
-            warnf(r, "skipped sample '%.*s': .%.*s: %s", (int)s->klen, s->key, (int)m->ext_len,
-                  s->exts + m->ext_off, res.why);
-            *skip = 1;
+            out->image_skips++;
+            snprintf(out->warn, sizeof out->warn, "skipped sample '%.*s': .%.*s: %s", (int)s->klen,
+                     s->key, (int)m->ext_len, s->exts + m->ext_off, res.why);
+            out->skip = 1;
             continue;
         }
         if (!have_first) first = res, first.out = NULL, have_first = 1;
         if (res.out) {
-            r->st.images++;
-            int rc = replace_member(s, i, NULL, res.out, res.out_len, r->o->mtime, err);
+            out->images++;
+            int rc = replace_member(s, i, NULL, res.out, res.out_len, o->mtime, err);
             free(res.out);
             SK_GUARD(rc);
         }
     }
-    if (*skip || !io->image_meta || !have_first) return SK_OK;
+    if (out->skip || !io->image_meta || !have_first) return SK_OK;
     size_t j = 0;
     while (j < s->nm && sk_ext_cmp(s->exts + s->m[j].ext_off, s->m[j].ext_len, "json", 4)) j++;
     char *json;
@@ -647,9 +660,154 @@ static int sample_images(rs *r, struct samp *s, int *skip, sk_error *err)
         snprintf(why, sizeof why, "%s", err->msg);
         return sk_error_set(err, rc, "sample '%.*s': %s", (int)s->klen, s->key, why);
     }
-    rc = replace_member(s, j, "json", json, jl, r->o->mtime, err);
+    rc = replace_member(s, j, "json", json, jl, o->mtime, err);
     free(json);
     return rc;
+}
+
+/* ------------------------------------------------------ the image workers */
+/* Decoding and encoding JPEGs is most of the work when images are resized,
+ * so samples go to a pool of worker threads (one per core) through a ring
+ * of jobs and come back out in the order they went in. */
+
+enum { JOB_FREE, JOB_QUEUED, JOB_DONE };
+
+struct img_job {
+    struct samp s;
+    int state, rc;
+    sk_error err;
+    struct img_outcome out;
+};
+
+struct img_pool {
+    const sk_shard_options *o;
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    struct img_job *jobs;
+    size_t cap;
+    uint64_t head, tail, next; /* next to emit, next to fill, next to work on */
+    int stop;
+    pthread_t *th;
+    int nth;
+};
+
+static void *img_worker(void *arg)
+{
+    struct img_pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stop && p->next == p->tail) pthread_cond_wait(&p->work, &p->mu);
+        if (p->stop) break;
+        struct img_job *j = &p->jobs[p->next++ % p->cap];
+        pthread_mutex_unlock(&p->mu);
+        j->err = (sk_error)SK_ERROR_INIT;
+        j->rc = sample_images(p->o, &j->s, &j->out, &j->err);
+        pthread_mutex_lock(&p->mu);
+        j->state = JOB_DONE;
+        pthread_cond_broadcast(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static void samp_free(struct samp *s)
+{
+    free(s->key), free(s->m), free(s->exts), free(s->img);
+}
+
+static void img_pool_free(struct img_pool *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->nth; i++) pthread_join(p->th[i], NULL);
+    for (size_t i = 0; p->jobs && i < p->cap; i++) samp_free(&p->jobs[i].s);
+    free(p->jobs);
+    free(p->th);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->work);
+    pthread_cond_destroy(&p->done);
+    free(p);
+}
+
+static int img_pool_new(struct img_pool **out, const sk_shard_options *o, sk_error *err)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = o->jobs > 0 ? o->jobs : cores > 0 ? (int)cores : 1;
+    if (n > 64) n = 64;
+    struct img_pool *p = calloc(1, sizeof *p);
+    SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
+    p->o = o;
+    p->cap = (size_t)n * 4;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->work, NULL);
+    pthread_cond_init(&p->done, NULL);
+    p->jobs = calloc(p->cap, sizeof *p->jobs);
+    p->th = calloc((size_t)n, sizeof *p->th);
+    if (!p->jobs || !p->th) {
+        img_pool_free(p);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    for (; p->nth < n; p->nth++)
+        if (pthread_create(&p->th[p->nth], NULL, img_worker, p) != 0) {
+            img_pool_free(p);
+            return sk_error_set(err, SK_E_NOMEM, "cannot start an image worker: %s", strerror(errno));
+        }
+    *out = p;
+    return SK_OK;
+}
+
+static int emit_sample(rs *r, struct samp *s, sk_error *err);
+
+/* Emits the finished jobs at the head, in order; block: wait for the
+ * head job (all of them when drain). */
+static int img_pool_emit(rs *r, int block, int drain, sk_error *err)
+{
+    struct img_pool *p = r->pool;
+    int rc = SK_OK;
+    pthread_mutex_lock(&p->mu);
+    while (p->head < p->tail && !rc) {
+        struct img_job *j = &p->jobs[p->head % p->cap];
+        if (j->state != JOB_DONE) {
+            if (!block) break;
+            pthread_cond_wait(&p->done, &p->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&p->mu);
+        r->st.images += j->out.images;
+        r->st.image_skips += j->out.image_skips;
+        r->st.bad_images += j->out.bad_images;
+        if (j->out.warn[0]) warnf(r, "%s", j->out.warn);
+        if (j->rc) *err = j->err, rc = j->rc;
+        else if (j->out.skip) r->st.dropped++;
+        else rc = emit_sample(r, &j->s, err);
+        j->s.klen = j->s.nm = j->s.elen = j->s.len = 0;
+        pthread_mutex_lock(&p->mu);
+        j->state = JOB_FREE;
+        p->head++;
+        if (!drain) block = 0; /* one freed slot is all a submit needs */
+    }
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+/* Hands s to the workers (its buffers are swapped with a free job's). */
+static int img_pool_submit(rs *r, struct samp *s, sk_error *err)
+{
+    struct img_pool *p = r->pool;
+    if (p->tail - p->head == p->cap) SK_GUARD(img_pool_emit(r, 1, 0, err));
+    pthread_mutex_lock(&p->mu);
+    struct img_job *j = &p->jobs[p->tail % p->cap];
+    struct samp t = j->s;
+    j->s = *s;
+    *s = t;
+    j->state = JOB_QUEUED;
+    p->tail++;
+    pthread_cond_signal(&p->work);
+    pthread_mutex_unlock(&p->mu);
+    return img_pool_emit(r, 0, 0, err);
 }
 
 static int sample_done(rs *r, struct samp *s, int counting, sk_error *err)
@@ -658,25 +816,25 @@ static int sample_done(rs *r, struct samp *s, int counting, sk_error *err)
     r->st.samples_in++;
     int keep = s->nm && keep_sample(r, s->key, s->klen);
     int rc = SK_OK;
-    if (keep && !counting && sk_image_options_active(r->o->images)) {
-        int skip;
-        if ((rc = sample_images(r, s, &skip, err))) return rc;
-        if (skip) keep = 0, r->st.dropped++;
-        if (!keep) {
-            s->klen = s->nm = s->elen = s->len = 0;
-            return SK_OK;
-        }
+    if (keep && !counting && r->pool) {
+        rc = img_pool_submit(r, s, err);
+        s->klen = s->nm = s->elen = s->len = 0;
+        return rc;
     }
     if (!keep) r->st.dropped++;
     else if (counting) r->total++;
-    else if (r->shuf) rc = serialize(r, s, err);
-    else {
-        struct sview v;
-        view_of(s, &v);
-        rc = emit(r, &v, err);
-    }
+    else rc = emit_sample(r, s, err);
     s->klen = s->nm = s->elen = s->len = 0;
     return rc;
+}
+
+/* A sample that is kept goes into the shuffle, or out. */
+static int emit_sample(rs *r, struct samp *s, sk_error *err)
+{
+    if (r->shuf) return serialize(r, s, err);
+    struct sview v;
+    view_of(s, &v);
+    return emit(r, &v, err);
 }
 
 struct la_ctx {
@@ -1004,6 +1162,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
         (rc = sk_sink_s3_prepare(opts->s3, opts->pattern, opts->start, opts->num_shards, opts->warn,
                                  opts->ctx, err)))
         goto cleanup;
+    if (sk_image_options_active(opts->images) && (rc = img_pool_new(&r.pool, opts, err))) goto cleanup;
     if (opts->shuffle) {
         /* scatter: every sample into a random bucket */
         if ((rc = sk_shuffler_new(&r.shuf, opts->tmp_dir, opts->seed, opts->shuffle_mem,
@@ -1014,6 +1173,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
             r.st.inputs_done++;
             progress(&r, 0);
         }
+        if (!rc && r.pool) rc = img_pool_emit(&r, 1, 1, err);
         if (rc) goto cleanup;
         r.total = sk_shuffler_count(r.shuf);
         if ((rc = sk_shuffler_drain(r.shuf, emit_record, &r, err))) goto cleanup;
@@ -1023,6 +1183,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
             rc = read_input(&r, in[i], &s, 0, err);
             r.st.inputs_done++;
         }
+        if (!rc && r.pool) rc = img_pool_emit(&r, 1, 1, err);
         if (rc) goto cleanup;
     }
     /* --num-shards: shards left empty (fewer samples than shards) still exist */
@@ -1045,6 +1206,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
 
 cleanup:
     if (rc && r.open && !r.rix) sk_shard_out_abort(&r.out);
+    img_pool_free(r.pool);
     if (r.rix) sk_index_close(r.rix);
     sk_shard_out_release(&r.out);
     sk_shuffler_free(r.shuf);

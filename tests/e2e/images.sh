@@ -13,7 +13,7 @@
 #   - hostile members (truncated, not a JPEG, a decompression bomb) under
 #     --bad-image skip / keep / fail: counted, named, never a crash, never a
 #     partial shard;
-#   - the same input gives the same bytes twice.
+#   - the same bytes whatever --jobs, with --shuffle too.
 . "$(dirname "$0")/lib.sh"
 need cjpeg
 PY=/usr/bin/python3
@@ -84,9 +84,16 @@ expect_fail 1 "b/bomb" "$SK_BIN" shard "$T/bad.tar" -o "$T/bf/s-%02d.tar" --imag
 [ ! -e "$T/bf/s-00.tar" ] || die "--bad-image fail left a shard under its final name"
 assert_no_tmp "$T/bf" 2>/dev/null || true
 
-step "the same bytes twice"
-rm -rf "$T/d1" "$T/d2"
-expect_ok "$SK_BIN" shard "$T/in.tar" -o "$T/d1/s-%02d.tar" --image-size 150 --image-meta
-expect_ok "$SK_BIN" shard "$T/in.tar" -o "$T/d2/s-%02d.tar" --image-size 150 --image-meta
-cmp "$T/d1/s-00.tar" "$T/d2/s-00.tar" || die "two runs differ"
+step "the same bytes whatever --jobs (real JPEGs from mkcorpus, shuffled too)"
+"$SK_TOOLS/mkcorpus" "$T/corpus" --samples 300 >/dev/null || die "mkcorpus failed"
+expect_ok "$SK_BIN" pack "$T/corpus" -o "$T/src/c-%02d.tar" --max-size 2M
+for j in 1 2 4; do
+    expect_ok "$SK_BIN" shard "$T/src/c-{00..$(printf %02d $(( $(ls "$T"/src/*.tar | wc -l) - 1 )))}.tar" \
+        -o "$T/j$j/s-%02d.tar" --max-size 1M --image-size 96 --image-meta --shuffle --seed 7 -j "$j" --json
+done
+assert_contains "$OUT" '"images": 300'
+for f in "$T"/j1/*; do
+    for j in 2 4; do cmp "$f" "$T/j$j/${f##*/}" || die "--jobs $j differs from --jobs 1: ${f##*/}"; done
+done
+check_shards "$T/j2"
 echo "images as img2dataset makes them"
