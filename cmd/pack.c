@@ -48,6 +48,8 @@ static const char usage[] =
     "      --tmp-dir DIR        spool archive members there (default $TMPDIR)\n"
     "      --json               print a JSON summary on stdout\n"
     "  -q, --quiet              no progress line\n"
+    "Images (JPEG members resized while packing, as img2dataset does):\n"
+    CMD_IMAGE_USAGE
     "S3 (for s3:// sources, --root or outputs):\n"
     CMD_S3_CLIENT_USAGE
     "      --concurrency N      GETs in flight when fetching sources (default 64)\n"
@@ -86,6 +88,7 @@ static const struct option options[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"compress", required_argument, NULL, OPT_COMPRESS},
     CMD_S3_CLIENT_OPTIONS,
+    CMD_IMAGE_OPTIONS,
     CMD_S3_PART_SIZE_OPTION,
     {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
     {"quiet", no_argument, NULL, 'q'},
@@ -115,6 +118,8 @@ int cmd_pack(int argc, char **argv)
     int nul = 0, json = 0, quiet = 0, c;
     uint64_t v, part_size = 0, concurrency = 64;
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
+    sk_image_options images;
+    sk_image_options_init(&images);
     struct source *srcs = calloc((size_t)argc + 1, sizeof *srcs);
     size_t nsrcs = 0;
     if (!srcs) return SK_EXIT_PROBLEM;
@@ -178,6 +183,10 @@ int cmd_pack(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'h': free(srcs); fputs(usage, stdout); return SK_EXIT_OK;
         default:
+            switch (cmd_image_option("pack", usage, c, optarg, &images)) {
+            case 1: continue;
+            case -1: free(srcs); return SK_EXIT_USAGE;
+            }
             switch (cmd_s3_option("pack", usage, c, optarg, &s3cfg, &part_size)) {
             case 1: break;
             case -1: free(srcs); return SK_EXIT_USAGE;
@@ -202,6 +211,7 @@ int cmd_pack(int argc, char **argv)
             return free(srcs), cmd_usage_error("pack", usage, "%s", perr.msg);
     }
 
+    if (sk_image_options_active(&images)) o.images = &images;
     o.warn = cmd_ui_warn;
     o.progress = !quiet && isatty(2) ? on_progress : NULL;
     o.ctx = &ui;
@@ -253,10 +263,12 @@ int cmd_pack(int argc, char **argv)
     if (rc) return cmd_report("pack", &err);
     if (json)
         printf("{\"shards\": %llu, \"shards_resumed\": %llu, \"samples\": %llu, \"files\": %llu, "
-               "\"bytes\": %llu, \"output_bytes\": %llu, \"seconds\": %.3f, \"skipped\": %llu}\n",
+               "\"bytes\": %llu, \"output_bytes\": %llu, \"seconds\": %.3f, \"skipped\": %llu, "
+               "\"images\": %llu, \"image_skips\": %llu, \"bad_images\": %llu}\n",
                (unsigned long long)st.shards, (unsigned long long)st.shards_resumed,
                (unsigned long long)st.samples, (unsigned long long)st.files_done,
                (unsigned long long)st.bytes_done, (unsigned long long)st.output_bytes,
-               st.seconds, (unsigned long long)st.skipped);
+               st.seconds, (unsigned long long)st.skipped, (unsigned long long)st.images,
+               (unsigned long long)st.image_skips, (unsigned long long)st.bad_images);
     return SK_EXIT_OK;
 }

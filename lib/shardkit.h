@@ -266,6 +266,7 @@ typedef struct sk_pack_stats {
     uint64_t skipped; /* inputs skipped: unreadable (with skip_errors), links, devices */
     uint64_t output_bytes;
     double seconds;
+    uint64_t images, image_skips, bad_images; /* as sk_shard_stats (images set) */
 } sk_pack_stats;
 
 typedef struct sk_pack_options {
@@ -295,6 +296,9 @@ typedef struct sk_pack_options {
     /* Called about twice a second and once at the end. */
     void (*progress)(void *ctx, const sk_pack_stats *stats);
     void *ctx;
+    /* Resize JPEG members on the way (NULL or inactive: untouched).  Shards
+     * then roll over by their real sizes, as `shard` does (docs/images.md). */
+    const sk_image_options *images;
 } sk_pack_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_pack_options_init_sized(sk_pack_options *o, size_t size);

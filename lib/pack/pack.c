@@ -50,6 +50,7 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
     sk_pack *p = calloc(1, sizeof *p);
     SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
     p->o = *opts;
+    p->stream_fd = -1;
     if (!p->o.max_size) p->o.max_size = DEFAULT_MAX_SIZE;
     if (p->o.jobs <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -68,6 +69,7 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
     pthread_cond_init(&p->slot_free, NULL);
     /* --part: {part} in the names becomes this part's number (lib/part.c) */
     p->pattern_tmpl = opts->pattern;
+    p->manifest_tmpl = opts->manifest;
     int rc = sk_part_output_names(opts->pattern, opts->manifest, opts->part, opts->parts,
                                   &p->part_pattern, &p->part_manifest, err);
     if (rc) {
@@ -663,7 +665,9 @@ static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, i
         struct shard_plan *sp = &p->shards[i];
         if (sp->done) continue;
         if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) break;
-        if ((rc = sk_shard_out_begin(out, path, err))) break;
+        if ((rc = p->stream_fd >= 0 ? sk_shard_out_begin_fd(out, p->stream_fd, "pack's sample stream", err)
+                                    : sk_shard_out_begin(out, path, err)))
+            break;
         if ((rc = write_shard_ring(p, sp, &seq, out, &t, err))) break;
         if ((rc = sk_shard_out_finish(out, &sp->info, err))) break;
         sp->written = sk_index_builder_samples(out->index);
@@ -723,6 +727,8 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     sk_shard_out out = {0};
     pthread_t *threads = NULL;
     int nthreads = 0, rc;
+    if (sk_image_options_active(p->o.images) && p->stream_fd < 0)
+        return sk_pack_run_images(p, stats, err);
     clock_gettime(CLOCK_MONOTONIC, &p->t0);
     p->last_progress = p->t0;
     out.zlevel = p->o.compress_level; /* 0: plain tar */
@@ -733,7 +739,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     const char *slash = strrchr(p->o.pattern, '/');
     snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern);
     if (mdir[0] && !sk_is_s3_url(mdir) && (rc = sk_mkdirs(mdir, err))) goto cleanup;
-    if (sk_is_s3_url(p->o.pattern) && /* s3io: aborts a killed run's uploads */
+    if (sk_is_s3_url(p->o.pattern) && p->stream_fd < 0 && /* s3io: aborts a killed run's uploads */
         (rc = sk_sink_s3_prepare(p->cat.s3, p->o.pattern, p->o.start, p->nshards,
                                    p->cat.warn, p->cat.warn_ctx, err)))
         goto cleanup;
@@ -779,6 +785,13 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     if (p->cat.defer_sizes) {
         if ((rc = sk_pack_write_stream(p, err))) goto cleanup;
         p->st.bytes_total = p->st.bytes_done;
+    } else if (p->stream_fd >= 0) { /* one stream, in order: the ring */
+        if ((rc = write_with_ring(p, &out, &threads, &nthreads, err))) goto cleanup;
+        if (!p->nshards) { /* nothing to pack: still a tar, an empty one */
+            static const unsigned char eoa[2 * SK_TAR_BLOCK];
+            rc = sk_write_all(p->stream_fd, eoa, sizeof eoa, "pack's sample stream", err);
+        }
+        goto cleanup; /* no manifest: the reading side writes it */
     } else if (p->o.jobs >= 2 && pending_shards && !p->cat.fetch && !p->o.skip_errors &&
         !p->o.compress_level && !sk_is_s3_url(p->o.pattern)) {
         if ((rc = sk_pack_write_spread(p, err))) goto cleanup;

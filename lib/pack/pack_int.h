@@ -81,11 +81,14 @@ struct sk_pack {
     sk_pack_stats st;
     struct timespec t0, last_progress;
     int reporting; /* a progress report is being made (atomic) */
+    /* --image-size (pack_images.c): the whole run goes as one tar stream
+     * to this descriptor, no index, no manifest; -1 otherwise */
+    int stream_fd;
     /* --jobs 1: the writer fills slots itself (pack.c, fill_inline) */
     int inline_fill;
     struct dir_cache inline_dc;
     /* --part: the caller's pattern, and the names with {part} expanded */
-    const char *pattern_tmpl;
+    const char *pattern_tmpl, *manifest_tmpl;
     char *part_pattern, *part_manifest;
 };
 
@@ -144,6 +147,9 @@ int sk_pack_add_index_records(sk_pack *p, sk_shard_out *out, uint32_t s, uint64_
                               const struct member_out *m, struct tally *t, sk_error *err);
 /* Keeps a writer's extension counts for the manifest (freed with p). */
 int sk_pack_add_tally(sk_pack *p, sk_manifest *m);
+
+/* pack_images.c: the run with images resized (sk_pack_run calls it). */
+int sk_pack_run_images(sk_pack *p, sk_pack_stats *stats, sk_error *err);
 
 /* pack_pos.c */
 /* Spread mode: the planned shards still to do, by --jobs threads. */

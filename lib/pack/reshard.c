@@ -1060,8 +1060,24 @@ static int options_json(const rs *r, char *buf, size_t cap)
     for (size_t i = 0; i < o->nrename; i++)
         fprintf(f, "%s\"%s\": \"%s\"", i ? ", " : "", o->rename_from[i], o->rename_to[i]);
     fprintf(f, "}, \"keys\": %s, \"compress\": ", o->keys_file ? "true" : "false");
-    if (o->compress_level) fprintf(f, "\"zstd:%d\"}}", o->compress_level);
-    else fputs("null}}", f);
+    if (o->compress_level) fprintf(f, "\"zstd:%d\"", o->compress_level);
+    else fputs("null", f);
+    if (sk_image_options_active(o->images)) { /* they shape the output too */
+        static const char *const modes[] = {"no", "keep_ratio", "keep_ratio_largest", "center_crop",
+                                            "border"};
+        static const char *const bad[] = {"skip", "keep", "fail"};
+        const sk_image_options *io = o->images;
+        fprintf(f, ", \"images\": {\"image_size\": %u, \"resize_mode\": \"%s\", "
+                   "\"resize_only_if_bigger\": %s, \"encode_quality\": %d, \"min_image_size\": %u, "
+                   "\"max_aspect_ratio\": %g, \"image_meta\": %s, \"bad_image\": \"%s\", "
+                   "\"max_pixels\": %llu}",
+                io->image_size, modes[io->resize_mode >= 0 && io->resize_mode <= 4 ? io->resize_mode : 0],
+                io->resize_only_if_bigger ? "true" : "false",
+                io->encode_quality ? io->encode_quality : 95, io->min_image_size, io->max_aspect_ratio,
+                io->image_meta ? "true" : "false", bad[io->bad_image >= 0 && io->bad_image <= 2 ? io->bad_image : 0],
+                (unsigned long long)(io->max_pixels ? io->max_pixels : SK_IMAGE_MAX_PIXELS));
+    }
+    fputs("}}", f);
     int bad = ferror(f);
     long n = ftell(f);
     fclose(f);

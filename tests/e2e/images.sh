@@ -96,4 +96,31 @@ for f in "$T"/j1/*; do
     for j in 2 4; do cmp "$f" "$T/j$j/${f##*/}" || die "--jobs $j differs from --jobs 1: ${f##*/}"; done
 done
 check_shards "$T/j2"
+step "pack --image-size: the same bytes as pack, then shard --image-size; whatever --jobs"
+mkdir -p "$T/pk"
+expect_ok "$SK_BIN" pack "$T/corpus" -o "$T/pk/plain/p-%02d.tar" --max-size 64M
+expect_ok "$SK_BIN" shard "$T/pk/plain/p-00.tar" -o "$T/pk/two/s-%02d.tar" --max-size 1M --image-size 96 --image-meta
+for j in 1 2; do
+    expect_ok "$SK_BIN" pack "$T/corpus" -o "$T/pk/one$j/s-%02d.tar" --max-size 1M --image-size 96 --image-meta -j "$j" --json
+    assert_contains "$OUT" '"images": 300'
+    for f in "$T"/pk/two/*.tar "$T"/pk/two/*.idx; do
+        cmp "$f" "$T/pk/one$j/${f##*/}" || die "pack -j $j --image-size differs from pack + shard: ${f##*/}"
+    done
+done
+check_shards "$T/pk/one2"
+
+step "pack --image-size with bad images: skipped and counted, the rest packed"
+mkdir -p "$T/pb/in"
+tar xf "$T/bad.tar" -C "$T/pb/in"
+expect_ok "$SK_BIN" pack "$T/pb/in" -o "$T/pb/out/s-%02d.tar" --image-size 64 --json
+assert_contains "$OUT" '"bad_images": 3'
+assert_contains "$OUT" '"samples": 1'
+check_shards "$T/pb/out"
+expect_fail 1 "b/bomb" "$SK_BIN" pack "$T/pb/in" -o "$T/pb/fail/s-%02d.tar" --image-size 64 --bad-image fail
+[ ! -e "$T/pb/fail/s-00.tar" ] || die "pack --bad-image fail left a shard"
+
+step "pack --image-size of an empty directory: one empty shard, as pack"
+mkdir -p "$T/empty"
+expect_ok "$SK_BIN" pack "$T/empty" -o "$T/pe/s-%02d.tar" --image-size 64
+check_shards "$T/pe"
 echo "images as img2dataset makes them"
