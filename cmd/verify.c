@@ -25,6 +25,9 @@ static const char usage[] =
     "      --jpeg               decode every .jpg/.jpeg member with libjpeg-turbo\n"
     "                           (warnings such as premature end count as corrupt)\n"
     "      --require EXT,...    every sample must have these extensions\n"
+    "      --image-size N       every image member must have a size the resize rule\n"
+    "                           gives (with --resize-mode, --resize-only-if-bigger,\n"
+    "                           --image-ext as pack/shard took them); implies --jpeg\n"
     "  -j, --jobs N             JPEG decoding threads (default: number of cores)\n"
     "      --json               one JSON object per problem, then a summary object\n"
     "  -q, --quiet              print problems only, no summary line\n"
@@ -40,6 +43,7 @@ enum { OPT_DEEP = 256, OPT_JPEG, OPT_REQUIRE, OPT_JSON };
 static const struct option options[] = {
     {"deep", no_argument, NULL, OPT_DEEP},
     {"jpeg", no_argument, NULL, OPT_JPEG},
+    CMD_IMAGE_OPTIONS,
     {"require", required_argument, NULL, OPT_REQUIRE},
     {"jobs", required_argument, NULL, 'j'},
     {"json", no_argument, NULL, OPT_JSON},
@@ -86,6 +90,8 @@ static void on_problem(void *ctx, const sk_verify_problem *p)
 int cmd_verify(int argc, char **argv)
 {
     sk_verify_options o = {0};
+    sk_image_options images;
+    sk_image_options_init(&images);
     const char **req = NULL;
     int json = 0, quiet = 0, c, rc = SK_EXIT_OK;
     uint64_t v;
@@ -115,6 +121,10 @@ int cmd_verify(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'h': free(req); fputs(usage, stdout); return SK_EXIT_OK;
         default:
+            switch (cmd_image_option("verify", usage, c, optarg, &images)) {
+            case 1: continue;
+            case -1: free(req); return SK_EXIT_USAGE;
+            }
             switch (cmd_s3_option("verify", usage, c, optarg, &s3cfg, NULL)) {
             case 1: break;
             case -1: free(req); return SK_EXIT_USAGE;
@@ -128,6 +138,7 @@ int cmd_verify(int argc, char **argv)
     }
     o.require = req;
     o.report = on_problem;
+    if (images.image_size) o.images = &images;
     o.ctx = &json;
     sk_error err = SK_ERROR_INIT;
     sk_verify_stats st = {0};

@@ -870,6 +870,9 @@ typedef struct sk_verify_options {
     void (*report)(void *ctx, const sk_verify_problem *p);
     void *ctx;
     sk_s3 *s3;                     /* client for s3:// targets */
+    /* With image_size set: image members (image_ext) must have a size the
+     * --image-size rule gives ("image" problems); implies SK_VERIFY_JPEG. */
+    const sk_image_options *images;
 } sk_verify_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_verify_options_init_sized(sk_verify_options *o, size_t size);

@@ -24,6 +24,7 @@
 #include "format/shard_stream.h"
 #include "format/tar.h"
 #include "tools/verify_int.h"
+#include "format/image.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -59,7 +60,7 @@ struct keyrec { /* for duplicates across the whole run */
 struct jpegjob {
     uint64_t data_offset, size, sample_offset;
     uint32_t sample;
-    int bad;
+    int bad; /* 1: does not decode; 2: decodes, but not to the --image-size rule */
     char why[200];
 };
 
@@ -212,7 +213,8 @@ static int add_entry(vstate *v, uint32_t shard, const sk_tar_entry *e, sk_error 
     if (!e->size)
         problem(v, 1, "empty", name, e->header_offset, e->name, kl, "member '%s' is empty",
                 e->name);
-    if ((v->o->flags & SK_VERIFY_JPEG) && e->size && is_jpeg_ext(ext, el)) {
+    if ((v->o->flags & SK_VERIFY_JPEG) && e->size &&
+        (v->o->images ? sk_image_is_image(v->o->images, ext, el) : is_jpeg_ext(ext, el))) {
         SK_GUARD(sk_grow((void **)&v->jobs, &v->cap_jobs, v->njobs + 1, sizeof *v->jobs, err));
         struct jpegjob *j = &v->jobs[v->njobs++];
         memset(j, 0, sizeof *j);
@@ -402,9 +404,12 @@ struct jctx {
     pthread_mutex_t mu;
 };
 
-static void jpeg_one(struct jpegjob *j, const unsigned char *data)
+static void jpeg_one(const vstate *v, struct jpegjob *j, const unsigned char *data)
 {
     j->bad = sk_jpeg_check(data, (size_t)j->size, j->why, sizeof j->why);
+    if (!j->bad && v->o->images && v->o->images->image_size &&
+        sk_jpeg_conforms(data, (size_t)j->size, v->o->images, j->why, sizeof j->why))
+        j->bad = 2;
 }
 
 static void *jpeg_worker(void *arg)
@@ -435,7 +440,7 @@ static void *jpeg_worker(void *arg)
             snprintf(j->why, sizeof j->why, "cannot read the member");
             continue;
         }
-        jpeg_one(j, buf);
+        jpeg_one(c->v, j, buf);
     }
     free(buf);
     return NULL;
@@ -482,7 +487,7 @@ static int check_jpegs(vstate *v, struct vsrc *f, int compressed, sk_error *err)
                 j->bad = 1;
                 snprintf(j->why, sizeof j->why, "truncated");
             } else {
-                jpeg_one(j, buf);
+                jpeg_one(v, j, buf);
             }
         }
         free(buf);
@@ -493,8 +498,12 @@ static int check_jpegs(vstate *v, struct vsrc *f, int compressed, sk_error *err)
         const struct jpegjob *j = &v->jobs[i];
         if (!j->bad) continue;
         const struct vsample *s = &v->s[j->sample];
-        problem(v, 0, "jpeg", name, j->sample_offset, v->pool + s->key_off, s->key_len,
-                "JPEG does not decode: %s", j->why);
+        if (j->bad == 2)
+            problem(v, 0, "image", name, j->sample_offset, v->pool + s->key_off, s->key_len,
+                    "image %s", j->why);
+        else
+            problem(v, 0, "jpeg", name, j->sample_offset, v->pool + s->key_off, s->key_len,
+                    "JPEG does not decode: %s", j->why);
     }
     return SK_OK;
 }
@@ -753,6 +762,7 @@ int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opt
 {
     sk_verify_options o;
     SK_GUARD(sk_options_take(&o, sizeof o, opts, NULL, "sk_verify_options", err));
+    if (o.images && o.images->image_size) o.flags |= SK_VERIFY_JPEG; /* the size check reads them */
     vstate v = {.o = &o};
     int rc = SK_OK;
     for (size_t i = 0; i < n && !rc; i++) {

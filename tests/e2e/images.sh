@@ -13,7 +13,9 @@
 #   - hostile members (truncated, not a JPEG, a decompression bomb) under
 #     --bad-image skip / keep / fail: counted, named, never a crash, never a
 #     partial shard;
-#   - the same bytes whatever --jobs, with --shuffle too.
+#   - the same bytes whatever --jobs, with --shuffle too;
+#   - verify --image-size finds images that do not follow the rule;
+#   - pack --image-size gives the bytes of pack followed by shard --image-size.
 . "$(dirname "$0")/lib.sh"
 need cjpeg
 PY=/usr/bin/python3
@@ -33,6 +35,17 @@ for mode in border keep_ratio keep_ratio_largest center_crop no; do
         check_shards "$T/o"
     done
 done
+
+step "verify --image-size: conformity of an existing dataset"
+rm -rf "$T/v"
+expect_ok "$SK_BIN" shard "$T/in.tar" -o "$T/v/s-%02d.tar" --image-size 120 --resize-mode keep_ratio_largest
+expect_ok "$SK_BIN" verify "$T/v/s-00.tar" --image-size 120 --resize-mode keep_ratio_largest
+run "$SK_BIN" verify "$T/v/s-00.tar" --image-size 120 --resize-mode border
+assert_eq "$RC" 1 "verify exit status"
+assert_contains "$OUT" "image (key s/port): image is 51x120, not a square of side 120"
+run "$SK_BIN" verify "$T/v/s-00.tar" --image-size 100 --resize-mode keep_ratio_largest
+assert_eq "$RC" 1 "verify exit status"
+assert_contains "$OUT" "not its larger side 100"
 
 step "restart markers"
 mkdir -p "$T/rst/r"
