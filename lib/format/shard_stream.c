@@ -179,15 +179,34 @@ int sk_stream_read_at(void *ctx, uint64_t pos, void *dst, size_t n, size_t *got,
     sk_stream *s = ctx;
     if (s->kind == SK_STREAM_PREAD) return sk_stream_pread(s->fd, pos, dst, n, got, s->path, err);
     *got = 0;
-    SK_FAIL_IF(pos < s->buf_pos, err, SK_E_IO, "%s: internal error: backward read", s->path);
+    SK_FAIL_IF(pos < s->buf_pos - s->back_len, err, SK_E_IO, "%s: internal error: backward read",
+               s->path);
     while (*got < n) {
         uint64_t p = pos + *got;
+        if (p < s->buf_pos) { /* in the bytes kept from before the last refill */
+            size_t k = (size_t)(s->buf_pos - p);
+            if (k > n - *got) k = n - *got;
+            memcpy((unsigned char *)dst + *got, s->back + (s->back_len - (size_t)(s->buf_pos - p)), k);
+            *got += k;
+            continue;
+        }
         if (p < s->buf_pos + s->len) {
             size_t k = (size_t)(s->buf_pos + s->len - p);
             if (k > n - *got) k = n - *got;
             memcpy((unsigned char *)dst + *got, s->buf + (p - s->buf_pos), k);
             *got += k;
             continue;
+        }
+        /* keep the last bytes for a walker that looks back a little */
+        size_t cap = sizeof s->back;
+        if (s->len >= cap) {
+            memcpy(s->back, s->buf + s->len - cap, cap);
+            s->back_len = cap;
+        } else if (s->len) {
+            size_t keep = s->back_len + s->len > cap ? cap - s->len : s->back_len;
+            memmove(s->back, s->back + s->back_len - keep, keep);
+            memcpy(s->back + keep, s->buf, s->len);
+            s->back_len = keep + s->len;
         }
         s->buf_pos += s->len;
         s->len = 0;
@@ -205,6 +224,7 @@ int sk_stream_drain(sk_stream *s, sk_error *err)
     /* the buffered tar bytes are spent: read_at finds the end from now on */
     s->buf_pos += s->len;
     s->len = 0;
+    s->back_len = 0;
     s->eof = 1;
     for (;;) {
         size_t k;

@@ -52,6 +52,12 @@ typedef struct sk_stream {
     unsigned char *buf; /* decompressed (or plain) bytes [buf_pos, buf_pos+len) */
     uint64_t buf_pos;
     size_t len;
+    /* The tar bytes just before buf_pos, [buf_pos - back_len, buf_pos):
+     * a tar walker reads the two end blocks to know it is at the end, and
+     * then the end check reads them again, across wherever a refill fell
+     * (which, for a network source, is wherever a packet ended). */
+    unsigned char back[2 * 512];
+    size_t back_len;
     int eof;
     sk_error *err; /* where the libarchive callback reports */
     int cb_rc;

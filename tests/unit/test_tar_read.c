@@ -13,6 +13,7 @@
 
 #include "core/internal.h"
 #include "format/tar.h"
+#include "format/shard_stream.h"
 
 struct mem {
     unsigned char *b;
@@ -316,6 +317,63 @@ static void test_errors(void **state)
     free(m.b);
 }
 
+/* A network source hands bytes over in whatever pieces arrived.  Here
+ * every refill ends wherever chunk says; the walker reads the two end
+ * blocks to know the archive ends, and the end check (verify.c) reads them
+ * again from the position of the first: for every chunk size, that must
+ * work (it failed when a refill fell between the two blocks). */
+struct chunked {
+    struct mem *m;
+    size_t pos, chunk;
+};
+
+static int chunk_src(void *ctx, void *dst, size_t n, size_t *got, sk_error *err)
+{
+    struct chunked *c = ctx;
+    (void)err;
+    size_t k = c->m->n - c->pos;
+    if (k > c->chunk) k = c->chunk;
+    if (k > n) k = n;
+    memcpy(dst, c->m->b + c->pos, k);
+    c->pos += k;
+    *got = k;
+    return 0;
+}
+
+static void test_stream_rereads_end_blocks(void **state)
+{
+    (void)state;
+    struct mem m = {0};
+    header(&m, "a.txt", NULL, 700, '0', 1, SUM_UNSIGNED, 0);
+    char body[700];
+    memset(body, 'x', sizeof body);
+    data(&m, body, sizeof body);
+    room(&m, 1024); /* end of archive */
+    for (size_t chunk = 1; chunk <= m.n; chunk += chunk < 64 ? 1 : 37) {
+        struct chunked c = {&m, 0, chunk};
+        sk_stream s;
+        sk_error err = SK_ERROR_INIT;
+        if (sk_stream_open_src(&s, chunk_src, &c, "net.tar", SK_STREAM_PLAIN, &err))
+            fail_msg("%s", err.msg);
+        sk_tar_src src = {.ctx = &s, .read_at = sk_stream_read_at, .size = UINT64_MAX, .name = "net.tar"};
+        sk_tar_reader r;
+        sk_tar_reader_init(&r, &src, 0);
+        sk_tar_entry e;
+        next_ok(&r, &e);
+        assert_false(e.end);
+        next_ok(&r, &e);
+        assert_true(e.end);
+        unsigned char b[1024];
+        size_t got;
+        if (sk_stream_read_at(&s, r.pos, b, sizeof b, &got, &err))
+            fail_msg("chunk %zu: re-reading the end blocks at %llu: %s", chunk,
+                     (unsigned long long)r.pos, err.msg);
+        assert_int_equal(got, 1024);
+        sk_stream_close(&s);
+    }
+    free(m.b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -323,6 +381,7 @@ int main(void)
         cmocka_unit_test(test_global_pax_and_no_end_blocks),
         cmocka_unit_test(test_peek_source),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_stream_rereads_end_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
