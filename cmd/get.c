@@ -36,27 +36,25 @@ static const char usage[] =
 
 enum { OPT_TAR = 256, OPT_TRUST };
 
+/* Writes buf to path (NULL: stdout) through sk_out: a temporary name and a
+ * rename, so a file that was there survives a failure; devices in place. */
 static int write_file(const char *path, const void *buf, size_t n, sk_error *err)
 {
-    int fd = path ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : STDOUT_FILENO;
-    if (fd < 0) return sk_error_set(err, SK_E_IO, "%s: cannot create: %s", path, strerror(errno));
+    sk_out *o;
+    int rc = sk_out_open(&o, path, err);
+    if (rc) return rc;
     const unsigned char *p = buf;
-    int rc = SK_OK;
-    while (n) {
-        ssize_t w = write(fd, p, n);
+    while (n && !rc) {
+        ssize_t w = write(sk_out_fd(o), p, n);
         if (w < 0 && errno == EINTR) continue;
-        if (w < 0) {
-            rc = sk_error_set(err, SK_E_IO, "%s: write failed: %s", path ? path : "stdout",
-                              strerror(errno));
-            break;
-        }
-        p += w;
-        n -= (size_t)w;
+        if (w < 0) rc = sk_error_set(err, SK_E_IO, "%s: write failed: %s", sk_out_name(o), strerror(errno));
+        else p += w, n -= (size_t)w;
     }
-    if (path && close(fd) != 0 && !rc)
-        rc = sk_error_set(err, SK_E_IO, "%s: close failed: %s", path, strerror(errno));
-    if (rc && path) unlink(path);
-    return rc;
+    if (rc) {
+        sk_out_abort(o);
+        return rc;
+    }
+    return sk_out_commit(o, err);
 }
 
 static int write_member(sk_dataset *ds, const sk_hit *h, uint32_t i, const char *path,
@@ -129,15 +127,11 @@ int cmd_get(int argc, char **argv)
     }
     if (rc) goto fail;
     if (tar) {
-        int fd = out ? open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : STDOUT_FILENO;
-        if (fd < 0) {
-            rc = sk_error_set(&err, SK_E_IO, "%s: cannot create: %s", out, strerror(errno));
-            goto fail;
-        }
-        rc = sk_dataset_write_tar(ds, &h, fd, out ? out : "stdout", &err);
-        if (out && close(fd) != 0 && !rc)
-            rc = sk_error_set(&err, SK_E_IO, "%s: close failed: %s", out, strerror(errno));
-        if (rc && out) unlink(out);
+        sk_out *o;
+        if ((rc = sk_out_open(&o, out, &err))) goto fail;
+        rc = sk_dataset_write_tar(ds, &h, sk_out_fd(o), sk_out_name(o), &err);
+        if (rc) sk_out_abort(o); /* a file that was at out is still there */
+        else rc = sk_out_commit(o, &err);
         if (rc) goto fail;
     } else if (ext) {
         uint32_t i;
@@ -172,10 +166,15 @@ int cmd_get(int argc, char **argv)
             sk_member_ref m;
             char *path;
             if ((rc = sk_dataset_member(ds, &h, i, &m, &err))) goto fail;
-            if (asprintf(&path, "%s/%.*s.%.*s", out, blen, base, (int)m.ext_len, m.ext) < 0) {
+            /* the name comes from index bytes: through the one checked join */
+            char *name;
+            if (asprintf(&name, "%.*s.%.*s", blen, base, (int)m.ext_len, m.ext) < 0) {
                 rc = sk_error_set(&err, SK_E_NOMEM, "out of memory");
                 goto fail;
             }
+            rc = sk_path_join(out, name, strlen(name), "member file name", &path, &err);
+            free(name);
+            if (rc) goto fail;
             rc = write_member(ds, &h, i, path, &err);
             free(path);
             if (rc) goto fail;

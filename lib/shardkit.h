@@ -320,6 +320,32 @@ SK_API int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err);
 /* Formats a shard name from a pattern; fails on a pattern without exactly
  * one integer conversion (%d, %06d, %u, %x...). */
 SK_API int sk_shard_name(const char *pattern, uint64_t n, char *buf, size_t cap, sk_error *err);
+/* ---------------------------------------------------------- output files */
+/* A file written the safe way: under a temporary name beside path
+ * (".NAME.PID.N.tmp", unique to the process), renamed onto path only by
+ * sk_out_commit, so an existing file at path survives any failure.  A path
+ * that exists and is not a regular file (a device, a FIFO, /dev/stdout) is
+ * written in place and never renamed over or unlinked; NULL or "-" is
+ * standard output (left open). */
+typedef struct sk_out sk_out;
+/* The one way an untrusted name (an index key, an archive member, a
+ * manifest URL, an S3 key) becomes a path under dir: *out = "dir/name"
+ * (caller frees) when name[0..len) is a safe relative path - no leading
+ * '/', no "..", "." or empty component, no NUL or control byte, at most
+ * 255 bytes a component and 4096 in all - else SK_E_CORRUPT naming what
+ * ("index key", ...) and why.  The joined path cannot leave dir. */
+SK_API int sk_path_join(const char *dir, const char *name, size_t len, const char *what, char **out,
+                        sk_error *err);
+SK_API int sk_out_open(sk_out **out, const char *path, sk_error *err);
+SK_API int sk_out_fd(const sk_out *o);
+/* The name writes go to (the temporary one, or path), for messages. */
+SK_API const char *sk_out_name(const sk_out *o);
+/* Closes and renames onto path; frees o whatever happens (after removing
+ * the temporary file on failure). */
+SK_API int sk_out_commit(sk_out *o, sk_error *err);
+/* Closes and removes the temporary file; accepts NULL. */
+SK_API void sk_out_abort(sk_out *o);
+
 /* ---------------------------------------------- index building and lookup */
 
 /* Brace patterns as WebDataset users write shard lists:

@@ -6,6 +6,7 @@
  */
 #include "core/internal.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,4 +92,106 @@ char *sk_dir_of(const char *path)
     if (!sl) return strdup(".");
     if (sl == path) return strdup("/");
     return strndup(path, (size_t)(sl - path));
+}
+
+/* ------------------------------------------------------------ output files */
+
+struct sk_out {
+    int fd;
+    int in_place; /* not a regular file (or stdout): written where it is */
+    char *path, *tmp;
+};
+
+int sk_out_open(sk_out **out, const char *path, sk_error *err)
+{
+    *out = NULL;
+    sk_out *o = calloc(1, sizeof *o);
+    SK_FAIL_IF(!o, err, SK_E_NOMEM, "out of memory");
+    o->fd = -1;
+    struct stat st;
+    if (!path || !strcmp(path, "-")) {
+        o->fd = STDOUT_FILENO;
+        o->in_place = 2; /* not ours to close */
+        o->path = strdup("stdout");
+    } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* a device, a FIFO, /dev/stdout: there is nothing to replace, and
+         * renaming over it or unlinking it would destroy it */
+        if (S_ISDIR(st.st_mode)) {
+            free(o);
+            return sk_error_set(err, SK_E_USAGE, "%s is a directory", path);
+        }
+        o->in_place = 1;
+        o->path = strdup(path);
+        o->fd = o->path ? open(path, O_WRONLY | O_CLOEXEC) : -1;
+        if (o->fd < 0) {
+            int rc = sk_error_set(err, o->path ? SK_E_IO : SK_E_NOMEM, "%s: cannot open: %s", path,
+                                  strerror(errno));
+            sk_out_abort(o);
+            return rc;
+        }
+    } else {
+        o->path = strdup(path);
+        o->tmp = sk_tmp_name_unique(path, err);
+        if (!o->path || !o->tmp) {
+            sk_out_abort(o);
+            return err && err->code ? err->code : SK_E_NOMEM;
+        }
+        o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (o->fd < 0) {
+            int rc = sk_error_set(err, SK_E_IO, "%s: cannot create: %s", o->tmp, strerror(errno));
+            free(o->tmp), o->tmp = NULL; /* not ours: never unlinked */
+            sk_out_abort(o);
+            return rc;
+        }
+    }
+    if (!o->path) {
+        sk_out_abort(o);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    *out = o;
+    return SK_OK;
+}
+
+int sk_out_fd(const sk_out *o) { return o->fd; }
+
+const char *sk_out_name(const sk_out *o) { return o->tmp ? o->tmp : o->path; }
+
+int sk_out_commit(sk_out *o, sk_error *err)
+{
+    int rc = SK_OK;
+    if (o->in_place != 2 && o->fd >= 0) {
+        if (close(o->fd) != 0)
+            rc = sk_error_set(err, SK_E_IO, "%s: close failed: %s", sk_out_name(o), strerror(errno));
+        o->fd = -1;
+    }
+    if (!rc && o->tmp && rename(o->tmp, o->path) != 0)
+        rc = sk_error_set(err, SK_E_IO, "%s: rename to %s failed: %s", o->tmp, o->path, strerror(errno));
+    if (!rc) free(o->tmp), o->tmp = NULL; /* renamed: nothing left to remove */
+    sk_out_abort(o);
+    return rc;
+}
+
+void sk_out_abort(sk_out *o)
+{
+    if (!o) return;
+    if (o->in_place != 2 && o->fd >= 0) close(o->fd);
+    if (o->tmp) unlink(o->tmp); /* ours alone: the file at path is never touched */
+    free(o->tmp);
+    free(o->path);
+    free(o);
+}
+
+char *sk_tmp_name_unique(const char *path, sk_error *err)
+{
+    /* ".NAME.PID.N.tmp": two processes (or two outputs of one) never
+     * share a temporary name */
+    static unsigned counter;
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = slash ? (size_t)(slash - path + 1) : 0;
+    size_t n = strlen(path) + 40;
+    char *tmp = sk_xmalloc(n, err);
+    if (!tmp) return NULL;
+    snprintf(tmp, n, "%.*s.%s.%ld.%u.tmp", (int)dirlen, path, path + dirlen, (long)getpid(),
+             __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+    return tmp;
 }

@@ -86,6 +86,22 @@ int sk_options_take(void *dst, size_t dst_size, const void *src, const void *def
 /* The body of every sk_*_init_sized: the defaults, cut to the caller's size. */
 void sk_options_init(void *o, size_t size, const void *defaults, size_t dsize);
 
+/* path.c: the one way untrusted bytes (member names, index keys and
+ * extensions, manifest URLs, S3 keys) become a local path. */
+#define SK_NAME_MAX 4096
+#define SK_NAME_COMPONENT_MAX 255
+/* SK_OK when name[0..len) is a safe relative path (no leading '/', no "..",
+ * "." or empty component, no NUL or control byte, within the length
+ * limits); else SK_E_CORRUPT with what (e.g. "index key") and the reason. */
+int sk_name_check(const char *name, size_t len, const char *what, sk_error *err);
+/* SK_OK when an extension holds no '/' nor control byte and fits. */
+int sk_ext_check(const char *ext, size_t len, const char *what, sk_error *err);
+/* GNU tar's rule for a foreign member name: *skip = the bytes of leading
+ * '/', "./" and "../" to drop; returns 1 when a '/' or "../" is dropped
+ * (worth a warning), 0 otherwise, -1 when a ".." remains further in (the
+ * member is skipped). */
+int sk_name_strip(const char *name, size_t len, size_t *skip);
+
 /* fsutil.c */
 int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *err);
 /* Writes every buffer of iov in order (writev, resumed after short writes);
@@ -96,6 +112,8 @@ int sk_writev_all(int fd, struct iovec *iov, int iovcnt, const char *path, sk_er
 void sk_iov_advance(struct iovec **iov, int *iovcnt, size_t n);
 /* The temporary name ".NAME.tmp" beside path; caller frees. */
 char *sk_tmp_name(const char *path, sk_error *err);
+/* ".NAME.PID.N.tmp" beside path: unique to this process and call. */
+char *sk_tmp_name_unique(const char *path, sk_error *err);
 /* mkdir -p. */
 int sk_mkdirs(const char *dir, sk_error *err);
 /* The directory part of path: "." when it has none, "/" for the root;

@@ -356,6 +356,37 @@ int sk_index_adopt(sk_index **out, void *data, size_t size, const char *name, sk
     return SK_OK;
 }
 
+static int string_at(const sk_index *ix, uint32_t off, uint32_t len, const char **out, sk_error *err);
+
+/* Every key a safe relative name and every extension free of '/': an
+ * index whose CRCs hold can still be crafted, and its keys become file
+ * names (`get -o DIR`) and tar member names.  Once per index, with the
+ * body checksum; SK_INDEX_TRUST_BODY skips both (the joins that make
+ * files out of keys check again). */
+static int check_names(const sk_index *ix, sk_error *err)
+{
+    for (uint64_t i = 0; i < ix->nsamples; i++) {
+        const unsigned char *r = ix->samples + i * IDX_SAMPLE;
+        const char *key = NULL;
+        uint32_t klen = sk_get_le32(r + 36);
+        SK_GUARD(string_at(ix, sk_get_le32(r + 32), klen, &key, err));
+        if (sk_name_check(key, klen, "index key", err)) {
+            char why[SK_ERROR_MAX];
+            snprintf(why, sizeof why, "%s", err->msg);
+            return sk_error_set(err, SK_E_CORRUPT, "%s: sample #%llu: %s", ix->path,
+                                (unsigned long long)i, why);
+        }
+    }
+    for (uint64_t i = 0; i < ix->nmembers; i++) {
+        const unsigned char *r = ix->members + i * IDX_MEMBER;
+        const char *ext = NULL;
+        uint32_t elen = sk_get_le32(r + 24);
+        SK_GUARD(string_at(ix, sk_get_le32(r + 20), elen, &ext, err));
+        SK_GUARD(sk_ext_check(ext, elen, ix->path, err));
+    }
+    return SK_OK;
+}
+
 int sk_index_from_memory(sk_index **out, const void *data, size_t size,
                          const char *name, unsigned flags, sk_error *err)
 {
@@ -402,6 +433,13 @@ int sk_index_from_memory(sk_index **out, const void *data, size_t size,
     ix->members = h + members_off;
     ix->order = h + order_off;
     ix->strings = h + strings_off;
+    if (!(flags & SK_INDEX_TRUST_BODY)) {
+        int rc = check_names(ix, err);
+        if (rc) {
+            sk_index_close(ix);
+            return rc;
+        }
+    }
     *out = ix;
     return SK_OK;
 }

@@ -60,6 +60,11 @@ typedef struct sk_tar_entry {
     uint32_t header_len; /* data_offset - header_offset */
     uint32_t crc32c;     /* of the data, when SK_TAR_CRC */
     int end;             /* 1: no more members (end blocks or end of stream) */
+    /* Names from foreign tars, as GNU tar extracts them (core/path.c):
+     * leading '/', "./" and "../" are stripped from name (stripped = 1);
+     * a ".." further in leaves nothing safe to call it (unsafe = 1: name
+     * is the raw one, for messages; callers skip the member). */
+    int stripped, unsafe;
 } sk_tar_entry;
 
 /* Read member data and fill sk_tar_entry.crc32c (else data is skipped). */

@@ -468,6 +468,16 @@ int sk_tar_next(sk_tar_reader *r, sk_tar_entry *e, sk_error *err)
             memset(&pax, 0, sizeof pax);
             continue;
         }
+        size_t skip = 0;
+        int strip = sk_name_strip(r->name, nlen, &skip);
+        e->unsafe = strip < 0;
+        e->stripped = strip > 0;
+        if (strip > 0 && skip < nlen) {
+            memmove(r->name, r->name + skip, nlen - skip + 1);
+            nlen -= skip;
+        } else if (strip > 0) { /* nothing left ("/" or "../") */
+            e->unsafe = 1;
+        }
         e->name = r->name;
         e->name_len = nlen;
         e->header_offset = first;

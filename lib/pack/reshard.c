@@ -879,7 +879,7 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_e
         rc = c.rc ? c.rc : sk_error_set(err, SK_E_CORRUPT, "%s: %s", url, archive_error_string(a));
         goto done;
     }
-    int warned = 0;
+    int warned = 0, warned_strip = 0;
     for (;;) {
         struct archive_entry *ae;
         int h = archive_read_next_header(a, &ae);
@@ -896,8 +896,19 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_e
             r->st.skipped++;
             continue;
         }
-        while (name[0] == '.' && name[1] == '/') name += 2;
-        size_t nl = strlen(name), kl, eo;
+        /* foreign names as GNU tar extracts them (core/path.c) */
+        size_t skip, nl = strlen(name), kl, eo;
+        int strip = sk_name_strip(name, nl, &skip);
+        if (strip < 0 || skip == nl) {
+            warnf(r, "%s: skipped '%s': '..' in a member name", url, name);
+            r->st.skipped++;
+            continue;
+        }
+        if (strip > 0 && !warned_strip++)
+            warnf(r, "%s: member names with a leading '/' or '../' (first: '%s') are written without it",
+                  url, name);
+        name += skip;
+        nl -= skip;
         if (sk_tar_is_meta(name, nl)) continue;
         if (sk_sample_split(name, nl, &kl, &eo) != SK_OK) {
             if (!warned++) warnf(r, "%s: skipped '%s': its name has no WebDataset key", url, name);

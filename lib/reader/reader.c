@@ -369,7 +369,7 @@ static int next_entry(struct cursor *c, sk_tar_entry *e, size_t *key_len, size_t
             *end = 1;
             return SK_OK;
         }
-        if (sk_tar_is_meta(e->name, e->name_len)) continue;
+        if (e->unsafe || sk_tar_is_meta(e->name, e->name_len)) continue; /* unsafe: "a/../b" */
         /* A name without a key is skipped, as WebDataset skips it. */
         if (sk_sample_split(e->name, e->name_len, key_len, ext_off)) continue;
         *end = 0;

@@ -16,7 +16,9 @@
  */
 #include "reader/reader_io.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,12 +157,40 @@ static void s3_close(void *ctx)
     free(s);
 }
 
-/* The cache file of bucket/key: cache_dir/bucket/key. */
+/* The cache file of bucket/key: cache_dir/HASH.skc, HASH the first 160
+ * bits of SHA-256(bucket NUL key) in hex.  S3 keys are untrusted bytes
+ * ("x/../../../a.tar" is a valid key): derived this way a cache path can
+ * never leave the cache, and the cache holds nothing but names of this
+ * one shape, which is what eviction looks for, so it never removes a file
+ * shardkit did not put there. */
+#define CACHE_SUFFIX ".skc"
+#define CACHE_HEX 40
 static char *cache_path(const char *dir, const char *bucket, const char *key)
 {
-    char *p;
-    if (asprintf(&p, "%s/%s/%s", dir, bucket, key) < 0) return NULL;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    size_t bl = strlen(bucket), kl = strlen(key);
+    char *id = malloc(bl + 1 + kl), hex[CACHE_HEX + 1], *p;
+    if (!id) return NULL;
+    memcpy(id, bucket, bl);
+    id[bl] = 0;
+    memcpy(id + bl + 1, key, kl);
+    int ok = EVP_Digest(id, bl + 1 + kl, md, &mdlen, EVP_sha256(), NULL);
+    free(id);
+    if (!ok || mdlen < CACHE_HEX / 2) return NULL;
+    for (int i = 0; i < CACHE_HEX / 2; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    if (asprintf(&p, "%s/%s" CACHE_SUFFIX, dir, hex) < 0) return NULL;
     return p;
+}
+
+/* Whether a cache directory entry is one of ours: HASH.skc. */
+static int is_cache_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n != CACHE_HEX + strlen(CACHE_SUFFIX) || strcmp(name + CACHE_HEX, CACHE_SUFFIX)) return 0;
+    for (int i = 0; i < CACHE_HEX; i++)
+        if (!strchr("0123456789abcdef", name[i])) return 0;
+    return 1;
 }
 
 struct cfile {
@@ -175,28 +205,33 @@ static int cfile_cmp(const void *a, const void *b)
     return x->used < y->used ? -1 : x->used > y->used;
 }
 
-#include <ftw.h>
 static struct cfile *walk_v;
 static size_t walk_n, walk_cap;
 static pthread_mutex_t walk_mu = PTHREAD_MUTEX_INITIALIZER;
-static int walk_fn(const char *path, const struct stat *st, int type, struct FTW *f)
+
+/* Lists the cache files (ours only) of dir into walk_v. */
+static void walk_cache(const char *dir)
 {
-    (void)f;
-    if (type != FTW_F) return 0;
-    const char *base = strrchr(path, '/');
-    if (base && base[1] == '.') return 0; /* another stream's temporary file */
-    if (walk_n == walk_cap) {
-        size_t cap = walk_cap ? 2 * walk_cap : 64;
-        struct cfile *v = realloc(walk_v, cap * sizeof *v);
-        if (!v) return 1;
-        walk_v = v;
-        walk_cap = cap;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *de; (de = readdir(d));) {
+        struct stat st;
+        if (!is_cache_name(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+            !S_ISREG(st.st_mode))
+            continue;
+        if (walk_n == walk_cap) {
+            size_t cap = walk_cap ? 2 * walk_cap : 64;
+            struct cfile *v = realloc(walk_v, cap * sizeof *v);
+            if (!v) break;
+            walk_v = v;
+            walk_cap = cap;
+        }
+        if (asprintf(&walk_v[walk_n].path, "%s/%s", dir, de->d_name) < 0) break;
+        walk_v[walk_n].size = (uint64_t)st.st_size;
+        walk_v[walk_n].used = st.st_atime > st.st_mtime ? st.st_atime : st.st_mtime;
+        walk_n++;
     }
-    walk_v[walk_n].path = strdup(path);
-    walk_v[walk_n].size = (uint64_t)st->st_size;
-    walk_v[walk_n].used = st->st_atime > st->st_mtime ? st->st_atime : st->st_mtime;
-    if (walk_v[walk_n].path) walk_n++;
-    return 0;
+    closedir(d);
 }
 
 /* Bytes promised to cache files being written by this process's streams:
@@ -219,7 +254,7 @@ static int cache_reserve(struct s3_src *s, const char *dir, uint64_t bound, uint
     pthread_mutex_lock(&walk_mu);
     walk_v = NULL;
     walk_n = walk_cap = 0;
-    nftw(dir, walk_fn, 16, FTW_PHYS);
+    walk_cache(dir);
     uint64_t total = cache_reserved;
     for (size_t i = 0; i < walk_n; i++) total += walk_v[i].size;
     if (walk_n) qsort(walk_v, walk_n, sizeof *walk_v, cfile_cmp);

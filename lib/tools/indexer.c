@@ -203,7 +203,7 @@ struct state {
     uint32_t *key_len;
     size_t nkeys, cap_key_at;
     int keys_unsorted; /* 0: every key so far greater than the one before */
-    int warned_unkeyed;
+    int warned_unkeyed, warned_stripped;
 };
 
 static void warn(struct state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -283,6 +283,16 @@ static int close_sample(struct state *s, sk_error *err)
 static int add_entry(struct state *s, const sk_tar_entry *e, sk_error *err)
 {
     size_t klen, eoff;
+    if (e->unsafe) { /* "a/../../b": no safe name to give it, as GNU tar refuses it */
+        warn(s, "%s: member '%s' at offset %llu has '..' in its name; skipped", s->shard, e->name,
+             (unsigned long long)e->header_offset);
+        s->st->unkeyed++;
+        return SK_OK;
+    }
+    if (e->stripped && !s->warned_stripped++)
+        warn(s, "%s: member names with a leading '/' or '../' (first: '%s' at offset %llu) are "
+             "indexed without it, as GNU tar extracts them", s->shard, e->name,
+             (unsigned long long)e->header_offset);
     if (sk_tar_is_meta(e->name, e->name_len)) {
         s->st->meta++;
         return SK_OK;

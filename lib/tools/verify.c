@@ -171,6 +171,14 @@ static int add_entry(vstate *v, uint32_t shard, const sk_tar_entry *e, sk_error 
 {
     const char *name = v->shards[shard];
     size_t kl, eo;
+    if (e->unsafe) {
+        problem(v, 0, "name", name, e->header_offset, NULL, 0,
+                "member '%s' has '..' in its name: no tool will extract it", e->name);
+        return SK_OK;
+    }
+    if (e->stripped)
+        problem(v, 1, "name", name, e->header_offset, NULL, 0,
+                "member name had a leading '/' or '../' (read as '%s')", e->name);
     if (sk_tar_is_meta(e->name, e->name_len)) return SK_OK;
     if (sk_sample_split(e->name, e->name_len, &kl, &eo) != SK_OK) {
         problem(v, 0, "split", name, e->header_offset, NULL, 0,

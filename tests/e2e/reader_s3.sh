@@ -64,8 +64,11 @@ sk --keys --epochs 2 --cache-dir "$t/cache" "$urls" >"$t/two.keys"
 two=$(grep -c '^GET ' "$t/req.log")
 [ "$two" = "$one" ] || fail "two epochs with a cache made $two GETs, one epoch $one"
 [ "$(wc -l <"$t/two.keys")" = 600 ] || fail "two epochs gave $(wc -l <"$t/two.keys") keys"
-cmp "$t/cache/bkt/ds/train-000002.tar" "$t/s/train-000002.tar" || fail "cache file differs from the shard"
-ls -a "$t/cache/bkt/ds" | grep -q '\.tmp$' && fail "temporary cache file left"
+cache_file() { # the cache's name for bucket $1, key $2 (reader_io.c: SHA-256, 40 hex digits)
+    python3 -c 'import hashlib, sys; print(hashlib.sha256(sys.argv[1].encode() + b"\0" + sys.argv[2].encode()).hexdigest()[:40] + ".skc")' "$1" "$2"
+}
+cmp "$t/cache/$(cache_file bkt ds/train-000002.tar)" "$t/s/train-000002.tar" || fail "cache file differs from the shard"
+ls -a "$t/cache" | grep -q '\.tmp$' && fail "temporary cache file left"
 : >"$t/req.log"
 sk --cache-dir "$t/cache" "$urls" >"$t/cached.tar"
 [ ! -s "$t/req.log" ] || fail "a run on a full cache made requests: $(head -3 "$t/req.log")"
@@ -74,10 +77,29 @@ cmp "$t/cached.tar" "$t/local.tar" || fail "stream from the cache differs"
 echo "== cache bound: least recently used shards go"
 big=$(stat -c %s "$t"/s/train-*.tar | sort -n | tail -1)
 bound=$((big * 5 / 2))
-sk --keys --cache-dir "$t/small" --cache-size $bound "$urls" >/dev/null
-total=$(find "$t/small" -type f -printf '%s\n' | awk '{s+=$1} END {print s+0}')
-n=$(find "$t/small" -type f | wc -l)
+mkdir -p "$t/small/sub"
+echo "the user's own" >"$t/small/notes.txt"
+echo "also the user's" >"$t/small/sub/0123456789abcdef0123456789abcdef01234567.skc"
+sk --keys --cache-dir "$t/small" --cache-size $((bound + 40)) "$urls" >/dev/null
+[ -f "$t/small/notes.txt" ] && [ -f "$t/small/sub/0123456789abcdef0123456789abcdef01234567.skc" ] ||
+    fail "cache eviction removed a file shardkit did not create"
+total=$(find "$t/small" -maxdepth 1 -type f -name '*.skc' -printf '%s\n' | awk '{s+=$1} END {print s+0}')
+n=$(find "$t/small" -maxdepth 1 -type f -name '*.skc' | wc -l)
 [ "$n" -ge 1 ] && [ "$total" -le "$bound" ] || fail "cache holds $n files, $total bytes, over a $bound bound"
+
+echo "== a hostile key cannot write outside the cache"
+python3 - "$MOTO_URL" "$t/s/train-000000.tar" <<'PY'
+import sys, boto3
+s3 = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1")
+s3.put_object(Bucket="bkt", Key="x/../../../escape.tar", Body=open(sys.argv[2], "rb").read())
+PY
+mkdir -p "$t/deep/a/b/c"
+(cd "$t/deep/a/b/c" && "$SK_BIN" cat --endpoint-url "$MOTO_URL" --keys --cache-dir cache "s3://bkt/x/../../../escape.tar" >/dev/null) ||
+    fail "reading the object with a hostile key failed"
+[ ! -e "$t/deep/a/escape.tar" ] && [ ! -e "$t/deep/a/b/escape.tar" ] && [ ! -e "$t/deep/escape.tar" ] ||
+    fail "the cache wrote outside --cache-dir"
+[ "$(ls "$t/deep/a/b/c/cache")" = "$(cache_file bkt x/../../../escape.tar)" ] ||
+    fail "the cache holds $(ls "$t/deep/a/b/c/cache")"
 
 echo "== errors name the object"
 if sk --keys s3://bkt/ds/nope.tar >/dev/null 2>"$t/err"; then fail "a missing object read fine"; fi

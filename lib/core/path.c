@@ -1,0 +1,106 @@
+/*
+ * path.c - the one way untrusted bytes become a local path.
+ *
+ * Archive member names, index keys and extensions, manifest URLs and S3
+ * keys all come from outside; before any of them is joined under a
+ * directory the user named, it goes through here.  A name is accepted only
+ * as a relative path of ordinary components: no '/' at the start, no ".."
+ * (nor "." or empty) component, no NUL, no control characters that would
+ * hide in a terminal, at most SK_NAME_COMPONENT_MAX bytes a component and
+ * SK_NAME_MAX in all.  So a joined path can never leave its directory,
+ * whatever the name says; there is no normalisation to get wrong.
+ *
+ * Foreign tars are treated as GNU tar treats them on extraction: leading
+ * '/' and "./" are stripped, leading "../" components are stripped too,
+ * and a ".." anywhere else makes the member unusable (skipped with a
+ * warning by the tools).  sk_name_strip says which happened.
+ */
+#include "core/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Checks one component [p, p + n). */
+static const char *component_problem(const char *p, size_t n)
+{
+    if (n == 0) return "an empty component (\"//\" or a trailing '/')";
+    if (n == 1 && p[0] == '.') return "a \".\" component";
+    if (n == 2 && p[0] == '.' && p[1] == '.') return "a \"..\" component";
+    if (n > SK_NAME_COMPONENT_MAX) return "a component longer than 255 bytes";
+    return NULL;
+}
+
+int sk_name_check(const char *name, size_t len, const char *what, sk_error *err)
+{
+    const char *why = NULL;
+    if (!len) why = "it is empty";
+    else if (len > SK_NAME_MAX) why = "it is longer than 4096 bytes";
+    else if (name[0] == '/') why = "it is absolute";
+    for (size_t i = 0; !why && i < len; i++)
+        if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+            why = name[i] ? "it holds a control character" : "it holds a NUL byte";
+    for (size_t s = 0; !why && s <= len;) {
+        size_t e = s;
+        while (e < len && name[e] != '/') e++;
+        why = component_problem(name + s, e - s);
+        s = e + 1;
+    }
+    if (!why) return SK_OK;
+    /* the name itself goes into the message shortened and with control
+     * bytes shown as '?', so a hostile name cannot garble the terminal */
+    char shown[120];
+    size_t k = 0;
+    for (size_t i = 0; i < len && k + 4 < sizeof shown; i++)
+        shown[k++] = (unsigned char)name[i] < 0x20 || name[i] == 0x7f ? '?' : name[i];
+    if (k < len) shown[k++] = '.', shown[k++] = '.', shown[k++] = '.';
+    shown[k] = 0;
+    return sk_error_set(err, SK_E_CORRUPT, "%s '%s' is not a safe relative name: %s", what, shown, why);
+}
+
+int sk_ext_check(const char *ext, size_t len, const char *what, sk_error *err)
+{
+    for (size_t i = 0; i < len; i++)
+        if (ext[i] == '/' || (unsigned char)ext[i] < 0x20 || ext[i] == 0x7f)
+            return sk_error_set(err, SK_E_CORRUPT, "%s: an extension holds '%s'", what,
+                                ext[i] == '/' ? "/" : "a control character");
+    SK_FAIL_IF(len > SK_NAME_COMPONENT_MAX, err, SK_E_CORRUPT, "%s: an extension is longer than 255 bytes",
+               what);
+    return SK_OK;
+}
+
+int sk_name_strip(const char *name, size_t len, size_t *skip)
+{
+    size_t s = 0;
+    int changed = 0;
+    for (;;) { /* leading '/', "./" and "../", as GNU tar strips them */
+        if (s < len && name[s] == '/') s++, changed = 1;
+        else if (len - s >= 2 && name[s] == '.' && name[s + 1] == '/') s += 2; /* harmless */
+        else if (len - s >= 3 && !memcmp(name + s, "../", 3)) s += 3, changed = 1;
+        else break;
+    }
+    *skip = s;
+    /* a ".." that is not leading: the member cannot be placed anywhere safe */
+    for (size_t p = s; p < len;) {
+        size_t e = p;
+        while (e < len && name[e] != '/') e++;
+        if (e - p == 2 && name[p] == '.' && name[p + 1] == '.') return -1;
+        p = e + 1;
+    }
+    return changed;
+}
+
+int sk_path_join(const char *dir, const char *name, size_t len, const char *what, char **out,
+                 sk_error *err)
+{
+    SK_GUARD(sk_name_check(name, len, what, err));
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/') dl--;
+    char *p = malloc(dl + 1 + len + 1);
+    SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
+    memcpy(p, dir, dl);
+    p[dl] = '/';
+    memcpy(p + dl + 1, name, len);
+    p[dl + 1 + len] = 0;
+    *out = p;
+    return SK_OK;
+}
