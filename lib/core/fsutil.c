@@ -6,10 +6,13 @@
  */
 #include "core/internal.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -194,4 +197,94 @@ char *sk_tmp_name_unique(const char *path, sk_error *err)
     snprintf(tmp, n, "%.*s.%s.%ld.%u.tmp", (int)dirlen, path, path + dirlen, (long)getpid(),
              __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
     return tmp;
+}
+
+/* ---------------------------------------------------- output directory lock */
+
+/* Under the lock: the temporary files a killed run left (".NAME.PID.N.tmp",
+ * the shape sk_tmp_name_unique gives, with PID no longer running) are
+ * removed.  Nothing of another shape is touched. */
+static void remove_stale_tmps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *de; (de = readdir(d));) {
+        const char *n = de->d_name;
+        size_t len = strlen(n);
+        if (n[0] != '.' || len < 10 || strcmp(n + len - 4, ".tmp")) continue;
+        /* back over ".N" and ".PID" */
+        const char *p = n + len - 4;
+        const char *q = p;
+        while (q > n && q[-1] >= '0' && q[-1] <= '9') q--;
+        if (q == p || q[-1] != '.') continue;
+        const char *r = q - 1;
+        while (r > n && r[-1] >= '0' && r[-1] <= '9') r--;
+        if (r == q - 1 || r[-1] != '.' || r - 1 == n) continue;
+        long pid = strtol(r, NULL, 10);
+        if (pid <= 0 || pid == (long)getpid() || !(kill((pid_t)pid, 0) != 0 && errno == ESRCH)) continue;
+        unlinkat(dirfd(d), n, 0);
+    }
+    closedir(d);
+}
+
+/* The lock file of output: ".NAME.lock" beside it. */
+static int lock_name(const char *output, char *buf, size_t cap)
+{
+    const char *slash = strrchr(output, '/');
+    size_t dl = slash ? (size_t)(slash - output + 1) : 0;
+    return snprintf(buf, cap, "%.*s.%s.lock", (int)dl, output, output + dl) >= (int)cap ? -1 : 0;
+}
+
+int sk_out_lock(const char *output, const char *what, int *out_fd, sk_error *err)
+{
+    char path[4200], dir[4200];
+    *out_fd = -1;
+    SK_FAIL_IF(lock_name(output, path, sizeof path), err, SK_E_USAGE, "%s: path too long", output);
+    const char *slash = strrchr(output, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - output) : 1, slash ? output : ".");
+    if (!dir[0]) snprintf(dir, sizeof dir, "/");
+    for (int tries = 0; tries < 8; tries++) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        SK_FAIL_IF(fd < 0, err, SK_E_IO, "%s: cannot create the lock file: %s", path, strerror(errno));
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int e = errno;
+            char holder[256] = "";
+            ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+            close(fd);
+            if (n > 0) holder[n] = 0;
+            for (char *p = holder; *p; p++)
+                if (*p == '\n' || (unsigned char)*p < 0x20) *p = ' ';
+            for (size_t k = strlen(holder); k && holder[k - 1] == ' ';) holder[--k] = 0;
+            if (e == EWOULDBLOCK)
+                return sk_error_set(err, SK_E_USAGE, "%s is being written by another run (%s): two "
+                                    "runs with one output would mix their shards", output,
+                                    holder[0] ? holder : "lock held");
+            return sk_error_set(err, SK_E_IO, "%s: cannot lock: %s", path, strerror(e));
+        }
+        /* a run that just finished may have removed the file we opened:
+         * the lock is only good on the file the name points to now */
+        struct stat a, b;
+        if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+            char line[256];
+            int len = snprintf(line, sizeof line, "pid %ld: shardkit %s\n", (long)getpid(), what);
+            if (ftruncate(fd, 0) == 0 && len > 0) {
+                ssize_t w = pwrite(fd, line, (size_t)len, 0);
+                (void)w; /* the text only helps the message of a second run */
+            }
+            *out_fd = fd;
+            remove_stale_tmps(dir);
+            return SK_OK;
+        }
+        close(fd);
+    }
+    return sk_error_set(err, SK_E_IO, "%s: the lock file keeps changing", path);
+}
+
+void sk_out_unlock(const char *output, int fd)
+{
+    if (fd < 0) return;
+    char path[4200];
+    if (!lock_name(output, path, sizeof path))
+        unlink(path); /* ours (created or taken over under the lock): not litter for the user */
+    close(fd);
 }

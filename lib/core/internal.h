@@ -114,6 +114,15 @@ void sk_iov_advance(struct iovec **iov, int *iovcnt, size_t n);
 char *sk_tmp_name(const char *path, sk_error *err);
 /* ".NAME.PID.N.tmp" beside path: unique to this process and call. */
 char *sk_tmp_name_unique(const char *path, sk_error *err);
+/* Takes ".NAME.lock" beside output (a run's manifest: the one file every
+ * pack or shard run owns) with flock, so that two runs writing the same
+ * dataset cannot mix their shards: a second fails at once, naming the
+ * first (the lock file holds "pid N: shardkit WHAT"); --part runs, whose
+ * manifests differ, share a directory freely.  A killed run's lock goes
+ * with its process, and its temporary files (".NAME.PID.N.tmp" of a PID no
+ * longer running) are removed.  *fd is the lock, for sk_out_unlock. */
+int sk_out_lock(const char *output, const char *what, int *fd, sk_error *err);
+void sk_out_unlock(const char *output, int fd);
 /* mkdir -p. */
 int sk_mkdirs(const char *dir, sk_error *err);
 /* The directory part of path: "." when it has none, "/" for the root;

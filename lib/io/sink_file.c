@@ -122,7 +122,7 @@ int sk_sink_file_open(sk_sink **out, const char *path, sk_error *err)
     f->fd = -1;
     f->own_fd = 1;
     f->path = strdup(path);
-    f->tmp = sk_tmp_name(path, err);
+    f->tmp = sk_tmp_name_unique(path, err);
     size_t n = strlen(path) + 5;
     f->index_path = malloc(n);
     if (!f->path || !f->tmp || !f->index_path) {
@@ -134,8 +134,7 @@ int sk_sink_file_open(sk_sink **out, const char *path, sk_error *err)
      * flush on ext4 when the new one replaces it */
     unlink(f->path);
     unlink(f->index_path);
-    unlink(f->tmp);
-    f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (f->fd < 0) {
         int rc = sk_error_set(err, SK_E_IO, "%s: cannot create: %s", f->tmp, strerror(errno));
         file_free(f);

@@ -38,6 +38,36 @@ void sk_pack_options_init_sized(sk_pack_options *o, size_t size)
     sk_options_init(o, size, &defaults, sizeof defaults);
 }
 
+/* The run's lock (sk_out_lock on its manifest); create: make the
+ * directory first, else only lock when it exists.  With images the
+ * resharding half takes it (pack_images.c). */
+static int take_lock(sk_pack *p, int create, sk_error *err)
+{
+    if (p->lock_fd >= 0 || p->stream_fd >= 0 || sk_is_s3_url(p->o.pattern) ||
+        sk_is_s3_url(p->o.manifest) || sk_image_options_active(p->o.images))
+        return SK_OK;
+    if (p->o.manifest) {
+        snprintf(p->lock_path, sizeof p->lock_path, "%s", p->o.manifest);
+    } else {
+        const char *slash = strrchr(p->o.pattern, '/');
+        snprintf(p->lock_path, sizeof p->lock_path, "%.*s%smanifest.json",
+                 slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern, slash ? "/" : "");
+    }
+    char *dir = sk_dir_of(p->lock_path);
+    SK_FAIL_IF(!dir, err, SK_E_NOMEM, "out of memory");
+    struct stat st;
+    int rc = SK_OK;
+    if (stat(dir, &st) != 0) {
+        if (create) rc = sk_mkdirs(dir, err);
+        else {
+            free(dir);
+            return SK_OK;
+        }
+    }
+    free(dir);
+    return rc ? rc : sk_out_lock(p->lock_path, "pack", &p->lock_fd, err);
+}
+
 int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
 {
     sk_pack_options opts_buf;
@@ -50,7 +80,7 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
     sk_pack *p = calloc(1, sizeof *p);
     SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
     p->o = *opts;
-    p->stream_fd = -1;
+    p->stream_fd = p->lock_fd = -1;
     if (!p->o.max_size) p->o.max_size = DEFAULT_MAX_SIZE;
     if (p->o.jobs <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -78,6 +108,13 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
     }
     p->o.pattern = p->part_pattern;
     if (p->part_manifest) p->o.manifest = p->part_manifest;
+    /* one run at a time per dataset, from the start when its directory
+     * exists (before the walk of the inputs, which may take long), else
+     * once sk_pack_run has made it */
+    if ((rc = take_lock(p, 0, err))) {
+        sk_pack_free(p);
+        return rc;
+    }
     *out = p;
     return SK_OK;
 }
@@ -96,6 +133,7 @@ void sk_pack_free(sk_pack *p)
     free(p->part_pattern);
     free(p->part_manifest);
     if (p->inline_fill) sk_pack_dir_cache_release(&p->inline_dc, &p->cat);
+    if (p->lock_fd >= 0) sk_out_unlock(p->lock_path, p->lock_fd);
     sk_catalog_release(&p->cat);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->slot_ready);
@@ -739,6 +777,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     const char *slash = strrchr(p->o.pattern, '/');
     snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern);
     if (mdir[0] && !sk_is_s3_url(mdir) && (rc = sk_mkdirs(mdir, err))) goto cleanup;
+    if ((rc = take_lock(p, 1, err))) goto cleanup;
     if (sk_is_s3_url(p->o.pattern) && p->stream_fd < 0 && /* s3io: aborts a killed run's uploads */
         (rc = sk_sink_s3_prepare(p->cat.s3, p->o.pattern, p->o.start, p->nshards,
                                    p->cat.warn, p->cat.warn_ctx, err)))

@@ -84,6 +84,9 @@ struct sk_pack {
     /* --image-size (pack_images.c): the whole run goes as one tar stream
      * to this descriptor, no index, no manifest; -1 otherwise */
     int stream_fd;
+    /* the run's lock (sk_out_lock on the manifest), from sk_pack_new */
+    int lock_fd;
+    char lock_path[4200];
     /* --jobs 1: the writer fills slots itself (pack.c, fill_inline) */
     int inline_fill;
     struct dir_cache inline_dc;

@@ -1133,9 +1133,9 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
 {
     rs r = {.o = opts, .pattern_tmpl = pattern_tmpl};
     struct samp s = {0};
-    char **in = NULL;
+    char **in = NULL, lockpath[4200] = "";
     size_t nin = 0;
-    int rc = SK_OK;
+    int rc = SK_OK, lock_fd = -1;
     clock_gettime(CLOCK_MONOTONIC, &r.t0);
     r.last = r.t0;
     r.out.zlevel = opts->compress_level;
@@ -1176,6 +1176,11 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
         } else {
             snprintf(r.mpath, sizeof r.mpath, "%s%smanifest.json", r.mdir, r.mdir[0] ? "/" : "");
         }
+        /* one run at a time per dataset (the lock goes with the process) */
+        snprintf(lockpath, sizeof lockpath, "%s", r.mpath);
+        if (!sk_is_s3_url(opts->pattern) && !sk_is_s3_url(r.mpath) &&
+            (rc = sk_out_lock(lockpath, "shard", &lock_fd, err)))
+            goto cleanup;
         char oj[4096];
         r.man = sk_manifest_new();
         if (!r.man || options_json(&r, oj, sizeof oj) || !(r.man->options_json = strdup(oj))) {
@@ -1234,6 +1239,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
 cleanup:
     if (rc && r.open && !r.rix) sk_shard_out_abort(&r.out);
     img_pool_free(r.pool);
+    sk_out_unlock(lockpath, lock_fd);
     if (r.rix) sk_index_close(r.rix);
     sk_shard_out_release(&r.out);
     sk_shuffler_free(r.shuf);

@@ -22,7 +22,7 @@ for jobs in 1 2; do
     run bash -c 'trap "" XFSZ; ulimit -f 100; exec "$@"' sh \
         "$SK_BIN" pack "$T/in" -o "$T/o/s-%03d.tar" --max-count 5 -j $jobs
     [ "$RC" -eq 1 ] || die "expected exit 1, got $RC"
-    assert_contains "$ERR" "$T/o/.s-001.tar.tmp"
+    assert_contains "$ERR" "$T/o/.s-001.tar."
     assert_contains "$ERR" "File too large"
     check_shards "$T/o"
     assert_eq "$SHARDS" 1 "complete shards kept"
@@ -35,7 +35,7 @@ step "ulimit -f 100, one shard: fails on the first shard"
 rm -rf "$T/o"
 run bash -c 'trap "" XFSZ; ulimit -f 100; exec "$@"' sh "$SK_BIN" pack "$T/in" -o "$T/o/s-%03d.tar"
 [ "$RC" -eq 1 ] || die "expected exit 1, got $RC"
-assert_contains "$ERR" "$T/o/.s-000.tar.tmp"
+assert_contains "$ERR" "$T/o/.s-000.tar."
 check_shards "$T/o"
 assert_eq "$SHARDS" 0 "complete shards"
 
