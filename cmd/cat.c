@@ -36,15 +36,16 @@ static const char usage[] =
     "      --skip-errors       report a corrupt shard and go on with the next\n"
     "      --cache-dir DIR     keep s3:// shards here for later epochs\n"
     "      --cache-size SIZE   bound of the cache (default: none)\n"
-    "      --endpoint-url URL  S3 endpoint (default $AWS_ENDPOINT_URL, else AWS)\n"
     "  -h, --help              show this help\n"
+    "S3 (for s3:// shards and manifests):\n"
+    CMD_S3_CLIENT_USAGE
     "\n"
     "Exit status: 0 done, 1 a shard could not be read, 2 usage.\n";
 
 enum {
     OPT_RANK = 256, OPT_WORLD, OPT_WORKER, OPT_NWORKERS, OPT_SHUF_SHARDS, OPT_SHUFFLE, OPT_SEED,
     OPT_EPOCH, OPT_EPOCHS, OPT_PREFETCH, OPT_BUFFER, OPT_MAXSAMPLE, OPT_SKIP, OPT_CACHE,
-    OPT_CACHE_SIZE, OPT_ENDPOINT
+    OPT_CACHE_SIZE
 };
 
 static int small_int(const char *s, int *out)
@@ -61,7 +62,6 @@ int cmd_cat(int argc, char **argv)
         {"buffer", required_argument, NULL, OPT_BUFFER},
         {"cache-dir", required_argument, NULL, OPT_CACHE},
         {"cache-size", required_argument, NULL, OPT_CACHE_SIZE},
-        {"endpoint-url", required_argument, NULL, OPT_ENDPOINT},
         {"epoch", required_argument, NULL, OPT_EPOCH},
         {"epochs", required_argument, NULL, OPT_EPOCHS},
         {"help", no_argument, NULL, 'h'},
@@ -77,10 +77,12 @@ int cmd_cat(int argc, char **argv)
         {"skip-errors", no_argument, NULL, OPT_SKIP},
         {"worker", required_argument, NULL, OPT_WORKER},
         {"world-size", required_argument, NULL, OPT_WORLD},
+        CMD_S3_CLIENT_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     sk_reader_options o;
     sk_reader_options_init(&o);
+    sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
     int keys = 0, c, bad = 0;
     uint64_t epochs = 1, limit = UINT64_MAX, v;
     while ((c = getopt_long(argc, argv, "hkn:", opts, NULL)) != -1) {
@@ -103,8 +105,12 @@ int cmd_cat(int argc, char **argv)
         case OPT_SKIP: o.skip_errors = 1; break;
         case OPT_CACHE: o.cache_dir = optarg; break;
         case OPT_CACHE_SIZE: bad = cmd_parse_size(optarg, &o.cache_size); break;
-        case OPT_ENDPOINT: o.s3_endpoint = optarg; break;
-        default: return cmd_usage_error("cat", usage, "unknown option");
+        default:
+            switch (cmd_s3_option("cat", usage, c, optarg, &s3cfg, NULL)) {
+            case 1: continue;
+            case -1: return SK_EXIT_USAGE;
+            default: return cmd_usage_error("cat", usage, "unknown option");
+            }
         }
         if (bad) return cmd_usage_error("cat", usage, "bad value '%s' for %s", optarg, argv[optind - 1]);
     }
@@ -114,8 +120,15 @@ int cmd_cat(int argc, char **argv)
                                "stdout is a terminal: redirect the tar stream, or use --keys");
     sk_error err = SK_ERROR_INIT;
     sk_reader *r;
-    if (sk_reader_open(&r, (const char *const *)argv + optind, (size_t)(argc - optind), &o, &err))
+    sk_s3 *s3 = NULL;
+    if (cmd_any_s3((const char *const *)argv + optind, (size_t)(argc - optind))) {
+        if (sk_s3_new(&s3, &s3cfg, &err)) return cmd_report("cat", &err);
+        o.s3 = s3;
+    }
+    if (sk_reader_open(&r, (const char *const *)argv + optind, (size_t)(argc - optind), &o, &err)) {
+        sk_s3_free(s3);
         return cmd_report("cat", &err);
+    }
     int rc = SK_OK;
     uint64_t n = 0;
     for (uint64_t e = 0; !rc && e < epochs && n < limit; e++) {
@@ -136,5 +149,6 @@ int cmd_cat(int argc, char **argv)
     }
     if (!rc && !keys) rc = sk_reader_write_tar_end(STDOUT_FILENO, "stdout", &err);
     sk_reader_close(r);
+    sk_s3_free(s3);
     return rc ? cmd_report("cat", &err) : SK_EXIT_OK;
 }

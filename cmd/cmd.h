@@ -38,18 +38,24 @@ void cmd_check_zst_pattern(const char *tool, const char *pattern, int level);
  * verify): rows for a getopt table, usage lines, and one parser, so that
  * every tool spells and checks them alike. */
 enum { CMD_OPT_ENDPOINT = 900, CMD_OPT_REGION, CMD_OPT_PROFILE, CMD_OPT_MAX_ATTEMPTS,
-       CMD_OPT_PART_SIZE };
+       CMD_OPT_PART_SIZE, CMD_OPT_READ_TIMEOUT, CMD_OPT_LOW_SPEED };
 #define CMD_S3_CLIENT_OPTIONS                                          \
     {"endpoint-url", required_argument, NULL, CMD_OPT_ENDPOINT},       \
     {"region", required_argument, NULL, CMD_OPT_REGION},               \
     {"profile", required_argument, NULL, CMD_OPT_PROFILE},             \
-    {"max-attempts", required_argument, NULL, CMD_OPT_MAX_ATTEMPTS}
+    {"max-attempts", required_argument, NULL, CMD_OPT_MAX_ATTEMPTS},   \
+    {"read-timeout", required_argument, NULL, CMD_OPT_READ_TIMEOUT},   \
+    {"low-speed-limit", required_argument, NULL, CMD_OPT_LOW_SPEED}
 #define CMD_S3_PART_SIZE_OPTION {"part-size", required_argument, NULL, CMD_OPT_PART_SIZE}
 #define CMD_S3_CLIENT_USAGE                                                                   \
     "      --endpoint-url URL   S3-compatible endpoint (default AWS_ENDPOINT_URL, else AWS)\n" \
     "      --region NAME        region (default AWS_REGION, profile, us-east-1)\n"            \
     "      --profile NAME       credentials/config profile (default AWS_PROFILE)\n"           \
-    "      --max-attempts N     tries per request, first included (default 8)\n"
+    "      --max-attempts N     tries per request, first included (default\n"              \
+    "                           AWS_MAX_ATTEMPTS, the profile's max_attempts, else 8)\n"   \
+    "      --read-timeout S     seconds a transfer may stay under --low-speed-limit\n"     \
+    "                           before it is retried (default 30)\n"                       \
+    "      --low-speed-limit B  bytes per second a transfer must keep up (default 1024)\n"
 #define CMD_S3_PART_SIZE_USAGE \
     "      --part-size SIZE     multipart part size of shard uploads (default 8MiB)\n"
 /* 1: c is one of those options, taken into cfg (and *part_size, which may

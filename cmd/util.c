@@ -131,6 +131,16 @@ int cmd_s3_option(const char *tool, const char *usage, int c, const char *arg, s
             return cmd_usage_error(tool, usage, "--max-attempts '%s': want 1..100", arg), -1;
         cfg->max_attempts = (int)v;
         return 1;
+    case CMD_OPT_READ_TIMEOUT:
+        if (cmd_parse_u64(arg, &v) || !v || v > 3600)
+            return cmd_usage_error(tool, usage, "--read-timeout '%s': want 1..3600 seconds", arg), -1;
+        cfg->read_timeout = (int)v;
+        return 1;
+    case CMD_OPT_LOW_SPEED:
+        if (cmd_parse_size(arg, &v) || !v || v > (1ull << 30))
+            return cmd_usage_error(tool, usage, "--low-speed-limit '%s': want bytes per second, 1..1G", arg), -1;
+        cfg->low_speed_limit = (long)v;
+        return 1;
     case CMD_OPT_PART_SIZE:
         if (!part_size) return 0;
         if (cmd_parse_size(arg, part_size) || *part_size < (5u << 20) || *part_size > (5ull << 30))

@@ -478,8 +478,9 @@ typedef struct sk_creds {
     char *access_key, *secret_key, *token; /* token NULL when none */
     char *region;                          /* the profile's region, or NULL */
     char source[64];                       /* "environment", "shared credentials file"... */
+    int max_attempts;                      /* the profile's max_attempts, or 0 */
 } sk_creds;
-#define SK_CREDS_INIT {NULL, NULL, NULL, NULL, {0}}
+#define SK_CREDS_INIT {NULL, NULL, NULL, NULL, {0}, 0}
 /* Resolves credentials for profile (NULL: AWS_PROFILE, else "default").  An
  * explicit profile skips the environment variables, as the aws cli does.
  * SK_E_NOTFOUND when no source has any. */
@@ -495,17 +496,21 @@ typedef struct sk_s3_config {
     int path_style;           /* 1 path style, 0 virtual-hosted, -1 auto (path style
                                  for custom endpoints, virtual-hosted for AWS) */
     int concurrency;          /* requests in flight (default 16) */
-    int max_attempts;         /* tries per request, including the first (default 8) */
-    int read_timeout;         /* seconds without progress before a retry (default 30) */
+    int max_attempts;         /* tries per request, including the first; 0: AWS_MAX_ATTEMPTS,
+                                 else the profile's max_attempts, else 8 */
+    int read_timeout;         /* the low-speed window in seconds (default 30): a transfer
+                                 slower than low_speed_limit over it is retried */
     int sign_payload;         /* 1: SHA-256 of bodies in the signature (slow) */
     int verbose;              /* 1: one line per request on stderr (never secrets) */
+    long low_speed_limit;     /* bytes per second a transfer must keep up over
+                                 read_timeout (default 1024; docs/s3.md) */
 } sk_s3_config;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_s3_config_init_sized(sk_s3_config *o, size_t size);
 #define sk_s3_config_init(o) sk_s3_config_init_sized((o), sizeof *(o))
 #define SK_S3_CONFIG_INIT                                                                 \
     {.struct_size = sizeof(sk_s3_config), .path_style = -1, .concurrency = 16,            \
-     .max_attempts = 8, .read_timeout = 30}
+     .max_attempts = 0, .read_timeout = 30, .low_speed_limit = 1024}
 
 typedef struct sk_s3 sk_s3;
 /* Creates a client and starts its engine thread. */
@@ -524,7 +529,7 @@ typedef struct sk_s3_object {
     uint64_t size;
     char etag[80];       /* with its quotes removed */
     char crc32c[24];     /* x-amz-checksum-crc32c as returned (base64, may end "-N"), or "" */
-    char key[1024];      /* in listings */
+    char key[1025];      /* in listings: S3 keys are at most 1024 bytes */
 } sk_s3_object;
 
 /* HEAD: size, ETag and the CRC32C checksum when the server keeps one.
@@ -707,6 +712,8 @@ typedef struct sk_reader_options {
     void *warn_ctx;
     const char *s3_endpoint; /* for s3:// shards; NULL: as sk_s3_config says
                                 (AWS_ENDPOINT_URL, else AWS) */
+    sk_s3 *s3;               /* the caller's client for s3:// shards (all of its
+                                settings); NULL: one made from s3_endpoint */
 } sk_reader_options;
 /* Defaults: every field as documented above, struct_size included. */
 SK_API void sk_reader_options_init_sized(sk_reader_options *o, size_t size);

@@ -26,6 +26,10 @@ int sk_sink_s3_prepare(sk_s3 *s3, const char *pattern, uint64_t start, size_t ns
                        void (*warn)(void *, const char *), void *warn_ctx, sk_error *err);
 /* -------------------------------------------------------- store_s3.c */
 
+/* The most a manifest or an index object read from S3 may hold. */
+#define SK_S3_MANIFEST_MAX ((size_t)64 << 20)
+#define SK_S3_INDEX_MAX ((size_t)1 << 30)
+
 /* --resume: 1 when the shard object and its index object ("URL.idx")
  * exist, the index is sound and not empty, records the object's size, and
  * the object's CRC32C equals the recorded one; *out is then the index. */

@@ -8,15 +8,35 @@
 
 #include <stdlib.h>
 
+/* An object read whole into memory stops at a cap: a server that sends an
+ * endless body (or a huge object under a manifest's name) gets an error,
+ * not all of our memory.  The caps are documented in docs/s3.md. */
+struct capped {
+    sk_s3_buf *buf;
+    size_t max;
+    int over;
+};
+
 static int buf_sink(void *ud, const void *data, size_t len)
 {
-    return sk_s3_buf_add(ud, data, len) ? 1 : 0;
+    struct capped *c = ud;
+    if (c->buf->len + len > c->max) {
+        c->over = 1;
+        return 1; /* stops the transfer */
+    }
+    return sk_s3_buf_add(c->buf, data, len) ? 1 : 0;
 }
 
-static int get_object(sk_s3 *s3, const char *bucket, const char *key, sk_s3_buf *out, sk_error *err)
+static int get_object(sk_s3 *s3, const char *bucket, const char *key, sk_s3_buf *out, size_t max,
+                      const char *what, sk_error *err)
 {
+    struct capped c = {out, max, 0};
     out->len = 0;
-    return sk_s3_get_cb(s3, bucket, key, 0, 0, buf_sink, out, err);
+    int rc = sk_s3_get_cb(s3, bucket, key, 0, 0, buf_sink, &c, err);
+    if (c.over)
+        rc = sk_error_set(err, SK_E_CORRUPT, "s3://%s/%s: a %s is at most %zu MiB; this one is "
+                          "bigger (or its body does not end)", bucket, key, what, max >> 20);
+    return rc;
 }
 
 static int crc_sink(void *ud, const void *data, size_t len)
@@ -32,7 +52,7 @@ int sk_s3_load_index(sk_s3 *s3, const char *url, sk_index **out, sk_error *err)
     sk_s3_buf blob = {0};
     SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: no S3 client", url);
     SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
-    int rc = get_object(s3, bucket, key, &blob, err);
+    int rc = get_object(s3, bucket, key, &blob, SK_S3_INDEX_MAX, "shard index", err);
     if (!rc && !blob.p && !(blob.p = malloc(1))) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
     if (!rc) { /* the index keeps the bytes */
         rc = sk_index_adopt(out, blob.p, blob.len, url, err);
@@ -109,7 +129,7 @@ int sk_s3_load_manifest(sk_s3 *s3, const char *url, sk_manifest **m, sk_error *e
     sk_s3_buf text = {0};
     SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: no S3 client", url);
     SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
-    int rc = get_object(s3, bucket, key, &text, err);
+    int rc = get_object(s3, bucket, key, &text, SK_S3_MANIFEST_MAX, "manifest", err);
     if (!rc) rc = sk_manifest_parse(m, text.p ? text.p : "", text.len, url, err);
     sk_s3_buf_free(&text);
     free(bucket), free(key);

@@ -91,6 +91,7 @@ struct cursor {
 struct sk_reader {
     sk_reader_options o;
     char *cache_dir, *s3_endpoint;
+    int s3_borrowed; /* r->s3 is the caller's (sk_reader_options.s3) */
     sk_s3 *s3; /* one client for every s3:// shard, made when the list has one */
     struct shard_ent *sh;
     size_t nsh, cap_sh;
@@ -176,6 +177,11 @@ static char *join(const char *dir, const char *rel)
 static int need_s3(sk_reader *r, sk_error *err)
 {
     if (r->s3) return SK_OK;
+    if (r->o.s3) { /* the caller's, with all its settings; theirs to free */
+        r->s3 = r->o.s3;
+        r->s3_borrowed = 1;
+        return SK_OK;
+    }
     sk_s3_config cfg = SK_S3_CONFIG_INIT;
     cfg.endpoint_url = r->s3_endpoint;
     return sk_s3_new(&r->s3, &cfg, err);
@@ -849,7 +855,7 @@ void sk_reader_close(sk_reader *r)
     free(r->buf);
     free(r->cache_dir);
     free(r->s3_endpoint);
-    sk_s3_free(r->s3);
+    if (!r->s3_borrowed) sk_s3_free(r->s3);
     free(r);
 }
 

@@ -60,6 +60,7 @@ static char *trim(char *s)
 /* Values of one section of an ini file; the keys we know. */
 typedef struct ini_vals {
     char ak[256], sk[256], tok[4096], region[64];
+    int max_attempts;
     int found; /* the section exists */
 } ini_vals;
 
@@ -87,6 +88,11 @@ static void ini_read(const char *path, const char *section, ini_vals *v)
         else if (!strcmp(k, "aws_secret_access_key")) snprintf(v->sk, sizeof v->sk, "%s", val);
         else if (!strcmp(k, "aws_session_token")) snprintf(v->tok, sizeof v->tok, "%s", val);
         else if (!strcmp(k, "region")) snprintf(v->region, sizeof v->region, "%s", val);
+        else if (!strcmp(k, "max_attempts")) { /* the aws cli's retry setting */
+            char *end;
+            long n = strtol(val, &end, 10);
+            if (!*end && n >= 1 && n <= 100) v->max_attempts = (int)n;
+        }
     }
     fclose(f);
 }
@@ -241,6 +247,7 @@ int sk_creds_load_exp(sk_creds *out, const char *profile, int64_t *expires, sk_e
     else snprintf(sect, sizeof sect, "profile %s", profile);
     ini_read(conf_path, sect, &fv);
     if (fv.region[0]) out->region = strdup(fv.region);
+    out->max_attempts = fv.max_attempts;
 
     int rc;
     const char *ak = getenv("AWS_ACCESS_KEY_ID"), *sk = getenv("AWS_SECRET_ACCESS_KEY");

@@ -318,8 +318,10 @@ static int start(sk_s3 *s3, sk_s3_req *r)
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-    /* A stalled transfer (no byte for read_timeout seconds) fails and is retried. */
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    /* A transfer slower than low_speed_limit bytes/s over read_timeout
+     * seconds (a stall, or a server dripping a few bytes a second) fails
+     * and is retried, within max_attempts: no request lives forever. */
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, s3->low_speed_limit);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)s3->read_timeout);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
@@ -429,7 +431,11 @@ static int classify(sk_s3 *s3, sk_s3_req *r, CURLcode cc)
     sk_s3_xml_error(r->resp.p, r->resp.len, code, sizeof code, msg, sizeof msg);
     if (!code[0] && r->status == 404) snprintf(code, sizeof code, "%s", r->key && *r->key ? "NoSuchKey" : "NoSuchBucket");
     if (!code[0] && r->status == 403) snprintf(code, sizeof code, "AccessDenied");
-    int retry = r->status >= 500 || r->status == 429 || retryable_code(code);
+    /* 5xx but 501 (Not Implemented) and 505 (HTTP Version Not Supported),
+     * which answer the same way every time; 408, 429; S3's throttling and
+     * timeout codes */
+    int retry = (r->status >= 500 && r->status != 501 && r->status != 505) || r->status == 408 ||
+                r->status == 429 || retryable_code(code);
     const char *why = explain(code);
     int kind = r->status == 404 ? SK_E_NOTFOUND : SK_E_REMOTE;
     if (r->bucket && !strcmp(code, "NoSuchBucket"))
@@ -738,8 +744,8 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
     sk_s3 *s3 = calloc(1, sizeof *s3);
     SK_FAIL_IF(!s3, err, SK_E_NOMEM, "out of memory");
     s3->concurrency = cfg->concurrency > 0 ? cfg->concurrency : 16;
-    s3->max_attempts = cfg->max_attempts > 0 ? cfg->max_attempts : 8;
     s3->read_timeout = cfg->read_timeout > 0 ? cfg->read_timeout : 30;
+    s3->low_speed_limit = cfg->low_speed_limit > 0 ? cfg->low_speed_limit : 1024;
     s3->sign_payload = cfg->sign_payload;
     s3->verbose = cfg->verbose;
     s3->rng = (unsigned)sk_s3_now_ms() ^ (unsigned)(uintptr_t)s3;
@@ -748,6 +754,19 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
 
     int rc = sk_creds_provider_init(&s3->creds, cfg->creds, cfg->profile, cfg->verbose, err);
     if (rc) goto fail;
+    /* tries per request, as the aws cli takes them: the option, then
+     * AWS_MAX_ATTEMPTS, then the profile's max_attempts, then 8 */
+    const char *ma = getenv("AWS_MAX_ATTEMPTS");
+    char *ma_end = NULL;
+    long ma_n = ma && *ma ? strtol(ma, &ma_end, 10) : 0;
+    if (ma && *ma && (*ma_end || ma_n < 1 || ma_n > 100)) {
+        rc = sk_error_set(err, SK_E_USAGE, "AWS_MAX_ATTEMPTS=%s: want 1..100", ma);
+        goto fail;
+    }
+    s3->max_attempts = cfg->max_attempts > 0 ? cfg->max_attempts
+                       : ma_n > 0            ? (int)ma_n
+                       : s3->creds.cur.max_attempts > 0 ? s3->creds.cur.max_attempts
+                                                         : 8;
 
     const char *region = cfg->region;
     if (!region || !*region) region = getenv("AWS_REGION");

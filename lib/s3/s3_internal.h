@@ -150,6 +150,7 @@ struct sk_s3 {
     char region[64];
     int path_style;
     int concurrency, max_attempts, read_timeout, sign_payload, verbose;
+    long low_speed_limit; /* bytes/s over read_timeout seconds, or the transfer is retried */
     sk_creds_provider creds;
     /* engine */
     CURLM *multi;

@@ -141,9 +141,28 @@ int sk_s3_abort_upload(sk_s3 *s3, const char *bucket, const char *key, const cha
 
 /* ------------------------------------------------------------ listings */
 
+/* A listing goes on while the server says it is truncated and hands a
+ * token for the next page.  A server that repeats a token (a bug, or a
+ * hostile endpoint) would keep us asking forever: every token is
+ * remembered (its hash) and a repeat ends the listing with an error. */
+static int page_guard(uint64_t **seen, size_t *n, size_t *cap, const char *a, const char *b,
+                      const char *what, sk_error *err)
+{
+    uint64_t h = sk_fnv1a64(a, strlen(a)) ^ (sk_fnv1a64(b, strlen(b)) * 31);
+    for (size_t i = 0; i < *n; i++)
+        SK_FAIL_IF((*seen)[i] == h, err, SK_E_REMOTE,
+                   "%s: the listing repeats its continuation token after %zu pages: the server "
+                   "is looping", what, *n);
+    SK_GUARD(sk_grow((void **)seen, cap, *n + 1, sizeof **seen, err));
+    (*seen)[(*n)++] = h;
+    return SK_OK;
+}
+
 typedef struct list_state {
     sk_s3_object obj;
-    int in_item, truncated, stop;
+    int in_item, truncated, stop, long_key;
+    uint64_t *seen; /* FNV-1a of every page's continuation token(s) */
+    size_t nseen, capseen;
     char token[1024], marker2[1024];
     sk_s3_list_fn fn;
     sk_s3_uploads_fn ufn;
@@ -162,8 +181,10 @@ static void objects_cb(void *ud, int end, const char *name, const char *text)
         return;
     }
     if (s->in_item) {
-        if (!strcmp(name, "Key")) snprintf(s->obj.key, sizeof s->obj.key, "%s", text);
-        else if (!strcmp(name, "Size")) s->obj.size = strtoull(text, NULL, 10);
+        if (!strcmp(name, "Key")) {
+            if (strlen(text) >= sizeof s->obj.key) s->long_key = 1; /* not an S3 key: refused */
+            snprintf(s->obj.key, sizeof s->obj.key, "%s", text);
+        } else if (!strcmp(name, "Size")) s->obj.size = strtoull(text, NULL, 10);
         else if (!strcmp(name, "ETag")) snprintf(s->obj.etag, sizeof s->obj.etag, "%s", text[0] == '"' ? text + 1 : text);
         else if (!strcmp(name, "ChecksumCRC32C")) snprintf(s->obj.crc32c, sizeof s->obj.crc32c, "%s", text);
         else if (!strcmp(name, "Contents")) {
@@ -195,8 +216,19 @@ int sk_s3_list(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_list_fn 
         if (!rc) rc = sk_s3_xml_parse(r.resp.p, r.resp.len, objects_cb, &s, err);
         else copy_err(err, &r);
         sk_s3_buf_free(&r.resp);
-        if (rc) return rc;
-        if (s.stop || !s.truncated || !s.token[0]) return 0;
+        if (!rc && s.long_key)
+            rc = sk_error_set(err, SK_E_REMOTE, "s3://%s/%s: the listing holds a key longer than "
+                              "1024 bytes", bucket, prefix ? prefix : "");
+        if (!rc && !s.stop && s.truncated && s.token[0])
+        {
+            char what[1300];
+            snprintf(what, sizeof what, "s3://%s/%s", bucket, prefix ? prefix : "");
+            rc = page_guard(&s.seen, &s.nseen, &s.capseen, s.token, "", what, err);
+        }
+        if (rc || s.stop || !s.truncated || !s.token[0]) {
+            free(s.seen);
+            return rc;
+        }
     }
 }
 
@@ -239,8 +271,16 @@ int sk_s3_list_uploads(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_
         if (!rc) rc = sk_s3_xml_parse(r.resp.p, r.resp.len, uploads_cb, &s, err);
         else copy_err(err, &r);
         sk_s3_buf_free(&r.resp);
-        if (rc) return rc;
-        if (s.stop || !s.truncated || !s.token[0]) return 0;
+        if (!rc && !s.stop && s.truncated && s.token[0])
+        {
+            char what[1300];
+            snprintf(what, sizeof what, "s3://%s/%s (unfinished uploads)", bucket, prefix ? prefix : "");
+            rc = page_guard(&s.seen, &s.nseen, &s.capseen, s.token, s.marker2, what, err);
+        }
+        if (rc || s.stop || !s.truncated || !s.token[0]) {
+            free(s.seen);
+            return rc;
+        }
     }
 }
 
@@ -301,8 +341,15 @@ int sk_s3_mpu_list_parts(sk_s3 *s3, const char *bucket, const char *key, const c
         else copy_err(err, &r);
         sk_s3_buf_free(&r.resp);
         if (!rc && s.nomem) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        if (!rc && s.truncated && s.token[0])
+        {
+            char what[1300];
+            snprintf(what, sizeof what, "s3://%s/%s (parts)", bucket, key);
+            rc = page_guard(&s.seen, &s.nseen, &s.capseen, s.token, "", what, err);
+        }
         if (rc || !s.truncated || !s.token[0]) break;
     }
+    free(s.seen);
     if (rc) {
         free(s.parts);
         return rc;
