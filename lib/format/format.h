@@ -32,6 +32,13 @@ int sk_index_add_sample_members(sk_index_builder *b, const char *key, size_t key
                                 uint64_t stored_span, const sk_index_member_in *m, size_t n,
                                 sk_error *err);
 
+/* manifest.c: the path or URL of a shard (or index) a manifest names:
+ * relative URLs are under the manifest's directory; a local manifest may
+ * also name absolute paths and URLs; a manifest read from s3:// only
+ * s3:// URLs and safe relative paths (never a local file).  *out: caller
+ * frees. */
+int sk_manifest_resolve(const char *manifest, const char *url, char **out, sk_error *err);
+
 /* naming.c: the number n for which pattern gives name (the inverse of
  * sk_shard_name); 0 when name is not one of pattern's. */
 int sk_shard_number(const char *pattern, const char *name, uint64_t *n);

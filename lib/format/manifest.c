@@ -273,3 +273,35 @@ int sk_manifest_load(sk_manifest **out, const char *path, sk_error *err)
     free(buf);
     return rc;
 }
+
+int sk_manifest_resolve(const char *manifest, const char *url, char **out, sk_error *err)
+{
+    *out = NULL;
+    const char *slash = strrchr(manifest, '/');
+    size_t dl = slash ? (size_t)(slash - manifest) : 0;
+    if (sk_is_s3_url(manifest)) {
+        /* a manifest from a bucket is someone else's bytes: it may name
+         * objects (s3:// URLs, or paths under its own prefix), never a
+         * file on this machine */
+        if (sk_is_s3_url(url)) return (*out = strdup(url)) ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
+        char what[64];
+        snprintf(what, sizeof what, "shard URL");
+        if (url[0] == '/' || strstr(url, "://"))
+            return sk_error_set(err, SK_E_CORRUPT, "%s: a manifest in S3 names '%s': only s3:// URLs "
+                                "and paths under its own prefix are read from it", manifest, url);
+        int rc = sk_name_check(url, strlen(url), what, err);
+        if (rc) {
+            char why[SK_ERROR_MAX];
+            snprintf(why, sizeof why, "%s", err->msg);
+            return sk_error_set(err, rc, "%s: %s", manifest, why);
+        }
+    } else if (url[0] == '/' || strstr(url, "://") || !dl) {
+        /* a local manifest is the user's own: absolute paths and URLs stand */
+        return (*out = strdup(url)) ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    if (asprintf(out, "%.*s/%s", (int)dl, manifest, url) < 0) {
+        *out = NULL;
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    return SK_OK;
+}

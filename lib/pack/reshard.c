@@ -1013,14 +1013,10 @@ static int expand_inputs(sk_s3 *s3, const char *const *in, size_t n, char ***out
                 if ((rc = sk_is_s3_url(ex[j]) ? sk_s3_load_manifest(s3, ex[j], &m, err)
                                               : sk_manifest_load(&m, ex[j], err)))
                     break;
-                const char *sl = strrchr(ex[j], '/');
-                int dl = sl ? (int)(sl - ex[j]) : 0;
                 for (size_t s = 0; s < m->nshards && !rc; s++) {
                     if ((rc = sk_grow((void **)&list, &cap, cnt + 2, sizeof *list, err))) break;
-                    const char *u = m->shards[s].url;
-                    if (u[0] == '/' || !dl || strstr(u, "://")) list[cnt] = strdup(u);
-                    else if (asprintf(&list[cnt], "%.*s/%s", dl, ex[j], u) < 0) list[cnt] = NULL;
-                    if (!list[cnt++]) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+                    list[cnt] = NULL;
+                    if (!(rc = sk_manifest_resolve(ex[j], m->shards[s].url, &list[cnt], err))) cnt++;
                 }
                 sk_manifest_free(m);
             } else {

@@ -164,15 +164,6 @@ static int is_zstd_name(const char *n)
     return (len > 4 && !strcmp(n + len - 4, ".zst")) || (len > 5 && !strcmp(n + len - 5, ".tzst"));
 }
 
-/* dir/rel unless rel is absolute or a URL. */
-static char *join(const char *dir, const char *rel)
-{
-    char *out;
-    if (rel[0] == '/' || strstr(rel, "://") || !dir[0]) return strdup(rel);
-    if (asprintf(&out, "%s/%s", dir, rel) < 0) return NULL;
-    return out;
-}
-
 /* One S3 client for the whole list, made when the first s3:// URL needs it. */
 static int need_s3(sk_reader *r, sk_error *err)
 {
@@ -195,18 +186,15 @@ static int add_manifest(sk_reader *r, const char *path, sk_error *err)
         SK_GUARD(sk_s3_load_manifest(r->s3, path, &m, err));
     }
     else SK_GUARD(sk_manifest_load(&m, path, err));
-    const char *sl = strrchr(path, '/');
-    char *dir = sl ? strndup(path, (size_t)(sl - path) + (sl == path)) : strdup("");
-    int rc = dir ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
+    int rc = SK_OK;
     for (size_t i = 0; !rc && i < m->nshards; i++) {
-        char *u = join(dir, m->shards[i].url);
-        char *ix = m->shards[i].index_url ? join(dir, m->shards[i].index_url) : NULL;
-        if (!u || (m->shards[i].index_url && !ix)) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-        else rc = add_shard(r, u, ix, (int64_t)m->shards[i].samples, err);
+        char *u = NULL, *ix = NULL;
+        rc = sk_manifest_resolve(path, m->shards[i].url, &u, err);
+        if (!rc && m->shards[i].index_url) rc = sk_manifest_resolve(path, m->shards[i].index_url, &ix, err);
+        if (!rc) rc = add_shard(r, u, ix, (int64_t)m->shards[i].samples, err);
         free(u);
         free(ix);
     }
-    free(dir);
     sk_manifest_free(m);
     return rc;
 }

@@ -129,27 +129,18 @@ static int add_shard(sk_dataset *ds, const char *path, const char *index_path, s
     return SK_OK;
 }
 
-/* dir + "/" + rel, unless rel is absolute or a URL. */
-static char *join(const char *dir, const char *rel)
-{
-    char *out;
-    if (rel[0] == '/' || strstr(rel, "://") || !dir[0]) return strdup(rel);
-    if (asprintf(&out, "%s/%s", dir, rel) < 0) return NULL;
-    return out;
-}
-
 static int open_manifest(sk_dataset *ds, const char *path, sk_error *err)
 {
     sk_manifest *m;
     SK_GUARD(sk_is_s3_url(path) ? sk_s3_load_manifest(ds->s3, path, &m, err)
                                 : sk_manifest_load(&m, path, err));
-    char *dir = sk_dir_of(path);
-    int rc = dir ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
+    int rc = SK_OK;
     for (size_t i = 0; !rc && i < m->nshards; i++) {
         const sk_manifest_shard *ms = &m->shards[i];
-        char *sp = join(dir, ms->url), *ip = ms->index_url ? join(dir, ms->index_url) : NULL;
-        if (!sp || (ms->index_url && !ip)) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-        else if (!(rc = add_shard(ds, sp, ip, err))) {
+        char *sp = NULL, *ip = NULL;
+        rc = sk_manifest_resolve(path, ms->url, &sp, err);
+        if (!rc && ms->index_url) rc = sk_manifest_resolve(path, ms->index_url, &ip, err);
+        if (!rc && !(rc = add_shard(ds, sp, ip, err))) {
             struct shard *s = &ds->s[ds->n - 1];
             s->first_ordinal = ms->first_ordinal;
             s->samples = ms->samples;
@@ -160,7 +151,6 @@ static int open_manifest(sk_dataset *ds, const char *path, sk_error *err)
         free(sp);
         free(ip);
     }
-    free(dir);
     sk_manifest_free(m);
     if (!rc) ds->counted = 1;
     return rc;

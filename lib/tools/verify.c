@@ -743,14 +743,10 @@ static int verify_manifest(vstate *v, const char *path, sk_error *err)
         *err = me;
         return rc;
     }
-    const char *sl = strrchr(path, '/');
-    int dl = sl ? (int)(sl - path) : 0;
     for (size_t i = 0; i < m->nshards && !rc; i++) {
         const sk_manifest_shard *ms = &m->shards[i];
         char *p = NULL;
-        if (ms->url[0] == '/' || !dl || strstr(ms->url, "://")) p = strdup(ms->url);
-        else if (asprintf(&p, "%.*s/%s", dl, path, ms->url) < 0) p = NULL;
-        if (!p) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); break; }
+        if ((rc = sk_manifest_resolve(path, ms->url, &p, err))) break;
         struct expect ex = {1, ms->bytes, ms->samples, ms->crc32c, path};
         rc = verify_shard(v, p, &ex, err);
         free(p);
