@@ -69,6 +69,10 @@ typedef struct sk_tar_entry {
 
 /* Read member data and fill sk_tar_entry.crc32c (else data is skipped). */
 #define SK_TAR_CRC 1u
+/* GNU tar's --ignore-zeros: end-of-archive blocks do not end the walk, the
+ * end of the stream does, so archives written back to back into one
+ * stream (`cat a.tar b.tar`, a SageMaker Pipe channel) are read whole. */
+#define SK_TAR_IGNORE_ZEROS 2u
 
 typedef struct sk_tar_reader {
     sk_tar_src src;

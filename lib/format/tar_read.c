@@ -354,6 +354,10 @@ int sk_tar_next(sk_tar_reader *r, sk_tar_entry *e, sk_error *err)
                                   r->src.name, (unsigned long long)first);
                 goto out;
             }
+            if (r->flags & SK_TAR_IGNORE_ZEROS) { /* archives back to back: read on */
+                r->pos = first = at + SK_TAR_BLOCK;
+                continue;
+            }
             e->end = 1;
             goto out;
         }

@@ -158,6 +158,18 @@ static int is_shard_name(const char *n)
            (len > 8 && !strcmp(n + len - 8, ".tar.zst"));
 }
 
+/* .tar.gz and the other filters libarchive reads (as index and get do). */
+static int is_filtered_name(const char *n)
+{
+    static const char *const ends[] = {".gz", ".tgz", ".bz2", ".tbz2", ".xz", ".txz"};
+    size_t len = strlen(n);
+    for (size_t i = 0; i < sizeof ends / sizeof *ends; i++) {
+        size_t k = strlen(ends[i]);
+        if (len > k && !strcmp(n + len - k, ends[i])) return 1;
+    }
+    return 0;
+}
+
 static int is_zstd_name(const char *n)
 {
     size_t len = strlen(n);
@@ -287,7 +299,12 @@ static void cursor_begin(struct cursor *c, sk_reader_stream *st, size_t shard, c
     c->shard = shard;
     c->url = url;
     sk_tar_src src = {.ctx = c, .read_at = cur_read_at, .size = UINT64_MAX, .name = url};
-    sk_tar_reader_init(&c->tr, &src, 0);
+    /* a stream (stdin, a FIFO, a character device) may carry several
+     * shards back to back: read them all, as GNU tar --ignore-zeros does */
+    struct stat sb;
+    int stream = !strcmp(url, "-") || (!sk_reader_is_remote(url) && stat(url, &sb) == 0 &&
+                                        !S_ISREG(sb.st_mode));
+    sk_tar_reader_init(&c->tr, &src, stream ? SK_TAR_IGNORE_ZEROS : 0);
     c->tr.pos = pos;
     c->tr_init = 1;
     c->done = 0;
@@ -537,6 +554,7 @@ static int open_stream(sk_reader *r, size_t s, const struct start *at, sk_reader
         .raw_offset = at->raw,
         .tar_base = at->tar,
         .zstd = is_zstd_name(r->sh[s].url),
+        .filtered = is_filtered_name(r->sh[s].url),
         .buffer_size = r->o.buffer_size,
         .max_window = r->o.max_sample + 2 * SK_TAR_HEADER_MAX,
         .s3 = r->s3,
@@ -732,6 +750,15 @@ static int pull(sk_reader *r, const sk_reader_sample **v, sk_error *err)
         sk_error e = SK_ERROR_INIT;
         if (!r->opened) rc = position(r, r->pos, 0, &e);
         if (!rc && r->cur.st) rc = cursor_next(&r->cur, &got, &e);
+        /* the shard ended: as many samples as its manifest or index
+         * promised, or it was cut short (a shard shortened at a sample
+         * boundary is a valid tar; only the count tells) */
+        const struct shard_ent *sh = &r->sh[r->order[r->pos]];
+        if (!rc && !got && r->cur.st && sh->samples >= 0 && r->cur.ordinal != (uint64_t)sh->samples)
+            rc = sk_error_set(&e, SK_E_CORRUPT, "%s: %llu samples, where its %s promises %lld: the shard "
+                              "is truncated or not the one indexed", sh->url,
+                              (unsigned long long)r->cur.ordinal, sh->index ? "index" : "manifest",
+                              (long long)sh->samples);
         if (rc) {
             if (!r->o.skip_errors || !skippable(rc)) {
                 if (err) *err = e;

@@ -25,6 +25,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <archive.h>
+#include <archive_entry.h>
 #include <zstd.h>
 
 /* ------------------------------------------------------------------ source */
@@ -66,7 +68,8 @@ static void file_close(void *ctx)
 
 static int file_open(src *s, const char *url, uint64_t off, sk_error *err)
 {
-    int fd = open(url, O_RDONLY | O_CLOEXEC);
+    /* "-" is standard input (a duplicate, so closing it leaves fd 0) */
+    int fd = !strcmp(url, "-") ? fcntl(0, F_DUPFD_CLOEXEC, 3) : open(url, O_RDONLY | O_CLOEXEC);
     SK_FAIL_IF(fd < 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s", url,
                strerror(errno));
     /* The kernel reads ahead harder for a file declared sequential. */
@@ -393,6 +396,9 @@ struct sk_reader_stream {
     /* producer-only */
     src s;
     ZSTD_DStream *zd;
+    struct archive *la; /* o.filtered: libarchive's raw format over the filter */
+    int la_rc;          /* the source's error, seen from la's read callback */
+    sk_error la_err;
     unsigned char *zin;
     ZSTD_inBuffer in;
     uint64_t raw_pos; /* stored offset of in.src's end, for messages */
@@ -400,9 +406,46 @@ struct sk_reader_stream {
 };
 
 /* Produces up to n bytes at dst: a plain read, or decompression. */
+static la_ssize_t la_read(struct archive *a, void *ctx, const void **buf)
+{
+    sk_reader_stream *st = ctx;
+    size_t k = 0;
+    (void)a;
+    if ((st->la_rc = st->s.read(st->s.ctx, st->zin, ZIN, &k, &st->la_err))) return -1;
+    st->raw_pos += k;
+    *buf = st->zin;
+    return (la_ssize_t)k;
+}
+
+/* gzip, bzip2 or xz through libarchive: its raw format hands the filter's
+ * output over as one member's data. */
+static int la_start(sk_reader_stream *st, sk_error *err)
+{
+    struct archive_entry *ae;
+    SK_FAIL_IF(!(st->la = archive_read_new()), err, SK_E_NOMEM, "out of memory");
+    archive_read_support_filter_all(st->la);
+    archive_read_support_format_raw(st->la);
+    if (archive_read_open(st->la, st, NULL, la_read, NULL) != ARCHIVE_OK ||
+        archive_read_next_header(st->la, &ae) != ARCHIVE_OK) {
+        if (st->la_rc) return *err = st->la_err, st->la_rc;
+        return sk_error_set(err, SK_E_CORRUPT, "%s: %s", st->url, archive_error_string(st->la));
+    }
+    return SK_OK;
+}
+
 static int produce(sk_reader_stream *st, unsigned char *dst, size_t n, size_t *got,
                    sk_error *err)
 {
+    if (st->la) {
+        la_ssize_t k = archive_read_data(st->la, dst, n);
+        if (k < 0) {
+            if (st->la_rc) return *err = st->la_err, st->la_rc;
+            return sk_error_set(err, SK_E_CORRUPT, "%s: %s (near compressed offset %llu)", st->url,
+                                archive_error_string(st->la), (unsigned long long)st->raw_pos);
+        }
+        *got = (size_t)k;
+        return SK_OK;
+    }
     if (!st->zd) return st->s.read(st->s.ctx, dst, n, got, err);
     ZSTD_outBuffer out = {dst, n, 0};
     while (out.pos == 0) {
@@ -445,6 +488,9 @@ static void *producer(void *arg)
         if (!st->zd || !st->zin) rc = sk_error_set(&err, SK_E_NOMEM, "out of memory");
         else ZSTD_initDStream(st->zd);
         st->raw_pos = st->o.raw_offset;
+    } else if (!rc && st->o.filtered) {
+        st->zin = malloc(ZIN);
+        rc = st->zin ? la_start(st, &err) : sk_error_set(&err, SK_E_NOMEM, "out of memory");
     }
     pthread_mutex_lock(&st->mu);
     st->cache_state = cache_state;
@@ -526,6 +572,7 @@ void sk_reader_stream_close(sk_reader_stream *st)
     pthread_join(st->th, NULL);
     if (st->s.close) st->s.close(st->s.ctx);
     ZSTD_freeDStream(st->zd);
+    if (st->la) archive_read_free(st->la);
     free(st->zin);
     munmap(st->ring, 2 * st->cap);
     pthread_mutex_destroy(&st->mu);

@@ -23,6 +23,8 @@ typedef struct sk_reader_stream_opts {
     uint64_t raw_offset; /* where to start reading the stored bytes */
     uint64_t tar_base;   /* tar-stream position of the byte at raw_offset */
     int zstd;            /* decompress (raw_offset is then a frame start) */
+    int filtered;        /* gzip, bzip2 or xz: decompressed through libarchive,
+                            always from the start (raw_offset 0) */
     size_t buffer_size;  /* initial ring bytes */
     size_t max_window;   /* largest window a consumer may ask for */
     sk_s3 *s3;             /* client for s3:// sources */
