@@ -331,7 +331,7 @@ typedef struct sk_out sk_out;
 /* The one way an untrusted name (an index key, an archive member, a
  * manifest URL, an S3 key) becomes a path under dir: *out = "dir/name"
  * (caller frees) when name[0..len) is a safe relative path - no leading
- * '/', no "..", "." or empty component, no NUL or control byte, at most
+ * '/', no "..", "." or empty component, no NUL byte, at most
  * 255 bytes a component and 4096 in all - else SK_E_CORRUPT naming what
  * ("index key", ...) and why.  The joined path cannot leave dir. */
 SK_API int sk_path_join(const char *dir, const char *name, size_t len, const char *what, char **out,

@@ -91,10 +91,10 @@ void sk_options_init(void *o, size_t size, const void *defaults, size_t dsize);
 #define SK_NAME_MAX 4096
 #define SK_NAME_COMPONENT_MAX 255
 /* SK_OK when name[0..len) is a safe relative path (no leading '/', no "..",
- * "." or empty component, no NUL or control byte, within the length
- * limits); else SK_E_CORRUPT with what (e.g. "index key") and the reason. */
+ * "." or empty component, no NUL byte, within the length limits); else
+ * SK_E_CORRUPT with what (e.g. "index key") and the reason. */
 int sk_name_check(const char *name, size_t len, const char *what, sk_error *err);
-/* SK_OK when an extension holds no '/' nor control byte and fits. */
+/* SK_OK when an extension holds no '/' nor NUL and fits. */
 int sk_ext_check(const char *ext, size_t len, const char *what, sk_error *err);
 /* GNU tar's rule for a foreign member name: *skip = the bytes of leading
  * '/', "./" and "../" to drop; returns 1 when a '/' or "../" is dropped

@@ -5,8 +5,8 @@
  * keys all come from outside; before any of them is joined under a
  * directory the user named, it goes through here.  A name is accepted only
  * as a relative path of ordinary components: no '/' at the start, no ".."
- * (nor "." or empty) component, no NUL, no control characters that would
- * hide in a terminal, at most SK_NAME_COMPONENT_MAX bytes a component and
+ * (nor "." or empty) component, no NUL byte, at most SK_NAME_COMPONENT_MAX
+ * bytes a component and
  * SK_NAME_MAX in all.  So a joined path can never leave its directory,
  * whatever the name says; there is no normalisation to get wrong.
  *
@@ -36,9 +36,7 @@ int sk_name_check(const char *name, size_t len, const char *what, sk_error *err)
     if (!len) why = "it is empty";
     else if (len > SK_NAME_MAX) why = "it is longer than 4096 bytes";
     else if (name[0] == '/') why = "it is absolute";
-    for (size_t i = 0; !why && i < len; i++)
-        if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
-            why = name[i] ? "it holds a control character" : "it holds a NUL byte";
+    if (!why && memchr(name, 0, len)) why = "it holds a NUL byte";
     for (size_t s = 0; !why && s <= len;) {
         size_t e = s;
         while (e < len && name[e] != '/') e++;
@@ -60,9 +58,9 @@ int sk_name_check(const char *name, size_t len, const char *what, sk_error *err)
 int sk_ext_check(const char *ext, size_t len, const char *what, sk_error *err)
 {
     for (size_t i = 0; i < len; i++)
-        if (ext[i] == '/' || (unsigned char)ext[i] < 0x20 || ext[i] == 0x7f)
+        if (ext[i] == '/' || !ext[i])
             return sk_error_set(err, SK_E_CORRUPT, "%s: an extension holds '%s'", what,
-                                ext[i] == '/' ? "/" : "a control character");
+                                ext[i] == '/' ? "/" : "a NUL byte");
     SK_FAIL_IF(len > SK_NAME_COMPONENT_MAX, err, SK_E_CORRUPT, "%s: an extension is longer than 255 bytes",
                what);
     return SK_OK;

@@ -14,10 +14,12 @@
 /* A pattern like {0..99999999} times a few more groups could ask for
  * billions of names; refuse instead of exhausting memory. */
 #define BRACE_MAX 10000000u
+/* ... nor a few long groups billions of bytes. */
+#define BRACE_BYTES_MAX ((size_t)256 << 20)
 
 struct list {
     char **v;
-    size_t n, cap;
+    size_t n, cap, bytes;
 };
 
 static int push(struct list *l, char *s, sk_error *err)
@@ -26,6 +28,12 @@ static int push(struct list *l, char *s, sk_error *err)
     if (l->n >= BRACE_MAX) {
         free(s);
         return sk_error_set(err, SK_E_USAGE, "brace pattern expands to over %u names", BRACE_MAX);
+    }
+    l->bytes += strlen(s) + 1;
+    if (l->bytes > BRACE_BYTES_MAX) {
+        free(s);
+        return sk_error_set(err, SK_E_USAGE, "brace pattern expands to over %zu MiB of names",
+                            BRACE_BYTES_MAX >> 20);
     }
     if (l->n + 2 > l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;

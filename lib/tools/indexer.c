@@ -305,11 +305,14 @@ static int add_entry(struct state *s, const sk_tar_entry *e, sk_error *err)
         s->st->unkeyed++;
         return SK_OK;
     }
-    if (s->dali && memchr(e->name, ' ', e->name_len))
-        return sk_error_set(err, SK_E_INPUT,
-                            "%s: member '%s' at offset %llu: DALI's index cannot hold a name "
-                            "with a space",
-                            s->shard, e->name, (unsigned long long)e->header_offset);
+    /* DALI's index is lines of space-separated fields: a space, tab or
+     * line break in a name would shift or split its fields */
+    for (size_t i = 0; s->dali && i < e->name_len; i++)
+        if (e->name[i] == ' ' || e->name[i] == '\t' || e->name[i] == '\n' || e->name[i] == '\r')
+            return sk_error_set(err, SK_E_INPUT,
+                                "%s: member at offset %llu: DALI's index cannot hold a name with a %s",
+                                s->shard, (unsigned long long)e->header_offset,
+                                e->name[i] == ' ' ? "space" : e->name[i] == '\t' ? "tab" : "line break");
     if (s->open) {
         const struct pending *f = &s->pm[0];
         if (f->ext_off - 1 == klen && !memcmp(s->names + f->name_off, e->name, klen)) {

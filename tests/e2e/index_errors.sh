@@ -86,8 +86,19 @@ expect_fail 1 "GNU sparse file" "$SK_BIN" index --no-manifest sp-pax.tar
 
 # Names DALI cannot hold, s3:// and usage errors.
 mkdir -p sp && echo hi > "sp/a b.txt" && tar -cf space.tar "sp/a b.txt"
-expect_fail 1 "member 'sp/a b.txt' at offset 0: DALI's index cannot hold a name with a space" \
+expect_fail 1 "space.tar: member at offset 0: DALI's index cannot hold a name with a space" \
     "$SK_BIN" index --dali --no-manifest space.tar
+# a tab or a line break would shift or split DALI's fields just the same
+python3 -c '
+import io, tarfile
+with tarfile.open("nl.tar", "w") as t:
+    for name in ("a\nb.txt",):
+        ti = tarfile.TarInfo(name); ti.size = 2; t.addfile(ti, io.BytesIO(b"hi"))
+with tarfile.open("tab.tar", "w") as t:
+    ti = tarfile.TarInfo("c\td.txt"); ti.size = 2; t.addfile(ti, io.BytesIO(b"hi"))
+'
+expect_fail 1 "DALI's index cannot hold a name with a line break" "$SK_BIN" index --dali --no-manifest nl.tar
+expect_fail 1 "DALI's index cannot hold a name with a tab" "$SK_BIN" index --dali --no-manifest tab.tar
 expect_fail 2 "not supported yet" "$SK_BIN" index s3://bucket/x.tar
 expect_fail 2 "need DATASET and KEY" "$SK_BIN" get a.tar
 expect_fail 1 "cannot open" "$SK_BIN" index --no-manifest missing.tar

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shardkit.h"
@@ -59,12 +60,28 @@ static void test_too_many(void **state)
     assert_int_equal(sk_brace_expand("{0..9999}{0..9999}", &out, NULL, &err), SK_E_USAGE);
 }
 
+/* Few names, but long ones: the bytes are bounded too. */
+static void test_too_many_bytes(void **state)
+{
+    (void)state;
+    size_t n = 3000;
+    char *pat = malloc(n + 32);
+    memset(pat, 'x', n);
+    strcpy(pat + n, "{0000000..9999999}");
+    char **out = NULL;
+    sk_error err = SK_ERROR_INIT;
+    assert_int_equal(sk_brace_expand(pat, &out, NULL, &err), SK_E_USAGE);
+    if (!strstr(err.msg, "MiB of names")) fail_msg("wrong message: %s", err.msg);
+    free(pat);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ranges),
         cmocka_unit_test(test_alternatives_and_groups),
         cmocka_unit_test(test_too_many),
+        cmocka_unit_test(test_too_many_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
