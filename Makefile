@@ -4,8 +4,10 @@
 #   make check      unit + end-to-end tests; ends with "N passed, N failed"
 #   make check-asan the same suite under AddressSanitizer + UBSan
 #   make check-layers  the layer direction and the exported symbols
+#   make fuzz       libFuzzer targets, FUZZ_SECONDS each (clang)
 #   make bench      benchmarks against GNU tar, bsdtar, Python (not in check)
 #   make install PREFIX=/usr/local DESTDIR=
+SHELL    := /bin/bash
 VERSION  := 0.1.0
 PREFIX   ?= /usr/local
 DESTDIR  ?=
@@ -96,6 +98,35 @@ check: all $(UNITS) | $(CHECK_DEPS_OK)
 check-layers: all
 	@scripts/check-layers $(BUILD)
 
+# libFuzzer targets, one per parser (fuzz/fuzz_*.c; docs/fuzzing.md): the
+# library built by clang with the fuzzer's coverage and ASan + UBSan in
+# $(FUZZ_BUILD), each target linked against it.  `make fuzz` runs each for
+# FUZZ_SECONDS on seeds fuzz/seeds.sh makes; tests/e2e/fuzz_smoke.sh runs
+# them briefly in `make check` when clang's libFuzzer is there.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(sort $(wildcard fuzz/fuzz_*.c)))
+
+fuzz-build: all
+	@$(MAKE) -s BUILD=$(FUZZ_BUILD) CC=clang OPT='-O1 -g' \
+	    SAN='-fsanitize=fuzzer-no-link $(FUZZ_SAN)' $(FUZZ_BUILD)/libshardkit.a
+	@for t in $(FUZZ_TARGETS); do \
+	    echo "  LD $(FUZZ_BUILD)/fuzz/$$t"; mkdir -p $(FUZZ_BUILD)/fuzz; \
+	    clang -std=c11 -D_GNU_SOURCE -Ilib -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) -o $(FUZZ_BUILD)/fuzz/$$t \
+	        fuzz/$$t.c $(FUZZ_BUILD)/libshardkit.a $(LIBS) || exit 1; \
+	done
+
+fuzz: fuzz-build
+	@fuzz/seeds.sh $(BUILD) $(FUZZ_BUILD)/seeds
+	@for t in $(FUZZ_TARGETS); do \
+	    c=$(FUZZ_BUILD)/corpus/$${t#fuzz_}; mkdir -p $$c; \
+	    echo "== $$t ($(FUZZ_SECONDS) s)"; \
+	    $(FUZZ_BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
+	        $$c $(FUZZ_BUILD)/seeds/$${t#fuzz_} 2>&1 | grep -E 'stat::number_of_executed_units|ERROR|SUMMARY' ; \
+	    [ $${PIPESTATUS[0]} -eq 0 ] || exit 1; \
+	done
+
 check-asan:
 	$(MAKE) BUILD=build-asan OPT='-O1 -g' \
 	    SAN='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all' check
@@ -120,8 +151,8 @@ install: all
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/shardkit/
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-clang build-fuzz
 
-.PHONY: all check check-layers check-asan demo bench install clean
+.PHONY: all check check-layers check-asan demo bench install clean fuzz fuzz-build
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# fuzz/seeds.sh BUILD OUTDIR - seed corpora for the fuzz targets, made by the
+# built shardkit from a small generated corpus (real shards, indexes,
+# manifests, zstd shards, JPEGs) plus hand-written S3 XML, brace patterns and
+# names.  One directory per target under OUTDIR.
+set -euo pipefail
+B=$1 O=$2
+S=$(cd "$(dirname "$0")/.." && pwd)
+rm -rf "$O" && mkdir -p "$O"
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+"$B/tools/mkcorpus" "$t/c" --samples 12 >/dev/null
+"$B/shardkit" pack "$t/c" -o "$t/p/s-%02d.tar" --max-count 4 -q
+"$B/shardkit" pack "$t/c" -o "$t/z/s-%02d.tar.zst" --max-count 6 --compress zstd -q
+mkdir -p "$O"/{tar,index,manifest,s3_xml,zstd_seek,brace,names,image}
+cp "$t"/p/s-00.tar "$O/tar/plain.tar"
+python3 - "$O/tar" <<'PY'
+import io, sys, tarfile
+d = sys.argv[1]
+for fmt, name in ((tarfile.PAX_FORMAT, "pax.tar"), (tarfile.GNU_FORMAT, "gnu.tar")):
+    with tarfile.open(f"{d}/{name}", "w", format=fmt) as t:
+        for n in ("a/" + "long" * 40 + ".txt", "../up/b.json", "c.d.e.jpg"):
+            ti = tarfile.TarInfo(n); ti.size = 3; t.addfile(ti, io.BytesIO(b"abc"))
+PY
+cp "$t"/p/s-00.tar.idx "$O/index/s-00.idx"
+cp "$t"/z/s-00.tar.zst.idx "$O/index/z-00.idx"
+cp "$t"/p/manifest.json "$O/manifest/m.json"
+cp "$t"/z/s-00.tar.zst "$O/zstd_seek/s.tar.zst"
+cp "$(find "$t/c" -name '*.jpg' | head -1)" "$O/image/a.jpg"
+cat >"$O/s3_xml/list.xml" <<'X'
+<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>t1</NextContinuationToken><Contents><Key>a/b.tar</Key><Size>10</Size><ETag>"e"</ETag><ChecksumCRC32C>AAAAAA==</ChecksumCRC32C></Contents></ListBucketResult>
+X
+cat >"$O/s3_xml/error.xml" <<'X'
+<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>
+X
+cat >"$O/s3_xml/mpu.xml" <<'X'
+<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k</Key><UploadId>u-1</UploadId></InitiateMultipartUploadResult>
+X
+printf 'train-{000000..000009}.tar' >"$O/brace/range"
+printf '{a,b}-{0..3}-{x,{y,z}}.tar' >"$O/brace/nested"
+printf 'a/b/c.txt' >"$O/names/ok"
+printf '../../x' >"$O/names/up"
+printf '/abs/y' >"$O/names/abs"
+printf 'a//b' >"$O/names/empty"
