@@ -109,7 +109,7 @@ int cmd_cat(int argc, char **argv)
             switch (cmd_s3_option("cat", usage, c, optarg, &s3cfg, NULL)) {
             case 1: continue;
             case -1: return SK_EXIT_USAGE;
-            default: return cmd_usage_error("cat", usage, "unknown option");
+            default: return cmd_unknown_option("cat", argv);
             }
         }
         if (bad) return cmd_usage_error("cat", usage, "bad value '%s' for %s", optarg, argv[optind - 1]);

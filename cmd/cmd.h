@@ -118,6 +118,10 @@ void cmd_ui_end(cmd_ui *ui);
  * to an exit code (usage errors give 2, everything else 1). */
 int cmd_report(const char *tool, const sk_error *err);
 
+/* The one message for an option getopt does not know, or one missing its
+ * value (optind, optopt as getopt left them); returns 2. */
+int cmd_unknown_option(const char *tool, char **argv);
+
 /* Prints the usage text to stderr after a message and returns 2. */
 int cmd_usage_error(const char *tool, const char *usage, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -99,7 +99,7 @@ int cmd_get(int argc, char **argv)
             switch (cmd_s3_option("get", usage, c, optarg, &s3cfg, NULL)) {
             case 1: break;
             case -1: return SK_EXIT_USAGE;
-            default: return cmd_usage_error("get", usage, "unknown option");
+            default: return cmd_unknown_option("get", argv);
             }
         }
     }

@@ -213,7 +213,7 @@ static int run_merge(int argc, char **argv)
         switch (c) {
         case 'h': fputs(usage, stdout); return SK_EXIT_OK;
         case 'o': out = optarg; break;
-        default: return cmd_usage_error("index merge", usage, "unknown option");
+        default: return cmd_unknown_option("index merge", argv);
         }
     }
     if (!out) return cmd_usage_error("index merge", usage, "-o OUT.json is required");
@@ -254,7 +254,7 @@ int cmd_index(int argc, char **argv)
         case OPT_DALI: dali = 1; break;
         case OPT_WIDS: wids = 1; wids_path = optarg; break;
         case OPT_NO_MANIFEST: no_manifest = 1; break;
-        default: return cmd_usage_error("index", usage, "unknown option");
+        default: return cmd_unknown_option("index", argv);
         }
     }
     if (optind >= argc) return cmd_usage_error("index", usage, "no shards given");

@@ -7,6 +7,7 @@
 #include "cmd.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    opterr = 0; /* every tool reports an unknown option one way: cmd_unknown_option */
     if (argc < 2) {
         usage(stderr);
         return SK_EXIT_USAGE;
@@ -45,7 +47,15 @@ int main(int argc, char **argv)
         printf("shardkit %s\n", sk_version());
         return cmd_finish_stdout(0);
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+    if (!strcmp(argv[1], "help") && argc >= 3) { /* `shardkit help CMD` is `shardkit CMD --help` */
+        char *args[] = {argv[2], "--help", NULL};
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            if (!strcmp(argv[2], commands[i].name))
+                return cmd_finish_stdout(commands[i].fn(2, args));
+        fprintf(stderr, "shardkit: '%s' is not a command; see 'shardkit --help'\n", argv[2]);
+        return SK_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return cmd_finish_stdout(0);
     }

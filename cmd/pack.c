@@ -190,7 +190,7 @@ int cmd_pack(int argc, char **argv)
             switch (cmd_s3_option("pack", usage, c, optarg, &s3cfg, &part_size)) {
             case 1: break;
             case -1: free(srcs); return SK_EXIT_USAGE;
-            default: free(srcs); fputs(usage, stderr); return SK_EXIT_USAGE;
+            default: free(srcs); return cmd_unknown_option("pack", argv);
             }
         }
     }

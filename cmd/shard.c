@@ -210,7 +210,7 @@ int cmd_shard(int argc, char **argv)
             switch (cmd_s3_option("shard", usage, c, optarg, &s3cfg, &o.s3_part_size)) {
             case 1: break;
             case -1: rc = SK_EXIT_USAGE; goto out;
-            default: fputs(usage, stderr); rc = SK_EXIT_USAGE; goto out;
+            default: rc = cmd_unknown_option("shard", argv); goto out;
             }
         }
     }

@@ -336,7 +336,7 @@ int cmd_upload(int argc, char **argv)
         case O_JSON: r.json = 1; break;
         case 'v': cfg.verbose = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
-        default: return cmd_usage_error("upload", usage_text, "unknown option");
+        default: return cmd_unknown_option("upload", argv);
         }
     }
     if (!xo.multipart_threshold) xo.multipart_threshold = 1; /* 0: always multipart */

@@ -1,6 +1,8 @@
 /* util.c - argument parsing and reporting shared by the tools in cmd/. */
 #include "cmd.h"
 
+#include <getopt.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -74,6 +76,25 @@ int cmd_usage_error(const char *tool, const char *usage, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, "\n\n%s", usage);
+    return SK_EXIT_USAGE;
+}
+
+int cmd_unknown_option(const char *tool, char **argv)
+{
+    /* getopt is told to be quiet (main.c): this is the one message.  For
+     * a long option getopt leaves optopt 0 when it does not know it, and
+     * the option's value when it lacks its argument. */
+    const char *arg = optind > 0 ? argv[optind - 1] : "?";
+    int eq = (int)strcspn(arg, "=");
+    if (!optopt)
+        fprintf(stderr, "shardkit %s: unknown option '%.*s'", tool, eq, arg);
+    else if (!strncmp(arg, "--", 2))
+        fprintf(stderr, "shardkit %s: option '%.*s' needs a value", tool, eq, arg);
+    else if (optopt > 0 && optopt < 128)
+        fprintf(stderr, "shardkit %s: unknown option '-%c', or it needs a value", tool, optopt);
+    else
+        fprintf(stderr, "shardkit %s: option '%s' needs a value", tool, arg);
+    fprintf(stderr, " (see 'shardkit %s --help')\n", tool);
     return SK_EXIT_USAGE;
 }
 

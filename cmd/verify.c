@@ -128,7 +128,7 @@ int cmd_verify(int argc, char **argv)
             switch (cmd_s3_option("verify", usage, c, optarg, &s3cfg, NULL)) {
             case 1: break;
             case -1: free(req); return SK_EXIT_USAGE;
-            default: free(req); fputs(usage, stderr); return SK_EXIT_USAGE;
+            default: free(req); return cmd_unknown_option("verify", argv);
             }
         }
     }

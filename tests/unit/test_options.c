@@ -49,7 +49,8 @@ static void init_sets_documented_defaults(void **state)
     sk_s3_config_init(&c);
     assert_int_equal(c.struct_size, sizeof c);
     assert_int_equal(c.concurrency, 16);
-    assert_int_equal(c.max_attempts, 8);
+    assert_int_equal(c.max_attempts, 0); /* AWS_MAX_ATTEMPTS, the profile, else 8 */
+    assert_int_equal(c.low_speed_limit, 1024);
     assert_int_equal(c.path_style, -1);
     sk_pack_options po;
     memset(&po, 0x5A, sizeof po);
