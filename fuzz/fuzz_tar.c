@@ -2,29 +2,14 @@
  * pax, GNU long names, base-256 sizes, with and without CRCs and
  * --ignore-zeros.  It must end with an entry list or an error, never a
  * crash, a hang or a read out of bounds. */
-#include "core/internal.h"
-#include "format/tar.h"
-
-struct mem {
-    const uint8_t *p;
-    size_t n;
-};
-
-static int mem_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
-{
-    const struct mem *m = ctx;
-    (void)err;
-    *got = pos >= m->n ? 0 : (m->n - pos < n ? (size_t)(m->n - pos) : n);
-    memcpy(buf, m->p + pos, *got);
-    return 0;
-}
+#include "fuzz_mem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct mem m = {data, size};
+    struct fuzz_mem m = {data, size};
     static const unsigned flags[] = {0, SK_TAR_CRC, SK_TAR_IGNORE_ZEROS};
     for (size_t f = 0; f < sizeof flags / sizeof *flags; f++) {
-        sk_tar_src src = {.ctx = &m, .read_at = mem_read_at, .size = f == 1 ? size : UINT64_MAX,
+        sk_tar_src src = {.ctx = &m, .read_at = fuzz_mem_read_at, .size = f == 1 ? size : UINT64_MAX,
                           .name = "fuzz.tar"};
         sk_tar_reader r;
         sk_tar_reader_init(&r, &src, flags[f]);

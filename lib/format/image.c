@@ -458,6 +458,75 @@ static int encode(const pixels *px, int quality, unsigned char **out, size_t *ou
     return 0;
 }
 
+/* ------------------------------------------------------------ checks */
+/* (verify --jpeg and --image-size: the same decoder and error manager as
+ * the resize pipeline, so a member verify passes is one pack can resize) */
+
+int sk_jpeg_check(const void *data, size_t n, char *why, size_t cap)
+{
+    struct jpeg_decompress_struct d;
+    struct jerr e;
+    JSAMPARRAY row = NULL;
+    memset(&e, 0, sizeof e);
+    d.err = jpeg_std_error(&e.mgr);
+    e.mgr.error_exit = on_error;
+    e.mgr.emit_message = on_message;
+    if (setjmp(e.jump)) {
+        jpeg_destroy_decompress(&d);
+        snprintf(why, cap, "%s", e.msg);
+        return 1;
+    }
+    jpeg_create_decompress(&d);
+    jpeg_mem_src(&d, (const unsigned char *)data, (unsigned long)n);
+    jpeg_read_header(&d, TRUE);
+    d.dct_method = JDCT_ISLOW;
+    jpeg_start_decompress(&d);
+    row = (*d.mem->alloc_sarray)((j_common_ptr)&d, JPOOL_IMAGE,
+                                 d.output_width * (JDIMENSION)d.output_components, 1);
+    while (d.output_scanline < d.output_height && !e.warned) jpeg_read_scanlines(&d, row, 1);
+    if (!e.warned) jpeg_finish_decompress(&d);
+    jpeg_destroy_decompress(&d);
+    if (e.warned) {
+        snprintf(why, cap, "%s", e.msg);
+        return 1;
+    }
+    return 0;
+}
+
+int sk_jpeg_conforms(const void *data, size_t n, const sk_image_options *io, char *why, size_t cap)
+{
+    struct jpeg_decompress_struct d;
+    struct jerr e;
+    memset(&e, 0, sizeof e);
+    d.err = jpeg_std_error(&e.mgr);
+    e.mgr.error_exit = on_error;
+    if (setjmp(e.jump)) {
+        jpeg_destroy_decompress(&d);
+        snprintf(why, cap, "has no readable header");
+        return 1;
+    }
+    jpeg_create_decompress(&d);
+    jpeg_mem_src(&d, (const unsigned char *)data, (unsigned long)n);
+    jpeg_read_header(&d, TRUE);
+    unsigned w = d.image_width, h = d.image_height, s = io->image_size;
+    jpeg_destroy_decompress(&d);
+    unsigned small = w < h ? w : h, large = w < h ? h : w;
+    int ok, mode = io->resize_mode;
+    const char *rule;
+    if (mode == SK_RESIZE_KEEP_RATIO)
+        ok = small == s || (io->resize_only_if_bigger && small < s), rule = "its smaller side";
+    else if (mode == SK_RESIZE_KEEP_RATIO_LARGEST)
+        ok = large == s || (io->resize_only_if_bigger && large < s), rule = "its larger side";
+    else if (mode == SK_RESIZE_CENTER_CROP)
+        ok = (w == s && h == s) || (io->resize_only_if_bigger && small <= s), rule = "a square of side";
+    else if (mode == SK_RESIZE_BORDER)
+        ok = (w == s && h == s) || (io->resize_only_if_bigger && large <= s), rule = "a square of side";
+    else
+        return 0;
+    if (!ok) snprintf(why, cap, "is %ux%u, not %s %u", w, h, rule, s);
+    return !ok;
+}
+
 /* ------------------------------------------------------------- the job */
 
 static void bad(sk_image_result *r, const char *fmt, const char *detail)

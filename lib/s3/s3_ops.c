@@ -6,6 +6,8 @@
  */
 #include "s3/s3_internal.h"
 
+#include <stdarg.h>
+
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,8 +148,15 @@ int sk_s3_abort_upload(sk_s3 *s3, const char *bucket, const char *key, const cha
  * hostile endpoint) would keep us asking forever: every token is
  * remembered (its hash) and a repeat ends the listing with an error. */
 static int page_guard(uint64_t **seen, size_t *n, size_t *cap, const char *a, const char *b,
-                      const char *what, sk_error *err)
+                      sk_error *err, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+static int page_guard(uint64_t **seen, size_t *n, size_t *cap, const char *a, const char *b,
+                      sk_error *err, const char *fmt, ...)
 {
+    char what[1400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
     uint64_t h = sk_fnv1a64(a, strlen(a)) ^ (sk_fnv1a64(b, strlen(b)) * 31);
     for (size_t i = 0; i < *n; i++)
         SK_FAIL_IF((*seen)[i] == h, err, SK_E_REMOTE,
@@ -220,11 +229,8 @@ int sk_s3_list(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_list_fn 
             rc = sk_error_set(err, SK_E_REMOTE, "s3://%s/%s: the listing holds a key longer than "
                               "1024 bytes", bucket, prefix ? prefix : "");
         if (!rc && !s.stop && s.truncated && s.token[0])
-        {
-            char what[1300];
-            snprintf(what, sizeof what, "s3://%s/%s", bucket, prefix ? prefix : "");
-            rc = page_guard(&s.seen, &s.nseen, &s.capseen, s.token, "", what, err);
-        }
+            rc = page_guard(&s.seen, &s.nseen, &s.capseen, s.token, "", err, "s3://%s/%s", bucket,
+                            prefix ? prefix : "");
         if (rc || s.stop || !s.truncated || !s.token[0]) {
             free(s.seen);
             return rc;
@@ -272,11 +278,8 @@ int sk_s3_list_uploads(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_
         else copy_err(err, &r);
         sk_s3_buf_free(&r.resp);
         if (!rc && !s.stop && s.truncated && s.token[0])
-        {
-            char what[1300];
-            snprintf(what, sizeof what, "s3://%s/%s (unfinished uploads)", bucket, prefix ? prefix : "");
-            rc = page_guard(&s.seen, &s.nseen, &s.capseen, s.token, s.marker2, what, err);
-        }
+            rc = page_guard(&s.seen, &s.nseen, &s.capseen, s.token, s.marker2, err,
+                            "s3://%s/%s (unfinished uploads)", bucket, prefix ? prefix : "");
         if (rc || s.stop || !s.truncated || !s.token[0]) {
             free(s.seen);
             return rc;
@@ -342,11 +345,8 @@ int sk_s3_mpu_list_parts(sk_s3 *s3, const char *bucket, const char *key, const c
         sk_s3_buf_free(&r.resp);
         if (!rc && s.nomem) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
         if (!rc && s.truncated && s.token[0])
-        {
-            char what[1300];
-            snprintf(what, sizeof what, "s3://%s/%s (parts)", bucket, key);
-            rc = page_guard(&s.seen, &s.nseen, &s.capseen, s.token, "", what, err);
-        }
+            rc = page_guard(&s.seen, &s.nseen, &s.capseen, s.token, "", err, "s3://%s/%s (parts)",
+                            bucket, key);
         if (rc || !s.truncated || !s.token[0]) break;
     }
     free(s.seen);

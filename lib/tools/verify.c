@@ -23,7 +23,6 @@
 #include "io/io.h"
 #include "format/shard_stream.h"
 #include "format/tar.h"
-#include "tools/verify_int.h"
 #include "format/image.h"
 
 #include <fcntl.h>
