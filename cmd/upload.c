@@ -1,19 +1,19 @@
 /*
  * upload.c - `shardkit upload SRC... s3://bucket/prefix/`: files, directories
  * and whole datasets to S3, and s3:// objects to another bucket or endpoint.
- * The work is the library's (sk_s3_xfer); this file turns arguments into
+ * The work is the library's: sk_upload_plan_make turns the arguments into
  * (source, key) pairs in a safe order (data, then *.idx, then manifest.json,
- * so a reader never sees a manifest naming a missing object) and prints.
+ * so a reader never sees a manifest naming a missing object), sk_s3_xfer
+ * moves them; this file parses, sends the plan phase by phase, and prints.
  */
 #include "cmd.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <jansson.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,47 +28,36 @@ static const char usage_text[] =
     "copied: server-side on one endpoint, by ranged GETs across endpoints.\n"
     "\n"
     "options:\n"
-    "  --endpoint-url URL         S3-compatible endpoint (default AWS_ENDPOINT_URL, else AWS)\n"
-    "  --region NAME              region (default AWS_REGION, profile, us-east-1)\n"
-    "  --profile NAME             credentials/config profile (default AWS_PROFILE)\n"
-    "  --src-endpoint-url URL     endpoint of s3:// sources (default: --endpoint-url)\n"
-    "  --src-region NAME          region of s3:// sources\n"
-    "  --src-profile NAME         profile for s3:// sources\n"
-    "  --path-style               address buckets as endpoint/bucket (default for --endpoint-url)\n"
-    "  --concurrency N            requests in flight (default 16)\n"
-    "  --part-size SIZE           multipart part size (default 8MiB; raised to keep <= 10000 parts)\n"
-    "  --multipart-threshold SIZE largest object sent in one PUT (default 8MiB)\n"
-    "  --max-attempts N           tries per request, first included (default 8)\n"
-    "  --read-timeout SECONDS     a request with no progress for this long is retried (default 30)\n"
-    "  --resume                   continue interrupted multipart uploads, keeping matching parts\n"
-    "  --verify                   read every object back and compare its CRC32C\n"
-    "  --sign-payload             sign bodies with SHA-256 (slow) instead of UNSIGNED-PAYLOAD\n"
-    "  --dry-run                  print what would be uploaded, send nothing\n"
-    "  --json                     print a JSON summary on stdout\n"
-    "  -v, --verbose              log every request on stderr (never credentials)\n"
-    "  -h, --help                 this text\n"
+    CMD_S3_CLIENT_USAGE
+    CMD_S3_PART_SIZE_USAGE
+    "      --src-endpoint-url URL  endpoint of s3:// sources (default: --endpoint-url)\n"
+    "      --src-region NAME    region of s3:// sources\n"
+    "      --src-profile NAME   profile for s3:// sources\n"
+    "      --path-style         address buckets as endpoint/bucket (default for --endpoint-url)\n"
+    "      --concurrency N      requests in flight (default 16)\n"
+    "      --multipart-threshold SIZE  largest object sent in one PUT (default 8MiB)\n"
+    "      --resume             continue interrupted multipart uploads, keeping matching parts\n"
+    "      --verify             read every object back and compare its CRC32C\n"
+    "      --sign-payload       sign bodies with SHA-256 (slow) instead of UNSIGNED-PAYLOAD\n"
+    "      --dry-run            print what would be uploaded, send nothing\n"
+    "      --json               print a JSON summary on stdout\n"
+    "  -v, --verbose            log every request on stderr (never credentials)\n"
+    "  -h, --help               this text\n"
     "\n"
     "exit status: 0 all uploaded and confirmed, 1 a transfer failed, 2 usage error\n";
 
 enum opt {
-    O_ENDPOINT = 256, O_REGION, O_PROFILE, O_SRC_ENDPOINT, O_SRC_REGION, O_SRC_PROFILE,
-    O_PATH_STYLE, O_CONCURRENCY, O_PART_SIZE, O_THRESHOLD, O_MAX_ATTEMPTS, O_READ_TIMEOUT,
+    O_SRC_ENDPOINT = 256, O_SRC_REGION, O_SRC_PROFILE, O_PATH_STYLE, O_CONCURRENCY, O_THRESHOLD,
     O_RESUME, O_VERIFY, O_SIGN_PAYLOAD, O_DRY_RUN, O_JSON,
 };
 
 static const struct option options[] = {
     {"concurrency", required_argument, NULL, O_CONCURRENCY},
     {"dry-run", no_argument, NULL, O_DRY_RUN},
-    {"endpoint-url", required_argument, NULL, O_ENDPOINT},
     {"help", no_argument, NULL, 'h'},
     {"json", no_argument, NULL, O_JSON},
-    {"max-attempts", required_argument, NULL, O_MAX_ATTEMPTS},
     {"multipart-threshold", required_argument, NULL, O_THRESHOLD},
-    {"part-size", required_argument, NULL, O_PART_SIZE},
     {"path-style", no_argument, NULL, O_PATH_STYLE},
-    {"profile", required_argument, NULL, O_PROFILE},
-    {"read-timeout", required_argument, NULL, O_READ_TIMEOUT},
-    {"region", required_argument, NULL, O_REGION},
     {"resume", no_argument, NULL, O_RESUME},
     {"sign-payload", no_argument, NULL, O_SIGN_PAYLOAD},
     {"src-endpoint-url", required_argument, NULL, O_SRC_ENDPOINT},
@@ -76,30 +65,16 @@ static const struct option options[] = {
     {"src-region", required_argument, NULL, O_SRC_REGION},
     {"verbose", no_argument, NULL, 'v'},
     {"verify", no_argument, NULL, O_VERIFY},
+    CMD_S3_CLIENT_OPTIONS,
+    CMD_S3_PART_SIZE_OPTION,
     {NULL, 0, NULL, 0},
 };
 
-/* One planned transfer. */
-typedef struct job {
-    char *src;  /* local path, or the source key for s3 sources */
-    char *key;
-    int phase;  /* 0 data, 1 *.idx, 2 manifest.json */
-    uint64_t size;
-} job;
-
-typedef struct plan {
-    job *v;
-    size_t n, cap;
-    char *sbucket; /* s3 sources: their bucket */
-} plan;
-
+/* What the transfers did, reported as they finish. */
 typedef struct run {
-    int json, tty, verbose;
+    int json, tty;
     uint64_t ok, failed, bytes, reused;
-    FILE *objs; /* JSON array body, built as results come */
-    char *objs_buf;
-    size_t objs_len;
-    time_t last_print;
+    json_t *objects; /* --json: one object per transfer */
     double t0;
 } run;
 
@@ -108,113 +83,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int phase_of(const char *name)
-{
-    const char *base = strrchr(name, '/');
-    base = base ? base + 1 : name;
-    size_t n = strlen(base);
-    if (!strcmp(base, "manifest.json")) return 2;
-    if (n > 4 && !strcmp(base + n - 4, ".idx")) return 1;
-    return 0;
-}
-
-static int plan_add(plan *p, const char *src, const char *key, uint64_t size)
-{
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 64;
-        job *v = realloc(p->v, cap * sizeof *v);
-        if (!v) return -1;
-        p->v = v, p->cap = cap;
-    }
-    job *j = &p->v[p->n];
-    j->src = strdup(src), j->key = strdup(key);
-    if (!j->src || !j->key) return -1;
-    j->phase = phase_of(key);
-    j->size = size;
-    p->n++;
-    return 0;
-}
-
-static void plan_free(plan *p)
-{
-    for (size_t i = 0; i < p->n; i++) free(p->v[i].src), free(p->v[i].key);
-    free(p->v);
-    free(p->sbucket);
-}
-
-static char *join(const char *a, const char *b)
-{
-    size_t n = strlen(a) + strlen(b) + 2;
-    char *s = malloc(n);
-    if (s) snprintf(s, n, "%s%s%s", a, *a && a[strlen(a) - 1] != '/' && *b ? "/" : "", b);
-    return s;
-}
-
-/* Skips temporary names of unfinished shards (".NAME.tmp"). */
-static int skip_name(const char *name)
-{
-    size_t n = strlen(name);
-    return !strcmp(name, ".") || !strcmp(name, "..") ||
-           (name[0] == '.' && n > 4 && !strcmp(name + n - 4, ".tmp"));
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int walk(plan *p, const char *dir, const char *keyprefix)
-{
-    DIR *d = opendir(dir);
-    if (!d) {
-        fprintf(stderr, "shardkit upload: %s: %s\n", dir, strerror(errno));
-        return -1;
-    }
-    struct dirent *e;
-    int rc = 0;
-    /* sorted order makes runs reproducible */
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    while ((e = readdir(d))) {
-        if (skip_name(e->d_name)) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            char **nn = realloc(names, cap * sizeof *nn);
-            if (!nn) { rc = -1; break; }
-            names = nn;
-        }
-        if (!(names[n++] = strdup(e->d_name))) { rc = -1; break; }
-    }
-    closedir(d);
-    if (n > 1) qsort(names, n, sizeof *names, name_cmp);
-    for (size_t i = 0; i < n; i++) {
-        char *path = join(dir, names[i]), *key = join(keyprefix, names[i]);
-        struct stat st;
-        if (!rc && path && key && !lstat(path, &st)) {
-            if (S_ISDIR(st.st_mode)) rc = walk(p, path, key);
-            else if (S_ISREG(st.st_mode)) rc = plan_add(p, path, key, (uint64_t)st.st_size);
-        }
-        free(path), free(key), free(names[i]);
-    }
-    free(names);
-    return rc;
-}
-
-typedef struct list_ctx {
-    plan *p;
-    const char *src_prefix, *dst_prefix;
-    int fail;
-} list_ctx;
-
-static int list_cb(void *ud, const sk_s3_object *o)
-{
-    list_ctx *c = ud;
-    char *key = join(c->dst_prefix, o->key + strlen(c->src_prefix));
-    if (!key || plan_add(c->p, o->key, key, o->size)) c->fail = 1;
-    free(key);
-    return c->fail;
 }
 
 static char *human(uint64_t b, char *out, size_t cap)
@@ -237,18 +105,6 @@ static void progress(void *ud, uint64_t done, uint64_t total)
     fflush(stderr);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static void on_done(void *ud, const sk_s3_xfer_result *res)
 {
     run *r = ud;
@@ -263,27 +119,56 @@ static void on_done(void *ud, const sk_s3_xfer_result *res)
         if (!r->json) printf("upload: %s -> s3://%s/%s\n", res->src, res->bucket, res->key);
     }
     if (r->json) {
-        if (r->ok + r->failed > 1) fputc(',', r->objs);
-        fprintf(r->objs, "{\"src\":");
-        json_str(r->objs, res->src);
-        fprintf(r->objs, ",\"bucket\":");
-        json_str(r->objs, res->bucket);
-        fprintf(r->objs, ",\"key\":");
-        json_str(r->objs, res->key);
-        fprintf(r->objs, ",\"size\":%" PRIu64 ",\"crc32c\":\"%08x\",\"parts\":%d,\"parts_reused\":%d,\"ok\":%s",
-                res->size, res->crc32c, res->parts, res->parts_reused, res->rc ? "false" : "true");
-        if (res->rc) {
-            fprintf(r->objs, ",\"error\":");
-            json_str(r->objs, res->err->msg);
-        }
-        fputc('}', r->objs);
+        char crc[9];
+        snprintf(crc, sizeof crc, "%08x", res->crc32c);
+        json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:s, s:i, s:i, s:b}", "src", res->src, "bucket",
+                              res->bucket, "key", res->key, "size", (json_int_t)res->size, "crc32c",
+                              crc, "parts", res->parts, "parts_reused", res->parts_reused, "ok", !res->rc);
+        if (o && res->rc) json_object_set_new(o, "error", json_string(res->err->msg));
+        if (o) json_array_append_new(r->objects, o);
     }
 }
 
-static int job_cmp(const void *a, const void *b)
+/* --dry-run: each planned transfer, as it would go. */
+static void print_plan(const sk_upload_plan *p, const char *bucket, const sk_s3_xfer_opts *xo)
 {
-    const job *x = a, *y = b;
-    return x->phase - y->phase;
+    const char *sb = sk_upload_plan_source_bucket(p);
+    for (size_t i = 0; i < sk_upload_plan_count(p); i++) {
+        const sk_upload_item *it = sk_upload_plan_item(p, i);
+        uint64_t ps = xo->part_size;
+        while ((it->size + ps - 1) / ps > 10000) ps *= 2;
+        printf("would upload: %s%s%s%s -> s3://%s/%s (%" PRIu64 " bytes, ", sb ? "s3://" : "", sb ? sb : "",
+               sb ? "/" : "", it->src, bucket, it->key, it->size);
+        if (it->size > xo->multipart_threshold) printf("%" PRIu64 " parts)\n", (it->size + ps - 1) / ps);
+        else printf("one PUT)\n");
+    }
+}
+
+/* Sends the plan, phase by phase: a later phase never publishes what
+ * points at an object that failed.  The first transfer error, or 0. */
+static int send_plan(const sk_upload_plan *p, sk_s3_xfer *x, sk_s3 *src, const char *bucket, run *r)
+{
+    const char *sb = sk_upload_plan_source_bucket(p);
+    int first = 0;
+    for (int phase = 0; phase < 3 && !r->failed; phase++) {
+        int any = 0;
+        for (size_t i = 0; i < sk_upload_plan_count(p); i++) {
+            const sk_upload_item *it = sk_upload_plan_item(p, i);
+            if (it->phase != phase) continue;
+            any = 1;
+            sk_error err = SK_ERROR_INIT;
+            if (sb ? sk_s3_xfer_add_copy(x, src, sb, it->src, bucket, it->key, &err)
+                   : sk_s3_xfer_add_file(x, it->src, bucket, it->key, &err)) {
+                fprintf(stderr, "shardkit upload: %s\n", err.msg);
+                r->failed++;
+            }
+        }
+        if (!any) continue;
+        sk_error werr = SK_ERROR_INIT;
+        int rc = sk_s3_xfer_wait(x, progress, r, &werr);
+        if (rc && !first) first = rc;
+    }
+    return first;
 }
 
 int cmd_upload(int argc, char **argv)
@@ -292,16 +177,12 @@ int cmd_upload(int argc, char **argv)
     sk_s3_xfer_opts xo = {.struct_size = sizeof xo, .multipart_threshold = 8ull << 20,
                           .part_size = 8ull << 20};
     const char *src_endpoint = NULL, *src_profile = NULL, *src_region = NULL;
-    int dry = 0;
+    int dry = 0, c;
     run r = {0};
     uint64_t v;
-    int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "vh", options, NULL)) != -1) {
         switch (c) {
-        case O_ENDPOINT: cfg.endpoint_url = optarg; break;
-        case O_REGION: cfg.region = optarg; break;
-        case O_PROFILE: cfg.profile = optarg; break;
         case O_SRC_ENDPOINT: src_endpoint = optarg; break;
         case O_SRC_REGION: src_region = optarg; break;
         case O_SRC_PROFILE: src_profile = optarg; break;
@@ -311,23 +192,9 @@ int cmd_upload(int argc, char **argv)
                 return cmd_usage_error("upload", usage_text, "--concurrency takes 1..64");
             cfg.concurrency = (int)v;
             break;
-        case O_PART_SIZE:
-            if (cmd_parse_size(optarg, &xo.part_size) || xo.part_size < (5u << 20))
-                return cmd_usage_error("upload", usage_text, "--part-size takes a size of at least 5MiB");
-            break;
         case O_THRESHOLD:
             if (cmd_parse_size(optarg, &xo.multipart_threshold))
                 return cmd_usage_error("upload", usage_text, "--multipart-threshold takes a size");
-            break;
-        case O_MAX_ATTEMPTS:
-            if (cmd_parse_u64(optarg, &v) || !v || v > 100)
-                return cmd_usage_error("upload", usage_text, "--max-attempts takes 1..100");
-            cfg.max_attempts = (int)v;
-            break;
-        case O_READ_TIMEOUT:
-            if (cmd_parse_u64(optarg, &v) || !v || v > 3600)
-                return cmd_usage_error("upload", usage_text, "--read-timeout takes 1..3600 seconds");
-            cfg.read_timeout = (int)v;
             break;
         case O_RESUME: xo.resume = 1; break;
         case O_VERIFY: xo.verify = 1; break;
@@ -336,29 +203,28 @@ int cmd_upload(int argc, char **argv)
         case O_JSON: r.json = 1; break;
         case 'v': cfg.verbose = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
-        default: return cmd_unknown_option("upload", argv);
+        default:
+            switch (cmd_s3_option("upload", usage_text, c, optarg, &cfg, &xo.part_size)) {
+            case 1: continue;
+            case -1: return SK_EXIT_USAGE;
+            default: return cmd_unknown_option("upload", argv);
+            }
         }
     }
     if (!xo.multipart_threshold) xo.multipart_threshold = 1; /* 0: always multipart */
     int nsrc = argc - optind - 1;
     if (nsrc < 1) return cmd_usage_error("upload", usage_text, "need at least one source and an s3:// destination");
     const char *dst = argv[argc - 1];
+    const char *const *srcs = (const char *const *)argv + optind;
     sk_error err = SK_ERROR_INIT;
     char *bucket = NULL, *prefix = NULL;
     if (sk_s3_parse_url(dst, &bucket, &prefix, &err))
         return cmd_usage_error("upload", usage_text, "the destination must be s3://bucket/prefix: %s", err.msg);
-    int s3src = 0, localsrc = 0;
-    for (int i = optind; i < argc - 1; i++) *(!strncmp(argv[i], "s3://", 5) ? &s3src : &localsrc) += 1;
-    int rc = 0;
-    plan p = {0};
+    int s3src = cmd_any_s3(srcs, (size_t)nsrc), rc = 0;
+    int dir_dst = !*prefix || prefix[strlen(prefix) - 1] == '/' || nsrc > 1;
+    sk_upload_plan *p = NULL;
     sk_s3 *s3 = NULL, *src = NULL;
     sk_s3_xfer *x = NULL;
-    if (s3src && (localsrc || nsrc > 1)) {
-        rc = cmd_usage_error("upload", usage_text, "an s3:// source must be the only source");
-        goto out;
-    }
-    int dir_dst = !*prefix || prefix[strlen(prefix) - 1] == '/' || nsrc > 1;
-
     if (!dry || s3src) {
         if ((rc = sk_s3_new(&s3, &cfg, &err))) goto fail;
         src = s3;
@@ -370,124 +236,32 @@ int cmd_upload(int argc, char **argv)
             if ((rc = sk_s3_new(&src, &scfg, &err))) goto fail;
         }
     }
-
-    /* the plan: (source, key) pairs */
-    for (int i = optind; i < argc - 1; i++) {
-        const char *a = argv[i];
-        if (s3src) {
-            char *sk = NULL;
-            if ((rc = sk_s3_parse_url(a, &p.sbucket, &sk, &err))) goto fail;
-            sk_s3_object o;
-            int is_prefix = !*sk || sk[strlen(sk) - 1] == '/';
-            if (!is_prefix && !(rc = sk_s3_head(src, p.sbucket, sk, &o, &err))) {
-                const char *base = strrchr(sk, '/') ? strrchr(sk, '/') + 1 : sk;
-                char *key = dir_dst ? join(prefix, base) : strdup(prefix);
-                if (!key || plan_add(&p, sk, key, o.size)) rc = SK_E_NOMEM;
-                free(key);
-            } else if (is_prefix || rc == SK_E_NOTFOUND) {
-                if (!is_prefix) {
-                    /* "s3://b/dir" names a prefix when no such object exists */
-                    char *sk2 = join(sk, "");
-                    size_t n = strlen(sk2);
-                    char *t = realloc(sk2, n + 2);
-                    if (t) strcpy(t + n, "/");
-                    free(sk), sk = t;
-                }
-                list_ctx lc = {&p, sk, dir_dst ? prefix : "", 0};
-                char dp[2048];
-                if (!dir_dst) {
-                    snprintf(dp, sizeof dp, "%s/", prefix);
-                    lc.dst_prefix = dp;
-                }
-                rc = sk_s3_list(src, p.sbucket, sk, list_cb, &lc, &err);
-                if (!rc && lc.fail) rc = sk_error_set(&err, SK_E_NOMEM, "out of memory");
-                if (!rc && !p.n) rc = sk_error_set(&err, SK_E_NOTFOUND, "%s: no such object or prefix", a);
-            }
-            free(sk);
-            if (rc) goto fail;
-            continue;
-        }
-        struct stat st;
-        if (stat(a, &st)) {
-            fprintf(stderr, "shardkit upload: %s: %s\n", a, strerror(errno));
-            rc = 1;
-            goto out;
-        }
-        if (S_ISDIR(st.st_mode)) {
-            if (walk(&p, a, dir_dst ? prefix : (char[]){0})) { rc = 1; goto out; }
-        } else {
-            const char *base = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
-            char *key = dir_dst ? join(prefix, base) : strdup(prefix);
-            if (!key || plan_add(&p, a, key, (uint64_t)st.st_size)) {
-                free(key);
-                rc = sk_error_set(&err, SK_E_NOMEM, "out of memory");
-                goto fail;
-            }
-            free(key);
-        }
-    }
-    /* stable: data, then indexes, then manifests */
-    for (size_t i = 1; i < p.n; i++)
-        for (size_t j = i; j > 0 && job_cmp(&p.v[j - 1], &p.v[j]) > 0; j--) {
-            job t = p.v[j];
-            p.v[j] = p.v[j - 1], p.v[j - 1] = t;
-        }
-
+    if ((rc = sk_upload_plan_make(&p, srcs, (size_t)nsrc, src, prefix, dir_dst, &err))) goto fail;
     if (dry) {
-        for (size_t i = 0; i < p.n; i++) {
-            uint64_t ps = xo.part_size;
-            while ((p.v[i].size + ps - 1) / ps > 10000) ps *= 2;
-            if (p.v[i].size > xo.multipart_threshold)
-                printf("would upload: %s%s%s -> s3://%s/%s (%" PRIu64 " bytes, %" PRIu64 " parts)\n",
-                       s3src ? "s3://" : "", s3src ? p.sbucket : "", s3src ? "/" : "", bucket,
-                       p.v[i].key, p.v[i].size, (p.v[i].size + ps - 1) / ps);
-            else
-                printf("would upload: %s%s%s%s -> s3://%s/%s (%" PRIu64 " bytes, one PUT)\n",
-                       s3src ? "s3://" : "", s3src ? p.sbucket : "", s3src ? "/" : "", p.v[i].src,
-                       bucket, p.v[i].key, p.v[i].size);
-        }
+        print_plan(p, bucket, &xo);
         goto out;
     }
-
     r.tty = isatty(2);
     r.t0 = now_s();
-    if (r.json && !(r.objs = open_memstream(&r.objs_buf, &r.objs_len))) {
+    if (r.json && !(r.objects = json_array())) {
         rc = sk_error_set(&err, SK_E_NOMEM, "out of memory");
         goto fail;
     }
     if ((rc = sk_s3_xfer_new(&x, s3, &xo, on_done, &r, &err))) goto fail;
-    int first = 0;
-    for (int phase = 0; phase < 3; phase++) {
-        int any = 0;
-        for (size_t i = 0; i < p.n; i++) {
-            if (p.v[i].phase != phase) continue;
-            any = 1;
-            int rc2 = s3src ? sk_s3_xfer_add_copy(x, src, p.sbucket, p.v[i].src, bucket, p.v[i].key, &err)
-                            : sk_s3_xfer_add_file(x, p.v[i].src, bucket, p.v[i].key, &err);
-            if (rc2) {
-                fprintf(stderr, "shardkit upload: %s\n", err.msg);
-                r.failed++;
-            }
-        }
-        if (!any) continue;
-        sk_error werr = SK_ERROR_INIT;
-        int rc2 = sk_s3_xfer_wait(x, progress, &r, &werr);
-        if (rc2 && !first) first = rc2;
-        /* a later phase must not publish what points at a failed object */
-        if (r.failed) break;
-    }
+    int first = send_plan(p, x, src, bucket, &r);
     if (r.tty) fprintf(stderr, "\r\033[K");
     double el = now_s() - r.t0;
     uint64_t nreq = 0, nretry = 0;
     sk_s3_stats(s3, &nreq, &nretry);
     if (r.json) {
-        fclose(r.objs);
-        r.objs = NULL;
-        printf("{\"ok\":%s,\"objects_ok\":%" PRIu64 ",\"objects_failed\":%" PRIu64 ",\"bytes\":%" PRIu64
-               ",\"seconds\":%.3f,\"mb_per_s\":%.1f,\"parts_reused\":%" PRIu64 ",\"requests\":%" PRIu64
-               ",\"retries\":%" PRIu64 ",\"objects\":[%s]}\n",
-               r.failed ? "false" : "true", r.ok, r.failed, r.bytes, el, el > 0 ? r.bytes / el / 1e6 : 0,
-               r.reused, nreq, nretry, r.objs_buf ? r.objs_buf : "");
+        json_t *sum = json_pack("{s:b, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:O}", "ok", !r.failed,
+                                "objects_ok", (json_int_t)r.ok, "objects_failed", (json_int_t)r.failed,
+                                "bytes", (json_int_t)r.bytes, "seconds", el, "mb_per_s",
+                                el > 0 ? r.bytes / el / 1e6 : 0.0, "parts_reused", (json_int_t)r.reused,
+                                "requests", (json_int_t)nreq, "retries", (json_int_t)nretry, "objects",
+                                r.objects);
+        if (sum) json_dumpf(sum, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT), putchar('\n');
+        json_decref(sum);
     } else if (r.tty || cfg.verbose) {
         char h[32];
         fprintf(stderr, "%" PRIu64 " objects, %s in %.1fs (%.1f MB/s)%s\n", r.ok, human(r.bytes, h, sizeof h),
@@ -498,12 +272,11 @@ int cmd_upload(int argc, char **argv)
 fail:
     rc = cmd_report("upload", &err);
 out:
-    if (r.objs) fclose(r.objs);
-    free(r.objs_buf);
+    json_decref(r.objects);
     sk_s3_xfer_free(x);
     if (src != s3) sk_s3_free(src);
     sk_s3_free(s3);
-    plan_free(&p);
+    sk_upload_plan_free(p);
     free(bucket), free(prefix);
     return rc;
 }

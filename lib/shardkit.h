@@ -679,6 +679,28 @@ SK_API void sk_s3_sha256_hex(const void *data, size_t len, char out[65]);
 /* Base64 of a CRC32C as S3 writes it (big-endian bytes), 9 bytes with the NUL. */
 SK_API void sk_s3_crc32c_b64(uint32_t crc, char out[9]);
 
+/* ------------------------------------------------------------ upload plan */
+/* What `shardkit upload` sends where: local files and directory trees
+ * (walked in sorted order, skipping shardkit's temporary and lock files),
+ * or one s3:// object or prefix read with src_s3, as items in upload order:
+ * data, then *.idx, then manifest.json (phase 0, 1, 2), so a manifest is
+ * never published before the objects it names.  Keys are prefix + the
+ * path under a source directory (dir_dst), or prefix itself for one file. */
+typedef struct sk_upload_item {
+    const char *src; /* a local path, or the source key of an s3:// source */
+    const char *key;
+    uint64_t size;
+    int phase;
+} sk_upload_item;
+typedef struct sk_upload_plan sk_upload_plan;
+SK_API int sk_upload_plan_make(sk_upload_plan **out, const char *const *sources, size_t n, sk_s3 *src_s3,
+                               const char *prefix, int dir_dst, sk_error *err);
+SK_API size_t sk_upload_plan_count(const sk_upload_plan *p);
+SK_API const sk_upload_item *sk_upload_plan_item(const sk_upload_plan *p, size_t i);
+/* The bucket of an s3:// source, or NULL. */
+SK_API const char *sk_upload_plan_source_bucket(const sk_upload_plan *p);
+SK_API void sk_upload_plan_free(sk_upload_plan *p);
+
 /* ----------------------------------------------------------------- reader */
 /* Sequential iteration over a shard list, the way a training job reads:
  * each shard streams through a bounded ring buffer filled by a background
