@@ -79,7 +79,7 @@ $(BIN): $(CMD_OBJ) $(BUILD)/libshardkit.a
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libshardkit.a | $(CHECK_DEPS_OK)
 	@mkdir -p $(dir $@) $(BUILD)/deps
-	@echo "  LD $@"; $(CC) $(CFLAGS) -MMD -MP -MF $(BUILD)/deps/$(notdir $@).d -o $@ $< $(BUILD)/libshardkit.a $(LIBS) -lcmocka
+	@echo "  LD $@"; $(CC) $(CFLAGS) -Itests/unit -MMD -MP -MF $(BUILD)/deps/$(notdir $@).d -o $@ $< $(BUILD)/libshardkit.a $(LIBS) -lcmocka
 
 $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libshardkit.a
 	@mkdir -p $(dir $@) $(BUILD)/deps

@@ -57,7 +57,8 @@ set +e
 "$SK_BIN" get pax.json '#99999' 2>err2.txt; rc2=$?
 "$SK_BIN" get pax.json s/k001 2>err3.txt; rc3=$?
 set -e
-[ $rc = 1 ] && grep -q "no sample with key 'nope'" err.txt
-[ $rc2 = 1 ] && grep -q "no sample #99999" err2.txt
-[ $rc3 = 2 ] && grep -q "choose one with --ext" err3.txt
+# (a failed [ ] && grep in a list does not stop a set -e script: say it)
+{ [ $rc = 1 ] && grep -q "no sample with key 'nope'" err.txt; } || { echo "get nope: exit $rc"; cat err.txt; exit 1; }
+{ [ $rc2 = 1 ] && grep -q "no sample #99999" err2.txt; } || { echo "get #99999: exit $rc2"; cat err2.txt; exit 1; }
+{ [ $rc3 = 2 ] && grep -q "choose one with --ext" err3.txt; } || { echo "get s/k001: exit $rc3"; cat err3.txt; exit 1; }
 echo "all dialects ok"

@@ -60,5 +60,5 @@ set +e
 set -e
 [ $rc = 1 ] && grep -q "part 0/3 appears twice" err || { cat err; exit 1; }
 set +e; "$SK_BIN" index merge run0/manifest.json 2>err; rc=$?; set -e
-[ $rc = 2 ] && grep -q -- "-o OUT.json is required" err
+{ [ $rc = 2 ] && grep -q -- "-o OUT.json is required" err; } || { echo "merge without -o: exit $rc"; cat err; exit 1; }
 echo "merge ok"

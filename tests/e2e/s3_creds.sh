@@ -52,10 +52,13 @@ grep -q 'PUT /latest/api/token' "$t/cred.log"
 grep -q 'GET /latest/meta-data/iam/security-credentials/sk-role' "$t/cred.log"
 # ... and AWS_EC2_METADATA_DISABLED is honoured
 set +e
-out=$(AWS_EC2_METADATA_DISABLED=true AWS_EC2_METADATA_SERVICE_ENDPOINT=$C up none)
+out=$(AWS_EC2_METADATA_DISABLED=true AWS_EC2_METADATA_SERVICE_ENDPOINT=$C \
+      "$SK_BIN" upload -v --endpoint-url "$MOTO_URL" "$t/f" s3://bkt/none 2>&1 >/dev/null)
 rc=$?
 set -e
-[ $rc -eq 1 ] && grep -q 'no AWS credentials found' <<<"$out"
+# (a failed [ ] && grep in a list does not stop a set -e script: say it)
+{ [ $rc -eq 1 ] && grep -q 'no AWS credentials found' <<<"$out"; } ||
+    { echo "no credentials: exit $rc, output: $out"; exit 1; }
 
 # refresh: the first answer (key 1) expires in 15 min + 2 s, so about 2 s
 # in the advisory window (15 min) starts and the next signing fetches key 2.

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+
+#include "sk_assert.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,7 +150,7 @@ static void test_provider_refresh(void **state)
     sk_creds_provider p;
 
     set_expiration(3600); /* an hour left: used as they are */
-    assert_int_equal(sk_creds_provider_init(&p, NULL, NULL, 0, &err), 0);
+    assert_sk_ok(sk_creds_provider_init(&p, NULL, NULL, 0, &err), err);
     const sk_creds *c = sk_creds_provider_lock(&p, &err);
     assert_non_null(c);
     assert_string_equal(c->access_key, "AKENV");
@@ -157,7 +159,7 @@ static void test_provider_refresh(void **state)
     sk_creds_provider_release(&p);
 
     set_expiration(12 * 60); /* advisory window: fetched anew before signing */
-    assert_int_equal(sk_creds_provider_init(&p, NULL, NULL, 0, &err), 0);
+    assert_sk_ok(sk_creds_provider_init(&p, NULL, NULL, 0, &err), err);
     setenv("AWS_ACCESS_KEY_ID", "AKNEW", 1);
     set_expiration(3600);
     c = sk_creds_provider_lock(&p, &err);
@@ -171,7 +173,7 @@ static void test_provider_refresh(void **state)
     sk_creds_provider_release(&p);
 
     set_expiration(-60); /* expired, and the source has nothing newer */
-    assert_int_equal(sk_creds_provider_init(&p, NULL, NULL, 0, &err), 0);
+    assert_sk_ok(sk_creds_provider_init(&p, NULL, NULL, 0, &err), err);
     assert_null(sk_creds_provider_lock(&p, &err));
     assert_non_null(strstr(err.msg, "expired at"));
     assert_null(strstr(err.msg, "senv"));
@@ -183,7 +185,7 @@ static void test_provider_refresh(void **state)
 
     sk_creds given = SK_CREDS_INIT;
     given.access_key = "AKGIVEN", given.secret_key = "sgiven";
-    assert_int_equal(sk_creds_provider_init(&p, &given, NULL, 0, &err), 0);
+    assert_sk_ok(sk_creds_provider_init(&p, &given, NULL, 0, &err), err);
     c = sk_creds_provider_lock(&p, &err);
     assert_non_null(c);
     assert_string_equal(c->access_key, "AKGIVEN");

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+
+#include "sk_assert.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +71,7 @@ static void test_round_trip(void **state)
     for (uint64_t i = 0; i < 1000; i++) {
         sk_sample_ref s;
         sk_member_ref m;
-        assert_int_equal(sk_index_sample(ix, i, &s, &err), 0);
+        assert_sk_ok(sk_index_sample(ix, i, &s, &err), err);
         assert_int_equal(s.ordinal, i);
         assert_int_equal(s.offset, i * 4096);
         assert_int_equal(s.span, 4096);
@@ -82,9 +84,9 @@ static void test_round_trip(void **state)
         assert_int_equal(s.key[s.key_len], 0);
         /* by key, O(log n) */
         uint64_t ord;
-        assert_int_equal(sk_index_find(ix, key, strlen(key), &ord, &err), 0);
+        assert_sk_ok(sk_index_find(ix, key, strlen(key), &ord, &err), err);
         assert_int_equal(ord, i);
-        assert_int_equal(sk_index_member(ix, s.first_member, &m, &err), 0);
+        assert_sk_ok(sk_index_member(ix, s.first_member, &m, &err), err);
         assert_int_equal(m.data_offset, i * 4096 + 512);
         assert_int_equal(m.size, 1000 + i);
         assert_int_equal(m.crc32c, (uint32_t)i * 3);
@@ -92,7 +94,7 @@ static void test_round_trip(void **state)
         assert_int_equal(m.ext_len, 3);
         assert_memory_equal(m.ext, "jpg", 3);
         if (i % 2) {
-            assert_int_equal(sk_index_member(ix, s.first_member + 1, &m, &err), 0);
+            assert_sk_ok(sk_index_member(ix, s.first_member + 1, &m, &err), err);
             assert_memory_equal(m.ext, "seg.png", 7);
         }
     }
@@ -111,7 +113,7 @@ static void test_empty_index(void **state)
     build(0);
     sk_error err = SK_ERROR_INIT;
     sk_index *ix;
-    assert_int_equal(sk_index_open(&ix, path, 0, &err), 0);
+    assert_sk_ok(sk_index_open(&ix, path, 0, &err), err);
     assert_int_equal(sk_index_sample_count(ix), 0);
     uint64_t ord;
     assert_int_equal(sk_index_find(ix, "a", 1, &ord, &err), SK_E_NOTFOUND);

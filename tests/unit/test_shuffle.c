@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "sk_assert.h"
+
 #include "core/shuffle.h"
 
 #define N 2000
@@ -47,14 +49,14 @@ static void run(uint64_t seed, uint64_t mem, struct got *g)
     sk_shuffler *s;
     sk_error err = SK_ERROR_INIT;
     unsigned char rec[100] = {0};
-    assert_int_equal(sk_shuffler_new(&s, NULL, seed, mem, mem ? 4 * N * 108 : 0, &err), SK_OK);
+    assert_sk_ok(sk_shuffler_new(&s, NULL, seed, mem, mem ? 4 * N * 108 : 0, &err), err);
     for (uint32_t i = 0; i < N; i++) {
         sk_put_le32(rec, i);
-        assert_int_equal(sk_shuffler_add(s, rec, sizeof rec, &err), SK_OK);
+        assert_sk_ok(sk_shuffler_add(s, rec, sizeof rec, &err), err);
     }
     assert_int_equal(sk_shuffler_count(s), N);
     g->n = 0;
-    assert_int_equal(sk_shuffler_drain(s, collect, g, &err), SK_OK);
+    assert_sk_ok(sk_shuffler_drain(s, collect, g, &err), err);
     sk_shuffler_free(s);
     assert_int_equal(g->n, N);
     char seen[N] = {0};
@@ -98,20 +100,20 @@ static void mixed(uint64_t seed, int gathered, uint32_t *order)
     static unsigned char rec[20000];
     sk_shuffler *s;
     sk_error err = SK_ERROR_INIT;
-    assert_int_equal(sk_shuffler_new(&s, NULL, seed, 256 << 10, 1 << 20, &err), SK_OK);
+    assert_sk_ok(sk_shuffler_new(&s, NULL, seed, 256 << 10, 1 << 20, &err), err);
     for (uint32_t i = 0; i < M; i++) {
         size_t len = 4 + (i * 7919u) % (i % 10 ? 900 : 19000);
         sk_put_le32(rec, i);
         memset(rec + 4, (int)(i & 0xff), len - 4);
         if (gathered) {
             struct iovec v[3] = {{rec, 4}, {rec + 4, 0}, {rec + 4, len - 4}};
-            assert_int_equal(sk_shuffler_addv(s, v, 3, &err), SK_OK);
+            assert_sk_ok(sk_shuffler_addv(s, v, 3, &err), err);
         } else {
-            assert_int_equal(sk_shuffler_add(s, rec, len, &err), SK_OK);
+            assert_sk_ok(sk_shuffler_add(s, rec, len, &err), err);
         }
     }
     struct order g = {order, 0};
-    assert_int_equal(sk_shuffler_drain(s, check_mixed, &g, &err), SK_OK);
+    assert_sk_ok(sk_shuffler_drain(s, check_mixed, &g, &err), err);
     sk_shuffler_free(s);
     assert_int_equal(g.n, M);
     char seen[M] = {0};

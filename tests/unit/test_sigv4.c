@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+
+#include "sk_assert.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,7 +90,7 @@ static void test_s3_get_object_example(void **state)
     sk_s3_sigv4_input in = {"GET", "/test.txt", "", h, 4, EMPTY_SHA, "20130524T000000Z",
                             "us-east-1", "s3", "AKIAIOSFODNN7EXAMPLE",
                             "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"};
-    assert_int_equal(sk_s3_sigv4_sign(&in, auth, sizeof auth, &err), 0);
+    assert_sk_ok(sk_s3_sigv4_sign(&in, auth, sizeof auth, &err), err);
     assert_string_equal(auth, "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
                               "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
                               "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
@@ -105,7 +107,7 @@ static void test_encodings(void **state)
     assert_string_equal(hex, EMPTY_SHA);
     char *b = NULL, *k = NULL;
     sk_error err = SK_ERROR_INIT;
-    assert_int_equal(sk_s3_parse_url("s3://bkt/a/b c.tar", &b, &k, &err), 0);
+    assert_sk_ok(sk_s3_parse_url("s3://bkt/a/b c.tar", &b, &k, &err), err);
     assert_string_equal(b, "bkt");
     assert_string_equal(k, "a/b c.tar");
     free(b), free(k);
