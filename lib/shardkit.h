@@ -679,6 +679,35 @@ SK_API void sk_s3_sha256_hex(const void *data, size_t len, char out[65]);
 /* Base64 of a CRC32C as S3 writes it (big-endian bytes), 9 bytes with the NUL. */
 SK_API void sk_s3_crc32c_b64(uint32_t crc, char out[9]);
 
+/* ------------------------------------------------------------ index many */
+/* `shardkit index` as one call: every shard (brace patterns expanded) gets
+ * its sidecar index, on several threads, then the dataset gets its
+ * manifest (and wids' index).  What a build reports is handed on in shard
+ * order (warn, done), so output never depends on jobs. */
+typedef struct sk_index_dataset_opts {
+    size_t struct_size;   /* sizeof, set by sk_index_dataset_opts_init; 0: this version's */
+    unsigned flags;       /* SK_BUILD_* */
+    int dali;             /* also SHARD.dali.idx (DALI's wds2idx v1.2) */
+    int jobs;             /* shards built at once; 0: one per core */
+    const char *manifest; /* NULL: manifest.json in the shards' common directory */
+    int no_manifest;      /* the indexes only */
+    const char *wids;     /* NULL: none; "": wids.json beside the manifest; else its path */
+    void (*warn)(void *ctx, const char *msg);
+    /* each shard's result, in order: stats, or err when it failed */
+    void (*done)(void *ctx, const char *shard, const sk_build_stats *stats, const sk_error *err);
+    void *ctx;
+} sk_index_dataset_opts;
+SK_API void sk_index_dataset_opts_init_sized(sk_index_dataset_opts *o, size_t size);
+#define sk_index_dataset_opts_init(o) sk_index_dataset_opts_init_sized((o), sizeof *(o))
+typedef struct sk_index_dataset_stats {
+    uint64_t shards, failed, samples, members;
+} sk_index_dataset_stats;
+/* SK_OK when every shard was indexed and the manifest written; a failed
+ * shard (reported through done) fails the call, and no manifest is
+ * written then. */
+SK_API int sk_index_dataset(const char *const *patterns, size_t n, const sk_index_dataset_opts *o,
+                            sk_index_dataset_stats *stats, sk_error *err);
+
 /* ------------------------------------------------------------ upload plan */
 /* What `shardkit upload` sends where: local files and directory trees
  * (walked in sorted order, skipping shardkit's temporary and lock files),

@@ -5,7 +5,8 @@
 #      API only, libshardkit.so exports exactly shardkit.h) - and fails when
 #      a lower layer includes a higher one;
 #   2. a touched header rebuilds exactly the files that include it,
-#      directly or through other headers (the -MMD -MP dependencies).
+#      directly or through other headers (the -MMD -MP dependencies);
+#   3. no file in cmd/ is over 300 lines.
 . "$(dirname "$0")/lib.sh"
 need python3 nm make
 B=${SK_BUILD:-build}
@@ -62,4 +63,9 @@ but the files that include it are:
 $want"
 done
 
+step "cmd/ files stay thin: they parse, call the library, print"
+for f in cmd/*.c; do
+    n=$(wc -l <"$f")
+    [ "$n" -le 300 ] || die "$f has $n lines: its logic belongs in lib/"
+done
 echo "house in order"

@@ -1,0 +1,338 @@
+/*
+ * index_dataset.c - `shardkit index` as a library call: the sidecar index
+ * of every shard (brace patterns expanded), built on several threads, and
+ * the dataset's manifest (and wids' index) once all are built.  Shards are
+ * built in any order, but everything a build reports - warnings, its
+ * result, its manifest entry - is handed on in shard order, so output and
+ * manifest never depend on --jobs or on scheduling.
+ */
+#include "core/internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* One shard's build.  With several jobs, shards are built by worker threads
+ * in any order, but everything a build reports (warnings, errors, the
+ * summary line, the manifest entry) is emitted by the main thread in shard
+ * order, so the output does not depend on -j or on scheduling. */
+struct job {
+    const sk_index_dataset_opts *o;
+    const char *shard;
+    char *idx, *dpath;
+    sk_build_stats st;
+    sk_error err;
+    int rc, done;
+    sk_manifest *exts; /* the shard's extension counts, for the manifest */
+    int exts_rc;
+    sk_error exts_err;
+    char *warns; /* the build's warnings, held back until the shard's turn */
+    size_t wlen;
+    FILE *wf;
+};
+
+struct pool {
+    struct job *jobs;
+    size_t n, next;
+    unsigned flags;
+    int count_exts;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* a job is done */
+};
+
+/* A build's warnings, held back until the shard's turn (NUL-separated). */
+static void warn_buffer(void *ctx, const char *msg)
+{
+    struct job *j = ctx;
+    if (!j->wf) j->wf = open_memstream(&j->warns, &j->wlen);
+    if (j->wf) fprintf(j->wf, "%s%c", msg, 0);
+    else if (j->o->warn) j->o->warn(j->o->ctx, msg); /* out of memory: out of order beats lost */
+}
+
+static int add_exts(sk_manifest *m, const char *idx_path, sk_error *err)
+{
+    /* A shard has a handful of extensions and as many members as samples
+     * times that: tally them here (the index keeps the strings mapped),
+     * then add one count per extension. */
+    struct { const char *ext; size_t len; uint64_t n; } seen[16];
+    size_t nseen = 0;
+    sk_index *ix;
+    int rc = sk_index_open(&ix, idx_path, SK_INDEX_TRUST_BODY, err);
+    for (uint64_t i = 0; !rc && i < sk_index_member_count(ix); i++) {
+        sk_member_ref r;
+        if ((rc = sk_index_member(ix, i, &r, err))) break;
+        size_t k = 0;
+        while (k < nseen && !(seen[k].len == r.ext_len && !memcmp(seen[k].ext, r.ext, r.ext_len))) k++;
+        if (k < nseen) {
+            seen[k].n++;
+        } else if (nseen < sizeof seen / sizeof *seen && !memchr(r.ext, 0, r.ext_len)) {
+            seen[nseen].ext = r.ext;
+            seen[nseen].len = r.ext_len;
+            seen[nseen++].n = 1;
+        } else {
+            /* many extensions, or one with a NUL (counted as before) */
+            rc = sk_manifest_count_ext(m, r.ext, r.ext_len, 1, err);
+        }
+    }
+    for (size_t k = 0; !rc && k < nseen; k++)
+        rc = sk_manifest_count_ext(m, seen[k].ext, seen[k].len, seen[k].n, err);
+    if (ix) sk_index_close(ix);
+    return rc;
+}
+
+static void run_job(struct job *j, unsigned flags, int buffered, int count_exts)
+{
+    sk_build_opts bo = {.flags = flags, .index_path = j->idx, .dali_path = j->dpath,
+                        .warn = buffered ? warn_buffer : j->o->warn,
+                        .warn_ctx = buffered ? (void *)j : j->o->ctx};
+    j->err = (sk_error)SK_ERROR_INIT;
+    j->rc = sk_index_build(j->shard, &bo, &j->st, &j->err);
+    if (j->wf) {
+        fclose(j->wf);
+        j->wf = NULL;
+    }
+    /* Counting extensions reads the whole member table: done here, on the
+     * job's thread, not serially by the main thread.  The counts are
+     * merged in shard order; the manifest sorts them anyway. */
+    if (!j->rc && count_exts) {
+        j->exts_err = (sk_error)SK_ERROR_INIT;
+        if (!(j->exts = sk_manifest_new()))
+            j->exts_rc = sk_error_set(&j->exts_err, SK_E_NOMEM, "out of memory");
+        else
+            j->exts_rc = add_exts(j->exts, j->idx, &j->exts_err);
+    }
+}
+
+/* Adds a job's extension counts to the dataset's. */
+static int merge_exts(sk_manifest *m, const struct job *j, sk_error *err)
+{
+    if (j->exts_rc) {
+        *err = j->exts_err;
+        return j->exts_rc;
+    }
+    int rc = SK_OK;
+    for (size_t i = 0; !rc && i < j->exts->nexts; i++) {
+        const sk_manifest_ext *e = &j->exts->exts[i];
+        rc = sk_manifest_count_ext(m, e->ext, strlen(e->ext), e->count, err);
+    }
+    return rc;
+}
+
+static void *worker(void *arg)
+{
+    struct pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        size_t i = p->next < p->n ? p->next++ : p->n;
+        pthread_mutex_unlock(&p->mu);
+        if (i == p->n) return NULL;
+        run_job(&p->jobs[i], p->flags, 1, p->count_exts);
+        pthread_mutex_lock(&p->mu);
+        p->jobs[i].done = 1;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+/* Directory part of p ("." when none). */
+static char *dirname_of(const char *p)
+{
+    const char *sl = strrchr(p, '/');
+    if (!sl) return strdup(".");
+    if (sl == p) return strdup("/");
+    return strndup(p, (size_t)(sl - p));
+}
+
+/* Longest common directory of two directories, in place in a. */
+static void common_dir(char *a, const char *b)
+{
+    int abs = a[0] == '/';
+    size_t i = 0;
+    while (a[i] && a[i] == b[i]) i++;
+    if (!((a[i] == 0 || a[i] == '/') && (b[i] == 0 || b[i] == '/'))) {
+        while (i > 0 && a[i - 1] != '/') i--;
+        if (i > 0) i--;
+    }
+    a[i] = 0;
+    if (!a[0]) strcpy(a, abs ? "/" : ".");
+}
+
+/* p relative to dir when it lies under it, else p itself. */
+static const char *under(const char *p, const char *dir)
+{
+    size_t n = strlen(dir);
+    if (!strcmp(dir, ".")) return p;
+    if (!strncmp(p, dir, n) && p[n] == '/') return p + n + 1;
+    return p;
+}
+
+static const sk_index_dataset_opts no_opts = {.struct_size = sizeof no_opts};
+
+void sk_index_dataset_opts_init_sized(sk_index_dataset_opts *o, size_t size)
+{
+    sk_options_init(o, size, &no_opts, sizeof no_opts);
+}
+
+/* The shard list: every pattern brace-expanded. */
+static int expand(const char *const *patterns, size_t n, char ***out, size_t *count, sk_error *err)
+{
+    char **shards = NULL;
+    size_t ns = 0, cap = 0;
+    int rc = SK_OK;
+    for (size_t i = 0; !rc && i < n; i++) {
+        char **list;
+        size_t k;
+        if ((rc = sk_brace_expand(patterns[i], &list, &k, err))) break;
+        if (!(rc = sk_grow((void **)&shards, &cap, ns + k + 1, sizeof *shards, err))) {
+            for (size_t q = 0; q < k; q++) shards[ns++] = list[q];
+            free(list); /* strings moved */
+        } else {
+            sk_brace_free(list);
+        }
+    }
+    if (rc) {
+        for (size_t i = 0; i < ns; i++) free(shards[i]);
+        free(shards);
+        return rc;
+    }
+    *out = shards;
+    *count = ns;
+    return SK_OK;
+}
+
+/* Hands a job's held-back warnings on, in order. */
+static void emit_warnings(const sk_index_dataset_opts *o, const struct job *j)
+{
+    for (size_t at = 0; j->warns && at < j->wlen; at += strlen(j->warns + at) + 1)
+        if (o->warn) o->warn(o->ctx, j->warns + at);
+}
+
+int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_index_dataset_opts *opts,
+                     sk_index_dataset_stats *stats, sk_error *err)
+{
+    sk_index_dataset_opts o;
+    SK_GUARD(sk_options_take(&o, sizeof o, opts, NULL, "sk_index_dataset_opts", err));
+    sk_index_dataset_stats st_all = {0};
+    char **shards = NULL, *mdir = NULL, *mpath = NULL;
+    size_t nshards = 0, njob = 0, nthreads = 0;
+    struct job *jobs = NULL;
+    pthread_t *tids = NULL;
+    sk_manifest *m = NULL;
+    struct pool pool = {0};
+    int rc = expand(patterns, npatterns, &shards, &nshards, err);
+    if (!rc && !nshards) {
+        free(shards);
+        rc = sk_error_set(err, SK_E_USAGE, "no shards given");
+    }
+    if (rc) return rc;
+    if (!(m = sk_manifest_new())) goto nomem;
+    if (o.manifest) {
+        mpath = strdup(o.manifest);
+    } else {
+        mdir = dirname_of(shards[0]);
+        for (size_t i = 1; mdir && i < nshards; i++) {
+            char *d = dirname_of(shards[i]);
+            if (d) common_dir(mdir, d);
+            free(d);
+        }
+        if (!mdir || asprintf(&mpath, "%s/manifest.json", mdir) < 0) mpath = NULL;
+        free(mdir);
+    }
+    mdir = mpath ? dirname_of(mpath) : NULL;
+    if (!mpath || !mdir) goto nomem;
+    m->options_json = strdup(o.flags & SK_BUILD_FAST ? "{\"index\":{\"fast\":true}}" : "{\"index\":{\"fast\":false}}");
+    if (!m->options_json || !(jobs = calloc(nshards, sizeof *jobs))) goto nomem;
+    for (; njob < nshards; njob++) {
+        struct job *j = &jobs[njob];
+        j->o = &o;
+        j->shard = shards[njob];
+        if (asprintf(&j->idx, "%s.idx", j->shard) < 0) j->idx = NULL;
+        if (j->idx && o.dali && asprintf(&j->dpath, "%s.dali.idx", j->shard) < 0) j->dpath = NULL;
+        if (!j->idx || (o.dali && !j->dpath)) {
+            free(j->idx);
+            j->idx = NULL;
+            goto nomem;
+        }
+    }
+    size_t want = o.jobs > 0 ? (size_t)o.jobs : 0;
+    if (!want) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        want = cores > 0 ? (size_t)cores : 1;
+    }
+    if (want > njob) want = njob;
+    pool = (struct pool){.jobs = jobs, .n = njob, .flags = o.flags, .count_exts = !o.no_manifest};
+    if (want > 1 && (tids = calloc(want, sizeof *tids))) {
+        pthread_mutex_init(&pool.mu, NULL);
+        pthread_cond_init(&pool.cv, NULL);
+        while (nthreads < want && !pthread_create(&tids[nthreads], NULL, worker, &pool))
+            nthreads++; /* a thread that cannot start is one job fewer */
+        if (!nthreads) {
+            pthread_mutex_destroy(&pool.mu);
+            pthread_cond_destroy(&pool.cv);
+        }
+    }
+    for (size_t i = 0; i < njob; i++) {
+        struct job *j = &jobs[i];
+        if (nthreads) {
+            pthread_mutex_lock(&pool.mu);
+            while (!j->done) pthread_cond_wait(&pool.cv, &pool.mu);
+            pthread_mutex_unlock(&pool.mu);
+        } else {
+            run_job(j, o.flags, 0, !o.no_manifest); /* one job: built here, warnings as they come */
+        }
+        emit_warnings(&o, j);
+        if (j->rc) {
+            st_all.failed++;
+            if (o.done) o.done(o.ctx, j->shard, NULL, &j->err);
+            continue;
+        }
+        st_all.shards++;
+        st_all.samples += j->st.samples;
+        st_all.members += j->st.members;
+        if (o.done) o.done(o.ctx, j->shard, &j->st, NULL);
+        sk_manifest_shard ms = {.url = (char *)under(j->shard, mdir),
+                                .index_url = (char *)under(j->idx, mdir), .bytes = j->st.bytes,
+                                .samples = j->st.samples, .crc32c = j->st.crc32c};
+        sk_error e = SK_ERROR_INIT;
+        if (!o.no_manifest && (sk_manifest_add_shard(m, &ms, &e) || merge_exts(m, j, &e))) {
+            st_all.failed++;
+            if (o.done) o.done(o.ctx, j->shard, NULL, &e);
+        }
+    }
+    if (st_all.failed) {
+        rc = sk_error_set(err, SK_E_CORRUPT, "%llu of %zu shards could not be indexed%s",
+                          (unsigned long long)st_all.failed, nshards,
+                          o.no_manifest ? "" : ": manifest not written");
+    } else if (!o.no_manifest && !(rc = sk_manifest_write(m, mpath, err)) && o.wids) {
+        char *wp = NULL;
+        if (*o.wids) wp = strdup(o.wids);
+        else if (asprintf(&wp, "%s/wids.json", mdir) < 0) wp = NULL;
+        rc = wp ? sk_manifest_write_wids(m, mpath, wp, err) : sk_error_set(err, SK_E_NOMEM, "out of memory");
+        free(wp);
+    }
+    goto done;
+nomem:
+    rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+done:
+    for (size_t t = 0; t < nthreads; t++) pthread_join(tids[t], NULL);
+    if (nthreads) {
+        pthread_mutex_destroy(&pool.mu);
+        pthread_cond_destroy(&pool.cv);
+    }
+    free(tids);
+    for (size_t i = 0; jobs && i < njob; i++) {
+        free(jobs[i].idx);
+        free(jobs[i].dpath);
+        free(jobs[i].warns);
+        sk_manifest_free(jobs[i].exts);
+    }
+    free(jobs);
+    for (size_t i = 0; i < nshards; i++) free(shards[i]);
+    free(shards);
+    free(mpath);
+    free(mdir);
+    sk_manifest_free(m);
+    if (stats) *stats = st_all;
+    return rc;
+}
