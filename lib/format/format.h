@@ -32,6 +32,10 @@ int sk_index_add_sample_members(sk_index_builder *b, const char *key, size_t key
                                 uint64_t stored_span, const sk_index_member_in *m, size_t n,
                                 sk_error *err);
 
+/* index.c: SK_OK when the key order table is a permutation of the samples
+ * sorted by key (verify --deep); else SK_E_CORRUPT saying where. */
+int sk_index_check_order(const sk_index *ix, sk_error *err);
+
 /* manifest.c: the path or URL of a shard (or index) a manifest names:
  * relative URLs are under the manifest's directory; a local manifest may
  * also name absolute paths and URLs; a manifest read from s3:// only

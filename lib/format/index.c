@@ -496,6 +496,43 @@ int sk_index_member(const sk_index *ix, uint64_t i, sk_member_ref *out, sk_error
     return string_at(ix, sk_get_le32(r + 20), (uint32_t)out->ext_len, &out->ext, err);
 }
 
+int sk_index_check_order(const sk_index *ix, sk_error *err)
+{
+    /* a permutation of the samples, sorted by key (ties by ordinal): what
+     * sk_index_find's binary search believes.  A damaged table would make
+     * lookups miss or find the wrong sample, while the checksums of a
+     * crafted index still hold. */
+    uint64_t S = ix->nsamples;
+    unsigned char *seen = calloc(S ? S : 1, 1);
+    SK_FAIL_IF(!seen, err, SK_E_NOMEM, "out of memory");
+    const char *pk = NULL;
+    uint32_t pl = 0, po = 0;
+    int rc = SK_OK;
+    for (uint64_t i = 0; !rc && i < S; i++) {
+        uint32_t o = sk_get_le32(ix->order + i * 4);
+        if (o >= S || seen[o]) {
+            rc = sk_error_set(err, SK_E_CORRUPT, "%s: key order table entry %llu (%u) is %s", ix->path,
+                              (unsigned long long)i, o, o >= S ? "out of range" : "a repeat");
+            break;
+        }
+        seen[o] = 1;
+        const unsigned char *r = ix->samples + (uint64_t)o * IDX_SAMPLE;
+        const char *k = NULL;
+        uint32_t kl = sk_get_le32(r + 36);
+        if ((rc = string_at(ix, sk_get_le32(r + 32), kl, &k, err))) break;
+        if (pk) {
+            int d = memcmp(pk, k, pl < kl ? pl : kl);
+            if (d > 0 || (!d && (pl > kl || (pl == kl && po > o))))
+                rc = sk_error_set(err, SK_E_CORRUPT, "%s: key order table is not sorted at entry %llu "
+                                  "(sample #%u '%.*s' after #%u '%.*s')", ix->path, (unsigned long long)i,
+                                  o, (int)kl, k, po, (int)pl, pk);
+        }
+        pk = k, pl = kl, po = o;
+    }
+    free(seen);
+    return rc;
+}
+
 int sk_index_find(const sk_index *ix, const char *key, size_t key_len, uint64_t *ordinal,
                   sk_error *err)
 {

@@ -282,6 +282,7 @@ static int check_index(vstate *v, const char *name, const sk_index_shard_info *a
         return SK_OK;
     }
     int crcs = have_crc && !(in->flags & SK_INDEX_NO_CRC);
+    if ((v->o->flags & SK_VERIFY_DEEP) && sk_index_check_order(ix, &e)) IXBAD(0, NULL, 0, "%s", e.msg);
     if (crcs && in->crc32c != actual->crc32c)
         IXBAD(0, NULL, 0, "shard CRC32C is %08x, its index records %08x", actual->crc32c, in->crc32c);
     if ((in->flags & SK_INDEX_ZSTD) != (actual->flags & SK_INDEX_ZSTD))
