@@ -50,6 +50,7 @@ static uint64_t seed_of(uint64_t seed, uint64_t epoch, uint64_t stream)
 struct shard_ent {
     char *url, *index; /* index NULL: "<url>.idx" when it exists */
     int64_t samples;   /* -1 until known */
+    uint64_t bytes;    /* as the manifest says; 0 when unknown */
 };
 
 struct cursor;
@@ -74,6 +75,7 @@ struct cursor {
     const char *url;
     sk_tar_reader tr;
     int tr_init, done;
+    int size_checked; /* check_size has seen this shard */
     uint64_t ordinal; /* samples taken from this shard so far */
     int has_pending;
     char *pname;
@@ -142,6 +144,7 @@ static int add_shard(sk_reader *r, const char *url, const char *index, int64_t s
     s->url = strdup(url);
     s->index = index ? strdup(index) : NULL;
     s->samples = samples;
+    s->bytes = 0;
     if (!s->url || (index && !s->index)) {
         free(s->url);
         free(s->index);
@@ -204,6 +207,7 @@ static int add_manifest(sk_reader *r, const char *path, sk_error *err)
         rc = sk_manifest_resolve(path, m->shards[i].url, &u, err);
         if (!rc && m->shards[i].index_url) rc = sk_manifest_resolve(path, m->shards[i].index_url, &ix, err);
         if (!rc) rc = add_shard(r, u, ix, (int64_t)m->shards[i].samples, err);
+        if (!rc) r->sh[r->nsh - 1].bytes = m->shards[i].bytes;
         free(u);
         free(ix);
     }
@@ -308,6 +312,7 @@ static void cursor_begin(struct cursor *c, sk_reader_stream *st, size_t shard, c
     c->tr.pos = pos;
     c->tr_init = 1;
     c->done = 0;
+    c->size_checked = 0;
     c->ordinal = ordinal;
 }
 
@@ -740,6 +745,34 @@ static int skippable(int rc)
            rc == SK_E_NET || rc == SK_E_REMOTE || rc == SK_E_MISMATCH;
 }
 
+/* A local shard whose size is not the manifest's is cut short (or was
+ * replaced): said when it becomes the current shard, before a byte of it
+ * is handed out (a prefetched shard's problem is its own, not the one
+ * being read). */
+static int check_size(sk_reader *r, size_t s, sk_error *err)
+{
+    struct stat sb;
+    struct shard_ent *sh = &r->sh[s];
+    if (sk_reader_is_remote(sh->url) || stat(sh->url, &sb) || !S_ISREG(sb.st_mode)) return SK_OK;
+    SK_FAIL_IF(sh->bytes && (uint64_t)sb.st_size != sh->bytes, err, SK_E_CORRUPT,
+               "%s: %llu bytes, its manifest says %llu: the shard is truncated or not the one the "
+               "manifest lists", sh->url, (unsigned long long)sb.st_size, (unsigned long long)sh->bytes);
+    if (sh->bytes) return SK_OK;
+    /* no manifest: its index, when there is one, promises as much (its
+     * header alone: O(1)) */
+    char buf[4200];
+    sk_index *ix;
+    const char *ip = index_path(r, s, buf, sizeof buf);
+    if (sk_reader_is_remote(ip) || sk_index_open(&ix, ip, SK_INDEX_TRUST_BODY, NULL)) return SK_OK;
+    uint64_t want = sk_index_shard(ix)->size;
+    if (sh->samples < 0) sh->samples = (int64_t)sk_index_sample_count(ix);
+    sk_index_close(ix);
+    SK_FAIL_IF((uint64_t)sb.st_size != want, err, SK_E_CORRUPT,
+               "%s: %llu bytes, its index %s says %llu: the shard is truncated or not the one indexed",
+               sh->url, (unsigned long long)sb.st_size, ip, (unsigned long long)want);
+    return SK_OK;
+}
+
 /* The next sample of the slot's stream into *v (the cursor's view), or
  * *v = NULL at the end of the epoch's shards. */
 static int pull(sk_reader *r, const sk_reader_sample **v, sk_error *err)
@@ -749,6 +782,10 @@ static int pull(sk_reader *r, const sk_reader_sample **v, sk_error *err)
         int got = 0, rc = SK_OK;
         sk_error e = SK_ERROR_INIT;
         if (!r->opened) rc = position(r, r->pos, 0, &e);
+        if (!rc && r->cur.st && !r->cur.size_checked) {
+            r->cur.size_checked = 1;
+            rc = check_size(r, r->order[r->pos], &e);
+        }
         if (!rc && r->cur.st) rc = cursor_next(&r->cur, &got, &e);
         /* the shard ended: as many samples as its manifest or index
          * promised, or it was cut short (a shard shortened at a sample

@@ -180,8 +180,11 @@ static int add_entry(vstate *v, uint32_t shard, const sk_tar_entry *e, sk_error 
                 "member name had a leading '/' or '../' (read as '%s')", e->name);
     if (sk_tar_is_meta(e->name, e->name_len)) return SK_OK;
     if (sk_sample_split(e->name, e->name_len, &kl, &eo) != SK_OK) {
-        problem(v, 0, "split", name, e->header_offset, NULL, 0,
-                "member '%s' has no WebDataset key (no dot in its basename)", e->name);
+        /* a README or LICENSE in a foreign tar: WebDataset skips such a
+         * member, and so do index, cat and shard, so it is a warning about
+         * its name, not an error about the samples */
+        problem(v, 1, "name", name, e->header_offset, NULL, 0,
+                "member '%s' has no key.ext name (no dot in its basename): readers skip it", e->name);
         return SK_OK;
     }
     struct vsample *cur = v->ns ? &v->s[v->ns - 1] : NULL;
