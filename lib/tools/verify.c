@@ -27,6 +27,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <zstd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -519,6 +520,58 @@ static int check_jpegs(vstate *v, struct vsrc *f, int compressed, sk_error *err)
     return SK_OK;
 }
 
+/* ------------------------------------------------------------ seek table */
+
+static int fd_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    return sk_stream_pread(*(int *)ctx, pos, buf, n, got, "", err);
+}
+
+/* --deep on a local .tar.zst: the seek table must describe the frames the
+ * file really holds (lookups jump to the offsets it gives): each frame's
+ * compressed size as zstd finds it, its decompressed size as its header
+ * says, and the frames end where the table's own frame begins. */
+static void check_seek_table(vstate *v, const char *name, int fd, uint64_t size)
+{
+    sk_tar_src src = {.ctx = &fd, .read_at = fd_read_at, .size = size, .name = name};
+    sk_zstd_frame *fr = NULL;
+    size_t n = 0;
+    sk_error e = SK_ERROR_INIT;
+    if (sk_zstd_seek_table(&src, &fr, &n, &e)) {
+        problem(v, 0, "zstd", name, 0, NULL, 0, "%s", e.msg);
+        return;
+    }
+    if (!n) return; /* no seek table: a plain zstd stream, read sequentially */
+    unsigned char *buf = NULL;
+    size_t cap = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t want = fr[i].c_size, got = 0;
+        if (want > cap) {
+            free(buf);
+            cap = want;
+            if (!(buf = malloc(cap))) break;
+        }
+        if (sk_stream_pread(fd, fr[i].c_off, buf, want, &got, name, &e) || got < want) {
+            problem(v, 0, "zstd", name, fr[i].c_off, NULL, 0,
+                    "seek table frame %zu (at %llu, %u bytes) runs past the file", i,
+                    (unsigned long long)fr[i].c_off, fr[i].c_size);
+            break;
+        }
+        size_t real = ZSTD_findFrameCompressedSize(buf, want);
+        unsigned long long content = ZSTD_getFrameContentSize(buf, want);
+        if (ZSTD_isError(real) || real != want ||
+            (content != ZSTD_CONTENTSIZE_UNKNOWN && content != fr[i].d_size)) {
+            problem(v, 0, "zstd", name, fr[i].c_off, NULL, 0,
+                    "seek table frame %zu says %u compressed and %u decompressed bytes at %llu; the "
+                    "file has %s there", i, fr[i].c_size, fr[i].d_size, (unsigned long long)fr[i].c_off,
+                    ZSTD_isError(real) ? "no zstd frame" : "a frame of another size");
+            break;
+        }
+    }
+    free(buf);
+    free(fr);
+}
+
 /* ----------------------------------------------------------------- shard */
 
 static const char *kind_of(const char *msg)
@@ -658,6 +711,7 @@ static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk
         have_crc = 1;
     }
     if ((rc = check_index(v, name, &actual, have_crc, walked_all, err))) goto out;
+    if (zstd && deep && f.fd >= 0) check_seek_table(v, name, f.fd, f.size);
     if (ex && ex->have) {
         if (ex->bytes != actual.size)
             problem(v, 0, "manifest", name, 0, NULL, 0, "%llu bytes, the manifest says %llu",

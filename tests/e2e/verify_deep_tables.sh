@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # verify_deep_tables.sh - verify --deep catches a damaged key order table
 # in an index whose checksums were made to hold again (what a crafted
-# index looks like): lookups by key trust that table.  And a member of a
+# index looks like): lookups by key trust that table.  The same for a
+# .tar.zst whose seek table no longer describes its frames (lookups jump
+# to the offsets it gives).  And a member of a
 # foreign tar without a key.ext name is what it is (a warning: readers
 # skip it), not a broken sample.
 . "$(dirname "$0")/lib.sh"
@@ -38,6 +40,26 @@ PY
 run "$SK_BIN" verify --deep ds/s-00.tar
 assert_eq "$RC" 1 "verify --deep exit status"
 assert_contains "$OUT" "key order table is not sorted"
+step "a .tar.zst whose seek table no longer describes its frames"
+expect_ok "$SK_BIN" pack c -o z/s-%02d.tar.zst --compress zstd --max-count 40
+expect_ok "$SK_BIN" verify --deep z/s-00.tar.zst
+python3 - z/s-00.tar.zst <<'PY'
+import struct, sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+n = struct.unpack_from("<I", b, len(b) - 9)[0]
+assert n >= 2, n
+table = len(b) - 9 - 8 * n
+c0, c1 = struct.unpack_from("<I", b, table)[0], struct.unpack_from("<I", b, table + 8)[0]
+assert c0 != c1, (c0, c1)
+struct.pack_into("<I", b, table, c1)      # the first two frames' compressed sizes swapped:
+struct.pack_into("<I", b, table + 8, c0)  # the sums still hold, the offsets do not
+open(p, "wb").write(b)
+PY
+run "$SK_BIN" verify --deep z/s-00.tar.zst
+assert_eq "$RC" 1 "verify --deep of a damaged seek table"
+assert_contains "$OUT" "seek table frame 0 says"
+
 step "a member with no key.ext name (a README in a foreign tar) is a warning, as readers skip it"
 mkdir -p f && echo hi >f/README && echo x >f/a.txt && tar cf f.tar -C f README a.txt
 expect_ok "$SK_BIN" index f.tar -q
