@@ -42,3 +42,14 @@ printf 'a/b/c.txt' >"$O/names/ok"
 printf '../../x' >"$O/names/up"
 printf '/abs/y' >"$O/names/abs"
 printf 'a//b' >"$O/names/empty"
+mkdir -p "$O/reader_state"
+python3 - "$O/reader_state" <<'PY'
+import struct, sys
+d = sys.argv[1]
+# sound states of the target's own job (slot 0 of 1, 2 shards, seed 0): at the
+# start, in the first shard, in the second; then the same with a buffer byte
+for i, (shard_pos, ordinal, yielded) in enumerate(((0, 0, 0), (0, 5, 5), (1, 3, 15))):
+    for tail in (0, 4):
+        st = struct.pack("<IIIIQQQQQQQQ", 0x534B5253, 1, 0, 1, 2, 0, 0, 0, tail & 7, yielded, shard_pos, ordinal)
+        open(f"{d}/s{i}-{tail}", "wb").write(st + bytes([tail]))
+PY
