@@ -22,6 +22,8 @@
 static char *abs_path(const char *p)
 {
     char *full;
+    /* a URL is absolute already: never glue the working directory to one */
+    if (strstr(p, "://")) return strdup(p);
     if (p[0] == '/') full = strdup(p);
     else {
         char *cwd = getcwd(NULL, 0);
@@ -109,6 +111,13 @@ static int str_cmp(const void *a, const void *b)
 int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, sk_error *err)
 {
     SK_FAIL_IF(n == 0, err, SK_E_USAGE, "no manifests to merge");
+    /* the relative URLs a merge writes are only meaningful between local
+     * directories: say so rather than write a path glued to a URL */
+    SK_FAIL_IF(sk_is_s3_url(out_path), err, SK_E_USAGE, "%s: index merge writes a local manifest "
+               "(merge locally, then `shardkit upload` it)", out_path);
+    for (size_t i = 0; i < n; i++)
+        SK_FAIL_IF(sk_is_s3_url(paths[i]), err, SK_E_USAGE, "%s: index merge reads local manifests "
+                   "(fetch the parts' manifests first)", paths[i]);
     sk_manifest **in = calloc(n ? n : 1, sizeof *in);
     sk_manifest *out = sk_manifest_new();
     size_t *order = calloc(n ? n : 1, sizeof *order);
