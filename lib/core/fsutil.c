@@ -54,20 +54,6 @@ void sk_iov_advance(struct iovec **iov, int *iovcnt, size_t n)
     }
 }
 
-char *sk_tmp_name(const char *path, sk_error *err)
-{
-    /* ".NAME.tmp" in the same directory: hidden from globs, on the same file
-     * system so rename() is atomic, and fixed, so a rerun after a kill
-     * overwrites a leftover instead of piling up new ones. */
-    const char *slash = strrchr(path, '/');
-    size_t dirlen = slash ? (size_t)(slash - path + 1) : 0;
-    size_t n = strlen(path) + 8;
-    char *tmp = sk_xmalloc(n, err);
-    if (!tmp) return NULL;
-    snprintf(tmp, n, "%.*s.%s.tmp", (int)dirlen, path, path + dirlen);
-    return tmp;
-}
-
 int sk_mkdirs(const char *dir, sk_error *err)
 {
     char buf[4096];
@@ -287,4 +273,16 @@ void sk_out_unlock(const char *output, int fd)
     if (!lock_name(output, path, sizeof path))
         unlink(path); /* ours (created or taken over under the lock): not litter for the user */
     close(fd);
+}
+
+int sk_out_write_iov(const char *path, struct iovec *iov, int iovcnt, sk_error *err)
+{
+    sk_out *o;
+    SK_GUARD(sk_out_open(&o, path, err));
+    int rc = sk_writev_all(sk_out_fd(o), iov, iovcnt, sk_out_name(o), err);
+    if (rc) {
+        sk_out_abort(o); /* what was at path is still there */
+        return rc;
+    }
+    return sk_out_commit(o, err);
 }

@@ -110,8 +110,6 @@ struct iovec;
 int sk_writev_all(int fd, struct iovec *iov, int iovcnt, const char *path, sk_error *err);
 /* Steps *iov / *iovcnt past n bytes a writev or pwritev just wrote. */
 void sk_iov_advance(struct iovec **iov, int *iovcnt, size_t n);
-/* The temporary name ".NAME.tmp" beside path; caller frees. */
-char *sk_tmp_name(const char *path, sk_error *err);
 /* ".NAME.PID.N.tmp" beside path: unique to this process and call. */
 char *sk_tmp_name_unique(const char *path, sk_error *err);
 /* Takes ".NAME.lock" beside output (a run's manifest: the one file every
@@ -123,6 +121,10 @@ char *sk_tmp_name_unique(const char *path, sk_error *err);
  * longer running) are removed.  *fd is the lock, for sk_out_unlock. */
 int sk_out_lock(const char *output, const char *what, int *fd, sk_error *err);
 void sk_out_unlock(const char *output, int fd);
+/* Writes a whole file at path through sk_out (shardkit.h): a temporary
+ * name renamed on success, a device or FIFO written in place, an existing
+ * file untouched on failure.  iov is consumed. */
+int sk_out_write_iov(const char *path, struct iovec *iov, int iovcnt, sk_error *err);
 /* mkdir -p. */
 int sk_mkdirs(const char *dir, sk_error *err);
 /* The directory part of path: "." when it has none, "/" for the root;

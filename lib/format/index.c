@@ -235,8 +235,7 @@ int sk_index_builder_write(sk_index_builder *b, const char *path,
     uint64_t order_off = members_off + M * IDX_MEMBER;
     uint64_t strings_off = order_off + pad8(S * 4);
     uint64_t total = strings_off + pad8(b->nstrings);
-    int rc = SK_OK, fd = -1;
-    char *tmp = NULL;
+    int rc = SK_OK;
     unsigned char *order = calloc(1, pad8(S * 4) + 8);
     unsigned char zeros[8] = {0};
     unsigned char hdr[IDX_HEADER] = {0};
@@ -271,13 +270,6 @@ int sk_index_builder_write(sk_index_builder *b, const char *path,
     sk_put_le32(hdr + 92, sk_crc32c(0, hdr, 92));
     (void)total;
 
-    tmp = sk_tmp_name(path, err);
-    if (!tmp) { rc = SK_E_NOMEM; goto cleanup; }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        rc = sk_error_set(err, SK_E_IO, "%s: cannot create: %s", tmp, strerror(errno));
-        goto cleanup;
-    }
     struct iovec iov[] = {
         {hdr, IDX_HEADER},
         {b->samples, S * IDX_SAMPLE},
@@ -286,19 +278,7 @@ int sk_index_builder_write(sk_index_builder *b, const char *path,
         {b->strings, b->nstrings},
         {zeros, pad8(b->nstrings) - b->nstrings},
     };
-    if ((rc = sk_writev_all(fd, iov, (int)SK_ARRAY_LEN(iov), tmp, err))) goto cleanup;
-    if (close(fd) != 0) {
-        fd = -1;
-        rc = sk_error_set(err, SK_E_IO, "%s: close failed: %s", tmp, strerror(errno));
-        goto cleanup;
-    }
-    fd = -1;
-    if (rename(tmp, path) != 0)
-        rc = sk_error_set(err, SK_E_IO, "%s: rename to %s failed: %s", tmp, path, strerror(errno));
-cleanup:
-    if (fd >= 0) close(fd);
-    if (rc && tmp) unlink(tmp);
-    free(tmp);
+    rc = sk_out_write_iov(path, iov, (int)SK_ARRAY_LEN(iov), err);
     free(order);
     return rc;
 }

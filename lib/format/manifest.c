@@ -7,6 +7,8 @@
  */
 #include "core/internal.h"
 
+#include <sys/uio.h>
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,7 +108,7 @@ int sk_manifest_write(sk_manifest *m, const char *path, sk_error *err)
     json_t *root = json_object(), *shards = json_array(), *exts = json_object();
     json_t *opts = NULL;
     int rc = SK_OK;
-    char *tmp = NULL, *text = NULL;
+    char *text = NULL;
     if (m->options_json) {
         json_error_t je;
         opts = json_loads(m->options_json, 0, &je);
@@ -147,24 +149,10 @@ int sk_manifest_write(sk_manifest *m, const char *path, sk_error *err)
 
     text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!text) { rc = sk_error_set(err, SK_E_NOMEM, "%s: cannot format manifest", path); goto cleanup; }
-    tmp = sk_tmp_name(path, err);
-    if (!tmp) { rc = SK_E_NOMEM; goto cleanup; }
-    FILE *f = fopen(tmp, "w");
-    if (!f) { rc = sk_error_set(err, SK_E_IO, "%s: cannot create: %s", tmp, strerror(errno)); goto cleanup; }
-    int bad = fputs(text, f) < 0 || fputc('\n', f) < 0;
-    bad |= fclose(f) != 0;
-    if (bad) {
-        rc = sk_error_set(err, SK_E_IO, "%s: write failed: %s", tmp, strerror(errno));
-        unlink(tmp);
-        goto cleanup;
-    }
-    if (rename(tmp, path) != 0) {
-        rc = sk_error_set(err, SK_E_IO, "%s: rename to %s failed: %s", tmp, path, strerror(errno));
-        unlink(tmp);
-    }
+    struct iovec iov[2] = {{text, strlen(text)}, {(void *)"\n", 1}};
+    rc = sk_out_write_iov(path, iov, 2, err);
 cleanup:
     free(text);
-    free(tmp);
     json_decref(root);
     return rc;
 }

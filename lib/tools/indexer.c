@@ -423,7 +423,7 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
     struct hdr_src hs = {.fd = fd, .path = shard, .want = HDR_WIN_START};
     sk_tar_reader r;
     int rc = SK_OK, tar_rc = SK_OK, have_reader = 0;
-    char *idx_path = NULL, *dali_tmp = NULL;
+    char *idx_path = NULL;
     sk_error tar_err = SK_ERROR_INIT;
     struct stat sb;
     unsigned char first[SK_TAR_BLOCK];
@@ -454,7 +454,6 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
         goto cleanup;
     }
     if (o->dali_path) {
-        if (!(dali_tmp = sk_tmp_name(o->dali_path, err))) { rc = SK_E_NOMEM; goto cleanup; }
         if (!(s.dali = open_memstream(&s.dali_buf, &s.dali_len))) {
             rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
             goto cleanup;
@@ -510,26 +509,18 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
     if (s.dali) {
         int bad = fclose(s.dali) != 0;
         s.dali = NULL;
-        FILE *f = bad ? NULL : fopen(dali_tmp, "w");
-        bad = !f || fprintf(f, "v1.2 %llu\n", (unsigned long long)st->samples) < 0 ||
-              fwrite(s.dali_buf, 1, s.dali_len, f) != s.dali_len;
-        if (f) bad |= fclose(f) != 0;
-        if (bad) {
-            rc = sk_error_set(err, SK_E_IO, "%s: write failed: %s", dali_tmp, strerror(errno));
-            goto cleanup;
-        }
-        if (rename(dali_tmp, o->dali_path) != 0) {
-            rc = sk_error_set(err, SK_E_IO, "%s: rename failed: %s", dali_tmp, strerror(errno));
-            goto cleanup;
-        }
+        char head[40];
+        int hl = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)st->samples);
+        struct iovec iov[2] = {{head, (size_t)hl}, {s.dali_buf, s.dali_len}};
+        if (bad) rc = sk_error_set(err, SK_E_NOMEM, "%s: out of memory", o->dali_path);
+        else rc = sk_out_write_iov(o->dali_path, iov, 2, err);
+        if (rc) goto cleanup;
     }
     if (tar_rc) rc = sk_error_set(err, tar_rc, "%s (indexed %llu samples before it)", tar_err.msg,
                                   (unsigned long long)st->samples);
 cleanup:
     if (s.dali) fclose(s.dali);
     free(s.dali_buf);
-    if (dali_tmp && rc) unlink(dali_tmp);
-    free(dali_tmp);
     if (have_reader) sk_tar_reader_release(&r);
     sk_stream_close(&sm);
     free(hs.win);

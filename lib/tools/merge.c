@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------ paths */
@@ -292,7 +293,7 @@ int sk_manifest_write_wids(const sk_manifest *m, const char *manifest_path, cons
     char *od = sk_dir_of(out_path), *oda = od ? abs_path(od) : NULL;
     json_t *root = json_object(), *list = json_array();
     int rc = SK_OK;
-    char *tmp = NULL, *text = NULL;
+    char *text = NULL;
     if (!oda || !root || !list) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
     json_object_set_new(root, "__kind__", json_string("wids-shard-index-v1"));
     json_object_set_new(root, "wids_version", json_integer(1));
@@ -309,23 +310,16 @@ int sk_manifest_write_wids(const sk_manifest *m, const char *manifest_path, cons
     json_object_set_new(root, "shardlist", list);
     list = NULL;
     text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (!text || !(tmp = sk_tmp_name(out_path, err))) {
+    if (!text) {
         rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
         goto cleanup;
     }
-    FILE *f = fopen(tmp, "w");
-    if (!f) { rc = sk_error_set(err, SK_E_IO, "%s: cannot create: %s", tmp, strerror(errno)); goto cleanup; }
-    int bad = fputs(text, f) < 0 || fputc('\n', f) < 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, out_path) != 0) {
-        rc = sk_error_set(err, SK_E_IO, "%s: write failed: %s", out_path, strerror(errno));
-        unlink(tmp);
-    }
+    struct iovec iov[2] = {{text, strlen(text)}, {(void *)"\n", 1}};
+    rc = sk_out_write_iov(out_path, iov, 2, err);
 cleanup:
     json_decref(list);
     json_decref(root);
     free(text);
-    free(tmp);
     free(od);
     free(oda);
     return rc;

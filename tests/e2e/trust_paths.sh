@@ -89,4 +89,8 @@ expect_ok "$SK_BIN" get one.tar a/x -e txt -o fifo
 sleep 0.2
 [ -p fifo ] || die "the FIFO was replaced"
 assert_eq "$(cat fifo.out)" hello "what went through the FIFO"
+step "every output, not only get's: a manifest, a DALI index and wids' JSON to /dev/null"
+expect_ok "$SK_BIN" index one.tar --dali -o /dev/null --wids=/dev/null -q
+[ -c /dev/null ] || die "index replaced /dev/null"
+ls -a | grep -q '\.tmp$' && die "a temporary file was left: $(ls -a | grep tmp)"
 echo "nothing escapes, nothing is lost"
