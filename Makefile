@@ -135,6 +135,7 @@ demo: all
 	@BUILD=$(BUILD) samples/demo.sh
 
 bench: all
+	@./scripts/deps bench
 	@BUILD=$(BUILD) bench/run
 
 install: all
