@@ -2,7 +2,7 @@
 # bench_images.sh - resizing JPEGs while packing: `shardkit pack
 # --image-size S --resize-mode keep_ratio` with one and with every core,
 # against Pillow doing the same job in one Python process
-# (bench/pil_resize.py: what an img2dataset worker does per image), on the
+# (bench/img2dataset_core.py pil-full: an img2dataset worker's work per image), on the
 # benchmark corpus (real JPEGs of about 340x340 pixels).  S = 256 (no DCT
 # scaling possible) and 128 (decoded at 1/2).  Env: BENCH_IMAGE_SAMPLES
 # (default 5000), BENCH_RUNS, BENCH_DIR.
@@ -17,7 +17,7 @@ warm_cache "$corpus"
 echo "| size | command | wall s | CPU s | images/s | speed × Pillow |"
 echo "| ---: | --- | ---: | ---: | ---: | ---: |"
 for S in 256 128; do
-    measure "pillow" "$PY" "$SK_ROOT/bench/pil_resize.py" "$corpus" "@OUT@/out.tar" "$S"
+    measure "pillow" "$PY" "$SK_ROOT/bench/img2dataset_core.py" pil-full "$corpus" "@OUT@/out.tar" "$S"
     pil_wall=$M_WALL pil_cpu=$M_CPU
     printf '| %d | Pillow, one process | %.2f | %.2f | %.0f | 1.00 |\n' "$S" "$M_WALL" "$M_CPU" \
         "$(awk -v n="$N" -v w="$M_WALL" 'BEGIN {print n / w}')"

@@ -6,6 +6,8 @@ img2dataset worker does per image, in one process.
                                                     quality 95 (img2dataset's core)
   img2dataset_core.py pil SRC_DIR OUT.tar SIZE      Pillow with draft() (DCT scaling
                                                     on decode), then resize and save q95
+  img2dataset_core.py pil-full SRC_DIR OUT.tar SIZE Pillow decoding every pixel (EXIF
+                                                    transposed), BOX resize, save q95
 Other members are copied; the output is one tar, as a shard would be.
 Run with Debian's /usr/bin/python3 (python3-opencv, python3-pil).
 """
@@ -34,7 +36,7 @@ def run(kind, src, out, size):
         import cv2
         import numpy as np
     else:
-        from PIL import Image
+        from PIL import Image, ImageOps
     with tarfile.open(out, "w", format=tarfile.USTAR_FORMAT) as t:
         for name in members(src):
             data = open(os.path.join(src, name), "rb").read()
@@ -46,8 +48,11 @@ def run(kind, src, out, size):
                     data = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 95])[1].tobytes()
                 else:
                     im = Image.open(io.BytesIO(data))
+                    if kind == "pil-full":
+                        im = ImageOps.exif_transpose(im)
                     w, h = im.size
-                    im.draft("RGB", keep_ratio(w, h, size))
+                    if kind == "pil":
+                        im.draft("RGB", keep_ratio(w, h, size))
                     im = im.convert("RGB").resize(keep_ratio(w, h, size), Image.Resampling.BOX)
                     b = io.BytesIO()
                     im.save(b, "JPEG", quality=95)
