@@ -43,6 +43,13 @@ int sk_index_check_order(const sk_index *ix, sk_error *err);
  * frees. */
 int sk_manifest_resolve(const char *manifest, const char *url, char **out, sk_error *err);
 
+/* manifest.c: JSON values for the options objects the tools record:
+ * a string (bytes that are not UTF-8 become U+FFFD), a u64 (a decimal
+ * string past INT64_MAX).  jansson's json_t; NULL when out of memory. */
+struct json_t;
+struct json_t *sk_json_str(const char *s);
+struct json_t *sk_json_u64(uint64_t v);
+
 /* naming.c: the number n for which pattern gives name (the inverse of
  * sk_shard_name); 0 when name is not one of pattern's. */
 int sk_shard_number(const char *pattern, const char *name, uint64_t *n);

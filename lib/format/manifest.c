@@ -87,7 +87,17 @@ static int ext_cmp(const void *a, const void *b)
 
 /* JSON strings must be UTF-8; a name that is not is written with each bad
  * byte as U+FFFD so the manifest stays valid (the index keeps exact bytes). */
-static json_t *json_str(const char *s)
+json_t *sk_json_u64(uint64_t v)
+{
+    /* JSON integers here are 64-bit signed (jansson): larger values, which
+     * only a seed can reach, go as a decimal string */
+    char num[24];
+    if (v <= (uint64_t)INT64_MAX) return json_integer((json_int_t)v);
+    snprintf(num, sizeof num, "%llu", (unsigned long long)v);
+    return json_string(num);
+}
+
+json_t *sk_json_str(const char *s)
 {
     size_t n = strlen(s);
     json_t *j = json_stringn(s, n);
@@ -126,12 +136,12 @@ int sk_manifest_write(sk_manifest *m, const char *path, sk_error *err)
         char crc[9];
         snprintf(crc, sizeof crc, "%08x", s->crc32c);
         json_t *o = json_object();
-        json_object_set_new(o, "url", json_str(s->url));
+        json_object_set_new(o, "url", sk_json_str(s->url));
         json_object_set_new(o, "bytes", json_integer((json_int_t)s->bytes));
         json_object_set_new(o, "samples", json_integer((json_int_t)s->samples));
         json_object_set_new(o, "first_ordinal", json_integer((json_int_t)s->first_ordinal));
         json_object_set_new(o, "crc32c", json_string(crc));
-        if (s->index_url) json_object_set_new(o, "index", json_str(s->index_url));
+        if (s->index_url) json_object_set_new(o, "index", sk_json_str(s->index_url));
         if (m->parts > 0) json_object_set_new(o, "part", json_integer(s->part));
         json_array_append_new(shards, o);
     }

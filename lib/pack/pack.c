@@ -21,6 +21,7 @@
 #include "format/tar.h"
 
 #include <fcntl.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -632,29 +633,30 @@ static int shard_url(const sk_pack *p, const char *shard, const char *manifest_d
     return snprintf(buf, cap, "%s", rel) >= (int)cap ? -1 : 0;
 }
 
-static int options_json(const sk_pack *p, char *buf, size_t cap)
+/* The options that shaped the output, for the manifest (docs/format.md);
+ * the pattern's basename only: no machine paths in the manifest.  NULL
+ * when out of memory. */
+static char *options_json(const sk_pack *p)
 {
     const char *base = strrchr(p->pattern_tmpl, '/'); /* --part: {part} unexpanded */
     base = base ? base + 1 : p->pattern_tmpl;
-    /* The pattern's basename only: no machine paths in the manifest. */
-    char esc[1024];
-    size_t o = 0;
-    for (const char *s = base; *s && o + 7 < sizeof esc; s++) {
-        if (*s == '"' || *s == '\\') esc[o++] = '\\', esc[o++] = *s;
-        else if ((unsigned char)*s < 0x20) o += (size_t)snprintf(esc + o, 7, "\\u%04x", *s);
-        else esc[o++] = *s;
+    char z[32];
+    snprintf(z, sizeof z, "zstd:%d", p->o.compress_level);
+    json_t *o = json_object();
+    if (!o || json_object_set_new(o, "pattern", sk_json_str(base)) ||
+        json_object_set_new(o, "start", sk_json_u64(p->o.start)) ||
+        json_object_set_new(o, "max_size", sk_json_u64(p->o.max_size)) ||
+        json_object_set_new(o, "max_count", sk_json_u64(p->o.max_count)) ||
+        json_object_set_new(o, "order", json_string(p->o.shuffle ? "shuffle" : "key")) ||
+        json_object_set_new(o, "seed", sk_json_u64(p->o.shuffle ? p->o.seed : 0)) ||
+        json_object_set_new(o, "mtime", sk_json_u64(p->o.mtime)) ||
+        json_object_set_new(o, "compress", p->o.compress_level ? json_string(z) : json_null())) {
+        json_decref(o);
+        return NULL;
     }
-    esc[o] = 0;
-    char zbuf[32] = "null";
-    if (p->o.compress_level) snprintf(zbuf, sizeof zbuf, "\"zstd:%d\"", p->o.compress_level);
-    int n = snprintf(buf, cap,
-                     "{\"pattern\":\"%s\",\"start\":%llu,\"max_size\":%llu,\"max_count\":%llu,"
-                     "\"order\":\"%s\",\"seed\":%llu,\"mtime\":%llu,\"compress\":%s}",
-                     esc, (unsigned long long)p->o.start, (unsigned long long)p->o.max_size,
-                     (unsigned long long)p->o.max_count, p->o.shuffle ? "shuffle" : "key",
-                     (unsigned long long)(p->o.shuffle ? p->o.seed : 0),
-                     (unsigned long long)p->o.mtime, zbuf);
-    return n >= (int)cap ? -1 : 0;
+    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return text;
 }
 
 static int count_exts_from_index(const char *shard, sk_manifest *man, sk_error *err)
@@ -760,7 +762,7 @@ static int write_parallel(sk_pack *p, size_t pending_shards, sk_error *err)
 
 int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
 {
-    char path[4200], url[4200], mpath[4200], mdir[4200], opts[2048];
+    char path[4200], url[4200], mpath[4200], mdir[4200];
     sk_manifest *man = NULL;
     sk_shard_out out = {0};
     pthread_t *threads = NULL;
@@ -791,8 +793,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
         snprintf(mpath, sizeof mpath, "%s%smanifest.json", mdir, mdir[0] ? "/" : "");
     }
     man = sk_manifest_new();
-    if (!man || options_json(p, opts, sizeof opts)) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
-    man->options_json = strdup(opts);
+    if (!man || !(man->options_json = options_json(p))) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
     man->part = p->o.part; /* --part */
     man->parts = p->o.parts;
 

@@ -21,6 +21,7 @@
 #include "io/writer.h"
 
 #include <archive.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <archive_entry.h>
 #include <fcntl.h>
@@ -1036,59 +1037,57 @@ static int expand_inputs(sk_s3 *s3, const char *const *in, size_t n, char ***out
     return SK_OK;
 }
 
-static int options_json(const rs *r, char *buf, size_t cap)
+/* The options that shaped the output, for the manifest (docs/format.md),
+ * with jansson (extensions and names escaped whatever they hold).  NULL
+ * when out of memory. */
+static char *options_json(const rs *r)
 {
     const sk_shard_options *o = r->o;
-    FILE *f = fmemopen(buf, cap, "w");
-    if (!f) return -1;
     const char *tmpl = r->pattern_tmpl ? r->pattern_tmpl : o->pattern;
     const char *base = strrchr(tmpl, '/');
     base = base ? base + 1 : tmpl;
-    fputs("{\"shard\": {\"pattern\": \"", f);
-    for (const char *s = base; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        if ((unsigned char)*s >= 0x20) fputc(*s, f);
-    }
-    fprintf(f, "\", \"start\": %llu, \"max_size\": %llu, \"max_count\": %llu, \"num_shards\": %llu, "
-               "\"order\": \"%s\", \"seed\": %llu, \"mtime\": %llu, ",
-            (unsigned long long)o->start, (unsigned long long)r->max_size,
-            (unsigned long long)r->max_count, (unsigned long long)o->num_shards,
-            o->shuffle ? "shuffle" : "input", (unsigned long long)(o->shuffle ? o->seed : 0),
-            (unsigned long long)o->mtime);
-    const char *const *lists[2] = {o->select, o->drop};
-    size_t ns[2] = {o->nselect, o->ndrop};
-    const char *names[2] = {"select", "drop"};
-    for (int l = 0; l < 2; l++) {
-        fprintf(f, "\"%s\": [", names[l]);
-        for (size_t i = 0; i < ns[l]; i++) fprintf(f, "%s\"%s\"", i ? ", " : "", lists[l][i]);
-        fputs("], ", f);
-    }
-    fputs("\"rename\": {", f);
-    for (size_t i = 0; i < o->nrename; i++)
-        fprintf(f, "%s\"%s\": \"%s\"", i ? ", " : "", o->rename_from[i], o->rename_to[i]);
-    fprintf(f, "}, \"keys\": %s, \"compress\": ", o->keys_file ? "true" : "false");
-    if (o->compress_level) fprintf(f, "\"zstd:%d\"", o->compress_level);
-    else fputs("null", f);
-    if (sk_image_options_active(o->images)) { /* they shape the output too */
+    json_t *sh = json_object(), *root = json_object(), *sel = json_array(), *drop = json_array(),
+           *ren = json_object();
+    int bad = !sh || !root || !sel || !drop || !ren;
+    for (size_t i = 0; !bad && i < o->nselect; i++) bad = json_array_append_new(sel, sk_json_str(o->select[i]));
+    for (size_t i = 0; !bad && i < o->ndrop; i++) bad = json_array_append_new(drop, sk_json_str(o->drop[i]));
+    for (size_t i = 0; !bad && i < o->nrename; i++)
+        bad = json_object_set_new(ren, o->rename_from[i], sk_json_str(o->rename_to[i]));
+    char z[32];
+    snprintf(z, sizeof z, "zstd:%d", o->compress_level);
+    bad = bad || json_object_set_new(sh, "pattern", sk_json_str(base)) ||
+          json_object_set_new(sh, "start", sk_json_u64(o->start)) ||
+          json_object_set_new(sh, "max_size", sk_json_u64(r->max_size)) ||
+          json_object_set_new(sh, "max_count", sk_json_u64(r->max_count)) ||
+          json_object_set_new(sh, "num_shards", sk_json_u64(o->num_shards)) ||
+          json_object_set_new(sh, "order", json_string(o->shuffle ? "shuffle" : "input")) ||
+          json_object_set_new(sh, "seed", sk_json_u64(o->shuffle ? o->seed : 0)) ||
+          json_object_set_new(sh, "mtime", sk_json_u64(o->mtime)) ||
+          json_object_set(sh, "select", sel) || json_object_set(sh, "drop", drop) ||
+          json_object_set(sh, "rename", ren) ||
+          json_object_set_new(sh, "keys", json_boolean(o->keys_file != NULL)) ||
+          json_object_set_new(sh, "compress", o->compress_level ? json_string(z) : json_null());
+    if (!bad && sk_image_options_active(o->images)) { /* they shape the output too */
         static const char *const modes[] = {"no", "keep_ratio", "keep_ratio_largest", "center_crop",
                                             "border"};
-        static const char *const bad[] = {"skip", "keep", "fail"};
+        static const char *const policies[] = {"skip", "keep", "fail"};
         const sk_image_options *io = o->images;
-        fprintf(f, ", \"images\": {\"image_size\": %u, \"resize_mode\": \"%s\", "
-                   "\"resize_only_if_bigger\": %s, \"encode_quality\": %d, \"min_image_size\": %u, "
-                   "\"max_aspect_ratio\": %g, \"image_meta\": %s, \"bad_image\": \"%s\", "
-                   "\"max_pixels\": %llu}",
-                io->image_size, modes[io->resize_mode >= 0 && io->resize_mode <= 4 ? io->resize_mode : 0],
-                io->resize_only_if_bigger ? "true" : "false",
-                io->encode_quality ? io->encode_quality : 95, io->min_image_size, io->max_aspect_ratio,
-                io->image_meta ? "true" : "false", bad[io->bad_image >= 0 && io->bad_image <= 2 ? io->bad_image : 0],
-                (unsigned long long)(io->max_pixels ? io->max_pixels : SK_IMAGE_MAX_PIXELS));
+        json_t *im = json_pack("{s:I, s:s, s:b, s:i, s:I, s:f, s:b, s:s, s:I}", "image_size",
+                               (json_int_t)io->image_size, "resize_mode",
+                               modes[io->resize_mode >= 0 && io->resize_mode <= 4 ? io->resize_mode : 0],
+                               "resize_only_if_bigger", io->resize_only_if_bigger, "encode_quality",
+                               io->encode_quality ? io->encode_quality : 95, "min_image_size",
+                               (json_int_t)io->min_image_size, "max_aspect_ratio", io->max_aspect_ratio,
+                               "image_meta", io->image_meta, "bad_image",
+                               policies[io->bad_image >= 0 && io->bad_image <= 2 ? io->bad_image : 0],
+                               "max_pixels",
+                               (json_int_t)(io->max_pixels ? io->max_pixels : SK_IMAGE_MAX_PIXELS));
+        bad = json_object_set_new(sh, "images", im);
     }
-    fputs("}}", f);
-    int bad = ferror(f);
-    long n = ftell(f);
-    fclose(f);
-    return bad || n < 0 || (size_t)n >= cap ? -1 : 0;
+    bad = bad || json_object_set(root, "shard", sh);
+    char *text = bad ? NULL : json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(sel), json_decref(drop), json_decref(ren), json_decref(sh), json_decref(root);
+    return text;
 }
 
 /* Samples after the filters, for --num-shards: from the inputs' indexes
@@ -1177,9 +1176,8 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
         if (!sk_is_s3_url(opts->pattern) && !sk_is_s3_url(r.mpath) &&
             (rc = sk_out_lock(lockpath, "shard", &lock_fd, err)))
             goto cleanup;
-        char oj[4096];
         r.man = sk_manifest_new();
-        if (!r.man || options_json(&r, oj, sizeof oj) || !(r.man->options_json = strdup(oj))) {
+        if (!r.man || !(r.man->options_json = options_json(&r))) {
             rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
             goto cleanup;
         }
