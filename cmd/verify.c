@@ -4,6 +4,8 @@
  */
 #include "cmd.h"
 
+#include <jansson.h>
+
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,32 +55,20 @@ static const struct option options[] = {
     {NULL, 0, NULL, 0},
 };
 
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20) printf("\\u%04x", c);
-        else putchar(c);
-    }
-    putchar('"');
-}
-
 static void on_problem(void *ctx, const sk_verify_problem *p)
 {
     int json = *(int *)ctx;
-    if (json) {
-        printf("{\"severity\": \"%s\", \"kind\": ", p->warning ? "warning" : "error");
-        json_str(p->kind);
-        printf(", \"shard\": ");
-        json_str(p->shard);
-        printf(", \"offset\": %llu, \"key\": ", (unsigned long long)p->offset);
-        if (p->key) json_str(p->key);
-        else fputs("null", stdout);
-        printf(", \"message\": ");
-        json_str(p->msg);
-        puts("}");
+    if (json) { /* one object a line; names are whatever bytes the shard holds */
+        json_t *o = json_object();
+        json_object_set_new(o, "severity", json_string(p->warning ? "warning" : "error"));
+        json_object_set_new(o, "kind", json_string_nocheck(p->kind));
+        json_object_set_new(o, "shard", json_string_nocheck(p->shard));
+        json_object_set_new(o, "offset", json_integer((json_int_t)p->offset));
+        json_object_set_new(o, "key", p->key ? json_string_nocheck(p->key) : json_null());
+        json_object_set_new(o, "message", json_string_nocheck(p->msg));
+        json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
+        putchar('\n');
+        json_decref(o);
     } else {
         printf("%s:%llu: %s: %s", p->shard, (unsigned long long)p->offset,
                p->warning ? "warning" : "error", p->kind);
