@@ -369,6 +369,7 @@ static void test_stream_rereads_end_blocks(void **state)
             fail_msg("chunk %zu: re-reading the end blocks at %llu: %s", chunk,
                      (unsigned long long)r.pos, err.msg);
         assert_int_equal(got, 1024);
+        sk_tar_reader_release(&r);
         sk_stream_close(&s);
     }
     free(m.b);
