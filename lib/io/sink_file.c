@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct file_sink {
@@ -130,10 +131,17 @@ int sk_sink_file_open(sk_sink **out, const char *path, sk_error *err)
         return sk_error_set(err, SK_E_NOMEM, "out of memory");
     }
     snprintf(f->index_path, n, "%s.idx", path);
-    /* removing the old final file first avoids waiting for its data to
-     * flush on ext4 when the new one replaces it */
-    unlink(f->path);
-    unlink(f->index_path);
+    /* what is already at path (a shard of an earlier run, or a file of
+     * the user's) stays until the new shard is complete and renamed over
+     * it: a failed run destroys nothing.  A path that is not a regular
+     * file (a device, a FIFO, a directory) is never renamed over. */
+    struct stat st;
+    if (stat(f->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        int rc = sk_error_set(err, SK_E_USAGE, "%s exists and is not a regular file: a shard "
+                              "will not replace it", f->path);
+        file_free(f);
+        return rc;
+    }
     f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (f->fd < 0) {
         int rc = sk_error_set(err, SK_E_IO, "%s: cannot create: %s", f->tmp, strerror(errno));
