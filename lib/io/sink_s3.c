@@ -50,13 +50,19 @@ static int put_file(sk_s3 *s3, const char *path, const char *bucket, const char 
 }
 
 /* A local scratch name for an index or manifest on its way up. */
-static void scratch_name(char *buf, size_t cap, const char *what)
+static int scratch_name(char *buf, size_t cap, const char *what, sk_error *err)
 {
-    static unsigned counter;
+    /* created here with mkstemp (O_EXCL, mode 0600): a name in a shared
+     * /tmp that someone else made first (a symlink to a file of the user's,
+     * a FIFO) is never written through; the file is ours to unlink */
     const char *dir = getenv("TMPDIR");
     if (!dir || !*dir) dir = "/tmp";
-    snprintf(buf, cap, "%s/shardkit-%s-%ld-%u", dir, what, (long)getpid(),
-             __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+    SK_FAIL_IF(snprintf(buf, cap, "%s/shardkit-%s-XXXXXX", dir, what) >= (int)cap, err, SK_E_USAGE,
+               "%s: TMPDIR too long", dir);
+    int fd = mkstemp(buf);
+    SK_FAIL_IF(fd < 0, err, SK_E_IO, "%s: cannot create a scratch file: %s", buf, strerror(errno));
+    close(fd);
+    return SK_OK;
 }
 
 /* ---------------------------------------------------- the shard stream */
@@ -100,11 +106,13 @@ static int s3_sink_publish(sk_sink *base, sk_index_builder *index, const sk_inde
         /* the index goes up after the shard: a shard without its index is
          * simply redone by --resume */
         char tmp[4200], ikey[2048];
-        scratch_name(tmp, sizeof tmp, "idx");
         snprintf(ikey, sizeof ikey, "%s.idx", s->key);
-        rc = sk_index_builder_write(index, tmp, info, err);
-        if (!rc) rc = put_file(s->s3, tmp, s->bucket, ikey, err);
-        unlink(tmp);
+        rc = scratch_name(tmp, sizeof tmp, "idx", err);
+        if (!rc) {
+            rc = sk_index_builder_write(index, tmp, info, err);
+            if (!rc) rc = put_file(s->s3, tmp, s->bucket, ikey, err);
+            unlink(tmp);
+        }
     }
     s3_sink_free(s);
     return rc;
@@ -199,10 +207,12 @@ int sk_sink_s3_put_manifest(sk_s3 *s3, sk_manifest *man, const char *url, sk_err
     SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: no S3 client", url);
     char *bucket = NULL, *key = NULL, tmp[4200];
     SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
-    scratch_name(tmp, sizeof tmp, "manifest");
-    int rc = sk_manifest_write(man, tmp, err);
-    if (!rc) rc = put_file(s3, tmp, bucket, key, err);
-    unlink(tmp);
+    int rc = scratch_name(tmp, sizeof tmp, "manifest", err);
+    if (!rc) {
+        rc = sk_manifest_write(man, tmp, err);
+        if (!rc) rc = put_file(s3, tmp, bucket, key, err);
+        unlink(tmp);
+    }
     free(bucket), free(key);
     return rc;
 }
