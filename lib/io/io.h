@@ -17,6 +17,34 @@ int sk_shard_list_dir(const char *dir, int (*keep)(const char *name, const char 
                       char **manifest, char ***names, size_t *count, sk_error *err);
 void sk_shard_list_free(char **names, size_t n);
 
+/* dataset.c: the one dataset resolver.  One shard of what the user named,
+ * with what its manifest promises when it came from one (known = 1). */
+typedef struct sk_ds_shard {
+    char *url;       /* local path, '-', or s3:// URL */
+    char *index_url; /* from the manifest; NULL when not known */
+    char *manifest;  /* the manifest that listed it; NULL when none */
+    uint64_t bytes, samples, first_ordinal;
+    uint32_t crc32c;
+    int known;
+} sk_ds_shard;
+
+#define SK_DS_MANIFEST 1u /* NAME.json: the shards its manifest lists */
+#define SK_DS_DIR 2u      /* a directory: its manifest.json, else its listed shards */
+#define SK_DS_PREFIX 4u   /* s3://bucket/prefix/: the prefix's manifest.json */
+
+typedef struct sk_ds_opts {
+    unsigned flags;                                  /* SK_DS_* */
+    sk_s3 *s3;                                       /* for s3:// manifests (NULL: refused) */
+    int (*keep)(const char *name, const char *path); /* a directory's shards (SK_DS_DIR) */
+    const char *dir_wants; /* the error's words for an empty directory, e.g. "no .tar in it" */
+} sk_ds_opts;
+
+/* Appends to *list (*count entries, both may start empty) the shards typed
+ * names, brace patterns expanded first.  Free with sk_ds_free. */
+int sk_ds_resolve(const char *typed, const sk_ds_opts *o, sk_ds_shard **list, size_t *count,
+                  sk_error *err);
+void sk_ds_free(sk_ds_shard *list, size_t n);
+
 /* -------------------------------------------------------- sink_s3.c */
 
 /* Before the first shard: checks the client, aborts the multipart uploads

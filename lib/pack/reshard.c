@@ -1003,30 +1003,20 @@ static int expand_inputs(sk_s3 *s3, const char *const *in, size_t n, char ***out
     char **list = NULL;
     size_t cnt = 0, cap = 0;
     int rc = SK_OK;
-    for (size_t i = 0; i < n && !rc; i++) {
-        char **ex;
-        size_t k;
-        if ((rc = sk_brace_expand(in[i], &ex, &k, err))) break;
+    for (size_t i = 0; i < n && !rc; i++) { /* the one resolver (io/dataset.c) */
+        sk_ds_opts ro = {.flags = SK_DS_MANIFEST, .s3 = s3};
+        sk_ds_shard *ds = NULL;
+        size_t k = 0;
+        rc = sk_ds_resolve(in[i], &ro, &ds, &k, err);
         for (size_t j = 0; j < k && !rc; j++) {
-            size_t l = strlen(ex[j]);
-            if (l > 5 && !strcmp(ex[j] + l - 5, ".json")) {
-                sk_manifest *m;
-                if ((rc = sk_is_s3_url(ex[j]) ? sk_s3_load_manifest(s3, ex[j], &m, err)
-                                              : sk_manifest_load(&m, ex[j], err)))
-                    break;
-                for (size_t s = 0; s < m->nshards && !rc; s++) {
-                    if ((rc = sk_grow((void **)&list, &cap, cnt + 2, sizeof *list, err))) break;
-                    list[cnt] = NULL;
-                    if (!(rc = sk_manifest_resolve(ex[j], m->shards[s].url, &list[cnt], err))) cnt++;
-                }
-                sk_manifest_free(m);
-            } else {
-                if ((rc = sk_grow((void **)&list, &cap, cnt + 2, sizeof *list, err))) break;
-                if (!(list[cnt++] = strdup(ex[j]))) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-            }
+            if ((rc = sk_grow((void **)&list, &cap, cnt + 2, sizeof *list, err))) break;
+            list[cnt] = ds[j].url; /* moved */
+            ds[j].url = NULL;
+            cnt++;
         }
-        sk_brace_free(ex);
+        sk_ds_free(ds, k);
     }
+    if (list) list[cnt] = NULL;
     if (rc) {
         for (size_t i = 0; i < cnt; i++) free(list[i]);
         free(list);

@@ -193,71 +193,29 @@ static int need_s3(sk_reader *r, sk_error *err)
     return sk_s3_new(&r->s3, &cfg, err);
 }
 
-static int add_manifest(sk_reader *r, const char *path, sk_error *err)
-{
-    sk_manifest *m;
-    if (sk_reader_is_remote(path)) {
-        SK_GUARD(need_s3(r, err));
-        SK_GUARD(sk_s3_load_manifest(r->s3, path, &m, err));
-    }
-    else SK_GUARD(sk_manifest_load(&m, path, err));
-    int rc = SK_OK;
-    for (size_t i = 0; !rc && i < m->nshards; i++) {
-        char *u = NULL, *ix = NULL;
-        rc = sk_manifest_resolve(path, m->shards[i].url, &u, err);
-        if (!rc && m->shards[i].index_url) rc = sk_manifest_resolve(path, m->shards[i].index_url, &ix, err);
-        if (!rc) rc = add_shard(r, u, ix, (int64_t)m->shards[i].samples, err);
-        if (!rc) r->sh[r->nsh - 1].bytes = m->shards[i].bytes;
-        free(u);
-        free(ix);
-    }
-    sk_manifest_free(m);
-    return rc;
-}
-
 static int keep_shard(const char *name, const char *path)
 {
     (void)path;
     return is_shard_name(name);
 }
 
-static int add_dir(sk_reader *r, const char *dir, sk_error *err)
-{
-    char *mf, **names;
-    size_t n;
-    SK_GUARD(sk_shard_list_dir(dir, keep_shard, &mf, &names, &n, err));
-    if (mf) {
-        int rc = add_manifest(r, mf, err);
-        free(mf);
-        return rc;
-    }
-    int rc = SK_OK;
-    if (n == 0)
-        rc = sk_error_set(err, SK_E_NOTFOUND, "%s: no manifest.json and no .tar or .tar.zst in it",
-                          dir);
-    for (size_t i = 0; !rc && i < n; i++) rc = add_shard(r, names[i], NULL, -1, err);
-    sk_shard_list_free(names, n);
-    return rc;
-}
-
+/* What the user typed, through the one resolver (io/dataset.c): a shard, a
+ * brace pattern, a directory, a manifest, an s3:// prefix, '-' or a FIFO. */
 static int add_url(sk_reader *r, const char *url, sk_error *err)
 {
-    size_t len = strlen(url);
-    if (strchr(url, '{')) {
-        char **list;
-        size_t n;
-        SK_GUARD(sk_brace_expand(url, &list, &n, err));
-        int rc = SK_OK;
-        for (size_t i = 0; !rc && i < n; i++)
-            rc = strchr(list[i], '{') ? add_shard(r, list[i], NULL, -1, err) : add_url(r, list[i], err);
-        sk_brace_free(list);
-        return rc;
+    if (sk_reader_is_remote(url)) SK_GUARD(need_s3(r, err));
+    sk_ds_opts o = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = r->s3,
+                    .keep = keep_shard, .dir_wants = "no .tar or .tar.zst in it"};
+    sk_ds_shard *list = NULL;
+    size_t n = 0;
+    int rc = sk_ds_resolve(url, &o, &list, &n, err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        rc = add_shard(r, list[i].url, list[i].index_url, list[i].known ? (int64_t)list[i].samples : -1,
+                       err);
+        if (!rc && list[i].known) r->sh[r->nsh - 1].bytes = list[i].bytes;
     }
-    if (len > 5 && !strcmp(url + len - 5, ".json")) return add_manifest(r, url, err);
-    struct stat st;
-    if (!sk_reader_is_remote(url) && stat(url, &st) == 0 && S_ISDIR(st.st_mode))
-        return add_dir(r, url, err);
-    return add_shard(r, url, NULL, -1, err);
+    sk_ds_free(list, n);
+    return rc;
 }
 
 /* ----------------------------------------------------------------- cursor */

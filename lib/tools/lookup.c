@@ -129,33 +129,6 @@ static int add_shard(sk_dataset *ds, const char *path, const char *index_path, s
     return SK_OK;
 }
 
-static int open_manifest(sk_dataset *ds, const char *path, sk_error *err)
-{
-    sk_manifest *m;
-    SK_GUARD(sk_is_s3_url(path) ? sk_s3_load_manifest(ds->s3, path, &m, err)
-                                : sk_manifest_load(&m, path, err));
-    int rc = SK_OK;
-    for (size_t i = 0; !rc && i < m->nshards; i++) {
-        const sk_manifest_shard *ms = &m->shards[i];
-        char *sp = NULL, *ip = NULL;
-        rc = sk_manifest_resolve(path, ms->url, &sp, err);
-        if (!rc && ms->index_url) rc = sk_manifest_resolve(path, ms->index_url, &ip, err);
-        if (!rc && !(rc = add_shard(ds, sp, ip, err))) {
-            struct shard *s = &ds->s[ds->n - 1];
-            s->first_ordinal = ms->first_ordinal;
-            s->samples = ms->samples;
-            s->bytes = ms->bytes;
-            s->crc = ms->crc32c;
-            s->known = s->from_manifest = 1;
-        }
-        free(sp);
-        free(ip);
-    }
-    sk_manifest_free(m);
-    if (!rc) ds->counted = 1;
-    return rc;
-}
-
 static int is_shard_name(const char *n)
 {
     static const char *const sfx[] = {".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.bz2", ".tar.xz"};
@@ -175,25 +148,6 @@ static int keep_indexed_shard(const char *name, const char *path)
     int has = access(ip, F_OK) == 0;
     free(ip);
     return has;
-}
-
-static int open_dir(sk_dataset *ds, const char *dir, sk_error *err)
-{
-    char *mf, **names;
-    size_t n;
-    SK_GUARD(sk_shard_list_dir(dir, keep_indexed_shard, &mf, &names, &n, err));
-    if (mf) {
-        int rc = open_manifest(ds, mf, err);
-        free(mf);
-        return rc;
-    }
-    int rc = SK_OK;
-    if (n == 0)
-        rc = sk_error_set(err, SK_E_NOTFOUND,
-                          "%s: no manifest.json and no shards with an index (.idx) in it", dir);
-    for (size_t i = 0; !rc && i < n; i++) rc = add_shard(ds, names[i], NULL, err);
-    sk_shard_list_free(names, n);
-    return rc;
 }
 
 void sk_dataset_close(sk_dataset *ds)
@@ -223,23 +177,34 @@ int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned f
     int remote = sk_is_s3_url(path);
     SK_FAIL_IF(remote && !s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", path);
     struct stat st = {0};
-    SK_FAIL_IF(!remote && stat(path, &st) != 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
+    SK_FAIL_IF(!remote && !strchr(path, '{') && stat(path, &st) != 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
                "%s: %s", path, strerror(errno));
     sk_dataset *ds = calloc(1, sizeof *ds);
     SK_FAIL_IF(!ds, err, SK_E_NOMEM, "out of memory");
     ds->flags = flags;
     ds->s3 = s3;
-    int rc;
-    size_t len = strlen(path);
-    char *mf = NULL;
-    if (remote && path[len - 1] == '/') { /* a prefix: its manifest (a listing would not say
-                                           * which objects are shards of one dataset) */
-        if (asprintf(&mf, "%smanifest.json", path) < 0) mf = NULL;
-        rc = mf ? open_manifest(ds, mf, err) : sk_error_set(err, SK_E_NOMEM, "out of memory");
-        free(mf);
-    } else if (S_ISDIR(st.st_mode)) rc = open_dir(ds, path, err);
-    else if (len > 5 && !strcmp(path + len - 5, ".json")) rc = open_manifest(ds, path, err);
-    else rc = add_shard(ds, path, NULL, err);
+    /* the one resolver (io/dataset.c): an s3:// prefix means its manifest
+     * (a listing would not say which objects are shards of one dataset) */
+    sk_ds_opts ro = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = s3,
+                     .keep = keep_indexed_shard, .dir_wants = "no shards with an index (.idx) in it"};
+    sk_ds_shard *list = NULL;
+    size_t n = 0;
+    int rc = sk_ds_resolve(path, &ro, &list, &n, err);
+    int counted = 1;
+    for (size_t i = 0; !rc && i < n; i++) {
+        const sk_ds_shard *d = &list[i];
+        if (!(rc = add_shard(ds, d->url, d->index_url, err)) && d->known) {
+            struct shard *sh = &ds->s[ds->n - 1];
+            sh->first_ordinal = d->first_ordinal;
+            sh->samples = d->samples;
+            sh->bytes = d->bytes;
+            sh->crc = d->crc32c;
+            sh->known = sh->from_manifest = 1;
+        }
+        counted &= d->known;
+    }
+    sk_ds_free(list, n);
+    if (!rc && counted) ds->counted = 1;
     if (rc) {
         sk_dataset_close(ds);
         return rc;

@@ -784,34 +784,6 @@ static void check_keys(vstate *v)
 
 /* ----------------------------------------------------------------- entry */
 
-static int verify_manifest(vstate *v, const char *path, sk_error *err)
-{
-    sk_manifest *m;
-    sk_error me = SK_ERROR_INIT;
-    int rc = sk_is_s3_url(path) ? (v->o->s3 ? sk_s3_load_manifest(v->o->s3, path, &m, &me)
-                                            : sk_error_set(&me, SK_E_USAGE, "%s: an s3:// target "
-                                                           "needs an S3 client", path))
-                                : sk_manifest_load(&m, path, &me);
-    if (rc == SK_E_CORRUPT || rc == SK_E_INPUT || rc == SK_E_MISMATCH) {
-        problem(v, 0, "manifest", path, 0, NULL, 0, "%s", me.msg);
-        return SK_OK;
-    }
-    if (rc) {
-        *err = me;
-        return rc;
-    }
-    for (size_t i = 0; i < m->nshards && !rc; i++) {
-        const sk_manifest_shard *ms = &m->shards[i];
-        char *p = NULL;
-        if ((rc = sk_manifest_resolve(path, ms->url, &p, err))) break;
-        struct expect ex = {1, ms->bytes, ms->samples, ms->crc32c, path};
-        rc = verify_shard(v, p, &ex, err);
-        free(p);
-    }
-    sk_manifest_free(m);
-    return rc;
-}
-
 void sk_verify_options_init_sized(sk_verify_options *o, size_t size)
 {
     static const sk_verify_options defaults = {.struct_size = sizeof defaults};
@@ -827,15 +799,24 @@ int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opt
     vstate v = {.o = &o};
     int rc = SK_OK;
     for (size_t i = 0; i < n && !rc; i++) {
-        char **ex;
-        size_t k;
-        if ((rc = sk_brace_expand(targets[i], &ex, &k, err))) break;
-        for (size_t j = 0; j < k && !rc; j++) {
-            size_t l = strlen(ex[j]);
-            if (l > 5 && !strcmp(ex[j] + l - 5, ".json")) rc = verify_manifest(&v, ex[j], err);
-            else rc = verify_shard(&v, ex[j], NULL, err);
+        /* the one resolver (io/dataset.c): brace patterns, manifests */
+        sk_ds_opts ro = {.flags = SK_DS_MANIFEST, .s3 = o.s3};
+        sk_ds_shard *list = NULL;
+        size_t k = 0;
+        sk_error me = SK_ERROR_INIT;
+        rc = sk_ds_resolve(targets[i], &ro, &list, &k, &me);
+        if (rc == SK_E_CORRUPT || rc == SK_E_INPUT || rc == SK_E_MISMATCH) {
+            /* a damaged manifest is a finding, not a failure to run */
+            problem(&v, 0, "manifest", targets[i], 0, NULL, 0, "%s", me.msg);
+            rc = SK_OK;
+        } else if (rc) {
+            *err = me;
         }
-        sk_brace_free(ex);
+        for (size_t j = 0; j < k && !rc; j++) {
+            struct expect ex = {1, list[j].bytes, list[j].samples, list[j].crc32c, list[j].manifest};
+            rc = verify_shard(&v, list[j].url, list[j].known ? &ex : NULL, err);
+        }
+        sk_ds_free(list, k);
     }
     if (!rc) check_keys(&v);
     for (size_t i = 0; i < v.nkeys; i++) {

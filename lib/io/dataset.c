@@ -1,0 +1,137 @@
+/*
+ * dataset.c - the one dataset resolver: from what a user typed (a shard, a
+ * brace pattern, a directory, a manifest.json, an s3:// object, an s3://
+ * prefix ending in '/', a FIFO, '-' or /dev/stdin) to the list of shards,
+ * each with what its manifest promises (bytes, samples, first ordinal,
+ * CRC32C, index URL) when there is one.  Tools pick which forms they take
+ * with flags, so that each tool keeps its own rules about what it accepts.
+ */
+#include "io/io.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct out {
+    sk_ds_shard *v;
+    size_t n, cap;
+};
+
+static int push(struct out *o, const char *url, const char *index_url, const char *manifest,
+                sk_error *err)
+{
+    SK_GUARD(sk_grow((void **)&o->v, &o->cap, o->n + 1, sizeof *o->v, err));
+    sk_ds_shard *s = &o->v[o->n];
+    memset(s, 0, sizeof *s);
+    s->url = strdup(url);
+    s->index_url = index_url ? strdup(index_url) : NULL;
+    s->manifest = manifest ? strdup(manifest) : NULL;
+    if (!s->url || (index_url && !s->index_url) || (manifest && !s->manifest)) {
+        free(s->url);
+        free(s->index_url);
+        free(s->manifest);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    o->n++;
+    return SK_OK;
+}
+
+static int ends_with(const char *s, const char *sfx)
+{
+    size_t a = strlen(s), b = strlen(sfx);
+    return a > b && !strcmp(s + a - b, sfx);
+}
+
+static int add_manifest(struct out *o, const char *path, const sk_ds_opts *opt, sk_error *err)
+{
+    sk_manifest *m;
+    if (sk_is_s3_url(path)) {
+        SK_FAIL_IF(!opt->s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", path);
+        SK_GUARD(sk_s3_load_manifest(opt->s3, path, &m, err));
+    } else {
+        SK_GUARD(sk_manifest_load(&m, path, err));
+    }
+    int rc = SK_OK;
+    for (size_t i = 0; !rc && i < m->nshards; i++) {
+        const sk_manifest_shard *ms = &m->shards[i];
+        char *u = NULL, *ix = NULL;
+        rc = sk_manifest_resolve(path, ms->url, &u, err);
+        if (!rc && ms->index_url) rc = sk_manifest_resolve(path, ms->index_url, &ix, err);
+        if (!rc && !(rc = push(o, u, ix, path, err))) {
+            sk_ds_shard *s = &o->v[o->n - 1];
+            s->bytes = ms->bytes;
+            s->samples = ms->samples;
+            s->first_ordinal = ms->first_ordinal;
+            s->crc32c = ms->crc32c;
+            s->known = 1;
+        }
+        free(u);
+        free(ix);
+    }
+    sk_manifest_free(m);
+    return rc;
+}
+
+static int add_dir(struct out *o, const char *dir, const sk_ds_opts *opt, sk_error *err)
+{
+    char *mf, **names;
+    size_t n;
+    SK_GUARD(sk_shard_list_dir(dir, opt->keep, &mf, &names, &n, err));
+    if (mf) {
+        int rc = add_manifest(o, mf, opt, err);
+        free(mf);
+        return rc;
+    }
+    int rc = SK_OK;
+    if (n == 0)
+        rc = sk_error_set(err, SK_E_NOTFOUND, "%s: no manifest.json and %s", dir,
+                          opt->dir_wants ? opt->dir_wants : "no shards in it");
+    for (size_t i = 0; !rc && i < n; i++) rc = push(o, names[i], NULL, NULL, err);
+    sk_shard_list_free(names, n);
+    return rc;
+}
+
+static int add_one(struct out *o, const char *u, const sk_ds_opts *opt, sk_error *err)
+{
+    if ((opt->flags & SK_DS_PREFIX) && sk_is_s3_url(u) && u[strlen(u) - 1] == '/') {
+        /* a prefix: its manifest (a listing would not say which objects
+         * are shards of one dataset) */
+        char *mf;
+        SK_FAIL_IF(asprintf(&mf, "%smanifest.json", u) < 0, err, SK_E_NOMEM, "out of memory");
+        int rc = add_manifest(o, mf, opt, err);
+        free(mf);
+        return rc;
+    }
+    if ((opt->flags & SK_DS_MANIFEST) && ends_with(u, ".json")) return add_manifest(o, u, opt, err);
+    struct stat st;
+    if ((opt->flags & SK_DS_DIR) && !sk_is_s3_url(u) && strcmp(u, "-") && stat(u, &st) == 0 &&
+        S_ISDIR(st.st_mode))
+        return add_dir(o, u, opt, err);
+    return push(o, u, NULL, NULL, err);
+}
+
+int sk_ds_resolve(const char *typed, const sk_ds_opts *opt, sk_ds_shard **list, size_t *count,
+                  sk_error *err)
+{
+    struct out o = {*list, *count, *count};
+    char **ex = NULL;
+    size_t k = 0;
+    int rc = sk_brace_expand(typed, &ex, &k, err);
+    for (size_t j = 0; !rc && j < k; j++) rc = add_one(&o, ex[j], opt, err);
+    if (ex) sk_brace_free(ex);
+    *list = o.v;
+    *count = o.n;
+    return rc;
+}
+
+void sk_ds_free(sk_ds_shard *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(list[i].url);
+        free(list[i].index_url);
+        free(list[i].manifest);
+    }
+    free(list);
+}
