@@ -47,13 +47,16 @@ static int ends_with(const char *s, const char *sfx)
 static int add_manifest(struct out *o, const char *path, const sk_ds_opts *opt, sk_error *err)
 {
     sk_manifest *m;
-    if (sk_is_s3_url(path)) {
-        SK_FAIL_IF(!opt->s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", path);
-        SK_GUARD(sk_s3_load_manifest(opt->s3, path, &m, err));
-    } else {
-        SK_GUARD(sk_manifest_load(&m, path, err));
+    SK_FAIL_IF(sk_is_s3_url(path) && !opt->s3, err, SK_E_USAGE,
+               "%s: an s3:// dataset needs an S3 client", path);
+    sk_error le = SK_ERROR_INIT;
+    int rc = sk_is_s3_url(path) ? sk_s3_load_manifest(opt->s3, path, &m, &le)
+                                : sk_manifest_load(&m, path, &le);
+    if (rc && opt->bad_manifest && (rc == SK_E_CORRUPT || rc == SK_E_INPUT || rc == SK_E_MISMATCH)) {
+        opt->bad_manifest(opt->ctx, path, &le); /* verify: a finding, not a failure to run */
+        return SK_OK;
     }
-    int rc = SK_OK;
+    if (rc) return *err = le, rc;
     for (size_t i = 0; !rc && i < m->nshards; i++) {
         const sk_manifest_shard *ms = &m->shards[i];
         char *u = NULL, *ix = NULL;

@@ -37,6 +37,10 @@ typedef struct sk_ds_opts {
     sk_s3 *s3;                                       /* for s3:// manifests (NULL: refused) */
     int (*keep)(const char *name, const char *path); /* a directory's shards (SK_DS_DIR) */
     const char *dir_wants; /* the error's words for an empty directory, e.g. "no .tar in it" */
+    /* when set, a manifest that cannot be read as one (corrupt, not JSON,
+     * mismatched) is handed to it and skipped instead of failing */
+    void (*bad_manifest)(void *ctx, const char *path, const sk_error *why);
+    void *ctx;
 } sk_ds_opts;
 
 /* Appends to *list (*count entries, both may start empty) the shards typed

@@ -784,6 +784,12 @@ static void check_keys(vstate *v)
 
 /* ----------------------------------------------------------------- entry */
 
+/* A damaged manifest is a finding, not a failure to run. */
+static void bad_manifest(void *ctx, const char *path, const sk_error *why)
+{
+    problem(ctx, 0, "manifest", path, 0, NULL, 0, "%s", why->msg);
+}
+
 void sk_verify_options_init_sized(sk_verify_options *o, size_t size)
 {
     static const sk_verify_options defaults = {.struct_size = sizeof defaults};
@@ -800,18 +806,11 @@ int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opt
     int rc = SK_OK;
     for (size_t i = 0; i < n && !rc; i++) {
         /* the one resolver (io/dataset.c): brace patterns, manifests */
-        sk_ds_opts ro = {.flags = SK_DS_MANIFEST, .s3 = o.s3};
+        sk_ds_opts ro = {.flags = SK_DS_MANIFEST, .s3 = o.s3, .bad_manifest = bad_manifest,
+                         .ctx = &v};
         sk_ds_shard *list = NULL;
         size_t k = 0;
-        sk_error me = SK_ERROR_INIT;
-        rc = sk_ds_resolve(targets[i], &ro, &list, &k, &me);
-        if (rc == SK_E_CORRUPT || rc == SK_E_INPUT || rc == SK_E_MISMATCH) {
-            /* a damaged manifest is a finding, not a failure to run */
-            problem(&v, 0, "manifest", targets[i], 0, NULL, 0, "%s", me.msg);
-            rc = SK_OK;
-        } else if (rc) {
-            *err = me;
-        }
+        rc = sk_ds_resolve(targets[i], &ro, &list, &k, err);
         for (size_t j = 0; j < k && !rc; j++) {
             struct expect ex = {1, list[j].bytes, list[j].samples, list[j].crc32c, list[j].manifest};
             rc = verify_shard(&v, list[j].url, list[j].known ? &ex : NULL, err);
