@@ -7,6 +7,7 @@
  * manifest never depend on --jobs or on scheduling.
  */
 #include "core/internal.h"
+#include "io/io.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -174,30 +175,25 @@ void sk_index_dataset_opts_init_sized(sk_index_dataset_opts *o, size_t size)
     sk_options_init(o, size, &no_opts, sizeof no_opts);
 }
 
-/* The shard list: every pattern brace-expanded. */
+/* The shard list: every pattern brace-expanded, through the one resolver
+ * (io/dataset.c); a manifest or a directory is not an input of index. */
 static int expand(const char *const *patterns, size_t n, char ***out, size_t *count, sk_error *err)
 {
-    char **shards = NULL;
-    size_t ns = 0, cap = 0;
+    sk_ds_opts ro = {0};
+    sk_ds_shard *list = NULL;
+    size_t k = 0;
     int rc = SK_OK;
-    for (size_t i = 0; !rc && i < n; i++) {
-        char **list;
-        size_t k;
-        if ((rc = sk_brace_expand(patterns[i], &list, &k, err))) break;
-        if (!(rc = sk_grow((void **)&shards, &cap, ns + k + 1, sizeof *shards, err))) {
-            for (size_t q = 0; q < k; q++) shards[ns++] = list[q];
-            free(list); /* strings moved */
-        } else {
-            sk_brace_free(list);
-        }
+    for (size_t i = 0; !rc && i < n; i++) rc = sk_ds_resolve(patterns[i], &ro, &list, &k, err);
+    char **shards = rc ? NULL : calloc(k + 1, sizeof *shards);
+    if (!rc && !shards) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < k; i++) {
+        shards[i] = list[i].url; /* moved */
+        list[i].url = NULL;
     }
-    if (rc) {
-        for (size_t i = 0; i < ns; i++) free(shards[i]);
-        free(shards);
-        return rc;
-    }
+    sk_ds_free(list, k);
+    if (rc) return rc;
     *out = shards;
-    *count = ns;
+    *count = k;
     return SK_OK;
 }
 
