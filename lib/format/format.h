@@ -7,6 +7,8 @@
 
 #include "core/internal.h"
 
+#include <zstd.h>
+
 /* index.c: what writer.c needs of a builder's records (sample i's tar
  * range; setting its stored range once the compressed frames are known). */
 int sk_index_builder_range(const sk_index_builder *b, uint64_t i, uint64_t *offset,
@@ -42,6 +44,25 @@ int sk_index_check_order(const sk_index *ix, sk_error *err);
  * s3:// URLs and safe relative paths (never a local file).  *out: caller
  * frees. */
 int sk_manifest_resolve(const char *manifest, const char *url, char **out, sk_error *err);
+
+/* zstd_seekable.c: the one streaming zstd decoder (shard streams, the
+ * reader, lookups of compressed samples): stored bytes come from read(ctx,
+ * buf, cap, &got, err), *got = 0 at their end, which must end a frame. */
+#define SK_ZDEC_IN (128u << 10)
+typedef int (*sk_zdec_src)(void *ctx, void *buf, size_t cap, size_t *got, sk_error *err);
+typedef struct sk_zdec {
+    ZSTD_DStream *z;
+    ZSTD_inBuffer in;
+    unsigned char *buf;
+    size_t last;      /* ZSTD_decompressStream's last hint: 0 = at a frame end */
+    uint64_t raw_pos; /* stored offset of the end of what was read, for messages */
+    const char *name;
+} sk_zdec;
+int sk_zdec_init(sk_zdec *d, const char *name, uint64_t raw_pos, sk_error *err);
+/* Up to n decompressed bytes at dst; *got = 0 at the end. */
+int sk_zdec_read(sk_zdec *d, sk_zdec_src read, void *ctx, void *dst, size_t n, size_t *got,
+                 sk_error *err);
+void sk_zdec_free(sk_zdec *d);
 
 /* manifest.c: JSON values for the options objects the tools record:
  * a string (bytes that are not UTF-8 become U+FFFD), a u64 (a decimal

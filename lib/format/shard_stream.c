@@ -68,19 +68,20 @@ static la_ssize_t archive_cb(struct archive *a, void *ctx, const void **out)
     return (la_ssize_t)got;
 }
 
+static int zstd_src(void *ctx, void *dst, size_t n, size_t *got, sk_error *err)
+{
+    return file_read(ctx, dst, n, got, err);
+}
+
 static int stream_init(sk_stream *s, sk_stream_kind kind, sk_error *err)
 {
     const char *path = s->path;
     s->buf = sk_xmalloc(SK_STREAM_BUF, err);
     if (!s->buf) return SK_E_NOMEM;
     if (kind == SK_STREAM_PLAIN) return SK_OK;
+    if (kind == SK_STREAM_ZSTD) return sk_zdec_init(&s->z, path, 0, err);
     s->in = sk_xmalloc(SK_STREAM_BUF, err);
     if (!s->in) return SK_E_NOMEM;
-    if (kind == SK_STREAM_ZSTD) {
-        SK_FAIL_IF(!(s->z = ZSTD_createDStream()), err, SK_E_NOMEM, "out of memory");
-        ZSTD_initDStream(s->z);
-        return SK_OK;
-    }
     struct archive_entry *ae;
     SK_FAIL_IF(!(s->a = archive_read_new()), err, SK_E_NOMEM, "out of memory");
     archive_read_support_filter_all(s->a);
@@ -121,11 +122,10 @@ int sk_stream_open_src(sk_stream *s, sk_stream_src src, void *ctx, const char *p
 void sk_stream_close(sk_stream *s)
 {
     if (s->a) archive_read_free(s->a);
-    if (s->z) ZSTD_freeDStream(s->z);
+    sk_zdec_free(&s->z);
     free(s->in);
     free(s->buf);
     s->a = NULL;
-    s->z = NULL;
     s->in = s->buf = NULL;
 }
 
@@ -147,28 +147,7 @@ static int produce(sk_stream *s, size_t *got, sk_error *err)
         }
         *got = (size_t)k;
     } else {
-        ZSTD_outBuffer out = {s->buf, SK_STREAM_BUF, 0};
-        while (out.pos == 0) {
-            if (s->zin.pos == s->zin.size) {
-                size_t k;
-                SK_GUARD(file_read(s, s->in, SK_STREAM_BUF, &k, err));
-                if (k == 0) {
-                    SK_FAIL_IF(s->zlast != 0, err, SK_E_CORRUPT,
-                               "%s: zstd stream truncated at compressed offset %llu", s->path,
-                               (unsigned long long)s->file_read);
-                    break;
-                }
-                s->zin.src = s->in;
-                s->zin.size = k;
-                s->zin.pos = 0;
-            }
-            size_t r = ZSTD_decompressStream(s->z, &out, &s->zin);
-            SK_FAIL_IF(ZSTD_isError(r), err, SK_E_CORRUPT,
-                       "%s: zstd: %s (near compressed offset %llu)", s->path,
-                       ZSTD_getErrorName(r), (unsigned long long)s->file_read);
-            s->zlast = r;
-        }
-        *got = out.pos;
+        SK_GUARD(sk_zdec_read(&s->z, zstd_src, s, s->buf, SK_STREAM_BUF, got, err));
     }
     if (*got == 0) s->eof = 1;
     return SK_OK;

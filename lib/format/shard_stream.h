@@ -19,7 +19,7 @@
 #include "core/internal.h"
 
 #include <stdint.h>
-#include <zstd.h>
+#include "format/format.h"
 
 struct archive;
 
@@ -46,9 +46,7 @@ typedef struct sk_stream {
     uint64_t file_read;
     unsigned char *in; /* compressed input */
     struct archive *a;
-    ZSTD_DStream *z;
-    ZSTD_inBuffer zin;
-    size_t zlast; /* last ZSTD_decompressStream result: 0 = frame complete */
+    sk_zdec z;    /* SK_STREAM_ZSTD */
     unsigned char *buf; /* decompressed (or plain) bytes [buf_pos, buf_pos+len) */
     uint64_t buf_pos;
     size_t len;

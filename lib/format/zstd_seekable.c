@@ -5,9 +5,11 @@
  * in it is checked against the file before it is believed.
  */
 #include "core/internal.h"
+#include "format/format.h"
 #include "format/tar.h"
 
 #include <stdlib.h>
+#include <zstd.h>
 
 int sk_zstd_seek_table(const sk_tar_src *f, sk_zstd_frame **frames, size_t *nframes,
                        sk_error *err)
@@ -56,4 +58,57 @@ int sk_zstd_seek_table(const sk_tar_src *f, sk_zstd_frame **frames, size_t *nfra
     *frames = fr;
     *nframes = n;
     return SK_OK;
+}
+
+/* ------------------------------------------------------ streaming decode */
+
+int sk_zdec_init(sk_zdec *d, const char *name, uint64_t raw_pos, sk_error *err)
+{
+    memset(d, 0, sizeof *d);
+    d->name = name;
+    d->raw_pos = raw_pos;
+    d->z = ZSTD_createDStream();
+    d->buf = malloc(SK_ZDEC_IN);
+    if (!d->z || !d->buf) {
+        sk_zdec_free(d);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    ZSTD_initDStream(d->z);
+    return SK_OK;
+}
+
+int sk_zdec_read(sk_zdec *d, sk_zdec_src read, void *ctx, void *dst, size_t n, size_t *got,
+                 sk_error *err)
+{
+    ZSTD_outBuffer out = {dst, n, 0};
+    while (out.pos == 0) {
+        if (d->in.pos == d->in.size) {
+            size_t k;
+            SK_GUARD(read(ctx, d->buf, SK_ZDEC_IN, &k, err));
+            if (k == 0) {
+                /* the end of the stored bytes must be the end of a frame */
+                SK_FAIL_IF(d->last != 0, err, SK_E_CORRUPT,
+                           "%s: truncated at offset %llu, inside a zstd frame", d->name,
+                           (unsigned long long)d->raw_pos);
+                break;
+            }
+            d->in = (ZSTD_inBuffer){d->buf, k, 0};
+            d->raw_pos += k;
+        }
+        size_t r = ZSTD_decompressStream(d->z, &out, &d->in);
+        SK_FAIL_IF(ZSTD_isError(r), err, SK_E_CORRUPT, "%s: corrupt zstd data near offset %llu: %s",
+                   d->name, (unsigned long long)(d->raw_pos - (d->in.size - d->in.pos)),
+                   ZSTD_getErrorName(r));
+        d->last = r;
+    }
+    *got = out.pos;
+    return SK_OK;
+}
+
+void sk_zdec_free(sk_zdec *d)
+{
+    ZSTD_freeDStream(d->z);
+    free(d->buf);
+    d->z = NULL;
+    d->buf = NULL;
 }

@@ -14,6 +14,7 @@
  * its stream's ring grow (up to max_window) while the producer is parked;
  * the ring goes away with the stream at the end of the shard.
  */
+#include "format/format.h"
 #include "reader/reader_io.h"
 
 #include <dirent.h>
@@ -27,7 +28,6 @@
 #include <unistd.h>
 #include <archive.h>
 #include <archive_entry.h>
-#include <zstd.h>
 
 /* ------------------------------------------------------------------ source */
 /* A source hands out the stored bytes of a shard sequentially from an
@@ -395,14 +395,13 @@ struct sk_reader_stream {
     int remote; /* a stream: take whatever it has, up to the ring's room */
     /* producer-only */
     src s;
-    ZSTD_DStream *zd;
+    sk_zdec zd;
+    int zstd; /* zd is in use */
     struct archive *la; /* o.filtered: libarchive's raw format over the filter */
     int la_rc;          /* the source's error, seen from la's read callback */
     sk_error la_err;
     unsigned char *zin;
-    ZSTD_inBuffer in;
-    uint64_t raw_pos; /* stored offset of in.src's end, for messages */
-    size_t last_ret;  /* ZSTD_decompressStream's last hint: 0 = at a frame end */
+    uint64_t raw_pos; /* libarchive's stored offset, for messages */
 };
 
 /* Produces up to n bytes at dst: a plain read, or decompression. */
@@ -446,34 +445,8 @@ static int produce(sk_reader_stream *st, unsigned char *dst, size_t n, size_t *g
         *got = (size_t)k;
         return SK_OK;
     }
-    if (!st->zd) return st->s.read(st->s.ctx, dst, n, got, err);
-    ZSTD_outBuffer out = {dst, n, 0};
-    while (out.pos == 0) {
-        if (st->in.pos == st->in.size) {
-            size_t k;
-            SK_GUARD(st->s.read(st->s.ctx, st->zin, ZIN, &k, err));
-            if (k == 0) {
-                /* The end of the stored bytes must be the end of a frame. */
-                SK_FAIL_IF(st->last_ret != 0, err, SK_E_CORRUPT,
-                           "%s: truncated at offset %llu, inside a zstd frame", st->url,
-                           (unsigned long long)st->raw_pos);
-                *got = 0;
-                return SK_OK;
-            }
-            st->in.src = st->zin;
-            st->in.size = k;
-            st->in.pos = 0;
-            st->raw_pos += k;
-        }
-        size_t r = ZSTD_decompressStream(st->zd, &out, &st->in);
-        SK_FAIL_IF(ZSTD_isError(r), err, SK_E_CORRUPT,
-                   "%s: corrupt zstd data near offset %llu: %s", st->url,
-                   (unsigned long long)(st->raw_pos - (st->in.size - st->in.pos)),
-                   ZSTD_getErrorName(r));
-        st->last_ret = r;
-    }
-    *got = out.pos;
-    return SK_OK;
+    if (!st->zstd) return st->s.read(st->s.ctx, dst, n, got, err);
+    return sk_zdec_read(&st->zd, st->s.read, st->s.ctx, dst, n, got, err);
 }
 
 static void *producer(void *arg)
@@ -483,11 +456,8 @@ static void *producer(void *arg)
     int cache_state;
     int rc = src_open(&st->s, &st->o, &cache_state, &err);
     if (!rc && st->o.zstd) {
-        st->zd = ZSTD_createDStream();
-        st->zin = malloc(ZIN);
-        if (!st->zd || !st->zin) rc = sk_error_set(&err, SK_E_NOMEM, "out of memory");
-        else ZSTD_initDStream(st->zd);
-        st->raw_pos = st->o.raw_offset;
+        rc = sk_zdec_init(&st->zd, st->url, st->o.raw_offset, &err);
+        st->zstd = !rc;
     } else if (!rc && st->o.filtered) {
         st->zin = malloc(ZIN);
         rc = st->zin ? la_start(st, &err) : sk_error_set(&err, SK_E_NOMEM, "out of memory");
@@ -571,7 +541,7 @@ void sk_reader_stream_close(sk_reader_stream *st)
     pthread_mutex_unlock(&st->mu);
     pthread_join(st->th, NULL);
     if (st->s.close) st->s.close(st->s.ctx);
-    ZSTD_freeDStream(st->zd);
+    sk_zdec_free(&st->zd);
     if (st->la) archive_read_free(st->la);
     free(st->zin);
     munmap(st->ring, 2 * st->cap);

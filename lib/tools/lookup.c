@@ -13,6 +13,7 @@
  */
 #include "core/internal.h"
 #include "io/io.h"
+#include "format/format.h"
 #include "format/tar.h"
 
 #include <archive.h>
@@ -21,7 +22,6 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zstd.h>
 
 /* ------------------------------------------------------------ range reader */
 
@@ -355,14 +355,22 @@ struct cread { /* sequential reads of the stored bytes through the range reader 
 
 #define CBUF (256u << 10)
 
+static int cread(void *ctx, void *dst, size_t cap, size_t *got, sk_error *err)
+{
+    struct cread *c = ctx;
+    size_t want = c->end - c->pos < cap ? (size_t)(c->end - c->pos) : cap;
+    *got = 0;
+    if (want) SK_GUARD(c->s->rr.read_at(c->s->rr.ctx, c->pos, dst, want, got, err));
+    c->pos += *got;
+    return SK_OK;
+}
+
 static la_ssize_t cread_cb(struct archive *a, void *ctx, const void **out)
 {
     struct cread *c = ctx;
+    size_t got = 0;
     (void)a;
-    size_t want = c->end - c->pos < CBUF ? (size_t)(c->end - c->pos) : CBUF, got = 0;
-    if (want && (c->rc = c->s->rr.read_at(c->s->rr.ctx, c->pos, c->in, want, &got, c->err)))
-        return -1;
-    c->pos += got;
+    if ((c->rc = cread(c, c->in, CBUF, &got, c->err))) return -1;
     *out = c->in;
     return (la_ssize_t)got;
 }
@@ -397,15 +405,15 @@ static int read_compressed(struct shard *s, const sk_sample_ref *sr, uint64_t of
         d = s->frames[lo].d_off;
     }
     unsigned char *out = sk_xmalloc(CBUF, err);
-    c.in = sk_xmalloc(CBUF, err);
-    int rc = (!out || !c.in) ? SK_E_NOMEM : SK_OK;
+    int rc = !out ? SK_E_NOMEM : SK_OK;
     size_t copied = 0;
     struct archive *a = NULL;
-    ZSTD_DStream *z = NULL;
-    if (!rc && (in->flags & SK_INDEX_ZSTD)) {
-        z = ZSTD_createDStream();
-        if (!z) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-        else ZSTD_initDStream(z);
+    sk_zdec z = {0};
+    int zstd = (in->flags & SK_INDEX_ZSTD) != 0;
+    if (!rc && zstd) {
+        rc = sk_zdec_init(&z, s->path, sr->stored_offset, err);
+    } else if (!rc && !(c.in = sk_xmalloc(CBUF, err))) {
+        rc = SK_E_NOMEM;
     } else if (!rc) {
         struct archive_entry *ae;
         a = archive_read_new();
@@ -419,24 +427,10 @@ static int read_compressed(struct shard *s, const sk_sample_ref *sr, uint64_t of
                                                 archive_error_string(a));
         }
     }
-    ZSTD_inBuffer zin = {c.in, 0, 0};
     while (!rc && copied < n) {
         size_t got = 0;
-        if (z) {
-            if (zin.pos == zin.size) {
-                la_ssize_t k = cread_cb(NULL, &c, &zin.src);
-                if (k < 0) { rc = c.rc; break; }
-                zin.size = (size_t)k;
-                zin.pos = 0;
-                if (k == 0) break;
-            }
-            ZSTD_outBuffer zo = {out, CBUF, 0};
-            size_t r = ZSTD_decompressStream(z, &zo, &zin);
-            if (ZSTD_isError(r)) {
-                rc = sk_error_set(err, SK_E_CORRUPT, "%s: zstd: %s", s->path, ZSTD_getErrorName(r));
-                break;
-            }
-            got = zo.pos;
+        if (zstd) {
+            if ((rc = sk_zdec_read(&z, cread, &c, out, CBUF, &got, err)) || got == 0) break;
         } else {
             la_ssize_t k = archive_read_data(a, out, CBUF);
             if (k < 0) {
@@ -461,7 +455,7 @@ static int read_compressed(struct shard *s, const sk_sample_ref *sr, uint64_t of
         rc = sk_error_set(err, SK_E_CORRUPT, "%s: stream ends before tar offset %llu (truncated?)",
                           s->path, (unsigned long long)(off + n));
     if (a) archive_read_free(a);
-    if (z) ZSTD_freeDStream(z);
+    sk_zdec_free(&z);
     free(out);
     free(c.in);
     return rc;
