@@ -27,6 +27,8 @@ static const char usage[] =
     "      --root DIR           directory the listed paths are relative to (default .)\n"
     "  -0, --null               the list is NUL-separated (find -print0)\n"
     "      --from-archive FILE  also pack each member of FILE (tar, zip, 7z, ...)\n"
+    "      --from-manifest M    also pack what SageMaker manifest M names (a file or\n"
+    "                           s3:// object: ManifestFile or augmented manifest)\n"
     "      --max-size SIZE      roll over before a shard passes SIZE (default 512M)\n"
     "      --max-count N        at most N samples per shard\n"
     "      --start N            number of the first shard (default 0)\n"
@@ -62,7 +64,7 @@ enum {
     OPT_FILES_FROM = 256, OPT_ROOT, OPT_FROM_ARCHIVE, OPT_MAX_SIZE, OPT_MAX_COUNT, OPT_START,
     OPT_SHUFFLE, OPT_SEED, OPT_MTIME, OPT_RESUME, OPT_ON_ERROR, OPT_FOLLOW, OPT_MANIFEST,
     OPT_TMP_DIR, OPT_JSON, OPT_COMPRESS, OPT_PART, OPT_PARTS,
-    OPT_CONCURRENCY,
+    OPT_CONCURRENCY, OPT_FROM_MANIFEST,
 };
 
 static const struct option options[] = {
@@ -71,6 +73,7 @@ static const struct option options[] = {
     {"root", required_argument, NULL, OPT_ROOT},
     {"null", no_argument, NULL, '0'},
     {"from-archive", required_argument, NULL, OPT_FROM_ARCHIVE},
+    {"from-manifest", required_argument, NULL, OPT_FROM_MANIFEST},
     {"max-size", required_argument, NULL, OPT_MAX_SIZE},
     {"max-count", required_argument, NULL, OPT_MAX_COUNT},
     {"start", required_argument, NULL, OPT_START},
@@ -107,7 +110,7 @@ static void on_progress(void *ctx, const sk_pack_stats *st)
 }
 
 struct source { int kind; const char *path; };
-enum { SRC_DIR, SRC_LIST, SRC_ARCHIVE, SRC_S3 };
+enum { SRC_DIR, SRC_LIST, SRC_ARCHIVE, SRC_S3, SRC_MANIFEST };
 
 int cmd_pack(int argc, char **argv)
 {
@@ -131,6 +134,7 @@ int cmd_pack(int argc, char **argv)
         case OPT_ROOT: root = optarg; break;
         case '0': nul = 1; break;
         case OPT_FROM_ARCHIVE: srcs[nsrcs++] = (struct source){SRC_ARCHIVE, optarg}; break;
+        case OPT_FROM_MANIFEST: srcs[nsrcs++] = (struct source){SRC_MANIFEST, optarg}; break;
         case OPT_MAX_SIZE:
             if (cmd_parse_size(optarg, &o.max_size) || o.max_size < 4096)
                 return free(srcs), cmd_usage_error("pack", usage, "--max-size '%s': want a size of at least 4K such as 512M", optarg);
@@ -196,6 +200,7 @@ int cmd_pack(int argc, char **argv)
     }
     int need_s3 = (o.pattern && !strncmp(o.pattern, "s3://", 5)) ||
                   (o.manifest && !strncmp(o.manifest, "s3://", 5)) || (root && !strncmp(root, "s3://", 5));
+    for (size_t i = 0; i < nsrcs; i++) need_s3 |= srcs[i].kind == SRC_MANIFEST;
     for (int i = optind; i < argc; i++) {
         int s3 = !strncmp(argv[i], "s3://", 5);
         need_s3 |= s3;
@@ -240,6 +245,7 @@ int cmd_pack(int argc, char **argv)
             break;
         case SRC_ARCHIVE: rc = sk_pack_add_archive(p, path, &err); break;
         case SRC_S3: rc = sk_pack_add_s3(p, path, &err); break;
+        case SRC_MANIFEST: rc = sk_pack_add_sagemaker_manifest(p, path, &err); break;
         case SRC_LIST: {
             FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
             if (!f) {

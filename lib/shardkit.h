@@ -1022,6 +1022,14 @@ SK_API int sk_pack_add_s3(sk_pack *p, const char *url, sk_error *err);
  * base_url (an s3:// prefix) or full s3:// URLs under it; sized by HEAD. */
 SK_API int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, const char *base_url,
                         int nul_separated, sk_error *err);
+/* Adds what a SageMaker manifest names (a local file, "-" for stdin, or an
+ * s3:// object; docs/sagemaker.md).  A ManifestFile ([{"prefix": URI},
+ * "key", ...]): each object prefix + key, named by its key.  An augmented
+ * manifest (JSON Lines): line i is sample "%08u" of i, each "NAME-ref"
+ * attribute's object a member KEY.NAME.EXT (KEY.EXT for source-ref), the
+ * other attributes member KEY.json (sorted keys).  Needs sk_pack_set_s3;
+ * objects are sized by HEAD and fetched as for sk_pack_add_s3. */
+SK_API int sk_pack_add_sagemaker_manifest(sk_pack *p, const char *manifest, sk_error *err);
 
 #ifdef __cplusplus
 }

@@ -501,8 +501,8 @@ int sk_catalog_add_source(sk_catalog *c, int fd, int is_spool, const char *label
 /* A member name that cleaning would change ("a//b", "./x", "../y") is
  * refused rather than renamed: for an S3 item the name is also how its
  * object is found again. */
-int sk_catalog_add_named(sk_catalog *c, uint16_t src, const char *name, uint64_t size,
-                         sk_error *err)
+static int add_named_at(sk_catalog *c, uint16_t src, const char *name, uint64_t size,
+                        uint64_t off, sk_error *err)
 {
     char clean[SK_TAR_NAME_MAX + 2];
     if (clean_path(name, clean, sizeof clean) != 0 || strcmp(clean, name))
@@ -513,7 +513,54 @@ int sk_catalog_add_named(sk_catalog *c, uint16_t src, const char *name, uint64_t
     size_t dlen = slash ? (size_t)(slash - clean + 1) : 0;
     uint32_t dir_id;
     SK_GUARD(intern_dir(c, clean, dlen, &dir_id, err));
-    return add_item(c, src, dir_id, clean + dlen, size, 0, err);
+    return add_item(c, src, dir_id, clean + dlen, size, off, err);
+}
+
+int sk_catalog_add_named(sk_catalog *c, uint16_t src, const char *name, uint64_t size,
+                         sk_error *err)
+{
+    return add_named_at(c, src, name, size, 0, err);
+}
+
+int sk_catalog_name_usable(const char *name)
+{
+    char clean[SK_TAR_NAME_MAX + 2];
+    return clean_path(name, clean, sizeof clean) == 0 && !strcmp(clean, name);
+}
+
+/* A keyed source's object key is not its member name: it is kept in the
+ * arena, and the item's spool_off (unused by S3 items) says where. */
+int sk_catalog_add_keyed(sk_catalog *c, uint16_t src, const char *name, uint64_t size,
+                         const char *key, sk_error *err)
+{
+    uint32_t off;
+    SK_GUARD(arena_add(c, key, strlen(key), &off, err));
+    return add_named_at(c, src, name, size, off, err);
+}
+
+int sk_catalog_add_bytes(sk_catalog *c, uint16_t *src, const char *label, const char *name,
+                         const void *data, size_t len, sk_error *err)
+{
+    if (*src == UINT16_MAX) {
+        int fd = spool_open(c, err);
+        if (fd < 0) return SK_E_IO;
+        int rc = add_source(c, fd, 1, label, src, err);
+        if (rc) {
+            close(fd);
+            return rc;
+        }
+    }
+    sk_source *s = &c->srcs[*src];
+    uint64_t at = s->spool_len;
+    for (size_t done = 0; done < len;) {
+        ssize_t k = pwrite(s->fd, (const char *)data + done, len - done, (off_t)(at + done));
+        if (k < 0 && errno == EINTR) continue;
+        SK_FAIL_IF(k <= 0, err, SK_E_IO, "%s: cannot write the spool file: %s", label,
+                   k < 0 ? strerror(errno) : "no space");
+        done += (size_t)k;
+    }
+    s->spool_len += len;
+    return add_named_at(c, *src, name, len, at, err);
 }
 
 /* --------------------------------------------------------------- grouping */

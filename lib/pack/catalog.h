@@ -29,6 +29,9 @@ typedef struct sk_source {
     /* s3io: an S3 source (fd -1): an item's object is bucket/prefix + name */
     int is_s3;
     char *bucket, *prefix;
+    int keyed;          /* S3: each item's object key is its own (in the arena
+                           at the item's spool_off), not prefix + member name */
+    uint64_t spool_len; /* spool sources of sk_catalog_add_bytes: bytes written */
 } sk_source;
 
 typedef void (*sk_warn_fn)(void *ctx, const char *msg);
@@ -95,6 +98,15 @@ int sk_catalog_add_source(sk_catalog *c, int fd, int is_spool, const char *label
                           sk_error *err);
 int sk_catalog_add_named(sk_catalog *c, uint16_t src, const char *name, uint64_t size,
                          sk_error *err);
+/* Would sk_catalog_add_named take name as it is? */
+int sk_catalog_name_usable(const char *name);
+/* An item of a keyed S3 source: member name, size, and its object key. */
+int sk_catalog_add_keyed(sk_catalog *c, uint16_t src, const char *name, uint64_t size,
+                         const char *key, sk_error *err);
+/* An item whose bytes are data (generated, such as a label file): appended
+ * to a spool file, which becomes source *src when *src is UINT16_MAX. */
+int sk_catalog_add_bytes(sk_catalog *c, uint16_t *src, const char *label, const char *name,
+                         const void *data, size_t len, sk_error *err);
 /* Reports a problem with one input: an error (returned) unless the catalog
  * skips errors, in which case it warns, counts, and returns 0. */
 int sk_catalog_problem(sk_catalog *c, sk_error *err, int code, const char *fmt, ...)
@@ -113,8 +125,25 @@ int sk_catalog_add_s3(sk_catalog *c, const char *url, sk_error *err);
 /* Keys listed one a line (or NUL-separated), relative to base_url. */
 int sk_catalog_add_s3_list(sk_catalog *c, FILE *list, const char *list_name,
                            const char *base_url, int nul_separated, sk_error *err);
+/* An S3 source in bucket whose objects are prefix + member name, or (keyed)
+ * whose items each carry their own key (sk_catalog_add_keyed). */
+int sk_catalog_s3_source(sk_catalog *c, const char *bucket, const char *prefix, int keyed,
+                         uint16_t *id, sk_error *err);
+/* Objects to add: sized by HEAD (many in flight), then added as items of
+ * src named name; a missing one is a problem naming its s3:// URL. */
+typedef struct sk_s3_want {
+    uint16_t src;
+    const char *key, *name;
+} sk_s3_want;
+int sk_catalog_add_s3_wants(sk_catalog *c, const sk_s3_want *w, size_t n, sk_error *err);
 /* The full key of an S3 item ("prefix" + member name) into buf. */
 size_t sk_s3_item_key(const sk_catalog *c, const sk_item *it, char *buf, size_t cap);
+
+/* ------------------------------------------------------ sagemaker.c */
+
+/* A SageMaker ManifestFile or augmented manifest (a local file, '-' or an
+ * s3:// object): its objects as S3 items, its labels as .json members. */
+int sk_catalog_add_sagemaker(sk_catalog *c, const char *manifest, sk_error *err);
 
 /* ------------------------------------------------------- fetch_s3.c */
 

@@ -33,10 +33,39 @@ int sk_catalog_set_s3(sk_catalog *c, sk_s3 *s3, int concurrency, uint64_t part_s
 size_t sk_s3_item_key(const sk_catalog *c, const sk_item *it, char *buf, size_t cap)
 {
     const sk_source *src = &c->srcs[it->src];
+    if (src->keyed) {
+        int n = snprintf(buf, cap, "%s", c->arena + it->spool_off);
+        return n < 0 ? 0 : (size_t)n;
+    }
     char name[SK_TAR_NAME_MAX + 1];
     sk_item_name(c, it, name);
     int n = snprintf(buf, cap, "%s%s", src->prefix ? src->prefix : "", name);
     return n < 0 ? 0 : (size_t)n;
+}
+
+int sk_catalog_s3_source(sk_catalog *c, const char *bucket, const char *prefix, int keyed,
+                         uint16_t *id, sk_error *err)
+{
+    SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "s3://%s/%s: an s3:// source needs an S3 client", bucket,
+               prefix);
+    size_t ln = strlen(bucket) + strlen(prefix) + 7;
+    char *label = malloc(ln), *b = strdup(bucket), *p = strdup(prefix);
+    int rc = label && b && p ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (!rc) {
+        snprintf(label, ln, "s3://%s/%s", bucket, prefix);
+        rc = sk_catalog_add_source(c, -1, 0, label, id, err);
+    }
+    free(label);
+    if (rc) {
+        free(b), free(p);
+        return rc;
+    }
+    sk_source *s = &c->srcs[*id];
+    s->is_s3 = 1;
+    s->keyed = keyed;
+    s->bucket = b;
+    s->prefix = p;
+    return SK_OK;
 }
 
 /* Splits url into bucket and a prefix that is "" or ends in '/', and adds
@@ -47,32 +76,15 @@ static int add_s3_source(sk_catalog *c, const char *url, uint16_t *id, sk_error 
     char *bucket = NULL, *key = NULL;
     SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
     size_t kl = strlen(key);
+    int rc = SK_OK;
     if (kl && key[kl - 1] != '/') { /* "s3://b/data" means the prefix "data/" */
         char *k2 = realloc(key, kl + 2);
-        if (!k2) {
-            free(bucket), free(key);
-            return sk_error_set(err, SK_E_NOMEM, "out of memory");
-        }
-        key = k2;
-        key[kl] = '/', key[kl + 1] = 0;
+        if (!k2) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        else key = k2, key[kl] = '/', key[kl + 1] = 0;
     }
-    size_t ln = strlen(bucket) + strlen(key) + 7;
-    char *label = malloc(ln);
-    int rc = label ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
-    if (!rc) {
-        snprintf(label, ln, "s3://%s/%s", bucket, key);
-        rc = sk_catalog_add_source(c, -1, 0, label, id, err);
-    }
-    free(label);
-    if (rc) {
-        free(bucket), free(key);
-        return rc;
-    }
-    sk_source *s = &c->srcs[*id];
-    s->is_s3 = 1;
-    s->bucket = bucket;
-    s->prefix = key;
-    return SK_OK;
+    if (!rc) rc = sk_catalog_s3_source(c, bucket, key, 0, id, err);
+    free(bucket), free(key);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- prefix */
@@ -146,6 +158,56 @@ static void head_done(sk_s3_req *r)
     pthread_mutex_unlock(&h->mu);
 }
 
+int sk_catalog_add_s3_wants(sk_catalog *c, const sk_s3_want *w, size_t n, sk_error *err)
+{
+    int rc = SK_OK;
+    struct heads h;
+    memset(&h, 0, sizeof h);
+    pthread_mutex_init(&h.mu, NULL);
+    pthread_cond_init(&h.cv, NULL);
+    int window = c->s3_concurrency < 512 ? c->s3_concurrency : 512;
+    struct head_job *jobs = NULL;
+    if (n) {
+        h.size = calloc(n, sizeof *h.size);
+        h.rc = calloc(n, sizeof *h.rc);
+        h.errs = calloc(n, sizeof *h.errs);
+        jobs = calloc((size_t)window, sizeof *jobs);
+        if (!h.size || !h.rc || !h.errs || !jobs) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        for (int k = 0; jobs && k < window; k++) h.free_list[h.nfree++] = &jobs[k];
+    }
+    for (size_t i = 0; !rc && i < n; i++) {
+        pthread_mutex_lock(&h.mu);
+        while (!h.nfree) pthread_cond_wait(&h.cv, &h.mu);
+        struct head_job *j = h.free_list[--h.nfree];
+        h.inflight++;
+        pthread_mutex_unlock(&h.mu);
+        sk_s3_req_init(&j->r, c->s3, "HEAD", c->srcs[w[i].src].bucket, w[i].key);
+        j->r.done = head_done;
+        j->h = &h;
+        j->i = i;
+        sk_s3_submit(&j->r);
+    }
+    pthread_mutex_lock(&h.mu);
+    while (h.inflight) pthread_cond_wait(&h.cv, &h.mu);
+    pthread_mutex_unlock(&h.mu);
+    for (size_t i = 0; !rc && i < n; i++) {
+        const sk_source *s = &c->srcs[w[i].src];
+        if (h.rc[i])
+            rc = sk_catalog_problem(c, err, h.rc[i], "s3://%s/%s: %s", s->bucket, w[i].key,
+                                    h.rc[i] == SK_E_NOTFOUND || !h.errs[i] ? "no such object" : h.errs[i]);
+        else if (s->keyed)
+            rc = sk_catalog_add_keyed(c, w[i].src, w[i].name, h.size[i], w[i].key, err);
+        else
+            rc = sk_catalog_add_named(c, w[i].src, w[i].name, h.size[i], err);
+    }
+    for (size_t i = 0; h.errs && i < n; i++) free(h.errs[i]);
+    free(jobs);
+    free(h.size), free(h.rc), free(h.errs);
+    pthread_mutex_destroy(&h.mu);
+    pthread_cond_destroy(&h.cv);
+    return rc;
+}
+
 int sk_catalog_add_s3_list(sk_catalog *c, FILE *list, const char *list_name, const char *base_url,
                            int nul_separated, sk_error *err)
 {
@@ -182,60 +244,20 @@ int sk_catalog_add_s3_list(sk_catalog *c, FILE *list, const char *list_name, con
     }
     free(line);
     if (!rc && ferror(list)) rc = sk_error_set(err, SK_E_IO, "%s: read failed", list_name);
-
-    struct heads h;
-    memset(&h, 0, sizeof h);
-    pthread_mutex_init(&h.mu, NULL);
-    pthread_cond_init(&h.cv, NULL);
-    int window = c->s3_concurrency < 512 ? c->s3_concurrency : 512;
-    struct head_job *jobs = NULL;
-    if (!rc && n) {
-        h.size = calloc(n, sizeof *h.size);
-        h.rc = calloc(n, sizeof *h.rc);
-        h.errs = calloc(n, sizeof *h.errs);
-        jobs = calloc((size_t)window, sizeof *jobs);
-        if (!h.size || !h.rc || !h.errs || !jobs) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-        for (int k = 0; jobs && k < window; k++) h.free_list[h.nfree++] = &jobs[k];
-    }
     const sk_source *s = &c->srcs[src];
-    char **keys = NULL;
-    if (!rc && n) {
-        keys = calloc(n, sizeof *keys);
-        if (!keys) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    sk_s3_want *w = NULL;
+    size_t nw = 0;
+    if (!rc && n && !(w = calloc(n, sizeof *w))) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    for (; !rc && nw < n; nw++) {
+        size_t kl = strlen(s->prefix) + strlen(names[nw]) + 1;
+        char *k = malloc(kl);
+        if (!k) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); break; }
+        snprintf(k, kl, "%s%s", s->prefix, names[nw]);
+        w[nw] = (sk_s3_want){src, k, names[nw]};
     }
-    for (size_t i = 0; !rc && i < n; i++) {
-        size_t kl = strlen(s->prefix) + strlen(names[i]) + 1;
-        if (!(keys[i] = malloc(kl))) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); break; }
-        snprintf(keys[i], kl, "%s%s", s->prefix, names[i]);
-        pthread_mutex_lock(&h.mu);
-        while (!h.nfree) pthread_cond_wait(&h.cv, &h.mu);
-        struct head_job *j = h.free_list[--h.nfree];
-        h.inflight++;
-        pthread_mutex_unlock(&h.mu);
-        sk_s3_req_init(&j->r, c->s3, "HEAD", s->bucket, keys[i]);
-        j->r.done = head_done;
-        j->h = &h;
-        j->i = i;
-        sk_s3_submit(&j->r);
-    }
-    pthread_mutex_lock(&h.mu);
-    while (h.inflight) pthread_cond_wait(&h.cv, &h.mu);
-    pthread_mutex_unlock(&h.mu);
-    for (size_t i = 0; !rc && i < n; i++) {
-        if (h.rc[i])
-            rc = sk_catalog_problem(c, err, h.rc[i], "%s%s: %s", label, names[i],
-                                    h.rc[i] == SK_E_NOTFOUND || !h.errs[i] ? "no such object" : h.errs[i]);
-        else
-            rc = sk_catalog_add_named(c, src, names[i], h.size[i], err);
-    }
-    for (size_t i = 0; i < n; i++) {
-        free(names[i]);
-        if (keys) free(keys[i]);
-        if (h.errs) free(h.errs[i]);
-    }
-    free(names), free(keys), free(jobs);
-    free(h.size), free(h.rc), free(h.errs);
-    pthread_mutex_destroy(&h.mu);
-    pthread_cond_destroy(&h.cv);
+    if (!rc) rc = sk_catalog_add_s3_wants(c, w, n, err);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    for (size_t i = 0; i < nw; i++) free((char *)w[i].key);
+    free(names), free(w);
     return rc;
 }

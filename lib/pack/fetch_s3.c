@@ -267,6 +267,12 @@ int sk_fetch_read(const sk_catalog *c, const sk_item *it, const char *name, uint
                   unsigned char *dst, uint64_t want, int probe, sk_error *err)
 {
     struct sk_fetch *f = c->fetch;
+    /* a keyed item's member name is not its key: messages name the object */
+    char shown[KEY_MAX];
+    if (c->srcs[it->src].keyed) {
+        if (sk_s3_item_key(c, it, shown, sizeof shown) >= sizeof shown) shown[0] = 0;
+        name = shown;
+    }
     SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "%s%s: no S3 client", c->srcs[it->src].label, name);
     if (!f || !is_prefetched(c, it)) return read_range(c, it, at, dst, want, probe, err);
     uint32_t idx = (uint32_t)(it - c->items);

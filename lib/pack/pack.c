@@ -169,6 +169,11 @@ int sk_pack_add_s3(sk_pack *p, const char *url, sk_error *err)
     return sk_catalog_add_s3(&p->cat, url, err);
 }
 
+int sk_pack_add_sagemaker_manifest(sk_pack *p, const char *manifest, sk_error *err)
+{
+    return sk_catalog_add_sagemaker(&p->cat, manifest, err);
+}
+
 int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, const char *base_url,
                         int nul_separated, sk_error *err)
 {

@@ -1,0 +1,447 @@
+/*
+ * sagemaker.c - SageMaker's manifests as pack inputs (pack --from-manifest).
+ *
+ * A ManifestFile is one JSON array: {"prefix": "s3://b/p/"} and then keys
+ * relative to it; SageMaker's channel is exactly the objects prefix + key.
+ * Each object becomes a member named by its relative key, so samples group
+ * by the WebDataset rule as `pack s3://b/p/` would group the same objects.
+ *
+ * An augmented manifest is JSON Lines: one object a line; each attribute
+ * whose name ends in "-ref" is an s3:// URI, the others are label data.
+ * Line i (0-based, blank lines not counted) becomes sample "%08u": each
+ * referenced object a member named by the attribute and the object's
+ * extension ("source-ref" gives KEY.EXT, "mask-ref" KEY.mask.EXT), and the
+ * other attributes one KEY.json member (sorted keys, compact), spooled to
+ * a temporary file.  Keys come from the line number, not from object
+ * names: basenames from different prefixes collide, and zero-padded
+ * numbers keep the manifest's order in pack's key order.
+ *
+ * Objects are sized with HEAD requests and fetched by fetch_s3.c, like any
+ * S3 source.  The manifest is untrusted: its size, line length and entry
+ * count are bounded, every URI must be s3:// with a valid bucket name and a
+ * key S3 could hold, and each error names the manifest, line and value.
+ */
+#include "pack/catalog.h"
+#include "format/tar.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SM_MAX_ARRAY (256ull << 20)    /* a ManifestFile, parsed whole */
+#define SM_MAX_OBJECT (16ull << 30)    /* a manifest fetched from S3 (spooled) */
+#define SM_MAX_LINE (1u << 20)         /* one line of an augmented manifest */
+#define SM_MAX_ENTRIES 10000000ull     /* keys or lines */
+#define SM_MAX_REFS 64                 /* -ref attributes in one line */
+#define SM_MAX_BUCKETS 1024            /* distinct buckets one manifest names */
+#define S3_KEY_MAX 1024
+
+/* ------------------------------------------------------------ validation */
+
+static int bucket_ok(const char *b, size_t n)
+{
+    if (n < 3 || n > 63) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = b[i];
+        int alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+        if (!alnum && ch != '.' && ch != '-') return 0;
+        if ((i == 0 || i == n - 1) && !alnum) return 0;
+    }
+    return 1;
+}
+
+/* A key S3 could hold and we can name in messages: 1..1024 bytes, no
+ * control characters. */
+static const char *key_problem(const char *k, size_t n, int allow_empty)
+{
+    if (!n && !allow_empty) return "an empty key";
+    if (n > S3_KEY_MAX) return "a key over 1024 bytes";
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)k[i] < 0x20 || k[i] == 0x7f) return "a control character in the key";
+    return NULL;
+}
+
+/* Splits "s3://bucket/key" after checking it; *bucket points into uri
+ * (blen bytes), *key too.  NULL, or what is wrong. */
+static const char *split_uri(const char *uri, const char **bucket, size_t *blen, const char **key,
+                             int allow_empty_key)
+{
+    if (strncmp(uri, "s3://", 5)) return "not an s3:// URI";
+    const char *b = uri + 5, *slash = strchr(b, '/');
+    if (!slash) return "no key after the bucket";
+    if (!bucket_ok(b, (size_t)(slash - b))) return "not a valid bucket name";
+    *bucket = b, *blen = (size_t)(slash - b), *key = slash + 1;
+    return key_problem(*key, strlen(*key), allow_empty_key);
+}
+
+/* ------------------------------------------------------------- the input */
+
+struct sm {
+    sk_catalog *c;
+    const char *label; /* the manifest, as given */
+    FILE *f;
+    sk_s3_want *w;
+    size_t nw, capw;
+    char **owned; /* strings the wants point at */
+    size_t nown, capown;
+    uint16_t bsrc[SM_MAX_BUCKETS]; /* keyed sources, one per bucket */
+    size_t nb;
+    uint16_t labels; /* spool source of the .json members */
+};
+
+static int own(struct sm *m, char *s, sk_error *err)
+{
+    if (!s) return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (m->nown == m->capown) {
+        size_t cap = m->capown ? m->capown * 2 : 1024;
+        char **p = realloc(m->owned, cap * sizeof *p);
+        if (!p) {
+            free(s);
+            return sk_error_set(err, SK_E_NOMEM, "out of memory");
+        }
+        m->owned = p, m->capown = cap;
+    }
+    m->owned[m->nown++] = s;
+    return SK_OK;
+}
+
+static int want(struct sm *m, uint16_t src, char *key, char *name, sk_error *err)
+{
+    int rc = own(m, key, err);
+    if (!rc) rc = own(m, name, err);
+    else free(name);
+    SK_GUARD(rc);
+    if (m->nw == m->capw) {
+        size_t cap = m->capw ? m->capw * 2 : 1024;
+        sk_s3_want *p = realloc(m->w, cap * sizeof *p);
+        SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
+        m->w = p, m->capw = cap;
+    }
+    m->w[m->nw++] = (sk_s3_want){src, key, name};
+    return SK_OK;
+}
+
+/* The keyed source of a bucket, made at its first mention. */
+static int bucket_src(struct sm *m, const char *b, size_t n, uint16_t *id, sk_error *err)
+{
+    for (size_t i = 0; i < m->nb; i++) {
+        const char *have = m->c->srcs[m->bsrc[i]].bucket;
+        if (strlen(have) == n && !memcmp(have, b, n)) {
+            *id = m->bsrc[i];
+            return SK_OK;
+        }
+    }
+    SK_FAIL_IF(m->nb == SM_MAX_BUCKETS, err, SK_E_INPUT, "%s: more than %d buckets", m->label,
+               SM_MAX_BUCKETS);
+    char *bucket = strndup(b, n);
+    SK_FAIL_IF(!bucket, err, SK_E_NOMEM, "out of memory");
+    int rc = sk_catalog_s3_source(m->c, bucket, "", 1, id, err);
+    free(bucket);
+    SK_GUARD(rc);
+    m->bsrc[m->nb++] = *id;
+    return SK_OK;
+}
+
+/* ------------------------------------------------------------ ManifestFile */
+
+static int manifest_file(struct sm *m, sk_error *err)
+{
+    struct stat st;
+    SK_FAIL_IF(fstat(fileno(m->f), &st) == 0 && (uint64_t)st.st_size > SM_MAX_ARRAY, err, SK_E_INPUT,
+               "%s: a ManifestFile of %llu bytes; at most %llu are read", m->label,
+               (unsigned long long)st.st_size, (unsigned long long)SM_MAX_ARRAY);
+    json_error_t je;
+    json_t *root = json_loadf(m->f, JSON_REJECT_DUPLICATES, &je);
+    SK_FAIL_IF(!root, err, SK_E_INPUT, "%s: line %d: not valid JSON: %s", m->label, je.line, je.text);
+    int rc = SK_OK;
+    json_t *first = json_is_array(root) ? json_array_get(root, 0) : NULL;
+    json_t *pj = first && json_is_object(first) ? json_object_get(first, "prefix") : NULL;
+    const char *prefix = pj ? json_string_value(pj) : NULL;
+    if (!prefix || json_object_size(first) != 1) {
+        rc = sk_error_set(err, SK_E_INPUT, "%s: not a ManifestFile: want [{\"prefix\": "
+                          "\"s3://bucket/prefix/\"}, \"key\", ...]", m->label);
+        goto out;
+    }
+    const char *b, *k, *why;
+    size_t bl;
+    if ((why = split_uri(prefix, &b, &bl, &k, 1))) {
+        rc = sk_error_set(err, SK_E_INPUT, "%s: prefix '%s': %s", m->label, prefix, why);
+        goto out;
+    }
+    size_t n = json_array_size(root);
+    if (n - 1 > SM_MAX_ENTRIES) {
+        rc = sk_error_set(err, SK_E_INPUT, "%s: %zu keys; at most %llu are taken", m->label, n - 1,
+                          SM_MAX_ENTRIES);
+        goto out;
+    }
+    /* SageMaker appends each entry to the prefix as it is: the source's
+     * prefix is kept literally (no '/' added) */
+    char *bucket = strndup(b, bl);
+    uint16_t src = 0;
+    rc = bucket ? sk_catalog_s3_source(m->c, bucket, k, 0, &src, err)
+                : sk_error_set(err, SK_E_NOMEM, "out of memory");
+    free(bucket);
+    size_t plen = strlen(k);
+    for (size_t i = 1; !rc && i < n; i++) {
+        json_t *e = json_array_get(root, i);
+        const char *rel = json_string_value(e);
+        if (!rel) {
+            rc = sk_error_set(err, SK_E_INPUT, "%s: entry %zu is not a string (a key relative to "
+                              "the prefix)", m->label, i);
+            break;
+        }
+        size_t rl = json_string_length(e);
+        char *key = malloc(plen + rl + 1);
+        if (!key) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); break; }
+        memcpy(key, k, plen);
+        memcpy(key + plen, rel, rl + 1);
+        if (strlen(key) != plen + rl) why = "a NUL byte in the key";
+        else why = key_problem(rel, rl, 0) ? key_problem(rel, rl, 0) : key_problem(key, plen + rl, 0);
+        if (!why && !sk_catalog_name_usable(rel))
+            why = "not a usable member name (empty, '.', '..', '//' or too long)";
+        if (why) {
+            free(key);
+            rc = sk_error_set(err, SK_E_INPUT, "%s: entry %zu: '%s': %s", m->label, i, rel, why);
+            break;
+        }
+        rc = want(m, src, key, strdup(rel), err);
+    }
+out:
+    json_decref(root);
+    return rc;
+}
+
+/* ---------------------------------------------------- augmented manifest */
+
+/* One line into buf (without the newline); *len = SIZE_MAX at the end of
+ * the file.  A line over cap bytes is an error, never a bigger buffer. */
+static int read_line(struct sm *m, uint64_t lineno, char *buf, size_t cap, size_t *len,
+                     sk_error *err)
+{
+    size_t n = 0;
+    int ch;
+    while ((ch = getc_unlocked(m->f)) != EOF && ch != '\n') {
+        SK_FAIL_IF(n == cap, err, SK_E_INPUT, "%s: line %llu is longer than %zu bytes", m->label,
+                   (unsigned long long)lineno, cap);
+        buf[n++] = (char)ch;
+    }
+    SK_FAIL_IF(ferror(m->f), err, SK_E_IO, "%s: read failed", m->label);
+    *len = ch == EOF && !n ? SIZE_MAX : n;
+    buf[n] = 0;
+    return SK_OK;
+}
+
+/* The extension a -ref attribute's object gets: the attribute's stem
+ * (without "-ref"; none for "source"), then the object's own extension
+ * (after the first dot of its basename, as WebDataset splits names). */
+static int ref_ext(const char *attr, size_t alen, const char *key, char *ext, size_t cap)
+{
+    size_t sl = alen - 4;
+    for (size_t i = 0; i < sl; i++) {
+        char ch = attr[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '-'))
+            return -1;
+    }
+    const char *base = strrchr(key, '/');
+    base = base ? base + 1 : key;
+    const char *dot = *base ? strchr(base + 1, '.') : NULL;
+    const char *oext = dot && dot[1] ? dot + 1 : "";
+    int stem = sl && !(sl == 6 && !memcmp(attr, "source", 6));
+    int n = snprintf(ext, cap, "%.*s%s%s", stem ? (int)sl : 0, attr, stem && *oext ? "." : "",
+                     oext);
+    if (n == 0) n = snprintf(ext, cap, "%.*s", (int)sl, attr); /* "source-ref" of a dotless key */
+    return n <= 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+static int aug_line(struct sm *m, json_t *o, uint64_t lineno, uint64_t sample, sk_error *err)
+{
+    char skey[32];
+    snprintf(skey, sizeof skey, "%08llu", (unsigned long long)sample);
+    SK_FAIL_IF(!json_is_object(o), err, SK_E_INPUT, "%s: line %llu: not a JSON object", m->label,
+               (unsigned long long)lineno);
+    SK_FAIL_IF(!json_object_size(o), err, SK_E_INPUT, "%s: line %llu: an empty object", m->label,
+               (unsigned long long)lineno);
+    json_t *labels = json_object();
+    SK_FAIL_IF(!labels, err, SK_E_NOMEM, "out of memory");
+    char exts[SM_MAX_REFS][256];
+    const char *attrs[SM_MAX_REFS];
+    int nrefs = 0, rc = SK_OK;
+    const char *attr;
+    json_t *v;
+    json_object_foreach(o, attr, v) {
+        size_t al = strlen(attr);
+        if (al < 4 || strcmp(attr + al - 4, "-ref")) {
+            if (json_object_set(labels, attr, v)) {
+                rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+                break;
+            }
+            continue;
+        }
+        const char *uri = json_string_value(v), *b, *k, *why;
+        size_t bl;
+        if (!uri) why = "not a string";
+        else if (strlen(uri) != json_string_length(v)) why = "a NUL byte in the URI";
+        else why = split_uri(uri, &b, &bl, &k, 0);
+        if (!why && k[strlen(k) - 1] == '/') why = "a key ending in '/' (a folder, not an object)";
+        if (why) {
+            rc = sk_error_set(err, SK_E_INPUT, "%s: line %llu: attribute '%s': %s%s%s%s", m->label,
+                              (unsigned long long)lineno, attr, uri ? "'" : "", uri ? uri : "",
+                              uri ? "': " : "", why);
+            break;
+        }
+        if (nrefs == SM_MAX_REFS) {
+            rc = sk_error_set(err, SK_E_INPUT, "%s: line %llu: more than %d -ref attributes",
+                              m->label, (unsigned long long)lineno, SM_MAX_REFS);
+            break;
+        }
+        if (ref_ext(attr, al, k, exts[nrefs], sizeof exts[nrefs])) {
+            rc = sk_error_set(err, SK_E_INPUT, "%s: line %llu: attribute '%s': want a name of "
+                              "letters, digits, '-' and '_' before -ref, and an extension under "
+                              "200 bytes", m->label, (unsigned long long)lineno, attr);
+            break;
+        }
+        for (int i = 0; i < nrefs; i++)
+            if (!strcmp(exts[i], exts[nrefs])) {
+                rc = sk_error_set(err, SK_E_INPUT, "%s: line %llu: attributes '%s' and '%s' both "
+                                  "make member %s.%s", m->label, (unsigned long long)lineno,
+                                  attrs[i], attr, skey, exts[nrefs]);
+                break;
+            }
+        if (rc) break;
+        attrs[nrefs] = attr;
+        uint16_t src;
+        char name[300];
+        snprintf(name, sizeof name, "%s.%s", skey, exts[nrefs]);
+        nrefs++;
+        if ((rc = bucket_src(m, b, bl, &src, err))) break;
+        if ((rc = want(m, src, strdup(k), strdup(name), err))) break;
+    }
+    if (!rc && json_object_size(labels)) {
+        for (int i = 0; i < nrefs; i++)
+            if (!strcmp(exts[i], "json")) {
+                rc = sk_error_set(err, SK_E_INPUT, "%s: line %llu: attribute '%s' makes member "
+                                  "%s.json, the member of the labels", m->label,
+                                  (unsigned long long)lineno, attrs[i], skey);
+                break;
+            }
+        char *text = rc ? NULL : json_dumps(labels, JSON_SORT_KEYS | JSON_COMPACT);
+        if (!rc && !text) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        char name[48];
+        snprintf(name, sizeof name, "%s.json", skey);
+        if (!rc) rc = sk_catalog_add_bytes(m->c, &m->labels, m->label, name, text, strlen(text), err);
+        free(text);
+    }
+    json_decref(labels);
+    return rc;
+}
+
+static int augmented(struct sm *m, sk_error *err)
+{
+    char *buf = malloc(SM_MAX_LINE + 1);
+    SK_FAIL_IF(!buf, err, SK_E_NOMEM, "out of memory");
+    int rc = SK_OK;
+    uint64_t lineno = 0, sample = 0;
+    for (;;) {
+        size_t len = 0;
+        if ((rc = read_line(m, ++lineno, buf, SM_MAX_LINE, &len, err)) || len == SIZE_MAX) break;
+        size_t sp = 0;
+        while (sp < len && (buf[sp] == ' ' || buf[sp] == '\t' || buf[sp] == '\r')) sp++;
+        if (sp == len) continue;
+        if (sample == SM_MAX_ENTRIES) {
+            rc = sk_error_set(err, SK_E_INPUT, "%s: more than %llu lines", m->label, SM_MAX_ENTRIES);
+            break;
+        }
+        json_error_t je;
+        json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+        if (!o) {
+            rc = sk_error_set(err, SK_E_INPUT, "%s: line %llu: not valid JSON: %s", m->label,
+                              (unsigned long long)lineno, je.text);
+            break;
+        }
+        rc = aug_line(m, o, lineno, sample++, err);
+        json_decref(o);
+        if (rc) break;
+    }
+    free(buf);
+    SK_GUARD(rc);
+    SK_FAIL_IF(!sample, err, SK_E_INPUT, "%s: no lines", m->label);
+    return SK_OK;
+}
+
+/* ------------------------------------------------------------ S3 manifest */
+
+struct spool { int fd; uint64_t n; const char *url; };
+
+static int spool_sink(void *ud, const void *data, size_t len)
+{
+    struct spool *s = ud;
+    s->n += len;
+    return sk_write_all(s->fd, data, len, s->url, NULL);
+}
+
+/* The manifest object, copied into an unlinked temporary file (bounded). */
+static int fetch_manifest(sk_catalog *c, const char *url, FILE **out, sk_error *err)
+{
+    char *bucket = NULL, *key = NULL;
+    SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "%s: an s3:// manifest needs an S3 client", url);
+    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+    sk_s3_object ob;
+    sk_error e = SK_ERROR_INIT;
+    int rc = SK_OK, fd = -1;
+    if (sk_s3_head(c->s3, bucket, key, &ob, &e))
+        rc = sk_error_set(err, e.code ? e.code : SK_E_REMOTE, "%s: %s", url, e.msg);
+    else if (ob.size > SM_MAX_OBJECT)
+        rc = sk_error_set(err, SK_E_INPUT, "%s: a manifest of %llu bytes; at most %llu are read",
+                          url, (unsigned long long)ob.size, (unsigned long long)SM_MAX_OBJECT);
+    if (!rc) {
+        const char *dir = c->tmp_dir ? c->tmp_dir : getenv("TMPDIR");
+        char path[4096];
+        snprintf(path, sizeof path, "%s/shardkit-manifest-XXXXXX", dir && *dir ? dir : "/tmp");
+        fd = mkstemp(path);
+        if (fd < 0) rc = sk_error_set(err, SK_E_IO, "%s: cannot create a temporary file: %s", path,
+                                      strerror(errno));
+        else unlink(path);
+    }
+    struct spool sp = {fd, 0, url};
+    if (!rc && ob.size && sk_s3_get_cb(c->s3, bucket, key, 0, ob.size, spool_sink, &sp, &e))
+        rc = sk_error_set(err, e.code ? e.code : SK_E_REMOTE, "%s: %s", url, e.msg);
+    if (!rc && sp.n != ob.size)
+        rc = sk_error_set(err, SK_E_REMOTE, "%s: %llu bytes arrived of %llu", url,
+                          (unsigned long long)sp.n, (unsigned long long)ob.size);
+    if (!rc && (lseek(fd, 0, SEEK_SET) < 0 || !(*out = fdopen(fd, "rb"))))
+        rc = sk_error_set(err, SK_E_IO, "%s: %s", url, strerror(errno));
+    if (rc && fd >= 0) close(fd);
+    free(bucket), free(key);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- entry */
+
+int sk_catalog_add_sagemaker(sk_catalog *c, const char *manifest, sk_error *err)
+{
+    struct sm m = {.c = c, .label = manifest, .labels = UINT16_MAX};
+    SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "%s: a SageMaker manifest needs an S3 client", manifest);
+    if (sk_is_s3_url(manifest)) {
+        SK_GUARD(fetch_manifest(c, manifest, &m.f, err));
+    } else {
+        m.f = strcmp(manifest, "-") ? fopen(manifest, "rb") : stdin;
+        SK_FAIL_IF(!m.f, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s",
+                   manifest, strerror(errno));
+    }
+    int ch, rc;
+    while ((ch = getc(m.f)) == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {}
+    if (ch != EOF) ungetc(ch, m.f);
+    if (ch == '[') rc = manifest_file(&m, err);
+    else if (ch == '{') rc = augmented(&m, err);
+    else rc = sk_error_set(err, SK_E_INPUT, "%s: not a SageMaker manifest (want a JSON array, a "
+                           "ManifestFile, or JSON Lines, an augmented manifest)%s", manifest,
+                           ch == EOF ? ": it is empty" : "");
+    if (!rc) rc = sk_catalog_add_s3_wants(c, m.w, m.nw, err);
+    if (m.f != stdin) fclose(m.f);
+    for (size_t i = 0; i < m.nown; i++) free(m.owned[i]);
+    free(m.owned);
+    free(m.w);
+    return rc;
+}
