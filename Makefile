@@ -6,7 +6,8 @@
 #   make check-layers  the layer direction and the exported symbols
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each (clang)
 #   make bench      benchmarks against GNU tar, bsdtar, Python (not in check)
-#   make install PREFIX=/usr/local DESTDIR=
+#   make install PREFIX=/usr/local DESTDIR=   (also the Python package, into
+#                   PYTHON_SITE: PREFIX/lib/pythonX.Y/site-packages of $(PYTHON))
 SHELL    := /bin/bash
 VERSION  := 0.1.0
 PREFIX   ?= /usr/local
@@ -15,6 +16,10 @@ BUILD    ?= build
 CC       ?= cc
 PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson
 OPT      ?= -O2 -g
+PYTHON   ?= python3
+# The Python package (python/shardkit, pure Python) is copied there by
+# make install: no pip, so it works offline; empty when there is no Python.
+PYTHON_SITE ?= $(shell $(PYTHON) -c 'import sys; print("$(PREFIX)/lib/python%d.%d/site-packages" % sys.version_info[:2])' 2>/dev/null)
 SAN      ?=
 # -Wno-format-truncation is gcc's; clang 14 rejects it under -Werror
 WNO_TRUNC := $(shell $(CC) -Werror -Wno-format-truncation -x c -c /dev/null -o /dev/null 2>/dev/null && echo -Wno-format-truncation)
@@ -150,6 +155,13 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(PKGS)|' \
 	    shardkit.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit.pc
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/shardkit/
+	@# the package finds the library three levels up (PREFIX/lib), or
+	@# through the LIBDIR written here when PYTHON_SITE is elsewhere
+	if [ -n "$(PYTHON_SITE)" ]; then \
+	    install -d $(DESTDIR)$(PYTHON_SITE)/shardkit && \
+	    install -m 644 python/shardkit/*.py python/shardkit/py.typed $(DESTDIR)$(PYTHON_SITE)/shardkit/ && \
+	    echo 'LIBDIR = "$(PREFIX)/lib"' > $(DESTDIR)$(PYTHON_SITE)/shardkit/_install.py; \
+	fi
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# python_reader.sh - the ctypes binding (samples/python/shardkit.py) over
-# build/libshardkit.so: every sample's members equal what Python's tarfile
+# python_reader.sh - shardkit.Reader of the Python package (python/shardkit,
+# ctypes) over build/libshardkit.so: every sample's members equal what Python's tarfile
 # reads from the shards, in order; keys match `shardkit cat --keys` with
 # the same options; state() / restore() mid-epoch continues exactly.
 . "$(dirname "$0")/lib.sh"
@@ -13,7 +13,7 @@ if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is 
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 250 >/dev/null || die "mkcorpus failed"
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/s/train-%06d.tar" --max-count 30
 "$SK_BIN" cat --keys --shuffle-shards --shuffle 40 --seed 5 --rank 1 --world-size 2 "$T/s" >"$T/cat.keys"
-SHARDKIT_LIB=$LIB PYTHONPATH=$SK_ROOT/samples/python python3 - "$T" <<'PY' || die "python binding check failed"
+SHARDKIT_LIB=$LIB PYTHONPATH=$SK_ROOT/python python3 - "$T" <<'PY' || die "python binding check failed"
 import glob, sys, tarfile
 import shardkit
 T = sys.argv[1]
@@ -59,5 +59,16 @@ try:
     raise SystemExit("no error for a missing shard")
 except shardkit.ShardkitError as e:
     assert "nope.tar: cannot open" in str(e), str(e)
+    assert isinstance(e, shardkit.NotFoundError) and e.code == 8, (type(e), e.code)
+# a state from another split is a MismatchError
+r = shardkit.Reader(T + "/s", **opts)
+st = r.state()
+r.close()
+try:
+    shardkit.Reader(T + "/s", **dict(opts, rank=0)).restore(st)
+    raise SystemExit("a state of another split was accepted")
+except shardkit.MismatchError as e:
+    assert e.code == 9, e.code
+assert shardkit.state_slot(st) == 1 and shardkit.state_info(st)["slots"] == 2
 print("ok")
 PY

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# python_install.sh - the Python package installs offline and is imported
+# from outside the source tree: `pip install --no-build-isolation ./python`
+# into a fresh venv (--system-site-packages: setuptools and wheel come from
+# the system, nothing from an index), and `make install`, whose copy finds
+# the installed libshardkit without $SHARDKIT_LIB.  Each reads a dataset
+# and raises shardkit.Error subclasses; the old samples/python path still
+# imports the package.
+. "$(dirname "$0")/lib.sh"
+tmpdir
+LIB=$(dirname "$SK_BIN")/libshardkit.so
+[ -f "$LIB" ] || skip "no $LIB"
+# a sanitizer build cannot be dlopen()ed by an uninstrumented python
+if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi
+# an interpreter that can build the package offline (scripts/deps check
+# installs Debian's python3-venv, python3-setuptools, python3-wheel)
+PY=
+for p in python3 /usr/bin/python3; do
+    command -v "$p" >/dev/null 2>&1 || continue
+    "$p" -c 'import venv, ensurepip, setuptools, wheel' 2>/dev/null && { PY=$p; break; }
+done
+[ -n "$PY" ] || skip "no python3 with venv, ensurepip, setuptools and wheel (scripts/deps check installs them)"
+"$SK_TOOLS/mkcorpus" "$T/c" --samples 40 >/dev/null || die "mkcorpus failed"
+expect_ok "$SK_BIN" pack "$T/c" -o "$T/s/t-%03d.tar" --max-count 15
+"$SK_BIN" cat --keys "$T/s" >"$T/keys"
+
+# the check every installed copy runs, from $T (not the source tree)
+cat >"$T/use.py" <<'PY'
+import os, sys
+import shardkit
+want_prefix, T = sys.argv[1], sys.argv[2]
+f = os.path.realpath(shardkit.__file__)
+assert f.startswith(os.path.realpath(want_prefix)), "imported %s, not from %s" % (f, want_prefix)
+keys = [s["__key__"] for s in shardkit.Reader(T + "/s", rank=0, world_size=1, worker=0, num_workers=1)]
+assert keys == open(T + "/keys").read().split(), "keys differ from shardkit cat"
+try:
+    list(shardkit.Reader(T + "/nope.tar", rank=0, world_size=1, worker=0, num_workers=1))
+    raise SystemExit("no error for a missing shard")
+except shardkit.NotFoundError as e:
+    assert isinstance(e, shardkit.Error) and e.code == 8 and "nope.tar: cannot open" in str(e), (e.code, str(e))
+print(shardkit.library_path())
+PY
+
+step "pip install into a fresh venv, offline ($PY)"
+cp -r "$SK_ROOT/python" "$T/src"      # pip builds in place: keep the tree clean
+rm -rf "$T/src/build" "$T/src/"*.egg-info
+"$PY" -m venv --system-site-packages "$T/venv" >"$T/venv.log" 2>&1 || die "venv failed: $(tail -3 "$T/venv.log")"
+PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 "$T/venv/bin/pip" install -q --no-build-isolation "$T/src" \
+    >"$T/pip.log" 2>&1 || die "pip install failed: $(tail -5 "$T/pip.log")"
+(cd "$T" && SHARDKIT_LIB=$LIB "$T/venv/bin/python" use.py "$T/venv" "$T") >"$T/out" 2>&1 \
+    || die "the venv's package failed: $(tail -5 "$T/out")"
+assert_eq "$(tail -1 "$T/out")" "$LIB" "library the venv's package loaded"
+# without $SHARDKIT_LIB and with no library anywhere it looks: a LibraryError
+(cd "$T" && env -u SHARDKIT_LIB LD_LIBRARY_PATH= "$T/venv/bin/python" -c '
+import shardkit
+try:
+    shardkit.load_library("/nonexistent/libshardkit.so")
+    raise SystemExit("no error")
+except shardkit.LibraryError as e:
+    assert isinstance(e, ImportError) and "/nonexistent/libshardkit.so" in str(e), str(e)
+') || die "a missing library is not a LibraryError"
+
+step "make install copies the package; it finds PREFIX/lib by itself"
+D=$T/dest P=/opt/sk
+make -s -C "$SK_ROOT" install BUILD="${SK_BUILD:-build}" PREFIX=$P DESTDIR="$D" PYTHON="$PY" >"$T/log" 2>&1 \
+    || die "make install failed: $(tail -5 "$T/log")"
+SITE=$(echo "$D$P"/lib/python3*/site-packages)
+[ -f "$SITE/shardkit/__init__.py" ] && [ -f "$SITE/shardkit/reader.py" ] || die "package not installed under $D$P/lib"
+grep -qx "LIBDIR = \"$P/lib\"" "$SITE/shardkit/_install.py" || die "_install.py does not name $P/lib"
+(cd "$T" && env -u SHARDKIT_LIB PYTHONPATH="$SITE" "$PY" use.py "$SITE" "$T") >"$T/out" 2>&1 \
+    || die "the installed package failed: $(tail -5 "$T/out")"
+assert_eq "$(tail -1 "$T/out")" "$D$P/lib/libshardkit.so.0" "library the installed package loaded"
+
+step "samples/python still imports the package"
+(cd "$T" && SHARDKIT_LIB=$LIB PYTHONPATH="$SK_ROOT/samples/python" "$PY" use.py "$SK_ROOT/python" "$T") >"$T/out" 2>&1 \
+    || die "samples/python shim failed: $(tail -5 "$T/out")"
+echo "python_install: ok"
