@@ -21,6 +21,9 @@ static const char usage[] =
     "\n"
     "Writes SHARD.idx beside each shard (.tar, .tar.gz, .tar.zst; brace\n"
     "patterns like train-{000000..000099}.tar expand) and a manifest.json.\n"
+    "s3:// shards are indexed in place (one streaming GET each, no local copy):\n"
+    "SHARD.idx goes up beside each, the manifest to their common prefix; an\n"
+    "s3://bucket/prefix/ means the shard objects listed directly under it.\n"
     "\n"
     "  -o, --manifest PATH  manifest to write (default: manifest.json in the\n"
     "                       shards' common directory)\n"
@@ -32,14 +35,19 @@ static const char usage[] =
     "                       beside the manifest)\n"
     "  -j, --jobs N         index N shards at once (default: the number of cores);\n"
     "                       output and manifest are the same for any N\n"
+    "      --resume         s3:// shards: keep those whose index object is sound and\n"
+    "                       records the object's size and CRC32C\n"
     "  -q, --quiet          print nothing but errors and warnings\n"
     "  -h, --help           show this help\n"
+    "\n"
+    "S3 (for s3:// shards):\n"
+    CMD_S3_CLIENT_USAGE
     "\n"
     "merge: -o, --output PATH  the merged manifest (required)\n"
     "\n"
     "Exit status: 0 all indexed, 1 a shard could not be (fully) indexed, 2 usage.\n";
 
-enum { OPT_FAST = 256, OPT_DALI, OPT_WIDS, OPT_NO_MANIFEST };
+enum { OPT_FAST = 256, OPT_DALI, OPT_WIDS, OPT_NO_MANIFEST, OPT_RESUME };
 
 struct out {
     int quiet, fast, status;
@@ -61,7 +69,10 @@ static void on_done(void *ctx, const char *shard, const sk_build_stats *st, cons
     }
     if (o->quiet) return;
     printf("%s: %llu samples, %llu members%s\n", shard, (unsigned long long)st->samples,
-           (unsigned long long)st->members, o->fast ? " (headers only)" : "");
+           (unsigned long long)st->members,
+           st->kept ? " (kept: its index object matches)"
+           : o->fast && !strncmp(shard, "s3://", 5) ? " (read whole: --fast is for local files)"
+           : o->fast ? " (headers only)" : "");
     if (st->meta || st->links || st->unkeyed)
         fprintf(stderr, "shardkit index: %s: skipped %llu metadata, %llu link and %llu unkeyed members\n",
                 shard, (unsigned long long)st->meta, (unsigned long long)st->links,
@@ -105,9 +116,13 @@ int cmd_index(int argc, char **argv)
         {"manifest", required_argument, NULL, 'o'},
         {"no-manifest", no_argument, NULL, OPT_NO_MANIFEST},
         {"quiet", no_argument, NULL, 'q'},
+        {"resume", no_argument, NULL, OPT_RESUME},
         {"wids", optional_argument, NULL, OPT_WIDS},
+        CMD_S3_CLIENT_OPTIONS,
         {NULL, 0, NULL, 0},
     };
+    sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
+    sk_s3 *s3 = NULL;
     sk_index_dataset_opts o;
     sk_index_dataset_opts_init(&o);
     struct out out = {0};
@@ -126,7 +141,13 @@ int cmd_index(int argc, char **argv)
         case OPT_DALI: o.dali = 1; break;
         case OPT_WIDS: o.wids = optarg ? optarg : ""; break;
         case OPT_NO_MANIFEST: o.no_manifest = 1; break;
-        default: return cmd_unknown_option("index", argv);
+        case OPT_RESUME: o.resume = 1; break;
+        default:
+            switch (cmd_s3_option("index", usage, c, optarg, &s3cfg, NULL)) {
+            case 1: break;
+            case -1: return SK_EXIT_USAGE;
+            default: return cmd_unknown_option("index", argv);
+            }
         }
     }
     if (optind >= argc) return cmd_usage_error("index", usage, "no shards given");
@@ -147,7 +168,14 @@ int cmd_index(int argc, char **argv)
     o.ctx = &out;
     sk_error err = SK_ERROR_INIT;
     sk_index_dataset_stats st = {0};
-    if (sk_index_dataset((const char *const *)argv + optind, (size_t)(argc - optind), &o, &st, &err)) {
+    const char *const *args = (const char *const *)argv + optind;
+    if ((cmd_any_s3(args, (size_t)(argc - optind)) || cmd_any_s3(&o.manifest, 1)) &&
+        sk_s3_new(&s3, &s3cfg, &err))
+        return cmd_report("index", &err);
+    o.s3 = s3;
+    int rc = sk_index_dataset(args, (size_t)(argc - optind), &o, &st, &err);
+    sk_s3_free(s3);
+    if (rc) {
         if (!st.failed) return cmd_report("index", &err); /* not a shard's fault: say why */
         if (!o.no_manifest)
             fprintf(stderr, "shardkit index: manifest not written because of the errors above\n");

@@ -366,6 +366,7 @@ SK_API void sk_brace_free(char **list);
 /* Build flags for sk_index_build. */
 #define SK_BUILD_FAST 1u /* plain .tar only: read headers, never data; no CRCs */
 
+typedef struct sk_s3 sk_s3;
 typedef struct sk_build_opts {
     size_t struct_size; /* sizeof, set by sk_build_opts_init; 0: this version's */
     unsigned flags;         /* SK_BUILD_* */
@@ -375,6 +376,9 @@ typedef struct sk_build_opts {
      * names); NULL prints nothing. */
     void (*warn)(void *ctx, const char *msg);
     void *warn_ctx;
+    /* The client for an s3:// shard (read with one streaming GET; --fast
+     * does not apply there); index_path and dali_path stay local files. */
+    sk_s3 *s3;
 } sk_build_opts;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_build_opts_init_sized(sk_build_opts *o, size_t size);
@@ -385,6 +389,7 @@ typedef struct sk_build_stats {
     uint32_t crc32c, flags;           /* as written into the index header */
     uint64_t dirs, links, meta, unkeyed; /* entries skipped, by kind */
     uint64_t split_keys; /* keys that occur as more than one sample */
+    int kept; /* sk_index_dataset --resume: the index object already matched */
 } sk_build_stats;
 
 /* Indexes an existing shard (.tar, .tar.gz, .tar.zst, told apart by their
@@ -696,6 +701,14 @@ typedef struct sk_index_dataset_opts {
     /* each shard's result, in order: stats, or err when it failed */
     void (*done)(void *ctx, const char *shard, const sk_build_stats *stats, const sk_error *err);
     void *ctx;
+    /* s3:// shards and prefixes ("s3://b/p/": the shard objects listed
+     * directly under it) are read in place with one streaming GET each;
+     * their SHARD.idx (and SHARD.dali.idx) go up beside them and the
+     * manifest to the shards' common prefix (or -o) */
+    sk_s3 *s3;
+    /* s3:// shards only: keep a shard whose index object is sound and
+     * records the object's size and CRC32C (nothing is uploaded then) */
+    int resume;
 } sk_index_dataset_opts;
 SK_API void sk_index_dataset_opts_init_sized(sk_index_dataset_opts *o, size_t size);
 #define sk_index_dataset_opts_init(o) sk_index_dataset_opts_init_sized((o), sizeof *(o))

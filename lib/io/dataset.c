@@ -96,17 +96,39 @@ static int add_dir(struct out *o, const char *dir, const sk_ds_opts *opt, sk_err
     return rc;
 }
 
-static int add_one(struct out *o, const char *u, const sk_ds_opts *opt, sk_error *err)
+/* An s3:// prefix: its manifest.json, else (or with SK_DS_LISTING
+ * always) the shard objects its listing shows directly under it, as a
+ * local directory's files. */
+static int add_prefix(struct out *o, const char *u, const sk_ds_opts *opt, sk_error *err)
 {
-    if ((opt->flags & SK_DS_PREFIX) && sk_is_s3_url(u) && u[strlen(u) - 1] == '/') {
-        /* a prefix: its manifest (a listing would not say which objects
-         * are shards of one dataset) */
+    SK_FAIL_IF(!opt->s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", u);
+    if (!(opt->flags & SK_DS_LISTING)) {
         char *mf;
         SK_FAIL_IF(asprintf(&mf, "%smanifest.json", u) < 0, err, SK_E_NOMEM, "out of memory");
-        int rc = add_manifest(o, mf, opt, err);
+        sk_error le = SK_ERROR_INIT;
+        int rc = add_manifest(o, mf, opt, &le);
         free(mf);
-        return rc;
+        if (rc != SK_E_NOTFOUND) return rc ? (*err = le, rc) : SK_OK;
     }
+    char **urls;
+    size_t n;
+    sk_error le = SK_ERROR_INIT;
+    int rc = sk_s3_list_shards(opt->s3, u, &urls, &n, &le);
+    if (rc)
+        return sk_error_set(err, rc, "%s: %scannot list its shards: %s", u,
+                            opt->flags & SK_DS_LISTING ? "" : "no manifest.json, and ", le.msg);
+    if (n == 0)
+        rc = sk_error_set(err, SK_E_NOTFOUND, "%s: %sno .tar, .tar.zst or .tar.gz objects under it", u,
+                          opt->flags & SK_DS_LISTING ? "" : "no manifest.json and ");
+    for (size_t i = 0; !rc && i < n; i++) rc = push(o, urls[i], NULL, NULL, err);
+    sk_shard_list_free(urls, n);
+    return rc;
+}
+
+static int add_one(struct out *o, const char *u, const sk_ds_opts *opt, sk_error *err)
+{
+    if ((opt->flags & SK_DS_PREFIX) && sk_is_s3_url(u) && u[strlen(u) - 1] == '/')
+        return add_prefix(o, u, opt, err);
     if ((opt->flags & SK_DS_MANIFEST) && ends_with(u, ".json")) return add_manifest(o, u, opt, err);
     struct stat st;
     if ((opt->flags & SK_DS_DIR) && !sk_is_s3_url(u) && strcmp(u, "-") && stat(u, &st) == 0 &&

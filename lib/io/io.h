@@ -30,7 +30,9 @@ typedef struct sk_ds_shard {
 
 #define SK_DS_MANIFEST 1u /* NAME.json: the shards its manifest lists */
 #define SK_DS_DIR 2u      /* a directory: its manifest.json, else its listed shards */
-#define SK_DS_PREFIX 4u   /* s3://bucket/prefix/: the prefix's manifest.json */
+#define SK_DS_PREFIX 4u   /* s3://bucket/prefix/: its manifest.json, else its listed shards */
+#define SK_DS_LISTING 8u  /* with SK_DS_PREFIX: the listed shards, never the manifest
+                           * (index, which writes it) */
 
 typedef struct sk_ds_opts {
     unsigned flags;                                  /* SK_DS_* */
@@ -75,6 +77,18 @@ int sk_sink_s3_matches(sk_s3 *s3, const char *url, uint64_t count, const char *f
 int sk_sink_s3_count_exts(sk_s3 *s3, const char *url, sk_manifest *man, sk_error *err);
 /* Writes the manifest as an object (the last one of a run). */
 int sk_sink_s3_put_manifest(sk_s3 *s3, sk_manifest *man, const char *url, sk_error *err);
+/* The shard objects (*.tar, *.tar.zst, *.tar.gz, *.tgz) directly under
+ * the prefix URL ("s3://b/p/"), sorted, as s3:// URLs; keys outside the
+ * prefix or below a further '/' (a hostile listing's "p/../x" among them)
+ * and dot names are not listed.  Free with sk_shard_list_free. */
+int sk_s3_list_shards(sk_s3 *s3, const char *prefix_url, char ***urls, size_t *count, sk_error *err);
+int sk_s3_is_shard_name(const char *name);
+/* Uploads a local file as the object url in one PUT (small objects:
+ * indexes, manifests). */
+int sk_s3_put_file(sk_s3 *s3, const char *path, const char *url, sk_error *err);
+/* Makes an empty private scratch file in $TMPDIR (mkstemp) for an object
+ * on its way up; buf gets its name.  The caller unlinks it. */
+int sk_s3_scratch(char *buf, size_t cap, const char *what, sk_error *err);
 /* Reads a manifest or an index object (SK_E_NOTFOUND when missing). */
 int sk_s3_load_manifest(sk_s3 *s3, const char *url, sk_manifest **m, sk_error *err);
 int sk_s3_load_index(sk_s3 *s3, const char *url, sk_index **out, sk_error *err);

@@ -50,7 +50,7 @@ static int put_file(sk_s3 *s3, const char *path, const char *bucket, const char 
 }
 
 /* A local scratch name for an index or manifest on its way up. */
-static int scratch_name(char *buf, size_t cap, const char *what, sk_error *err)
+int sk_s3_scratch(char *buf, size_t cap, const char *what, sk_error *err)
 {
     /* created here with mkstemp (O_EXCL, mode 0600): a name in a shared
      * /tmp that someone else made first (a symlink to a file of the user's,
@@ -63,6 +63,16 @@ static int scratch_name(char *buf, size_t cap, const char *what, sk_error *err)
     SK_FAIL_IF(fd < 0, err, SK_E_IO, "%s: cannot create a scratch file: %s", buf, strerror(errno));
     close(fd);
     return SK_OK;
+}
+
+int sk_s3_put_file(sk_s3 *s3, const char *path, const char *url, sk_error *err)
+{
+    char *bucket = NULL, *key = NULL;
+    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+    int rc = *key ? put_file(s3, path, bucket, key, err)
+                  : sk_error_set(err, SK_E_USAGE, "%s: no object key", url);
+    free(bucket), free(key);
+    return rc;
 }
 
 /* ---------------------------------------------------- the shard stream */
@@ -107,7 +117,7 @@ static int s3_sink_publish(sk_sink *base, sk_index_builder *index, const sk_inde
          * simply redone by --resume */
         char tmp[4200], ikey[2048];
         snprintf(ikey, sizeof ikey, "%s.idx", s->key);
-        rc = scratch_name(tmp, sizeof tmp, "idx", err);
+        rc = sk_s3_scratch(tmp, sizeof tmp, "idx", err);
         if (!rc) {
             rc = sk_index_builder_write(index, tmp, info, err);
             if (!rc) rc = put_file(s->s3, tmp, s->bucket, ikey, err);
@@ -207,7 +217,7 @@ int sk_sink_s3_put_manifest(sk_s3 *s3, sk_manifest *man, const char *url, sk_err
     SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: no S3 client", url);
     char *bucket = NULL, *key = NULL, tmp[4200];
     SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
-    int rc = scratch_name(tmp, sizeof tmp, "manifest", err);
+    int rc = sk_s3_scratch(tmp, sizeof tmp, "manifest", err);
     if (!rc) {
         rc = sk_manifest_write(man, tmp, err);
         if (!rc) rc = put_file(s3, tmp, bucket, key, err);

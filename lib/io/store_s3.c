@@ -7,6 +7,7 @@
 #include "s3/s3_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* An object read whole into memory stops at a cap: a server that sends an
  * endless body (or a huge object under a manifest's name) gets an error,
@@ -133,5 +134,84 @@ int sk_s3_load_manifest(sk_s3 *s3, const char *url, sk_manifest **m, sk_error *e
     if (!rc) rc = sk_manifest_parse(m, text.p ? text.p : "", text.len, url, err);
     sk_s3_buf_free(&text);
     free(bucket), free(key);
+    return rc;
+}
+
+/* ------------------------------------------------ a prefix's shards */
+
+int sk_s3_is_shard_name(const char *n)
+{
+    static const char *const ends[] = {".tar", ".tar.zst", ".tar.gz", ".tgz"};
+    size_t len = strlen(n);
+    for (size_t i = 0; i < sizeof ends / sizeof *ends; i++) {
+        size_t k = strlen(ends[i]);
+        if (len > k && !strcmp(n + len - k, ends[i])) return 1;
+    }
+    return 0;
+}
+
+struct shard_list {
+    const char *prefix; /* the key prefix listed */
+    size_t plen;
+    char **keys;
+    size_t n, cap;
+    int nomem;
+};
+
+static int on_object(void *ud, const sk_s3_object *obj)
+{
+    struct shard_list *l = ud;
+    /* The listing is the server's bytes: a key outside the prefix asked
+     * for, one in a "subdirectory" (a '/' after the prefix, so "../x" too),
+     * a dot name or one that is not a shard's is no shard of this prefix. */
+    if (strncmp(obj->key, l->prefix, l->plen)) return 0;
+    const char *name = obj->key + l->plen;
+    if (!*name || name[0] == '.' || strchr(name, '/') || !sk_s3_is_shard_name(name)) return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        char **k = realloc(l->keys, cap * sizeof *k);
+        if (!k) return l->nomem = 1;
+        l->keys = k, l->cap = cap;
+    }
+    if (!(l->keys[l->n] = strdup(obj->key))) return l->nomem = 1;
+    l->n++;
+    return 0;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int sk_s3_list_shards(sk_s3 *s3, const char *url, char ***urls, size_t *count, sk_error *err)
+{
+    char *bucket = NULL, *key = NULL;
+    *urls = NULL;
+    *count = 0;
+    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", url);
+    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+    struct shard_list l = {.prefix = key, .plen = strlen(key)};
+    int rc = sk_s3_list(s3, bucket, key, on_object, &l, err);
+    if (!rc && l.nomem) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (!rc && l.n) qsort(l.keys, l.n, sizeof *l.keys, key_cmp);
+    char **out = rc || !l.n ? NULL : calloc(l.n, sizeof *out);
+    size_t n = 0;
+    if (!rc && l.n && !out) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < l.n; i++) {
+        if (i && !strcmp(l.keys[i], l.keys[i - 1])) continue; /* a listing that repeats itself */
+        if (asprintf(&out[n], "s3://%s/%s", bucket, l.keys[i]) < 0)
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        else
+            n++;
+    }
+    for (size_t i = 0; i < l.n; i++) free(l.keys[i]);
+    free(l.keys);
+    if (rc) {
+        sk_shard_list_free(out, n);
+        out = NULL, n = 0;
+    }
+    free(bucket), free(key);
+    *urls = out;
+    *count = n;
     return rc;
 }

@@ -21,7 +21,8 @@
 struct job {
     const sk_index_dataset_opts *o;
     const char *shard;
-    char *idx, *dpath;
+    char *idx, *dpath;        /* local files (scratch files for an s3:// shard) */
+    char *idx_url, *dali_url; /* an s3:// shard's index objects; NULL for a local one */
     sk_build_stats st;
     sk_error err;
     int rc, done;
@@ -51,15 +52,14 @@ static void warn_buffer(void *ctx, const char *msg)
     else if (j->o->warn) j->o->warn(j->o->ctx, msg); /* out of memory: out of order beats lost */
 }
 
-static int add_exts(sk_manifest *m, const char *idx_path, sk_error *err)
+static int add_exts(sk_manifest *m, const sk_index *ix, sk_error *err)
 {
     /* A shard has a handful of extensions and as many members as samples
      * times that: tally them here (the index keeps the strings mapped),
      * then add one count per extension. */
     struct { const char *ext; size_t len; uint64_t n; } seen[16];
     size_t nseen = 0;
-    sk_index *ix;
-    int rc = sk_index_open(&ix, idx_path, SK_INDEX_TRUST_BODY, err);
+    int rc = SK_OK;
     for (uint64_t i = 0; !rc && i < sk_index_member_count(ix); i++) {
         sk_member_ref r;
         if ((rc = sk_index_member(ix, i, &r, err))) break;
@@ -78,30 +78,93 @@ static int add_exts(sk_manifest *m, const char *idx_path, sk_error *err)
     }
     for (size_t k = 0; !rc && k < nseen; k++)
         rc = sk_manifest_count_ext(m, seen[k].ext, seen[k].len, seen[k].n, err);
-    if (ix) sk_index_close(ix);
     return rc;
 }
 
-static void run_job(struct job *j, unsigned flags, int buffered, int count_exts)
+static int count_exts(struct job *j, const sk_index *kept)
 {
-    sk_build_opts bo = {.flags = flags, .index_path = j->idx, .dali_path = j->dpath,
-                        .warn = buffered ? warn_buffer : j->o->warn,
-                        .warn_ctx = buffered ? (void *)j : j->o->ctx};
+    j->exts_err = (sk_error)SK_ERROR_INIT;
+    if (!(j->exts = sk_manifest_new()))
+        return sk_error_set(&j->exts_err, SK_E_NOMEM, "out of memory");
+    if (kept) return add_exts(j->exts, kept, &j->exts_err);
+    sk_index *ix;
+    int rc = sk_index_open(&ix, j->idx, SK_INDEX_TRUST_BODY, &j->exts_err);
+    if (!rc) {
+        rc = add_exts(j->exts, ix, &j->exts_err);
+        sk_index_close(ix);
+    }
+    return rc;
+}
+
+/* --resume of an s3:// shard: its index object is sound and records the
+ * object's size and CRC32C (and, with --dali, the DALI index exists). */
+static int kept_index(struct job *j, sk_index **ix)
+{
+    *ix = NULL;
+    if (!j->o->resume || !j->idx_url || !sk_s3_shard_sound(j->o->s3, j->shard, ix)) return 0;
+    char *bucket = NULL, *key = NULL;
+    sk_s3_object head;
+    int ok = !j->dali_url || (!sk_s3_parse_url(j->dali_url, &bucket, &key, NULL) &&
+                              !sk_s3_head(j->o->s3, bucket, key, &head, NULL));
+    free(bucket), free(key);
+    if (!ok) {
+        sk_index_close(*ix);
+        *ix = NULL;
+    }
+    return ok;
+}
+
+static void run_s3_job(struct job *j, sk_build_opts *bo, int count)
+{
+    char ti[4200], td[4200];
+    ti[0] = td[0] = 0;
+    sk_error *e = &j->err;
+    j->rc = sk_s3_scratch(ti, sizeof ti, "idx", e);
+    if (!j->rc && j->dali_url) j->rc = sk_s3_scratch(td, sizeof td, "dali", e);
+    if (!j->rc) {
+        bo->index_path = ti;
+        bo->dali_path = j->dali_url ? td : NULL;
+        j->idx = ti; /* for count_exts, until the end of this call */
+        j->rc = sk_index_build(j->shard, bo, &j->st, e);
+        if (!j->rc && count) j->exts_rc = count_exts(j, NULL);
+        j->idx = NULL;
+    }
+    /* the DALI index first: an index object beside a shard then means the
+     * shard's whole job was done (what --resume checks) */
+    if (!j->rc && j->dali_url) j->rc = sk_s3_put_file(j->o->s3, td, j->dali_url, e);
+    if (!j->rc) j->rc = sk_s3_put_file(j->o->s3, ti, j->idx_url, e);
+    if (ti[0]) unlink(ti);
+    if (td[0]) unlink(td);
+}
+
+static void run_job(struct job *j, unsigned flags, int buffered, int count_exts_too)
+{
+    sk_build_opts bo = {.struct_size = sizeof bo, .flags = flags, .index_path = j->idx,
+                        .dali_path = j->dpath, .warn = buffered ? warn_buffer : j->o->warn,
+                        .warn_ctx = buffered ? (void *)j : j->o->ctx, .s3 = j->o->s3};
     j->err = (sk_error)SK_ERROR_INIT;
-    j->rc = sk_index_build(j->shard, &bo, &j->st, &j->err);
+    sk_index *kept;
+    if (kept_index(j, &kept)) {
+        const sk_index_shard_info *in = sk_index_shard(kept);
+        j->st = (sk_build_stats){.samples = sk_index_sample_count(kept),
+                                 .members = sk_index_member_count(kept), .bytes = in->size,
+                                 .crc32c = in->crc32c, .flags = in->flags, .kept = 1};
+        if (count_exts_too) j->exts_rc = count_exts(j, kept);
+        sk_index_close(kept);
+        return;
+    }
+    if (j->idx_url) {
+        run_s3_job(j, &bo, count_exts_too);
+    } else {
+        j->rc = sk_index_build(j->shard, &bo, &j->st, &j->err);
+        /* Counting extensions reads the whole member table: done here, on
+         * the job's thread, not serially by the main thread.  The counts
+         * are merged in shard order; the manifest sorts them anyway. */
+        if (!j->rc && count_exts_too) j->exts_rc = count_exts(j, NULL);
+    }
     if (j->wf) {
         fclose(j->wf);
         j->wf = NULL;
-    }
-    /* Counting extensions reads the whole member table: done here, on the
-     * job's thread, not serially by the main thread.  The counts are
-     * merged in shard order; the manifest sorts them anyway. */
-    if (!j->rc && count_exts) {
-        j->exts_err = (sk_error)SK_ERROR_INIT;
-        if (!(j->exts = sk_manifest_new()))
-            j->exts_rc = sk_error_set(&j->exts_err, SK_E_NOMEM, "out of memory");
-        else
-            j->exts_rc = add_exts(j->exts, j->idx, &j->exts_err);
     }
 }
 
@@ -176,10 +239,14 @@ void sk_index_dataset_opts_init_sized(sk_index_dataset_opts *o, size_t size)
 }
 
 /* The shard list: every pattern brace-expanded, through the one resolver
- * (io/dataset.c); a manifest or a directory is not an input of index. */
-static int expand(const char *const *patterns, size_t n, char ***out, size_t *count, sk_error *err)
+ * (io/dataset.c); a manifest or a local directory is not an input of
+ * index. */
+static int expand(const char *const *patterns, size_t n, sk_s3 *s3, char ***out, size_t *count,
+                  sk_error *err)
 {
-    sk_ds_opts ro = {0};
+    /* an s3:// prefix: the shard objects listed under it (the manifest
+     * there, if any, is what this run replaces) */
+    sk_ds_opts ro = {.flags = SK_DS_PREFIX | SK_DS_LISTING, .s3 = s3};
     sk_ds_shard *list = NULL;
     size_t k = 0;
     int rc = SK_OK;
@@ -216,12 +283,31 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
     pthread_t *tids = NULL;
     sk_manifest *m = NULL;
     struct pool pool = {0};
-    int rc = expand(patterns, npatterns, &shards, &nshards, err);
+    int rc = expand(patterns, npatterns, o.s3, &shards, &nshards, err);
     if (!rc && !nshards) {
         free(shards);
         rc = sk_error_set(err, SK_E_USAGE, "no shards given");
     }
-    if (rc) return rc;
+    size_t nremote = 0;
+    for (size_t i = 0; !rc && i < nshards; i++) nremote += sk_is_s3_url(shards[i]);
+    if (!rc && nremote && !o.s3)
+        rc = sk_error_set(err, SK_E_USAGE, "s3:// shards need an S3 client");
+    else if (!rc && nremote && nremote < nshards && !o.no_manifest && !o.manifest)
+        rc = sk_error_set(err, SK_E_USAGE, "local and s3:// shards have no common place for "
+                          "a manifest: give -o or --no-manifest");
+    else if (!rc && o.manifest && sk_is_s3_url(o.manifest) && nremote < nshards)
+        rc = sk_error_set(err, SK_E_USAGE, "%s: a manifest in S3 cannot name local shards",
+                          o.manifest);
+    else if (!rc && o.wids && (nremote || (o.manifest && sk_is_s3_url(o.manifest))))
+        rc = sk_error_set(err, SK_E_USAGE, "--wids: wids reads local shards or http URLs, "
+                          "not s3:// shards");
+    else if (!rc && o.resume && nremote < nshards)
+        rc = sk_error_set(err, SK_E_USAGE, "--resume applies to s3:// shards only");
+    if (rc) {
+        for (size_t i = 0; shards && i < nshards; i++) free(shards[i]);
+        free(shards);
+        return rc;
+    }
     if (!(m = sk_manifest_new())) goto nomem;
     if (o.manifest) {
         mpath = strdup(o.manifest);
@@ -231,6 +317,13 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
             char *d = dirname_of(shards[i]);
             if (d) common_dir(mdir, d);
             free(d);
+        }
+        if (mdir && nremote && strncmp(mdir, "s3://", 5)) {
+            /* "s3:" or "s3:/": the shards are in several buckets */
+            free(mdir);
+            mdir = NULL;
+            rc = sk_error_set(err, SK_E_USAGE, "the shards are in several buckets: give -o");
+            goto done;
         }
         if (!mdir || asprintf(&mpath, "%s/manifest.json", mdir) < 0) mpath = NULL;
         free(mdir);
@@ -243,11 +336,13 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         struct job *j = &jobs[njob];
         j->o = &o;
         j->shard = shards[njob];
-        if (asprintf(&j->idx, "%s.idx", j->shard) < 0) j->idx = NULL;
-        if (j->idx && o.dali && asprintf(&j->dpath, "%s.dali.idx", j->shard) < 0) j->dpath = NULL;
-        if (!j->idx || (o.dali && !j->dpath)) {
-            free(j->idx);
-            j->idx = NULL;
+        char **ip = sk_is_s3_url(j->shard) ? &j->idx_url : &j->idx;
+        char **dp = sk_is_s3_url(j->shard) ? &j->dali_url : &j->dpath;
+        if (asprintf(ip, "%s.idx", j->shard) < 0) *ip = NULL;
+        if (*ip && o.dali && asprintf(dp, "%s.dali.idx", j->shard) < 0) *dp = NULL;
+        if (!*ip || (o.dali && !*dp)) {
+            free(*ip);
+            *ip = NULL;
             goto nomem;
         }
     }
@@ -288,7 +383,8 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         st_all.members += j->st.members;
         if (o.done) o.done(o.ctx, j->shard, &j->st, NULL);
         sk_manifest_shard ms = {.url = (char *)under(j->shard, mdir),
-                                .index_url = (char *)under(j->idx, mdir), .bytes = j->st.bytes,
+                                .index_url = (char *)under(j->idx_url ? j->idx_url : j->idx, mdir),
+                                .bytes = j->st.bytes,
                                 .samples = j->st.samples, .crc32c = j->st.crc32c};
         sk_error e = SK_ERROR_INIT;
         if (!o.no_manifest && (sk_manifest_add_shard(m, &ms, &e) || merge_exts(m, j, &e))) {
@@ -300,6 +396,8 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         rc = sk_error_set(err, SK_E_CORRUPT, "%llu of %zu shards could not be indexed%s",
                           (unsigned long long)st_all.failed, nshards,
                           o.no_manifest ? "" : ": manifest not written");
+    } else if (!o.no_manifest && sk_is_s3_url(mpath)) {
+        rc = sk_sink_s3_put_manifest(o.s3, m, mpath, err);
     } else if (!o.no_manifest && !(rc = sk_manifest_write(m, mpath, err)) && o.wids) {
         char *wp = NULL;
         if (*o.wids) wp = strdup(o.wids);
@@ -320,6 +418,8 @@ done:
     for (size_t i = 0; jobs && i < njob; i++) {
         free(jobs[i].idx);
         free(jobs[i].dpath);
+        free(jobs[i].idx_url);
+        free(jobs[i].dali_url);
         free(jobs[i].warns);
         sk_manifest_free(jobs[i].exts);
     }

@@ -167,6 +167,34 @@ static size_t frame_at(const sk_zstd_frame *f, size_t n, uint64_t pos)
     return lo;
 }
 
+/* ------------------------------------------------------------- S3 source */
+
+/* An s3:// shard: its size from a HEAD, the first block and the zstd seek
+ * table by ranged GETs, and everything else from one streaming GET (a
+ * --fast header walk would cost a round trip per sample: slower than
+ * streaming the object, so S3 shards are always read whole). */
+struct s3_src {
+    sk_s3 *s3;
+    char *bucket, *key;
+    const char *url;
+    uint64_t size;
+    sk_s3_stream *st;
+};
+
+static int s3_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct s3_src *f = ctx;
+    *got = 0;
+    if (pos >= f->size || !n) return SK_OK;
+    if (n > f->size - pos) n = (size_t)(f->size - pos);
+    return sk_s3_get(f->s3, f->bucket, f->key, pos, n, buf, n, got, err);
+}
+
+static int s3_stream_read(void *ctx, void *dst, size_t n, size_t *got, sk_error *err)
+{
+    return sk_s3_stream_read(((struct s3_src *)ctx)->st, dst, n, got, err);
+}
+
 /* ------------------------------------------------------------------ build */
 
 struct pending { /* a member of the sample being collected */
@@ -412,11 +440,23 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
     const sk_build_opts *o = &opts_buf;
     sk_build_stats *st = stats ? stats : &dummy;
     memset(st, 0, sizeof *st);
-    SK_FAIL_IF(!strncmp(shard, "s3://", 5), err, SK_E_USAGE,
-               "%s: s3:// shards are not supported yet (local files only)", shard);
-    int fd = open(shard, O_RDONLY | O_CLOEXEC);
-    SK_FAIL_IF(fd < 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s",
-               shard, strerror(errno));
+    struct s3_src s3 = {.s3 = o->s3, .url = shard};
+    int fd = -1;
+    if (!strncmp(shard, "s3://", 5)) {
+        SK_FAIL_IF(!o->s3, err, SK_E_USAGE, "%s: an s3:// shard needs an S3 client", shard);
+        sk_s3_object head;
+        int hrc = sk_s3_parse_url(shard, &s3.bucket, &s3.key, err);
+        if (!hrc) hrc = sk_s3_head(o->s3, s3.bucket, s3.key, &head, err);
+        if (hrc) {
+            free(s3.bucket), free(s3.key);
+            return hrc;
+        }
+        s3.size = head.size;
+    } else {
+        fd = open(shard, O_RDONLY | O_CLOEXEC);
+        SK_FAIL_IF(fd < 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s",
+                   shard, strerror(errno));
+    }
     struct state s = {.shard = shard, .o = o, .st = st};
     sk_stream sm = {0};
     struct pread_src ps = {.fd = fd, .path = shard};
@@ -428,16 +468,20 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
     struct stat sb;
     unsigned char first[SK_TAR_BLOCK];
     size_t nfirst = 0;
-    if (fstat(fd, &sb) != 0) {
+    if (s3.key) {
+        s.file_size = s3.size;
+        rc = s3_read_at(&s3, 0, first, sizeof first, &nfirst, err);
+    } else if (fstat(fd, &sb) != 0) {
         rc = sk_error_set(err, SK_E_IO, "%s: %s", shard, strerror(errno));
-        goto cleanup;
+    } else {
+        s.file_size = (uint64_t)sb.st_size;
+        rc = sk_stream_pread(fd, 0, first, sizeof first, &nfirst, shard, err);
     }
-    s.file_size = (uint64_t)sb.st_size;
-    if ((rc = sk_stream_pread(fd, 0, first, sizeof first, &nfirst, shard, err))) goto cleanup;
+    if (rc) goto cleanup;
     s.kind = sk_stream_detect(first, nfirst);
     sk_index_shard_info info = {.size = s.file_size,
                                 .first_block_crc32c = sk_crc32c(0, first, nfirst)};
-    int fast = (o->flags & SK_BUILD_FAST) && s.kind == SK_STREAM_PLAIN;
+    int fast = (o->flags & SK_BUILD_FAST) && s.kind == SK_STREAM_PLAIN && !s3.key;
     if (o->dali_path && s.kind != SK_STREAM_PLAIN) {
         rc = sk_error_set(err, SK_E_USAGE, "%s: DALI's webdataset reader needs an uncompressed tar",
                           shard);
@@ -475,11 +519,19 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
         if (s.kind == SK_STREAM_ZSTD) {
             info.flags |= SK_INDEX_ZSTD;
             sk_tar_src fsrc = {.ctx = &ps, .read_at = pread_read_at, .size = s.file_size, .name = shard};
+            if (s3.key) fsrc.ctx = &s3, fsrc.read_at = s3_read_at;
             if ((rc = sk_zstd_seek_table(&fsrc, &s.frames, &s.nframes, err))) goto cleanup;
         } else if (s.kind == SK_STREAM_ARCHIVE) {
             info.flags |= SK_INDEX_GZIP;
         }
-        if ((rc = sk_stream_open(&sm, fd, shard, s.kind, err))) goto cleanup;
+        if (s3.key) {
+            memset(&sm, 0, sizeof sm);
+            if ((rc = sk_s3_stream_open(&s3.st, s3.s3, s3.bucket, s3.key, 0, 0, err))) goto cleanup;
+            rc = sk_stream_open_src(&sm, s3_stream_read, &s3, shard, s.kind, err);
+        } else {
+            rc = sk_stream_open(&sm, fd, shard, s.kind, err);
+        }
+        if (rc) goto cleanup;
     }
     sk_tar_reader_init(&r, &src, fast ? 0 : SK_TAR_CRC);
     have_reader = 1;
@@ -500,6 +552,13 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
     st->links = r.links;
     if (!fast) {
         if ((rc = sk_stream_drain(&sm, err))) goto cleanup;
+        if (s3.key && sm.file_read != s3.size) {
+            /* replaced between the HEAD and the GET: the offsets are not its */
+            rc = sk_error_set(err, SK_E_MISMATCH, "%s: the object changed while it was read "
+                              "(%llu bytes, now %llu)", shard, (unsigned long long)s3.size,
+                              (unsigned long long)sm.file_read);
+            goto cleanup;
+        }
         info.crc32c = sm.file_crc;
     }
     st->bytes = s.file_size;
@@ -533,6 +592,8 @@ cleanup:
     free(s.key_len);
     sk_index_builder_free(s.b);
     free(idx_path);
-    close(fd);
+    if (fd >= 0) close(fd);
+    sk_s3_stream_close(s3.st);
+    free(s3.bucket), free(s3.key);
     return rc;
 }

@@ -3,7 +3,7 @@
 # wrong answer: a truncated shard (indexed up to its last complete member,
 # the command fails naming the offset), a flipped header byte (names the
 # header's offset), an index from another shard, a corrupt or truncated
-# index, corrupt member data (CRC32C mismatch), sparse members, s3:// shards (not indexed in place yet).
+# index, corrupt member data (CRC32C mismatch), sparse members.
 set -eu
 : "${SK_BIN:?}"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -84,7 +84,7 @@ tar --format=posix -S -cf sp-pax.tar src/k0.cls sp.bin
 expect_fail 1 "member 'sp.bin' at offset 1024 has tar type 'S'" "$SK_BIN" index --no-manifest sp-gnu.tar
 expect_fail 1 "GNU sparse file" "$SK_BIN" index --no-manifest sp-pax.tar
 
-# Names DALI cannot hold, s3:// and usage errors.
+# Names DALI cannot hold and usage errors (s3:// shards: s3io_index.sh).
 mkdir -p sp && echo hi > "sp/a b.txt" && tar -cf space.tar "sp/a b.txt"
 expect_fail 1 "space.tar: member at offset 0: DALI's index cannot hold a name with a space" \
     "$SK_BIN" index --dali --no-manifest space.tar
@@ -99,7 +99,6 @@ with tarfile.open("tab.tar", "w") as t:
 '
 expect_fail 1 "DALI's index cannot hold a name with a line break" "$SK_BIN" index --dali --no-manifest nl.tar
 expect_fail 1 "DALI's index cannot hold a name with a tab" "$SK_BIN" index --dali --no-manifest tab.tar
-expect_fail 2 "not supported yet" "$SK_BIN" index s3://bucket/x.tar
 expect_fail 2 "need DATASET and KEY" "$SK_BIN" get a.tar
 expect_fail 1 "cannot open" "$SK_BIN" index --no-manifest missing.tar
 echo "errors ok"

@@ -42,5 +42,5 @@ expect_fail 1 "no sample with key 'nosuch'" "${G[@]}" s3://dset/plain/manifest.j
 aws s3 cp --quiet "$T/plain/t-000.tar.idx" s3://dset/plain/t-001.tar.idx
 expect_fail 1 "does not belong to this shard" "${G[@]}" s3://dset/plain/t-001.tar '#0' --tar -o "$T/x.tar"
 [ ! -e "$T/x.tar" ] || die "a failed get left its output behind"
-expect_fail 1 "s3://dset/nothing/manifest.json" "${G[@]}" s3://dset/nothing/ '#0'
+expect_fail 1 "s3://dset/nothing/: no manifest.json" "${G[@]}" s3://dset/nothing/ '#0'
 echo "s3io_get: ok"
