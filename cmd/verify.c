@@ -11,9 +11,10 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: shardkit verify [options] SHARD|MANIFEST...\n"
+    "usage: shardkit verify [options] SHARD|MANIFEST|DIR|s3://PREFIX/...\n"
     "\n"
-    "Checks shards (brace patterns allowed) or every shard of a manifest.json:\n"
+    "Checks shards (brace patterns allowed) or every shard of a manifest.json\n"
+    "(a directory or an s3:// prefix: its manifest.json, else its shards):\n"
     "tar structure (header checksums, sizes, end-of-archive, trailing garbage),\n"
     "truncation, agreement with the index sidecar (.idx) and the manifest (bytes,\n"
     "sample counts, CRC32C), samples whose members are not adjacent, duplicate\n"

@@ -790,6 +790,13 @@ static void bad_manifest(void *ctx, const char *path, const sk_error *why)
     problem(ctx, 0, "manifest", path, 0, NULL, 0, "%s", why->msg);
 }
 
+/* A directory's shards: the names an s3:// prefix's listing keeps too. */
+static int keep_shard(const char *name, const char *path)
+{
+    (void)path;
+    return sk_s3_is_shard_name(name);
+}
+
 void sk_verify_options_init_sized(sk_verify_options *o, size_t size)
 {
     static const sk_verify_options defaults = {.struct_size = sizeof defaults};
@@ -805,9 +812,11 @@ int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opt
     vstate v = {.o = &o};
     int rc = SK_OK;
     for (size_t i = 0; i < n && !rc; i++) {
-        /* the one resolver (io/dataset.c): brace patterns, manifests */
-        sk_ds_opts ro = {.flags = SK_DS_MANIFEST, .s3 = o.s3, .bad_manifest = bad_manifest,
-                         .ctx = &v};
+        /* the one resolver (io/dataset.c): brace patterns, manifests, a
+         * directory or an s3:// prefix (its manifest, else its shards) */
+        sk_ds_opts ro = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = o.s3,
+                         .keep = keep_shard, .dir_wants = "no .tar, .tar.zst or .tar.gz in it",
+                         .bad_manifest = bad_manifest, .ctx = &v};
         sk_ds_shard *list = NULL;
         size_t k = 0;
         rc = sk_ds_resolve(targets[i], &ro, &list, &k, err);
