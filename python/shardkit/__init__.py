@@ -15,13 +15,14 @@ from ._lib import (Error, UsageError, IoError, InputError, CorruptError, NoMemor
                    KeyNotFoundError, MismatchError, LibraryError, load_library,
                    library_path, library_version)
 from .reader import Reader, state_info, state_slot
+from .dataset import Dataset
 
 __version__ = "0.1.0"
 
 # the name samples/python/shardkit.py exported
 ShardkitError = Error
 
-__all__ = ["Reader", "Error", "ShardkitError", "UsageError", "IoError", "InputError",
+__all__ = ["Reader", "Dataset", "Error", "ShardkitError", "UsageError", "IoError", "InputError",
            "CorruptError", "NoMemoryError", "NetworkError", "RemoteError", "NotFoundError",
            "SampleIndexError", "KeyNotFoundError", "MismatchError", "LibraryError",
            "load_library", "library_path", "library_version", "state_info", "state_slot"]

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# python_dataset.sh - shardkit.Dataset (random access through the indexes)
+# returns, by global ordinal and by key, exactly the sample `shardkit get`
+# returns, for plain and .tar.zst shards, through a manifest, a directory,
+# a brace pattern and one shard; many threads reading at random at once get
+# the same samples; and hostile cases raise the right shardkit.Error
+# subclass: an ordinal out of range, a missing key, a corrupt index, an
+# index of another shard, a damaged member, a missing dataset.
+. "$(dirname "$0")/lib.sh"
+need python3
+tmpdir
+LIB=$(dirname "$SK_BIN")/libshardkit.so
+[ -f "$LIB" ] || skip "no $LIB"
+# a sanitizer build cannot be dlopen()ed by an uninstrumented python
+if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi
+"$SK_TOOLS/mkcorpus" "$T/c" --samples 130 >/dev/null || die "mkcorpus failed"
+expect_ok "$SK_BIN" pack "$T/c" -o "$T/plain/t-%03d.tar" --max-count 40
+expect_ok "$SK_BIN" pack "$T/c" -o "$T/zst/t-%03d.tar.zst" --max-count 40 --compress zstd
+export SHARDKIT_LIB=$LIB PYTHONPATH=$SK_ROOT/python
+
+step "by ordinal and by key: what shardkit get returns"
+python3 - "$T" "$SK_BIN" <<'PY' || die "Dataset differs from shardkit get"
+import io, subprocess, sys, tarfile
+import shardkit
+T, sk = sys.argv[1], sys.argv[2]
+
+def get(dataset, q):
+    """The sample `shardkit get --tar` writes, as a dict."""
+    tar = subprocess.run([sk, "get", dataset, q, "--tar", "-o", "-"], check=True,
+                         stdout=subprocess.PIPE).stdout
+    d = {}
+    with tarfile.open(fileobj=io.BytesIO(tar)) as tf:
+        for m in tf:
+            key, ext = m.name.split(".", 1)
+            d.setdefault("__key__", key)
+            d[ext] = tf.extractfile(m).read()
+    return d
+
+def strip(s):
+    return {k: v for k, v in s.items() if k not in ("__url__", "__index__", "__ordinal__")}
+
+for kind in ("plain", "zst"):
+    sfx = "tar" if kind == "plain" else "tar.zst"
+    for url, n in ((T + "/" + kind + "/manifest.json", 130), (T + "/" + kind, 130),
+                   (T + "/" + kind + "/t-{000..003}." + sfx, 130),
+                   (T + "/" + kind + "/t-001." + sfx, 40)):
+        ds = shardkit.Dataset(url)
+        assert len(ds) == n, (url, len(ds))
+        for i in sorted({0, 1, 39, 40, 41, n // 2, n - 1} & set(range(n))):
+            s = ds[i]
+            assert s["__index__"] == i, (url, i, s["__index__"])
+            want = get(url, "#%d" % i)
+            assert strip(s) == want, (url, i, sorted(s), sorted(want))
+            by_key = ds.get(s["__key__"])
+            assert by_key == s, (url, s["__key__"])
+            assert ds.index_of(s["__key__"]) == i and s["__key__"] in ds
+        assert ds[-1] == ds[n - 1] and [x["__index__"] for x in ds[2:5]] == [2, 3, 4]
+        assert "nosuch" not in ds
+    # every sample once, against the source files themselves
+    ds = shardkit.Dataset(T + "/" + kind)
+    seen = set()
+    for s in ds:
+        for ext in ("jpg", "cls", "json"):
+            assert s[ext] == open("%s/c/%s.%s" % (T, s["__key__"], ext), "rb").read(), s["__key__"]
+        seen.add(s["__key__"])
+    assert len(seen) == 130
+    only = ds.get("n00000/00000077", exts=["cls"])
+    assert set(only) == {"__key__", "__url__", "__index__", "__ordinal__", "cls"}, sorted(only)
+    info = ds.info(77)
+    assert info["key"] == "n00000/00000077" and info["shard"] == 1 and info["ordinal"] == 37, info
+print("ok")
+PY
+
+step "threads: random reads at once give the same samples"
+python3 - "$T" <<'PY' || die "threaded reads differ"
+import random, sys, threading
+import shardkit
+T = sys.argv[1]
+for kind in ("plain", "zst"):
+    want = [s["__key__"] for s in shardkit.Dataset(T + "/" + kind)]
+    ds = shardkit.Dataset(T + "/" + kind + "/manifest.json")   # fresh: every shard still cold
+    bad = []
+    def work(seed):
+        rnd = random.Random(seed)
+        for _ in range(300):
+            i = rnd.randrange(len(ds))
+            s = ds[i]
+            if s["__key__"] != want[i] or s["jpg"] != open("%s/c/%s.jpg" % (T, want[i]), "rb").read():
+                bad.append(i)
+    th = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    [t.start() for t in th]
+    [t.join() for t in th]
+    assert not bad, (kind, bad[:5])
+print("ok")
+PY
+
+step "hostile: out of range, missing key, corrupt index, foreign index, damaged member"
+cp -r "$T/plain" "$T/bad"
+python3 - "$T" <<'PY' || die "hostile cases"
+import os, shutil, sys
+import shardkit
+T = sys.argv[1]
+
+def expect(cls, code, words, fn):
+    try:
+        fn()
+    except cls as e:
+        assert isinstance(e, shardkit.Error) and e.code == code, (cls, type(e), e.code, str(e))
+        assert all(w in str(e) for w in words), (words, str(e))
+        return
+    raise SystemExit("no %s" % cls.__name__)
+
+ds = shardkit.Dataset(T + "/plain")
+expect(shardkit.SampleIndexError, 8, ["#130", "130"], lambda: ds[130])
+expect(IndexError, 8, [], lambda: ds[-131])
+expect(shardkit.KeyNotFoundError, 8, ["nosuch"], lambda: ds.get("nosuch"))
+expect(KeyError, 8, [], lambda: ds.get("n00000/0000007"))
+expect(shardkit.NotFoundError, 8, ["nothing"], lambda: shardkit.Dataset(T + "/nothing"))
+
+# a flipped byte in an index body: refused by its checksum
+with open(T + "/bad/t-001.tar.idx", "r+b") as f:
+    f.seek(os.path.getsize(T + "/bad/t-001.tar.idx") - 20)
+    b = f.read(1)
+    f.seek(-1, 1)
+    f.write(bytes([b[0] ^ 0xFF]))
+bad = shardkit.Dataset(T + "/bad")
+assert bad[5]["__key__"] == "n00000/00000005"            # shard 0 is sound
+expect(shardkit.CorruptError, 4, ["t-001.tar.idx"], lambda: bad[45])
+# an index that belongs to another shard
+shutil.copy(T + "/plain/t-000.tar.idx", T + "/bad/t-002.tar.idx")
+expect(shardkit.MismatchError, 9, ["t-002"], lambda: shardkit.Dataset(T + "/bad/t-002.tar")[0])
+# a damaged member: its CRC32C no longer matches
+info = ds.info(3)
+off = None
+with open(T + "/plain/t-000.tar", "rb") as f:
+    data = f.read()
+shutil.copy(T + "/plain/t-000.tar", T + "/bad/t-000.tar")
+shutil.copy(T + "/plain/t-000.tar.idx", T + "/bad/t-000.tar.idx")
+jpg = open(T + "/c/n00000/00000003.jpg", "rb").read()
+at = data.index(jpg)
+with open(T + "/bad/t-000.tar", "r+b") as f:
+    f.seek(at + len(jpg) // 2)
+    f.write(b"\0" if jpg[len(jpg) // 2] else b"\1")
+one = shardkit.Dataset(T + "/bad/t-000.tar")
+assert one[2]["__key__"] == "n00000/00000002"
+expect(shardkit.MismatchError, 9, ["CRC32C", "00000003.jpg"], lambda: one[3])
+expect(shardkit.MismatchError, 9, ["CRC32C"], lambda: one.get("n00000/00000003"))
+# a closed dataset
+ds.close()
+expect(shardkit.UsageError, 1, ["closed"], lambda: ds[0])
+print("ok")
+PY
+echo "python_dataset: ok"
