@@ -16,6 +16,7 @@
  * Memory: the catalog's names plus slots of at most SLOT_MAX bytes.
  */
 #include "pack/pack_int.h"
+#include "pack/pack_out.h"
 #include "pack/part.h"
 #include "io/io.h"
 #include "format/tar.h"
@@ -30,7 +31,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_MAX_SIZE (512ULL << 20)
 /* ------------------------------------------------------------ lifecycle */
 
 void sk_pack_options_init_sized(sk_pack_options *o, size_t size)
@@ -47,13 +47,7 @@ static int take_lock(sk_pack *p, int create, sk_error *err)
     if (p->lock_fd >= 0 || p->stream_fd >= 0 || sk_is_s3_url(p->o.pattern) ||
         sk_is_s3_url(p->o.manifest) || sk_image_options_active(p->o.images))
         return SK_OK;
-    if (p->o.manifest) {
-        snprintf(p->lock_path, sizeof p->lock_path, "%s", p->o.manifest);
-    } else {
-        const char *slash = strrchr(p->o.pattern, '/');
-        snprintf(p->lock_path, sizeof p->lock_path, "%.*s%smanifest.json",
-                 slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern, slash ? "/" : "");
-    }
+    sk_pack_lock_path(p->o.pattern, p->o.manifest, p->lock_path, sizeof p->lock_path);
     char *dir = sk_dir_of(p->lock_path);
     SK_FAIL_IF(!dir, err, SK_E_NOMEM, "out of memory");
     struct stat st;
@@ -82,7 +76,7 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
     SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
     p->o = *opts;
     p->stream_fd = p->lock_fd = -1;
-    if (!p->o.max_size) p->o.max_size = DEFAULT_MAX_SIZE;
+    if (!p->o.max_size) p->o.max_size = SK_PACK_DEFAULT_MAX_SIZE;
     if (p->o.jobs <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         p->o.jobs = n > 0 ? (int)n : 1;
@@ -231,8 +225,7 @@ static int plan(sk_pack *p, sk_error *err)
     const uint64_t eoa = 2 * SK_TAR_BLOCK;
     for (uint64_t pos = 0; pos < c->nsamples; pos++) {
         uint64_t b = p->sbytes[p->order[pos]];
-        if (cur.count && (cur.bytes + b + eoa > p->o.max_size ||
-                          (p->o.max_count && cur.count >= p->o.max_count))) {
+        if (sk_pack_rolls(&p->o, cur.bytes, cur.count, b)) {
             if (p->nshards == cap) {
                 struct shard_plan *q = sk_xrealloc(p->shards, (cap *= 2) * sizeof *q, err);
                 if (!q) return SK_E_NOMEM;
@@ -246,8 +239,7 @@ static int plan(sk_pack *p, sk_error *err)
         if (b + eoa > p->o.max_size) {
             char name[SK_TAR_NAME_MAX + 1];
             sk_item_name(c, &c->items[c->samples[p->order[pos]]], name);
-            sk_pack_warnf(p, "sample of %s is %llu bytes, more than --max-size alone; it gets a shard "
-                     "of its own", name, (unsigned long long)b);
+            sk_pack_warn_oversized(&p->o, name, b);
         }
         cur.bytes += b;
         cur.count++;
@@ -264,12 +256,6 @@ static int plan(sk_pack *p, sk_error *err)
     p->st.files_total = c->nitems;
     for (size_t i = 0; i < c->nitems; i++) p->st.bytes_total += c->items[i].size;
     return SK_OK;
-}
-
-/* The key of sample s ("dir/" + basename up to its first dot). */
-static int index_path(const char *shard, char *buf, size_t cap)
-{
-    return snprintf(buf, cap, "%s.idx", shard) >= (int)cap ? -1 : 0;
 }
 
 /* CRC32C of a whole file, or -1 when it cannot be read in full. */
@@ -304,7 +290,7 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
         size_t k2 = sk_pack_sample_key(&p->cat, p->order[sp->first + sp->count - 1], key);
         return sk_sink_s3_matches(p->cat.s3, path, sp->count, ipath, k1, key, k2, &sp->info);
     }
-    if (stat(path, &st) != 0 || index_path(path, ipath, sizeof ipath)) return 0;
+    if (stat(path, &st) != 0 || sk_pack_index_path(path, ipath, sizeof ipath)) return 0;
     if (sk_index_open(&ix, ipath, 0, NULL) != SK_OK) return 0;
     const sk_index_shard_info *info = sk_index_shard(ix);
     if (info->size == (uint64_t)st.st_size && sk_index_sample_count(ix) == sp->count &&
@@ -625,50 +611,11 @@ static void *shard_worker_main(void *arg)
     return NULL;
 }
 
-static int shard_url(const sk_pack *p, const char *shard, const char *manifest_dir, char *buf,
-                     size_t cap)
-{
-    /* Relative to the manifest when the shard sits under its directory;
-     * otherwise the path as given. */
-    size_t dl = strlen(manifest_dir);
-    const char *rel = shard;
-    if (dl && !strncmp(shard, manifest_dir, dl) && shard[dl] == '/') rel = shard + dl + 1;
-    else if (!dl && !strncmp(shard, "./", 2)) rel = shard + 2;
-    (void)p;
-    return snprintf(buf, cap, "%s", rel) >= (int)cap ? -1 : 0;
-}
-
-/* The options that shaped the output, for the manifest (docs/format.md);
- * the pattern's basename only: no machine paths in the manifest.  NULL
- * when out of memory. */
-static char *options_json(const sk_pack *p)
-{
-    const char *base = strrchr(p->pattern_tmpl, '/'); /* --part: {part} unexpanded */
-    base = base ? base + 1 : p->pattern_tmpl;
-    char z[32];
-    snprintf(z, sizeof z, "zstd:%d", p->o.compress_level);
-    json_t *o = json_object();
-    if (!o || json_object_set_new(o, "pattern", sk_json_str(base)) ||
-        json_object_set_new(o, "start", sk_json_u64(p->o.start)) ||
-        json_object_set_new(o, "max_size", sk_json_u64(p->o.max_size)) ||
-        json_object_set_new(o, "max_count", sk_json_u64(p->o.max_count)) ||
-        json_object_set_new(o, "order", json_string(p->o.shuffle ? "shuffle" : "key")) ||
-        json_object_set_new(o, "seed", sk_json_u64(p->o.shuffle ? p->o.seed : 0)) ||
-        json_object_set_new(o, "mtime", sk_json_u64(p->o.mtime)) ||
-        json_object_set_new(o, "compress", p->o.compress_level ? json_string(z) : json_null())) {
-        json_decref(o);
-        return NULL;
-    }
-    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    return text;
-}
-
 static int count_exts_from_index(const char *shard, sk_manifest *man, sk_error *err)
 {
     char ipath[4200];
     sk_index *ix;
-    SK_FAIL_IF(index_path(shard, ipath, sizeof ipath), err, SK_E_USAGE, "%s: name too long", shard);
+    SK_FAIL_IF(sk_pack_index_path(shard, ipath, sizeof ipath), err, SK_E_USAGE, "%s: name too long", shard);
     SK_GUARD(sk_index_open(&ix, ipath, 0, err));
     int rc = SK_OK;
     for (uint64_t i = 0; i < sk_index_member_count(ix) && !rc; i++) {
@@ -767,7 +714,7 @@ static int write_parallel(sk_pack *p, size_t pending_shards, sk_error *err)
 
 int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
 {
-    char path[4200], url[4200], mpath[4200], mdir[4200];
+    char path[4200], mpath[4200], mdir[4200];
     sk_manifest *man = NULL;
     sk_shard_out out = {0};
     pthread_t *threads = NULL;
@@ -790,15 +737,9 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
                                    p->cat.warn, p->cat.warn_ctx, err)))
         goto cleanup;
     out.sink_opts = (sk_sink_opts){p->cat.s3, p->cat.s3_part_size};
-    if (p->o.manifest) {
-        snprintf(mpath, sizeof mpath, "%s", p->o.manifest);
-        const char *ms = strrchr(mpath, '/');
-        snprintf(mdir, sizeof mdir, "%.*s", ms ? (int)(ms - mpath) : 0, mpath);
-    } else {
-        snprintf(mpath, sizeof mpath, "%s%smanifest.json", mdir, mdir[0] ? "/" : "");
-    }
+    sk_pack_manifest_path(p->o.pattern, p->o.manifest, mpath, sizeof mpath, mdir, sizeof mdir);
     man = sk_manifest_new();
-    if (!man || !(man->options_json = options_json(p))) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
+    if (!man || !(man->options_json = sk_pack_options_json(p->pattern_tmpl, &p->o))) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
     man->part = p->o.part; /* --part */
     man->parts = p->o.parts;
 
@@ -849,25 +790,14 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     /* the manifest, in shard order */
     for (size_t i = 0; i < p->nshards; i++) {
         struct shard_plan *sp = &p->shards[i];
-        char ipath[4200], iurl[4200];
         if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
         if (sp->done && (rc = sk_is_s3_url(path) ? sk_sink_s3_count_exts(p->cat.s3, path, man, err) /* s3io */
                                                  : count_exts_from_index(path, man, err)))
             goto cleanup;
-        if (index_path(path, ipath, sizeof ipath) || shard_url(p, path, mdir, url, sizeof url) ||
-            shard_url(p, ipath, mdir, iurl, sizeof iurl)) {
-            rc = sk_error_set(err, SK_E_USAGE, "%s: name too long", path);
-            goto cleanup;
-        }
-        sk_manifest_shard ms = {0};
-        ms.url = url;
-        ms.index_url = iurl;
-        ms.bytes = sp->info.size;
-        ms.crc32c = sp->info.crc32c;
-        ms.part = p->o.part; /* --part */
-        ms.samples = sp->done ? sp->count : sp->written;
         if (sp->done) p->st.samples += sp->count;
-        if ((rc = sk_manifest_add_shard(man, &ms, err))) goto cleanup;
+        if ((rc = sk_pack_manifest_add(man, path, mdir, &sp->info, sp->done ? sp->count : sp->written,
+                                       p->o.part /* --part */, err)))
+            goto cleanup;
         p->st.shards++;
     }
     for (size_t i = 0; i < p->ext_tallies_n; i++)

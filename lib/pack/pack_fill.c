@@ -6,6 +6,7 @@
  * Below both writers, so neither calls up into the other.
  */
 #include "pack/pack_int.h"
+#include "pack/pack_out.h"
 #include "io/io.h"
 #include "format/tar.h"
 
@@ -288,7 +289,7 @@ int sk_pack_add_index_records(sk_pack *p, sk_shard_out *out, uint32_t s, uint64_
 {
     const sk_catalog *c = &p->cat;
     size_t first = c->samples[s], k = sk_sample_members(c, s), written = 0;
-    char key[SK_TAR_NAME_MAX + 1], ext[SK_TAR_NAME_MAX + 1];
+    char key[SK_TAR_NAME_MAX + 1];
     uint64_t span = 0;
     for (size_t i = 0; i < k; i++)
         if (!m[i].skipped) span = m[i].data_off + sk_tar_pad(m[i].size), written++;
@@ -299,12 +300,8 @@ int sk_pack_add_index_records(sk_pack *p, sk_shard_out *out, uint32_t s, uint64_
         if (m[i].skipped) continue;
         const sk_item *it = &c->items[first + i];
         const char *e = c->arena + it->base + it->key_end + 1;
-        size_t el = strlen(e);
-        for (size_t j = 0; j < el; j++)
-            ext[j] = e[j] >= 'A' && e[j] <= 'Z' ? (char)(e[j] + 32) : e[j];
-        SK_GUARD(sk_index_add_member(out->index, ext, el, sample_off + m[i].data_off, m[i].size,
-                                     m[i].header_len, m[i].crc, err));
-        SK_GUARD(sk_manifest_count_ext(t->exts, ext, el, 1, err));
+        SK_GUARD(sk_pack_index_member(out, t->exts, e, strlen(e), sample_off + m[i].data_off,
+                                      m[i].size, m[i].header_len, m[i].crc, err));
         t->files++;
         t->bytes += m[i].size;
     }

@@ -6,6 +6,7 @@
  * busy to the end, and the output is the same whatever --jobs is.
  */
 #include "pack/pack_int.h"
+#include "pack/pack_out.h"
 #include "io/io.h"
 #include "format/tar.h"
 
@@ -580,8 +581,7 @@ static void stream_place(struct stream_worker *w, uint64_t pos, uint64_t k,
         uint32_t s = p->order[q];
         uint64_t b = p->sbytes[s];
         struct stream_shard *cur = T->cur;
-        if (cur && (cur->bytes + b + eoa > p->o.max_size ||
-                    (p->o.max_count && cur->count >= p->o.max_count))) {
+        if (cur && sk_pack_rolls(&p->o, cur->bytes, cur->count, b)) {
             cur->closed = 1;
             if (cur->written == cur->count) cur->finished = 1, done[(*ndone)++] = cur;
             T->cur = cur = NULL;
@@ -612,8 +612,7 @@ static void stream_place(struct stream_worker *w, uint64_t pos, uint64_t k,
         if (b + eoa > p->o.max_size) {
             char name[SK_TAR_NAME_MAX + 1];
             sk_item_name(&p->cat, &p->cat.items[p->cat.samples[s]], name);
-            sk_pack_warnf(p, "sample of %s is %llu bytes, more than --max-size alone; it gets a shard "
-                     "of its own", name, (unsigned long long)b);
+            sk_pack_warn_oversized(&p->o, name, b);
         }
         where[q - pos] = cur;
         offs[q - pos] = cur->bytes;

@@ -1,0 +1,52 @@
+/*
+ * pack_out.h - the rules every output shaped like pack's follows, kept in
+ * one place so that `shardkit pack` (pack.c, pack_pos.c) and the streaming
+ * sample writer (sample_writer.c) write the same bytes for the same
+ * samples: when a shard is cut, what the manifest says about the options,
+ * where the manifest and the run's lock go, how a shard is named in the
+ * manifest, and how a member's index record and extension count are made.
+ * Internal to libshardkit.
+ */
+#ifndef SK_PACK_OUT_H
+#define SK_PACK_OUT_H
+
+#include "io/writer.h"
+
+#define SK_PACK_DEFAULT_MAX_SIZE (512ULL << 20)
+#define SK_PACK_EOA (2 * 512ULL) /* the end-of-archive blocks every shard ends with */
+
+/* Whether a sample of b tar bytes starts a new shard after one holding
+ * count samples and bytes tar bytes (max_size 0 is taken as the default). */
+static inline int sk_pack_rolls(const sk_pack_options *o, uint64_t bytes, uint64_t count,
+                                uint64_t b)
+{
+    uint64_t max = o->max_size ? o->max_size : SK_PACK_DEFAULT_MAX_SIZE;
+    return count && (bytes + b + SK_PACK_EOA > max || (o->max_count && count >= o->max_count));
+}
+/* The warning for a sample bigger than max_size alone (name: its first
+ * member), when it is. */
+void sk_pack_warn_oversized(const sk_pack_options *o, const char *name, uint64_t b);
+/* The options that shaped the output, as the manifest records them
+ * (pattern_tmpl: the caller's pattern, {part} unexpanded).  NULL when out
+ * of memory. */
+char *sk_pack_options_json(const char *pattern_tmpl, const sk_pack_options *o);
+/* Where the run's lock goes: the manifest (given, or manifest.json beside
+ * the shards). */
+void sk_pack_lock_path(const char *pattern, const char *manifest, char *buf, size_t cap);
+/* The manifest's path and its directory (shard URLs are relative to it). */
+void sk_pack_manifest_path(const char *pattern, const char *manifest, char *mpath, size_t mcap,
+                           char *mdir, size_t dcap);
+/* "<shard>.idx"; -1 when it does not fit. */
+int sk_pack_index_path(const char *shard, char *buf, size_t cap);
+/* Appends shard (its file at path, samples in it) to the manifest, named
+ * relative to mdir. */
+int sk_pack_manifest_add(sk_manifest *man, const char *path, const char *mdir,
+                         const sk_index_shard_info *info, uint64_t samples, int part,
+                         sk_error *err);
+/* A member's index record (extension lowercased, as readers compare it)
+ * and its count in exts. */
+int sk_pack_index_member(sk_shard_out *out, sk_manifest *exts, const char *ext, size_t el,
+                         uint64_t data_offset, uint64_t size, uint32_t header_len, uint32_t crc,
+                         sk_error *err);
+
+#endif
