@@ -1044,6 +1044,59 @@ SK_API int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, co
  * objects are sized by HEAD and fetched as for sk_pack_add_s3. */
 SK_API int sk_pack_add_sagemaker_manifest(sk_pack *p, const char *manifest, sk_error *err);
 
+/* ---------------------------------------------------------- sample writer */
+/* Samples from memory -> the shards, .idx sidecars and manifest.json that
+ * sk_pack writes for the same files (byte for byte), with pack's options:
+ * pattern, manifest, max_size, max_count, start, mtime, compress_level
+ * (.tar.zst, seekable), warn, progress and ctx; an s3:// pattern or
+ * manifest uploads (sk_sample_writer_set_s3).  Shards are cut where pack
+ * cuts them, published as pack publishes them (a temporary name, then the
+ * index, then the rename; S3: a multipart upload), and the manifest is
+ * written last, by sk_sample_writer_finish; the run's lock (pack's) is held
+ * from open to finish.  pack sorts samples by key: add them in key order
+ * (bytewise) to get pack's bytes; any other order is written as given.
+ * shuffle, parts, resume and images are pack's and refused (SK_E_USAGE);
+ * jobs, skip_errors, follow_symlinks and tmp_dir are ignored.  Details and
+ * an example: docs/writer.md.  A writer is used by one thread at a time. */
+
+typedef struct sk_sample_member {
+    const char *ext;  /* "jpg", "seg.png": written as given, indexed lowercased */
+    size_t ext_len;   /* 0: ext is NUL-terminated */
+    const void *data; /* size bytes, read during the call only */
+    uint64_t size;
+} sk_sample_member;
+
+typedef struct sk_sample_writer sk_sample_writer;
+/* Checks the options, makes the shards' directory and takes the run's lock
+ * (SK_E_USAGE naming the holder while another pack or writer has it). */
+SK_API int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts, sk_error *err);
+/* The client for an s3:// pattern or manifest (it must outlive the
+ * writer) and the part size of shard uploads (0 = 8 MiB); before the
+ * first sample. */
+SK_API int sk_sample_writer_set_s3(sk_sample_writer *w, sk_s3 *s3, uint64_t part_size, sk_error *err);
+/* Writes one sample: members "key.ext", in extension order (lowercased,
+ * as pack orders them) whatever order they come in.  key_len 0: key is
+ * NUL-terminated.  The key is refused (SK_E_INPUT, naming it) unless
+ * "key.ext" is a name pack takes and splits back the same way: a relative
+ * path with no empty, "." or ".." component, no dot in its last component,
+ * no NUL, at most 4096 bytes with the extension; an extension is refused
+ * when empty or holding '/' or NUL; so are a sample with no members, the
+ * same extension twice (compared lowercased), and the key of the sample
+ * just before (readers would merge the two).  A refusal writes nothing and
+ * the writer goes on; a failure to write (I/O, S3) removes the shard being
+ * written and is sticky: every later call returns it. */
+SK_API int sk_sample_writer_add(sk_sample_writer *w, const char *key, size_t key_len,
+                                const sk_sample_member *members, size_t n, sk_error *err);
+/* Publishes the last shard and writes the manifest (also when no sample
+ * was added: a manifest with no shards), then releases the lock; stats
+ * (may be NULL) as sk_pack_run's.  SK_E_USAGE when called twice; after it,
+ * sk_sample_writer_add fails with SK_E_USAGE. */
+SK_API int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk_error *err);
+/* Frees the writer; before finish, it abandons the run: the shard being
+ * written is removed, shards already published stay, no manifest is
+ * written.  Accepts NULL. */
+SK_API void sk_sample_writer_close(sk_sample_writer *w);
+
 #ifdef __cplusplus
 }
 #endif

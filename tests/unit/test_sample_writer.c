@@ -1,0 +1,293 @@
+/* test_sample_writer.c - the streaming sample writer (sk_sample_writer_*,
+ * lib/pack/sample_writer.c): samples from memory become shards whose
+ * index and manifest say what was added (members in extension order, the
+ * extension lowercased in the index, CRC32Cs of the data), cut by
+ * max_count and max_size by pack's rule; names pack would refuse are
+ * refused with the name in the message and leave the writer usable; calls
+ * after finish, a second writer on the same directory, pack-only options
+ * and a failed write (sticky) are errors; close before finish publishes no
+ * manifest and leaves no temporary file. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shardkit.h"
+#include "sk_assert.h"
+
+static char dir[256];
+static char pattern[400];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/sk-test-writer.XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    snprintf(pattern, sizeof pattern, "%s/out/d-%%03d.tar", dir);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static sk_sample_writer *open_writer(uint64_t max_count, uint64_t max_size)
+{
+    sk_pack_options o;
+    sk_pack_options_init(&o);
+    o.pattern = pattern;
+    o.max_count = max_count;
+    o.max_size = max_size;
+    sk_sample_writer *w = NULL;
+    sk_error err = SK_ERROR_INIT;
+    assert_sk_ok(sk_sample_writer_open(&w, &o, &err), err);
+    return w;
+}
+
+static int exists(const char *name)
+{
+    char p[600];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/out/%s", dir, name);
+    return stat(p, &st) == 0;
+}
+
+/* Files in out/ whose name starts with '.' and ends in ".tmp". */
+static int temporaries(void)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/out", dir);
+    DIR *d = opendir(p);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        n += e->d_name[0] == '.' && l > 4 && !strcmp(e->d_name + l - 4, ".tmp");
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+static void test_index_and_manifest(void **state)
+{
+    (void)state;
+    sk_sample_writer *w = open_writer(2, 0);
+    sk_error err = SK_ERROR_INIT;
+    const char *jpg = "JPEGDATA", *cls = "7";
+    sk_sample_member a[2] = {{"JPG", 0, jpg, 8}, {"cls", 0, cls, 1}};
+    sk_sample_member b[1] = {{"seg.png", 0, "", 0}};
+    sk_sample_member c[1] = {{"jsonXX", 4, "{}", 2}}; /* ext_len: "json" */
+    assert_sk_ok(sk_sample_writer_add(w, "a", 0, a, 2, &err), err);
+    assert_sk_ok(sk_sample_writer_add(w, "d/b", 0, b, 1, &err), err);
+    assert_sk_ok(sk_sample_writer_add(w, "d/cXX", 3, c, 1, &err), err);
+    sk_pack_stats st;
+    assert_sk_ok(sk_sample_writer_finish(w, &st, &err), err);
+    sk_sample_writer_close(w);
+    assert_int_equal(st.samples, 3);
+    assert_int_equal(st.shards, 2);
+    assert_int_equal(st.files_done, 4);
+
+    char p[600];
+    snprintf(p, sizeof p, "%s/out/d-000.tar.idx", dir);
+    sk_index *ix;
+    assert_sk_ok(sk_index_open(&ix, p, 0, &err), err);
+    assert_int_equal(sk_index_sample_count(ix), 2);
+    sk_sample_ref s;
+    sk_member_ref m;
+    assert_sk_ok(sk_index_sample(ix, 0, &s, &err), err);
+    assert_int_equal(s.key_len, 1);
+    assert_memory_equal(s.key, "a", 1);
+    assert_int_equal(s.member_count, 2);
+    assert_sk_ok(sk_index_member(ix, 0, &m, &err), err); /* extension order: cls, then jpg */
+    assert_int_equal(m.ext_len, 3);
+    assert_memory_equal(m.ext, "cls", 3);
+    assert_int_equal(m.size, 1);
+    assert_int_equal(m.data_offset, 512);
+    assert_int_equal(m.crc32c, sk_crc32c(0, cls, 1));
+    assert_sk_ok(sk_index_member(ix, 1, &m, &err), err);
+    assert_memory_equal(m.ext, "jpg", 3); /* lowercased in the index */
+    assert_int_equal(m.crc32c, sk_crc32c(0, jpg, 8));
+    assert_int_equal(m.data_offset, 512 + 512 + 512);
+    assert_sk_ok(sk_index_sample(ix, 1, &s, &err), err);
+    assert_int_equal(s.key_len, 3);
+    assert_memory_equal(s.key, "d/b", 3);
+    assert_int_equal(s.offset, 2048);
+    sk_index_close(ix);
+
+    /* the tar names keep the extension as given */
+    snprintf(p, sizeof p, "%s/out/d-000.tar", dir);
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    char hdr[512];
+    assert_int_equal(fseek(f, 1024, SEEK_SET), 0);
+    assert_int_equal(fread(hdr, 1, 512, f), 512);
+    fclose(f);
+    assert_string_equal(hdr, "a.JPG");
+
+    sk_manifest *man;
+    snprintf(p, sizeof p, "%s/out/manifest.json", dir);
+    assert_sk_ok(sk_manifest_load(&man, p, &err), err);
+    assert_int_equal(man->nshards, 2);
+    assert_string_equal(man->shards[0].url, "d-000.tar");
+    assert_string_equal(man->shards[0].index_url, "d-000.tar.idx");
+    assert_int_equal(man->shards[1].samples, 1);
+    assert_int_equal(man->shards[1].first_ordinal, 2);
+    assert_int_equal(man->samples, 3);
+    assert_int_equal(man->members, 4);
+    assert_int_equal(man->nexts, 4);
+    sk_manifest_free(man);
+    assert_int_equal(temporaries(), 0);
+}
+
+static void test_rollover_by_size(void **state)
+{
+    (void)state;
+    /* each sample is 1024 tar bytes; with the 1024 end blocks, 4096 holds 3 */
+    sk_sample_writer *w = open_writer(0, 4096);
+    sk_error err = SK_ERROR_INIT;
+    sk_sample_member m = {"bin", 0, "x", 1};
+    char key[16];
+    for (int i = 0; i < 7; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        assert_sk_ok(sk_sample_writer_add(w, key, 0, &m, 1, &err), err);
+    }
+    sk_pack_stats st;
+    assert_sk_ok(sk_sample_writer_finish(w, &st, &err), err);
+    sk_sample_writer_close(w);
+    assert_int_equal(st.shards, 3);
+    assert_true(exists("d-002.tar") && !exists("d-003.tar"));
+    struct stat sb;
+    char p[600];
+    snprintf(p, sizeof p, "%s/out/d-000.tar", dir);
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_size, 4096);
+}
+
+static void test_refusals_leave_writer_usable(void **state)
+{
+    (void)state;
+    sk_sample_writer *w = open_writer(0, 0);
+    static char longkey[4200];
+    memset(longkey, 'k', sizeof longkey - 1);
+    sk_sample_member ok = {"jpg", 0, "x", 1}, slash = {"a/b", 0, "x", 1}, nul = {"j\0g", 3, "x", 1};
+    sk_sample_member dup[2] = {{"Txt", 0, "x", 1}, {"tXT", 0, "y", 1}};
+    struct {
+        const char *key;
+        size_t kl;
+        const sk_sample_member *m;
+        size_t n;
+        const char *says;
+    } bad[] = {
+        {"..", 0, &ok, 1, "key \"..\": not a usable member name"},
+        {"x/../y", 0, &ok, 1, "key \"x/../y\": not a usable member name"},
+        {"./y", 0, &ok, 1, "not a usable member name"},
+        {"/etc/passwd", 0, &ok, 1, "not a usable member name"},
+        {"x/", 0, &ok, 1, "not a usable member name"},
+        {"a.b", 0, &ok, 1, "key \"a.b\": a dot in its last component"},
+        {"a\0b", 3, &ok, 1, "holds a NUL byte"},
+        {"k", 0, &slash, 1, "extension \"a/b\" holds a '/'"},
+        {"k", 0, &nul, 1, "extension \"j\" holds a NUL byte"},
+        {"k", 0, dup, 2, "k.Txt and k.tXT: the same extension twice"},
+        {longkey, 0, &ok, 1, "name longer than 4096 bytes"},
+        {"k", 0, &ok, 0, "a sample with no members"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        sk_error err = SK_ERROR_INIT;
+        int rc = sk_sample_writer_add(w, bad[i].key, bad[i].kl, bad[i].m, bad[i].n, &err);
+        if (rc != SK_E_INPUT || !strstr(err.msg, bad[i].says))
+            fail_msg("case %zu: rc %d, message \"%s\", wanted \"%s\"", i, rc, err.msg, bad[i].says);
+    }
+    sk_error err = SK_ERROR_INIT;
+    assert_sk_ok(sk_sample_writer_add(w, "k", 0, &ok, 1, &err), err);
+    assert_int_equal(sk_sample_writer_add(w, "k", 0, &ok, 1, &err), SK_E_INPUT);
+    assert_non_null(strstr(err.msg, "the same key as the sample before it"));
+    /* a dot in a directory is fine: only the basename holds the key's end */
+    assert_sk_ok(sk_sample_writer_add(w, "v1.2/k", 0, &ok, 1, &err), err);
+    sk_pack_stats st;
+    assert_sk_ok(sk_sample_writer_finish(w, &st, &err), err);
+    assert_int_equal(st.samples, 2);
+    assert_int_equal(sk_sample_writer_add(w, "z", 0, &ok, 1, &err), SK_E_USAGE);
+    assert_non_null(strstr(err.msg, "after the writer finished"));
+    assert_int_equal(sk_sample_writer_finish(w, NULL, &err), SK_E_USAGE);
+    sk_sample_writer_close(w);
+}
+
+static void test_lock_and_close_before_finish(void **state)
+{
+    (void)state;
+    sk_sample_writer *w = open_writer(1, 0), *w2 = NULL;
+    sk_pack_options o;
+    sk_pack_options_init(&o);
+    o.pattern = pattern;
+    sk_error err = SK_ERROR_INIT;
+    /* one run at a time per dataset, as pack */
+    assert_int_not_equal(sk_sample_writer_open(&w2, &o, &err), SK_OK);
+    assert_null(w2);
+    assert_non_null(strstr(err.msg, "manifest.json"));
+    sk_sample_member m = {"bin", 0, "x", 1};
+    assert_sk_ok(sk_sample_writer_add(w, "a", 0, &m, 1, &err), err);
+    assert_sk_ok(sk_sample_writer_add(w, "b", 0, &m, 1, &err), err);
+    sk_sample_writer_close(w); /* abandoned: d-000 was published, d-001 was not */
+    assert_true(exists("d-000.tar") && exists("d-000.tar.idx"));
+    assert_false(exists("d-001.tar"));
+    assert_false(exists("manifest.json"));
+    assert_int_equal(temporaries(), 0);
+    assert_sk_ok(sk_sample_writer_open(&w2, &o, &err), err); /* the lock went with it */
+    sk_sample_writer_close(w2);
+}
+
+static void test_options_and_sticky_failure(void **state)
+{
+    (void)state;
+    sk_pack_options o;
+    sk_sample_writer *w = NULL;
+    sk_error err = SK_ERROR_INIT;
+    sk_pack_options_init(&o);
+    o.pattern = pattern;
+    o.shuffle = 1;
+    assert_int_equal(sk_sample_writer_open(&w, &o, &err), SK_E_USAGE);
+    o.shuffle = 0;
+    o.parts = 2;
+    assert_int_equal(sk_sample_writer_open(&w, &o, &err), SK_E_USAGE);
+    o.parts = 0;
+    o.resume = 1;
+    assert_int_equal(sk_sample_writer_open(&w, &o, &err), SK_E_USAGE);
+    o.resume = 0;
+    o.pattern = "no-number.tar";
+    assert_int_not_equal(sk_sample_writer_open(&w, &o, &err), SK_OK);
+    assert_null(w);
+    /* an s3:// pattern without a client fails at the first shard, for good */
+    o.pattern = "s3://bucket/x-%04d.tar";
+    assert_sk_ok(sk_sample_writer_open(&w, &o, &err), err);
+    sk_sample_member m = {"bin", 0, "x", 1};
+    int rc = sk_sample_writer_add(w, "a", 0, &m, 1, &err);
+    assert_int_equal(rc, SK_E_USAGE);
+    assert_non_null(strstr(err.msg, "S3 client"));
+    assert_int_equal(sk_sample_writer_add(w, "b", 0, &m, 1, &err), rc);
+    assert_non_null(strstr(err.msg, "the writer stopped there"));
+    assert_int_equal(sk_sample_writer_finish(w, NULL, &err), rc);
+    sk_sample_writer_close(w);
+    sk_sample_writer_close(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_index_and_manifest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollover_by_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refusals_leave_writer_usable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_and_close_before_finish, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_options_and_sticky_failure, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
