@@ -58,18 +58,6 @@ void *sk_xrealloc(void *p, size_t n, sk_error *err)
     return q;
 }
 
-int sk_grow(void **p, size_t *cap, size_t need, size_t unit, sk_error *err)
-{
-    if (need <= *cap) return SK_OK;
-    size_t n = *cap ? *cap : 64;
-    while (n < need) n *= 2;
-    void *q = sk_xrealloc(*p, n * unit, err);
-    if (!q) return SK_E_NOMEM;
-    *p = q;
-    *cap = n;
-    return SK_OK;
-}
-
 int sk_vwarnf(void (*warn)(void *, const char *), void *ctx, const char *fmt, va_list ap)
 {
     if (!warn) return 0;

@@ -38,8 +38,18 @@ static inline int sk_is_s3_url(const char *s)
 void *sk_xmalloc(size_t n, sk_error *err);
 void *sk_xrealloc(void *p, size_t n, sk_error *err);
 /* Grows the array *p of *cap elements of unit bytes to hold at least need
- * (capacity doubles from 64); *p and *cap are kept on failure. */
+ * (capacity doubles from 64); *p and *cap are kept on failure (core/buf.c). */
 int sk_grow(void **p, size_t *cap, size_t need, size_t unit, sk_error *err);
+
+/* A growable byte buffer, always NUL-terminated once anything is added;
+ * zero-initialise it.  sk_buf_add returns SK_E_NOMEM (no message) on
+ * exhaustion. */
+typedef struct sk_buf {
+    char *p;
+    size_t len, cap;
+} sk_buf;
+int sk_buf_add(sk_buf *b, const void *p, size_t n);
+void sk_buf_free(sk_buf *b);
 
 /* Little-endian stores and loads for the on-disk formats. */
 static inline void sk_put_le32(unsigned char *p, uint32_t v)

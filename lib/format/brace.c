@@ -35,15 +35,9 @@ static int push(struct list *l, char *s, sk_error *err)
         return sk_error_set(err, SK_E_USAGE, "brace pattern expands to over %zu MiB of names",
                             BRACE_BYTES_MAX >> 20);
     }
-    if (l->n + 2 > l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        char **p = sk_xrealloc(l->v, cap * sizeof *p, err);
-        if (!p) {
-            free(s);
-            return SK_E_NOMEM;
-        }
-        l->v = p;
-        l->cap = cap;
+    if (sk_grow((void **)&l->v, &l->cap, l->n + 2, sizeof *l->v, err)) {
+        free(s);
+        return SK_E_NOMEM;
     }
     l->v[l->n++] = s;
     l->v[l->n] = NULL;

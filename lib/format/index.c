@@ -77,22 +77,10 @@ uint64_t sk_index_builder_samples(const sk_index_builder *b)
     return b->nsamples;
 }
 
-static int grow(unsigned char **buf, size_t *cap, size_t need, sk_error *err)
-{
-    if (need <= *cap) return SK_OK;
-    size_t n = *cap ? *cap : 4096;
-    while (n < need) n *= 2;
-    unsigned char *p = sk_xrealloc(*buf, n, err);
-    if (!p) return SK_E_NOMEM;
-    *buf = p;
-    *cap = n;
-    return SK_OK;
-}
-
 static int add_string(sk_index_builder *b, const char *s, size_t n, uint32_t *off, sk_error *err)
 {
     SK_FAIL_IF(b->nstrings + n + 1 > UINT32_MAX, err, SK_E_INPUT, "index string pool over 4 GiB");
-    SK_GUARD(grow(&b->strings, &b->cap_strings, b->nstrings + n + 1, err));
+    SK_GUARD(sk_grow((void **)&b->strings, &b->cap_strings, b->nstrings + n + 1, 1, err));
     *off = (uint32_t)b->nstrings;
     memcpy(b->strings + b->nstrings, s, n);
     b->strings[b->nstrings + n] = 0; /* so C users can treat keys as strings */
@@ -106,7 +94,7 @@ int sk_index_add_sample(sk_index_builder *b, const char *key, size_t key_len,
 {
     uint32_t koff;
     SK_FAIL_IF(b->nsamples >= UINT32_MAX, err, SK_E_INPUT, "more than 2^32 samples in one shard");
-    SK_GUARD(grow(&b->samples, &b->cap_samples, (b->nsamples + 1) * IDX_SAMPLE, err));
+    SK_GUARD(sk_grow((void **)&b->samples, &b->cap_samples, (b->nsamples + 1) * IDX_SAMPLE, 1, err));
     SK_GUARD(add_string(b, key, key_len, &koff, err));
     unsigned char *r = b->samples + b->nsamples * IDX_SAMPLE;
     sk_put_le64(r, offset);
@@ -127,7 +115,7 @@ int sk_index_add_member(sk_index_builder *b, const char *ext, size_t ext_len,
 {
     uint32_t eoff;
     SK_FAIL_IF(!b->nsamples, err, SK_E_INPUT, "index member before any sample");
-    SK_GUARD(grow(&b->members, &b->cap_members, (b->nmembers + 1) * IDX_MEMBER, err));
+    SK_GUARD(sk_grow((void **)&b->members, &b->cap_members, (b->nmembers + 1) * IDX_MEMBER, 1, err));
     SK_GUARD(add_string(b, ext, ext_len, &eoff, err));
     unsigned char *r = b->members + b->nmembers * IDX_MEMBER;
     sk_put_le64(r, data_offset);
@@ -151,9 +139,9 @@ int sk_index_add_sample_members(sk_index_builder *b, const char *key, size_t key
     for (size_t i = 0; i < n; i++) strings += m[i].ext_len + 1;
     SK_FAIL_IF(b->nsamples >= UINT32_MAX, err, SK_E_INPUT, "more than 2^32 samples in one shard");
     SK_FAIL_IF(b->nstrings + strings > UINT32_MAX, err, SK_E_INPUT, "index string pool over 4 GiB");
-    SK_GUARD(grow(&b->samples, &b->cap_samples, (b->nsamples + 1) * IDX_SAMPLE, err));
-    SK_GUARD(grow(&b->members, &b->cap_members, (b->nmembers + n) * IDX_MEMBER, err));
-    SK_GUARD(grow(&b->strings, &b->cap_strings, b->nstrings + strings, err));
+    SK_GUARD(sk_grow((void **)&b->samples, &b->cap_samples, (b->nsamples + 1) * IDX_SAMPLE, 1, err));
+    SK_GUARD(sk_grow((void **)&b->members, &b->cap_members, (b->nmembers + n) * IDX_MEMBER, 1, err));
+    SK_GUARD(sk_grow((void **)&b->strings, &b->cap_strings, b->nstrings + strings, 1, err));
     unsigned char *r = b->samples + b->nsamples * IDX_SAMPLE;
     sk_put_le64(r, offset);
     sk_put_le64(r + 8, span);

@@ -41,13 +41,7 @@ void sk_manifest_free(sk_manifest *m)
 
 int sk_manifest_add_shard(sk_manifest *m, const sk_manifest_shard *s, sk_error *err)
 {
-    if (m->nshards == m->cap_shards) {
-        size_t cap = m->cap_shards ? m->cap_shards * 2 : 64;
-        sk_manifest_shard *p = sk_xrealloc(m->shards, cap * sizeof *p, err);
-        if (!p) return SK_E_NOMEM;
-        m->shards = p;
-        m->cap_shards = cap;
-    }
+    SK_GUARD(sk_grow((void **)&m->shards, &m->cap_shards, m->nshards + 1, sizeof *m->shards, err));
     sk_manifest_shard *d = &m->shards[m->nshards];
     *d = *s;
     d->url = strdup(s->url);
@@ -251,24 +245,17 @@ int sk_manifest_load(sk_manifest **out, const char *path, sk_error *err)
     FILE *f = fopen(path, "rb");
     SK_FAIL_IF(!f, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s", path,
                strerror(errno));
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *p = realloc(buf, cap);
-            if (!p) { free(buf); fclose(f); return sk_error_set(err, SK_E_NOMEM, "out of memory"); }
-            buf = p;
-        }
-        size_t r = fread(buf + len, 1, cap - len, f);
-        len += r;
-        if (r == 0) break;
-    }
-    int bad = ferror(f);
+    sk_buf text = {0};
+    char chunk[65536];
+    size_t r;
+    int rc = SK_OK;
+    while (!rc && (r = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (sk_buf_add(&text, chunk, r))
+            rc = sk_error_set(err, SK_E_NOMEM, "%s: out of memory reading the manifest", path);
+    if (!rc && ferror(f)) rc = sk_error_set(err, SK_E_IO, "%s: read failed", path);
     fclose(f);
-    if (bad) { free(buf); return sk_error_set(err, SK_E_IO, "%s: read failed", path); }
-    int rc = sk_manifest_parse(out, buf, len, path, err);
-    free(buf);
+    if (!rc) rc = sk_manifest_parse(out, text.p ? text.p : "", text.len, path, err);
+    sk_buf_free(&text);
     return rc;
 }
 

@@ -40,12 +40,7 @@ int sk_shard_list_dir(const char *dir, int (*keep)(const char *name, const char 
         char *p;
         if (asprintf(&p, "%s/%s", dir, de->d_name) < 0) { rc = SK_E_NOMEM; break; }
         if (!keep(de->d_name, p)) { free(p); continue; }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            char **q = realloc(list, cap * sizeof *q);
-            if (!q) { free(p); rc = SK_E_NOMEM; break; }
-            list = q;
-        }
+        if (sk_grow((void **)&list, &cap, n + 1, sizeof *list, NULL)) { free(p); rc = SK_E_NOMEM; break; }
         list[n++] = p;
     }
     closedir(d);

@@ -13,7 +13,7 @@
  * endless body (or a huge object under a manifest's name) gets an error,
  * not all of our memory.  The caps are documented in docs/s3.md. */
 struct capped {
-    sk_s3_buf *buf;
+    sk_buf *buf;
     size_t max;
     int over;
 };
@@ -25,10 +25,10 @@ static int buf_sink(void *ud, const void *data, size_t len)
         c->over = 1;
         return 1; /* stops the transfer */
     }
-    return sk_s3_buf_add(c->buf, data, len) ? 1 : 0;
+    return sk_buf_add(c->buf, data, len) ? 1 : 0;
 }
 
-static int get_object(sk_s3 *s3, const char *bucket, const char *key, sk_s3_buf *out, size_t max,
+static int get_object(sk_s3 *s3, const char *bucket, const char *key, sk_buf *out, size_t max,
                       const char *what, sk_error *err)
 {
     struct capped c = {out, max, 0};
@@ -50,7 +50,7 @@ static int crc_sink(void *ud, const void *data, size_t len)
 int sk_s3_load_index(sk_s3 *s3, const char *url, sk_index **out, sk_error *err)
 {
     char *bucket = NULL, *key = NULL;
-    sk_s3_buf blob = {0};
+    sk_buf blob = {0};
     SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: no S3 client", url);
     SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
     int rc = get_object(s3, bucket, key, &blob, SK_S3_INDEX_MAX, "shard index", err);
@@ -59,7 +59,7 @@ int sk_s3_load_index(sk_s3 *s3, const char *url, sk_index **out, sk_error *err)
         rc = sk_index_adopt(out, blob.p, blob.len, url, err);
         blob.p = NULL;
     }
-    sk_s3_buf_free(&blob);
+    sk_buf_free(&blob);
     free(bucket), free(key);
     return rc;
 }
@@ -127,12 +127,12 @@ int sk_sink_s3_count_exts(sk_s3 *s3, const char *url, sk_manifest *man, sk_error
 int sk_s3_load_manifest(sk_s3 *s3, const char *url, sk_manifest **m, sk_error *err)
 {
     char *bucket = NULL, *key = NULL;
-    sk_s3_buf text = {0};
+    sk_buf text = {0};
     SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: no S3 client", url);
     SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
     int rc = get_object(s3, bucket, key, &text, SK_S3_MANIFEST_MAX, "manifest", err);
     if (!rc) rc = sk_manifest_parse(m, text.p ? text.p : "", text.len, url, err);
-    sk_s3_buf_free(&text);
+    sk_buf_free(&text);
     free(bucket), free(key);
     return rc;
 }

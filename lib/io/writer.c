@@ -61,13 +61,7 @@ static int z_frame(sk_shard_out *o, size_t n, sk_error *err)
         z->cbuf = c;
         z->ccap = bound;
     }
-    if (z->nframes == z->cap_frames) {
-        size_t nc = z->cap_frames ? z->cap_frames * 2 : 64;
-        sk_zstd_frame *f = sk_xrealloc(z->frames, nc * sizeof *f, err);
-        if (!f) return SK_E_NOMEM;
-        z->frames = f;
-        z->cap_frames = nc;
-    }
+    SK_GUARD(sk_grow((void **)&z->frames, &z->cap_frames, z->nframes + 1, sizeof *z->frames, err));
     size_t c = ZSTD_compress2(z->cctx, z->cbuf, z->ccap, z->pend + z->start, n);
     SK_FAIL_IF(ZSTD_isError(c), err, SK_E_IO, "%s: zstd: %s", o->path, ZSTD_getErrorName(c));
     sk_zstd_frame *f = &z->frames[z->nframes++];

@@ -171,13 +171,7 @@ static int add_item(sk_catalog *c, uint16_t src, uint32_t dir_id, const char *ba
                                   "character, as in KEY.EXT)",
                                   c->arena + c->dirs[dir_id], base);
     SK_FAIL_IF(key_len > UINT16_MAX, err, SK_E_INPUT, "%s: key too long", base);
-    if (c->nitems == c->cap_items) {
-        size_t cap = c->cap_items ? c->cap_items * 2 : 4096;
-        sk_item *p = sk_xrealloc(c->items, cap * sizeof *p, err);
-        if (!p) return SK_E_NOMEM;
-        c->items = p;
-        c->cap_items = cap;
-    }
+    SK_GUARD(sk_grow((void **)&c->items, &c->cap_items, c->nitems + 1, sizeof *c->items, err));
     sk_item *it = &c->items[c->nitems];
     memset(it, 0, sizeof *it);
     SK_GUARD(arena_add(c, base, blen, &it->base, err));

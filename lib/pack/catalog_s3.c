@@ -151,7 +151,7 @@ static void head_done(sk_s3_req *r)
     h->rc[j->i] = r->rc ? (r->status == 404 ? SK_E_NOTFOUND : r->rc) : 0;
     h->size[j->i] = r->content_length;
     if (r->rc) h->errs[j->i] = strdup(r->err.msg);
-    sk_s3_buf_free(&r->resp);
+    sk_buf_free(&r->resp);
     h->free_list[h->nfree++] = j;
     h->inflight--;
     pthread_cond_signal(&h->cv);
@@ -233,12 +233,7 @@ int sk_catalog_add_s3_list(sk_catalog *c, FILE *list, const char *list_name, con
             }
             rel = line + label_len;
         }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 1024;
-            char **nn = realloc(names, cap * sizeof *nn);
-            if (!nn) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); break; }
-            names = nn;
-        }
+        if ((rc = sk_grow((void **)&names, &cap, n + 1, sizeof *names, err))) break;
         if (!(names[n] = strdup(rel))) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); break; }
         n++;
     }

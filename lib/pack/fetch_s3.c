@@ -115,7 +115,7 @@ static int start_next(struct sk_fetch *f)
     if (f->head > f->tail && f->bytes + it->size + 1 > WINDOW_BYTES) return 0;
     struct entry *e = &f->ring[f->head % f->cap];
     const sk_source *src = &c->srcs[it->src];
-    sk_s3_buf_free(&e->r.resp);
+    sk_buf_free(&e->r.resp);
     sk_s3_req_init(&e->r, c->s3, "GET", src->bucket, e->key);
     e->f = f;
     e->item = f->list[f->head];
@@ -166,7 +166,7 @@ static void *fetcher_main(void *arg)
             for (size_t q = f->tail; q < f->head && !f->cancel; q++) {
                 struct entry *e = &f->ring[q % f->cap];
                 if (e->state != E_RETRY || f->inflight >= (int)f->limit) continue;
-                sk_s3_buf_free(&e->r.resp);
+                sk_buf_free(&e->r.resp);
                 sk_s3_req_reset(&e->r);
                 e->state = E_INFLIGHT;
                 f->inflight++;
@@ -349,7 +349,7 @@ void sk_fetch_free(sk_catalog *c)
     if (f->ring)
         for (size_t i = 0; i < f->cap; i++) {
             free(f->ring[i].buf);
-            sk_s3_buf_free(&f->ring[i].r.resp);
+            sk_buf_free(&f->ring[i].r.resp);
         }
     if (getenv("SK_DEBUG_FETCH"))
         fprintf(stderr, "fetch: %zu objects, limit %.0f/%d, backed off %llu times\n", f->n,

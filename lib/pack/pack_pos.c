@@ -502,19 +502,12 @@ static uint64_t stream_size(struct stream_worker *w, uint64_t pos, uint64_t k, s
         uint32_t s = p->order[pos + q];
         size_t first = c->samples[s], km = sk_sample_members(c, s);
         fbase[q] = nf;
-        if (nf + km > w->fcap) {
-            size_t cap = (nf + km) * 2;
-            int *f = realloc(w->fds, cap * sizeof *f);
-            if (!f) {
-                sk_error e;
-                sk_error_set(&e, SK_E_NOMEM, "out of memory");
-                pthread_mutex_lock(&p->mu);
-                stream_fail(w->T, pos + q, &e, SK_E_NOMEM);
-                pthread_mutex_unlock(&p->mu);
-                return q;
-            }
-            w->fds = f;
-            w->fcap = cap;
+        sk_error grow_err;
+        if (sk_grow((void **)&w->fds, &w->fcap, nf + km, sizeof *w->fds, &grow_err)) {
+            pthread_mutex_lock(&p->mu);
+            stream_fail(w->T, pos + q, &grow_err, SK_E_NOMEM);
+            pthread_mutex_unlock(&p->mu);
+            return q;
         }
         for (size_t j = 0; j < km; j++) {
             sk_item *it = &c->items[first + j];
@@ -590,12 +583,7 @@ static void stream_place(struct stream_worker *w, uint64_t pos, uint64_t k,
             char path[4200];
             sk_error e = SK_ERROR_INIT;
             int rc = SK_OK;
-            if (T->nsh == T->capsh) {
-                size_t cap = T->capsh ? T->capsh * 2 : 16;
-                struct stream_shard **a = realloc(T->sh, cap * sizeof *a);
-                if (!a) rc = sk_error_set(&e, SK_E_NOMEM, "out of memory");
-                else T->sh = a, T->capsh = cap;
-            }
+            rc = sk_grow((void **)&T->sh, &T->capsh, T->nsh + 1, sizeof *T->sh, &e);
             if (!rc && !(cur = calloc(1, sizeof *cur))) rc = sk_error_set(&e, SK_E_NOMEM, "out of memory");
             if (!rc) {
                 T->sh[T->nsh++] = cur;

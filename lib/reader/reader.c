@@ -133,13 +133,7 @@ static void warnf(sk_reader *r, const char *fmt, ...)
 static int add_shard(sk_reader *r, const char *url, const char *index, int64_t samples,
                      sk_error *err)
 {
-    if (r->nsh == r->cap_sh) {
-        size_t cap = r->cap_sh ? 2 * r->cap_sh : 16;
-        struct shard_ent *p = sk_xrealloc(r->sh, cap * sizeof *p, err);
-        if (!p) return SK_E_NOMEM;
-        r->sh = p;
-        r->cap_sh = cap;
-    }
+    SK_GUARD(sk_grow((void **)&r->sh, &r->cap_sh, r->nsh + 1, sizeof *r->sh, err));
     struct shard_ent *s = &r->sh[r->nsh];
     s->url = strdup(url);
     s->index = index ? strdup(index) : NULL;
@@ -277,14 +271,7 @@ static void cursor_begin(struct cursor *c, sk_reader_stream *st, size_t shard, c
 static int names_add(struct cursor *c, const char *s, size_t n, int lower, size_t *off,
                      sk_error *err)
 {
-    if (c->names_len + n + 1 > c->names_cap) {
-        size_t cap = c->names_cap ? c->names_cap : 256;
-        while (cap < c->names_len + n + 1) cap *= 2;
-        char *p = sk_xrealloc(c->names, cap, err);
-        if (!p) return SK_E_NOMEM;
-        c->names = p;
-        c->names_cap = cap;
-    }
+    SK_GUARD(sk_grow((void **)&c->names, &c->names_cap, c->names_len + n + 1, 1, err));
     *off = c->names_len;
     for (size_t i = 0; i < n; i++) {
         char ch = s[i];
@@ -316,13 +303,7 @@ static int add_member(struct cursor *c, const char *name, size_t ext_off, size_t
                "%llu data bytes present)",
                c->url, (unsigned long long)(data + avail), name, (unsigned long long)hdr, avail,
                (unsigned long long)size);
-    if (c->nm == c->cap_m) {
-        size_t cap = c->cap_m ? 2 * c->cap_m : 8;
-        struct mem *q = sk_xrealloc(c->m, cap * sizeof *q, err);
-        if (!q) return SK_E_NOMEM;
-        c->m = q;
-        c->cap_m = cap;
-    }
+    SK_GUARD(sk_grow((void **)&c->m, &c->cap_m, c->nm + 1, sizeof *c->m, err));
     struct mem *m = &c->m[c->nm];
     SK_GUARD(names_add(c, name + ext_off, name_len - ext_off, 1, &m->ext_off, err));
     m->ext_len = name_len - ext_off;

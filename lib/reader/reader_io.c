@@ -222,13 +222,7 @@ static void walk_cache(const char *dir)
         if (!is_cache_name(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
             !S_ISREG(st.st_mode))
             continue;
-        if (walk_n == walk_cap) {
-            size_t cap = walk_cap ? 2 * walk_cap : 64;
-            struct cfile *v = realloc(walk_v, cap * sizeof *v);
-            if (!v) break;
-            walk_v = v;
-            walk_cap = cap;
-        }
+        if (sk_grow((void **)&walk_v, &walk_cap, walk_n + 1, sizeof *walk_v, NULL)) break;
         if (asprintf(&walk_v[walk_n].path, "%s/%s", dir, de->d_name) < 0) break;
         walk_v[walk_n].size = (uint64_t)st.st_size;
         walk_v[walk_n].used = st.st_atime > st.st_mtime ? st.st_atime : st.st_mtime;

@@ -128,7 +128,7 @@ int64_t sk_creds_parse_time(const char *s)
 }
 
 /* The credentials JSON of container and instance metadata endpoints. */
-static int from_json(sk_creds *c, const sk_s3_buf *b, const char *source, const char *url,
+static int from_json(sk_creds *c, const sk_buf *b, const char *source, const char *url,
                      int64_t *expires, sk_error *err)
 {
     json_error_t je;
@@ -173,13 +173,13 @@ static int from_container(sk_creds *c, int64_t *expires, sk_error *err)
         snprintf(auth, sizeof auth, "Authorization: %s", tok);
     }
     const char *hdrs[] = {auth[0] ? auth : NULL, NULL};
-    sk_s3_buf b = {0};
+    sk_buf b = {0};
     long status;
     int rc = sk_http_fetch("GET", url, hdrs, 2000, &b, &status, err);
     if (!rc && status != 200)
         rc = sk_error_set(err, SK_E_REMOTE, "container credentials %s: HTTP %ld", url, status);
     if (!rc) rc = from_json(c, &b, "container credentials", url, expires, err);
-    sk_s3_buf_free(&b);
+    sk_buf_free(&b);
     return rc;
 }
 
@@ -192,7 +192,7 @@ static int from_imds(sk_creds *c, int64_t *expires, sk_error *err)
     snprintf(base, sizeof base, "%s", ep && *ep ? ep : "http://169.254.169.254");
     size_t bl = strlen(base);
     if (bl && base[bl - 1] == '/') base[bl - 1] = 0;
-    sk_s3_buf b = {0};
+    sk_buf b = {0};
     long status = 0;
     int rc;
     /* IMDSv2: a session token first; an endpoint that refuses it (v1 only) is
@@ -220,7 +220,7 @@ static int from_imds(sk_creds *c, int64_t *expires, sk_error *err)
         rc = sk_error_set(err, SK_E_REMOTE, "instance metadata %s: HTTP %ld", url, status);
     if (!rc) rc = from_json(c, &b, "instance metadata", url, expires, err);
 out:
-    sk_s3_buf_free(&b);
+    sk_buf_free(&b);
     return rc;
 }
 

@@ -8,13 +8,13 @@
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 {
-    sk_s3_buf *b = ud;
+    sk_buf *b = ud;
     if (b->len + sz * n > (1u << 20)) return 0; /* credential answers are small */
-    return sk_s3_buf_add(b, p, sz * n) ? 0 : sz * n;
+    return sk_buf_add(b, p, sz * n) ? 0 : sz * n;
 }
 
 int sk_http_fetch(const char *method, const char *url, const char *const *headers,
-                  long timeout_ms, sk_s3_buf *out, long *status, sk_error *err)
+                  long timeout_ms, sk_buf *out, long *status, sk_error *err)
 {
     CURL *c = curl_easy_init();
     SK_FAIL_IF(!c, err, SK_E_NOMEM, "%s: cannot create a curl handle", url);
@@ -41,6 +41,6 @@ int sk_http_fetch(const char *method, const char *url, const char *const *header
     curl_easy_cleanup(c);
     if (cc != CURLE_OK)
         return sk_error_set(err, SK_E_NET, "%s: %s", url, curl_easy_strerror(cc));
-    if (!out->p) sk_s3_buf_add(out, "", 0);
+    if (!out->p) sk_buf_add(out, "", 0);
     return 0;
 }

@@ -142,7 +142,7 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ud)
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
     if (code < 200 || code >= 300 || (!r->dst && !r->sink && !r->push)) {
         if (r->resp.len + len > (64u << 20)) return 0;
-        return sk_s3_buf_add(&r->resp, p, len) ? 0 : len;
+        return sk_buf_add(&r->resp, p, len) ? 0 : len;
     }
     if (r->push) return on_push(r, p, len, code);
     if (r->dst) {
@@ -204,22 +204,22 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 
 static int build_and_sign(sk_s3 *s3, sk_s3_req *r)
 {
-    sk_s3_buf path = {0}, hostb = {0};
+    sk_buf path = {0}, hostb = {0};
     int rc = 0;
     if (s3->path_style) {
-        sk_s3_buf_add(&hostb, s3->host, strlen(s3->host));
-        sk_s3_buf_add(&path, "/", 1);
+        sk_buf_add(&hostb, s3->host, strlen(s3->host));
+        sk_buf_add(&path, "/", 1);
         if (r->bucket && *r->bucket) {
             sk_s3_uri_encode(&path, r->bucket, 0);
-            sk_s3_buf_add(&path, "/", 1);
+            sk_buf_add(&path, "/", 1);
         }
     } else {
         if (r->bucket && *r->bucket) {
-            sk_s3_buf_add(&hostb, r->bucket, strlen(r->bucket));
-            sk_s3_buf_add(&hostb, ".", 1);
+            sk_buf_add(&hostb, r->bucket, strlen(r->bucket));
+            sk_buf_add(&hostb, ".", 1);
         }
-        sk_s3_buf_add(&hostb, s3->host, strlen(s3->host));
-        sk_s3_buf_add(&path, "/", 1);
+        sk_buf_add(&hostb, s3->host, strlen(s3->host));
+        sk_buf_add(&path, "/", 1);
     }
     if (r->key) sk_s3_uri_encode(&path, r->key, 1);
     if (!path.p || !hostb.p) {
@@ -277,7 +277,7 @@ static int build_and_sign(sk_s3 *s3, sk_s3_req *r)
     r->hl = curl_slist_append(r->hl, "Expect:"); /* no 100-continue round trip */
     if (!r->body && !r->body_from_fd) r->hl = curl_slist_append(r->hl, "Content-Type:");
 out:
-    sk_s3_buf_free(&path), sk_s3_buf_free(&hostb);
+    sk_buf_free(&path), sk_buf_free(&hostb);
     if (rc == SK_E_NOMEM) sk_error_set(&r->err, rc, "out of memory");
     return rc;
 }

@@ -18,14 +18,6 @@
 #include <pthread.h>
 #include <stdint.h>
 
-/* A growable byte buffer. */
-typedef struct sk_s3_buf {
-    char *p;
-    size_t len, cap;
-} sk_s3_buf;
-int sk_s3_buf_add(sk_s3_buf *b, const void *p, size_t n);
-void sk_s3_buf_free(sk_s3_buf *b);
-
 /* Walks an XML document: cb gets every element start (end = 0, text NULL)
  * and end (end = 1, with the element's own text). */
 typedef void (*sk_s3_xml_cb)(void *ud, int end, const char *name, const char *text);
@@ -34,15 +26,15 @@ int sk_s3_xml_parse(const char *buf, size_t len, sk_s3_xml_cb cb, void *ud, sk_e
 void sk_s3_xml_error(const char *buf, size_t len, char *code, size_t code_cap, char *msg,
                      size_t msg_cap);
 /* Escapes &, <, > for element text. */
-int sk_s3_xml_escape(sk_s3_buf *b, const char *s);
+int sk_s3_xml_escape(sk_buf *b, const char *s);
 
 /* RFC 3986 encoding as SigV4 wants it; keep_slash leaves '/' alone (paths). */
-int sk_s3_uri_encode(sk_s3_buf *b, const char *s, int keep_slash);
+int sk_s3_uri_encode(sk_buf *b, const char *s, int keep_slash);
 
 /* One blocking HTTP request for the credential endpoints (container, IMDS).
  * headers: NULL-terminated "Name: value" list.  Never logs. */
 int sk_http_fetch(const char *method, const char *url, const char *const *headers,
-                  long timeout_ms, sk_s3_buf *out, long *status, sk_error *err);
+                  long timeout_ms, sk_buf *out, long *status, sk_error *err);
 
 /* ---- credentials that renew themselves (creds.c) */
 
@@ -116,7 +108,7 @@ struct sk_s3_req {
     long status;
     int rc;
     sk_error err;
-    sk_s3_buf resp;
+    sk_buf resp;
     size_t dst_len;
     char etag[80];
     char crc32c[24];
@@ -208,7 +200,7 @@ int sk_s3_mpu_create(sk_s3 *s3, const char *bucket, const char *key, char *uploa
 /* Fills r (not sent) with a CompleteMultipartUpload; body is kept in *body. */
 int sk_s3_mpu_complete_req(sk_s3_req *r, sk_s3 *s3, const char *bucket, const char *key,
                            const char *upload_id, const sk_s3_part *parts, int n,
-                           sk_s3_buf *body);
+                           sk_buf *body);
 /* Every part of an upload; *parts is malloc'd, sorted by number. */
 int sk_s3_mpu_list_parts(sk_s3 *s3, const char *bucket, const char *key, const char *upload_id,
                          sk_s3_part **parts, int *n, sk_error *err);

@@ -21,15 +21,15 @@ void sk_s3_req_init(sk_s3_req *r, sk_s3 *s3, const char *method, const char *buc
 
 void sk_s3_req_query(sk_s3_req *r, const char *name, const char *value)
 {
-    sk_s3_buf b = {0};
-    if (r->query[0]) sk_s3_buf_add(&b, "&", 1);
-    sk_s3_buf_add(&b, name, strlen(name));
+    sk_buf b = {0};
+    if (r->query[0]) sk_buf_add(&b, "&", 1);
+    sk_buf_add(&b, name, strlen(name));
     if (value) {
-        sk_s3_buf_add(&b, "=", 1);
+        sk_buf_add(&b, "=", 1);
         sk_s3_uri_encode(&b, value, 0);
     }
     if (b.p && strlen(r->query) + b.len < sizeof r->query) strcat(r->query, b.p);
-    sk_s3_buf_free(&b);
+    sk_buf_free(&b);
 }
 
 static void copy_err(sk_error *err, const sk_s3_req *r)
@@ -66,7 +66,7 @@ int sk_s3_head(sk_s3 *s3, const char *bucket, const char *key, sk_s3_object *out
         snprintf(out->crc32c, sizeof out->crc32c, "%s", r.crc32c);
         snprintf(out->key, sizeof out->key, "%s", key);
     }
-    sk_s3_buf_free(&r.resp);
+    sk_buf_free(&r.resp);
     return rc;
 }
 
@@ -86,7 +86,7 @@ int sk_s3_get(sk_s3 *s3, const char *bucket, const char *key, uint64_t offset, u
     int rc = sk_s3_run(&r);
     if (rc) copy_err(err, &r);
     if (got) *got = r.dst_len;
-    sk_s3_buf_free(&r.resp);
+    sk_buf_free(&r.resp);
     return rc;
 }
 
@@ -99,7 +99,7 @@ int sk_s3_get_cb(sk_s3 *s3, const char *bucket, const char *key, uint64_t offset
     r.sink = sink, r.sink_ud = ud;
     int rc = sk_s3_run(&r);
     if (rc) copy_err(err, &r);
-    sk_s3_buf_free(&r.resp);
+    sk_buf_free(&r.resp);
     return rc;
 }
 
@@ -114,7 +114,7 @@ int sk_s3_put(sk_s3 *s3, const char *bucket, const char *key, const void *data, 
     r.body = data ? data : (const void *)"", r.body_len = len;
     int rc = sk_s3_run(&r);
     if (rc) copy_err(err, &r);
-    sk_s3_buf_free(&r.resp);
+    sk_buf_free(&r.resp);
     return rc;
 }
 
@@ -124,7 +124,7 @@ int sk_s3_delete(sk_s3 *s3, const char *bucket, const char *key, sk_error *err)
     sk_s3_req_init(&r, s3, "DELETE", bucket, key);
     int rc = sk_s3_run(&r);
     if (rc) copy_err(err, &r);
-    sk_s3_buf_free(&r.resp);
+    sk_buf_free(&r.resp);
     return rc;
 }
 
@@ -137,7 +137,7 @@ int sk_s3_abort_upload(sk_s3 *s3, const char *bucket, const char *key, const cha
     int rc = sk_s3_run(&r);
     if (rc == SK_E_NOTFOUND) rc = 0; /* already gone */
     else if (rc) copy_err(err, &r);
-    sk_s3_buf_free(&r.resp);
+    sk_buf_free(&r.resp);
     return rc;
 }
 
@@ -224,7 +224,7 @@ int sk_s3_list(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_list_fn 
         s.truncated = 0, s.token[0] = 0;
         if (!rc) rc = sk_s3_xml_parse(r.resp.p, r.resp.len, objects_cb, &s, err);
         else copy_err(err, &r);
-        sk_s3_buf_free(&r.resp);
+        sk_buf_free(&r.resp);
         if (!rc && s.long_key)
             rc = sk_error_set(err, SK_E_REMOTE, "s3://%s/%s: the listing holds a key longer than "
                               "1024 bytes", bucket, prefix ? prefix : "");
@@ -276,7 +276,7 @@ int sk_s3_list_uploads(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_
         s.truncated = 0, s.token[0] = 0, s.marker2[0] = 0;
         if (!rc) rc = sk_s3_xml_parse(r.resp.p, r.resp.len, uploads_cb, &s, err);
         else copy_err(err, &r);
-        sk_s3_buf_free(&r.resp);
+        sk_buf_free(&r.resp);
         if (!rc && !s.stop && s.truncated && s.token[0])
             rc = page_guard(&s.seen, &s.nseen, &s.capseen, s.token, s.marker2, err,
                             "s3://%s/%s (unfinished uploads)", bucket, prefix ? prefix : "");
@@ -342,7 +342,7 @@ int sk_s3_mpu_list_parts(sk_s3 *s3, const char *bucket, const char *key, const c
         s.truncated = 0, s.token[0] = 0;
         if (!rc) rc = sk_s3_xml_parse(r.resp.p, r.resp.len, parts_cb, &s, err);
         else copy_err(err, &r);
-        sk_s3_buf_free(&r.resp);
+        sk_buf_free(&r.resp);
         if (!rc && s.nomem) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
         if (!rc && s.truncated && s.token[0])
             rc = page_guard(&s.seen, &s.nseen, &s.capseen, s.token, "", err, "s3://%s/%s (parts)",
@@ -385,28 +385,28 @@ int sk_s3_mpu_create(sk_s3 *s3, const char *bucket, const char *key, char *uploa
     else copy_err(err, &r);
     if (!rc && !upload_id[0])
         rc = sk_error_set(err, SK_E_REMOTE, "s3://%s/%s: no UploadId in the answer", bucket, key);
-    sk_s3_buf_free(&r.resp);
+    sk_buf_free(&r.resp);
     return rc;
 }
 
 int sk_s3_mpu_complete_req(sk_s3_req *r, sk_s3 *s3, const char *bucket, const char *key,
                            const char *upload_id, const sk_s3_part *parts, int n,
-                           sk_s3_buf *body)
+                           sk_buf *body)
 {
     body->len = 0;
-    int rc = sk_s3_buf_add(body, "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">", 73);
+    int rc = sk_buf_add(body, "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">", 73);
     for (int i = 0; i < n && !rc; i++) {
         char line[400];
         snprintf(line, sizeof line, "<Part><ETag>\"%s\"</ETag>", parts[i].etag);
-        rc |= sk_s3_buf_add(body, line, strlen(line));
+        rc |= sk_buf_add(body, line, strlen(line));
         if (parts[i].crc32c[0]) {
             snprintf(line, sizeof line, "<ChecksumCRC32C>%s</ChecksumCRC32C>", parts[i].crc32c);
-            rc |= sk_s3_buf_add(body, line, strlen(line));
+            rc |= sk_buf_add(body, line, strlen(line));
         }
         snprintf(line, sizeof line, "<PartNumber>%d</PartNumber></Part>", parts[i].number);
-        rc |= sk_s3_buf_add(body, line, strlen(line));
+        rc |= sk_buf_add(body, line, strlen(line));
     }
-    rc |= sk_s3_buf_add(body, "</CompleteMultipartUpload>", 26);
+    rc |= sk_buf_add(body, "</CompleteMultipartUpload>", 26);
     sk_s3_req_init(r, s3, "POST", bucket, key);
     sk_s3_req_query(r, "uploadId", upload_id);
     sk_s3_req_header(r, "content-type:application/xml");
@@ -429,7 +429,7 @@ static void async_done(sk_s3_req *r)
 {
     async_get *a = (async_get *)r;
     a->done(a->ud, r->rc, &r->err, r->resp.p ? r->resp.p : "", r->resp.len);
-    sk_s3_buf_free(&r->resp);
+    sk_buf_free(&r->resp);
     free(a->bucket), free(a->key), free(a);
 }
 

@@ -14,43 +14,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-int sk_s3_buf_add(sk_s3_buf *b, const void *p, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q) return SK_E_NOMEM;
-        b->p = q;
-        b->cap = cap;
-    }
-    if (n) memcpy(b->p + b->len, p, n);
-    b->len += n;
-    b->p[b->len] = 0;
-    return 0;
-}
-
-void sk_s3_buf_free(sk_s3_buf *b)
-{
-    free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
-}
-
-int sk_s3_uri_encode(sk_s3_buf *b, const char *s, int keep_slash)
+int sk_s3_uri_encode(sk_buf *b, const char *s, int keep_slash)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         char e[3];
         if (isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~' ||
             (keep_slash && *p == '/')) {
-            if (sk_s3_buf_add(b, p, 1)) return SK_E_NOMEM;
+            if (sk_buf_add(b, p, 1)) return SK_E_NOMEM;
             continue;
         }
         e[0] = '%', e[1] = hex[*p >> 4], e[2] = hex[*p & 15];
-        if (sk_s3_buf_add(b, e, 3)) return SK_E_NOMEM;
+        if (sk_buf_add(b, e, 3)) return SK_E_NOMEM;
     }
-    return sk_s3_buf_add(b, "", 0);
+    return sk_buf_add(b, "", 0);
 }
 
 static void to_hex(const unsigned char *d, size_t n, char *out)
@@ -123,9 +100,9 @@ static int str_cmp(const void *a, const void *b)
 
 /* The canonical query: pairs sorted by encoded name then value, a bare
  * name given an empty value ("uploads" -> "uploads="). */
-static int canon_query(const char *q, sk_s3_buf *out)
+static int canon_query(const char *q, sk_buf *out)
 {
-    if (!q || !*q) return sk_s3_buf_add(out, "", 0);
+    if (!q || !*q) return sk_buf_add(out, "", 0);
     char *copy = strdup(q);
     size_t n = 1;
     for (const char *p = q; *p; p++) n += *p == '&';
@@ -140,40 +117,40 @@ static int canon_query(const char *q, sk_s3_buf *out)
     qsort(parts, k, sizeof *parts, str_cmp);
     int rc = 0;
     for (size_t i = 0; i < k && !rc; i++) {
-        if (i) rc |= sk_s3_buf_add(out, "&", 1);
-        rc |= sk_s3_buf_add(out, parts[i], strlen(parts[i]));
-        if (!strchr(parts[i], '=')) rc |= sk_s3_buf_add(out, "=", 1);
+        if (i) rc |= sk_buf_add(out, "&", 1);
+        rc |= sk_buf_add(out, parts[i], strlen(parts[i]));
+        if (!strchr(parts[i], '=')) rc |= sk_buf_add(out, "=", 1);
     }
     free(copy), free(parts);
-    return rc ? SK_E_NOMEM : sk_s3_buf_add(out, "", 0);
+    return rc ? SK_E_NOMEM : sk_buf_add(out, "", 0);
 }
 
 int sk_s3_sigv4_sign(const sk_s3_sigv4_input *in, char *auth, size_t auth_capacity, sk_error *err)
 {
     int rc = SK_E_NOMEM;
-    sk_s3_buf creq = {0}, signed_hdrs = {0}, sts = {0};
+    sk_buf creq = {0}, signed_hdrs = {0}, sts = {0};
     canon_hdr *h = calloc(in->nheaders ? in->nheaders : 1, sizeof *h);
     if (!h) goto cleanup;
     for (size_t i = 0; i < in->nheaders; i++)
         if (parse_hdr(in->headers[i], &h[i])) goto cleanup;
     qsort(h, in->nheaders, sizeof *h, hdr_cmp);
 
-    if (sk_s3_buf_add(&creq, in->method, strlen(in->method)) || sk_s3_buf_add(&creq, "\n", 1) ||
-        sk_s3_buf_add(&creq, in->canonical_uri, strlen(in->canonical_uri)) ||
-        sk_s3_buf_add(&creq, "\n", 1) || canon_query(in->query, &creq) ||
-        sk_s3_buf_add(&creq, "\n", 1))
+    if (sk_buf_add(&creq, in->method, strlen(in->method)) || sk_buf_add(&creq, "\n", 1) ||
+        sk_buf_add(&creq, in->canonical_uri, strlen(in->canonical_uri)) ||
+        sk_buf_add(&creq, "\n", 1) || canon_query(in->query, &creq) ||
+        sk_buf_add(&creq, "\n", 1))
         goto cleanup;
     for (size_t i = 0; i < in->nheaders; i++) {
-        if (sk_s3_buf_add(&creq, h[i].name, strlen(h[i].name)) || sk_s3_buf_add(&creq, ":", 1) ||
-            sk_s3_buf_add(&creq, h[i].value, strlen(h[i].value)) || sk_s3_buf_add(&creq, "\n", 1))
+        if (sk_buf_add(&creq, h[i].name, strlen(h[i].name)) || sk_buf_add(&creq, ":", 1) ||
+            sk_buf_add(&creq, h[i].value, strlen(h[i].value)) || sk_buf_add(&creq, "\n", 1))
             goto cleanup;
-        if ((i && sk_s3_buf_add(&signed_hdrs, ";", 1)) ||
-            sk_s3_buf_add(&signed_hdrs, h[i].name, strlen(h[i].name)))
+        if ((i && sk_buf_add(&signed_hdrs, ";", 1)) ||
+            sk_buf_add(&signed_hdrs, h[i].name, strlen(h[i].name)))
             goto cleanup;
     }
-    if (sk_s3_buf_add(&creq, "\n", 1) || sk_s3_buf_add(&creq, signed_hdrs.p, signed_hdrs.len) ||
-        sk_s3_buf_add(&creq, "\n", 1) ||
-        sk_s3_buf_add(&creq, in->payload_hash, strlen(in->payload_hash)))
+    if (sk_buf_add(&creq, "\n", 1) || sk_buf_add(&creq, signed_hdrs.p, signed_hdrs.len) ||
+        sk_buf_add(&creq, "\n", 1) ||
+        sk_buf_add(&creq, in->payload_hash, strlen(in->payload_hash)))
         goto cleanup;
 
     char date[9], creq_hash[65], scope[160];
@@ -183,7 +160,7 @@ int sk_s3_sigv4_sign(const sk_s3_sigv4_input *in, char *auth, size_t auth_capaci
     sk_s3_sha256_hex(creq.p, creq.len, creq_hash);
     char line[512];
     snprintf(line, sizeof line, "AWS4-HMAC-SHA256\n%s\n%s\n%s", in->amz_date, scope, creq_hash);
-    if (sk_s3_buf_add(&sts, line, strlen(line))) goto cleanup;
+    if (sk_buf_add(&sts, line, strlen(line))) goto cleanup;
 
     /* kDate = HMAC("AWS4" + secret, date) ... kSigning = HMAC(kService, "aws4_request") */
     size_t slen = strlen(in->secret_key);
@@ -210,7 +187,7 @@ cleanup:
     if (h)
         for (size_t i = 0; i < in->nheaders; i++) free(h[i].name), free(h[i].value);
     free(h);
-    sk_s3_buf_free(&creq), sk_s3_buf_free(&signed_hdrs), sk_s3_buf_free(&sts);
+    sk_buf_free(&creq), sk_buf_free(&signed_hdrs), sk_buf_free(&sts);
     if (rc == SK_E_NOMEM) return sk_error_set(err, rc, "signing a request: out of memory");
     if (rc) return sk_error_set(err, rc, "signing a request: Authorization header too long");
     return 0;

@@ -151,7 +151,7 @@ void sk_s3_stream_close(sk_s3_stream *st)
         while (!st->done) pthread_cond_wait(&st->cv, &st->mu);
     }
     pthread_mutex_unlock(&st->mu);
-    sk_s3_buf_free(&st->r.resp);
+    sk_buf_free(&st->r.resp);
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->cv);
     free(st->buf), free(st->bucket), free(st->key), free(st);

@@ -61,7 +61,7 @@ struct item {
     int rc;
     sk_error err;
     sk_s3_req req;     /* the chain: PUT/Complete, HEAD, verify, abort */
-    sk_s3_buf body;
+    sk_buf body;
     uint32_t verify_crc;
     int batched;       /* added by sk_s3_xfer_add_*: reported and freed by wait */
     item *next;        /* in x's queue of items not started, then its done queue */
@@ -76,7 +76,7 @@ struct slot {
     item *it;
     int part;          /* index into it->parts, -1 for a single PUT */
     int busy;
-    sk_s3_buf resp;
+    sk_buf resp;
 };
 
 struct sk_s3_xfer {
@@ -211,7 +211,7 @@ static void abort_done(sk_s3_req *r)
 static void chain_end(item *it)
 {
     if (it->rc && it->multipart && it->upload_id[0] && !it->x->o.resume) {
-        sk_s3_buf_free(&it->req.resp);
+        sk_buf_free(&it->req.resp);
         sk_s3_req_init(&it->req, it->x->s3, "DELETE", it->bucket, it->key);
         sk_s3_req_query(&it->req, "uploadId", it->upload_id);
         it->req.done = abort_done;
@@ -273,7 +273,7 @@ static void head_done(sk_s3_req *r)
     int verify = !it->rc && it->x->o.verify;
     pthread_mutex_unlock(&it->x->mu);
     if (verify) {
-        sk_s3_buf_free(&it->req.resp);
+        sk_buf_free(&it->req.resp);
         sk_s3_req_init(&it->req, it->x->s3, "GET", it->bucket, it->key);
         it->verify_crc = 0;
         it->req.sink = verify_sink, it->req.sink_ud = it;
@@ -286,7 +286,7 @@ static void head_done(sk_s3_req *r)
 
 static void start_head(item *it)
 {
-    sk_s3_buf_free(&it->req.resp);
+    sk_buf_free(&it->req.resp);
     sk_s3_req_init(&it->req, it->x->s3, "HEAD", it->bucket, it->key);
     sk_s3_req_header(&it->req, "x-amz-checksum-mode:ENABLED");
     it->req.done = head_done;
@@ -315,7 +315,7 @@ static void chain_finish(item *it)
         chain_end(it);
         return;
     }
-    sk_s3_buf_free(&it->req.resp);
+    sk_buf_free(&it->req.resp);
     if (sk_s3_mpu_complete_req(&it->req, it->x->s3, it->bucket, it->key, it->upload_id, it->parts,
                                it->nparts, &it->body)) {
         pthread_mutex_lock(&it->x->mu);
@@ -409,7 +409,7 @@ static void queue_put(item *it, slot *s, int idx, uint32_t c, int from_fd, uint6
     sk_s3_xfer *x = it->x;
     char b64[9];
     b64crc(c, b64);
-    sk_s3_buf_free(&s->r.resp);
+    sk_buf_free(&s->r.resp);
     sk_s3_req_init(&s->r, x->s3, "PUT", it->bucket, it->key);
     if (from_fd) s->r.body_from_fd = 1, s->r.body_fd = it->fd, s->r.body_fd_off = fd_off;
     else s->r.body = s->buf;
@@ -492,13 +492,13 @@ static void xget_done(sk_s3_req *r)
         release_slot(s);
         int fin = s->part >= 0 ? settle(it) : 0;
         pthread_mutex_unlock(&s->x->mu);
-        sk_s3_buf_free(&r->resp);
+        sk_buf_free(&r->resp);
         if (s->part < 0) chain_end(it);
         else if (fin) chain_finish(it);
         return;
     }
     s->len = r->dst_len;
-    sk_s3_buf_free(&r->resp);
+    sk_buf_free(&r->resp);
     (void)send_slot(it, s, s->part);
 }
 
@@ -705,10 +705,10 @@ static int run_copy(item *it, sk_error *err)
     pthread_mutex_lock(&x->mu);
     x->bytes_total += o.size;
     pthread_mutex_unlock(&x->mu);
-    sk_s3_buf src = {0};
-    sk_s3_buf_add(&src, "/", 1);
+    sk_buf src = {0};
+    sk_buf_add(&src, "/", 1);
     sk_s3_uri_encode(&src, it->sbucket, 0);
-    sk_s3_buf_add(&src, "/", 1);
+    sk_buf_add(&src, "/", 1);
     sk_s3_uri_encode(&src, it->skey, 1);
     SK_FAIL_IF(!src.p, err, SK_E_NOMEM, "out of memory");
     int rc = 0;
@@ -736,7 +736,7 @@ static int run_copy(item *it, sk_error *err)
         pthread_mutex_unlock(&x->mu);
         s->it = it, s->part = single ? -1 : i;
         if (it->kind == K_XCOPY) {
-            sk_s3_buf_free(&s->get.resp);
+            sk_buf_free(&s->get.resp);
             sk_s3_req_init(&s->get, it->src_s3, "GET", it->sbucket, it->skey);
             if (!single) sk_s3_req_header(&s->get, "range:bytes=%" PRIu64 "-%" PRIu64, off, off + len - 1);
             s->get.dst = s->buf, s->get.dst_cap = s->cap;
@@ -744,7 +744,7 @@ static int run_copy(item *it, sk_error *err)
             sk_s3_submit(&s->get);
             continue;
         }
-        sk_s3_buf_free(&s->r.resp);
+        sk_buf_free(&s->r.resp);
         sk_s3_req_init(&s->r, x->s3, "PUT", it->bucket, it->key);
         sk_s3_req_header(&s->r, "x-amz-copy-source:%s", src.p);
         if (single) {
@@ -760,7 +760,7 @@ static int run_copy(item *it, sk_error *err)
         s->r.done = part_done;
         sk_s3_submit(&s->r);
     }
-    sk_s3_buf_free(&src);
+    sk_buf_free(&src);
     return rc;
 }
 
@@ -835,8 +835,8 @@ static void item_free(item *it)
     if (it->fd >= 0) close(it->fd);
     free(it->src), free(it->bucket), free(it->key), free(it->sbucket), free(it->skey);
     free(it->parts), free(it->crcs);
-    sk_s3_buf_free(&it->req.resp);
-    sk_s3_buf_free(&it->body);
+    sk_buf_free(&it->req.resp);
+    sk_buf_free(&it->body);
     free(it);
 }
 
@@ -847,8 +847,8 @@ void sk_s3_xfer_free(sk_s3_xfer *x)
     for (item *it = x->done_head, *n; it; it = n) n = it->next, item_free(it);
     for (int i = 0; i < x->nslots; i++) {
         free(x->slots[i].buf);
-        sk_s3_buf_free(&x->slots[i].r.resp);
-        sk_s3_buf_free(&x->slots[i].get.resp);
+        sk_buf_free(&x->slots[i].r.resp);
+        sk_buf_free(&x->slots[i].get.resp);
     }
     free(x->slots);
     free(x->scratch);

@@ -11,7 +11,7 @@
 typedef struct walk {
     sk_s3_xml_cb cb;
     void *ud;
-    sk_s3_buf text;
+    sk_buf text;
     int nomem;
 } walk;
 
@@ -35,7 +35,7 @@ static void XMLCALL on_end(void *p, const XML_Char *name)
 static void XMLCALL on_text(void *p, const XML_Char *s, int len)
 {
     walk *w = p;
-    if (sk_s3_buf_add(&w->text, s, (size_t)len)) w->nomem = 1;
+    if (sk_buf_add(&w->text, s, (size_t)len)) w->nomem = 1;
 }
 
 int sk_s3_xml_parse(const char *buf, size_t len, sk_s3_xml_cb cb, void *ud, sk_error *err)
@@ -54,7 +54,7 @@ int sk_s3_xml_parse(const char *buf, size_t len, sk_s3_xml_cb cb, void *ud, sk_e
     else if (w.nomem)
         rc = sk_error_set(err, SK_E_NOMEM, "XML parser: out of memory");
     XML_ParserFree(p);
-    sk_s3_buf_free(&w.text);
+    sk_buf_free(&w.text);
     return rc;
 }
 
@@ -85,11 +85,11 @@ void sk_s3_xml_error(const char *buf, size_t len, char *code, size_t code_cap, c
     sk_s3_xml_parse(buf, len, err_cb, &e, NULL);
 }
 
-int sk_s3_xml_escape(sk_s3_buf *b, const char *s)
+int sk_s3_xml_escape(sk_buf *b, const char *s)
 {
     for (; *s; s++) {
         const char *r = *s == '&' ? "&amp;" : *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : NULL;
-        if (r ? sk_s3_buf_add(b, r, strlen(r)) : sk_s3_buf_add(b, s, 1)) return SK_E_NOMEM;
+        if (r ? sk_buf_add(b, r, strlen(r)) : sk_buf_add(b, s, 1)) return SK_E_NOMEM;
     }
     return 0;
 }

@@ -108,13 +108,7 @@ void sk_dataset_set_range_open(sk_dataset *ds, sk_range_open_fn open, void *ctx)
 
 static int add_shard(sk_dataset *ds, const char *path, const char *index_path, sk_error *err)
 {
-    if (ds->n == ds->cap) {
-        size_t cap = ds->cap ? ds->cap * 2 : 16;
-        struct shard *p = sk_xrealloc(ds->s, cap * sizeof *p, err);
-        if (!p) return SK_E_NOMEM;
-        ds->s = p;
-        ds->cap = cap;
-    }
+    SK_GUARD(sk_grow((void **)&ds->s, &ds->cap, ds->n + 1, sizeof *ds->s, err));
     struct shard *s = &ds->s[ds->n];
     memset(s, 0, sizeof *s);
     s->path = strdup(path);
