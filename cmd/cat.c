@@ -15,7 +15,9 @@ static const char usage[] =
     "usage: shardkit cat [options] URL...\n"
     "\n"
     "URL is a shard (.tar, .tar.zst), a brace pattern of shards\n"
-    "('train-{000000..000099}.tar'), a manifest.json, or a directory.\n"
+    "('train-{000000..000099}.tar'), a manifest.json, a directory, or '-' or a\n"
+    "FIFO carrying shards back to back (a SageMaker Pipe channel; gzip, zstd\n"
+    "or plain, told by the first bytes).\n"
     "Writes the selected samples to stdout as one tar stream, members named\n"
     "KEY.EXT with the headers `shardkit pack` writes.\n"
     "\n"
@@ -34,6 +36,8 @@ static const char usage[] =
     "      --buffer SIZE       ring buffer per shard (default 4M)\n"
     "      --max-sample SIZE   largest sample accepted (default 1G)\n"
     "      --skip-errors       report a corrupt shard and go on with the next\n"
+    "      --recordio          the input is RecordIO records, one shard each\n"
+    "                          (SageMaker's RecordWrapperType=RecordIO)\n"
     "      --cache-dir DIR     keep s3:// shards here for later epochs\n"
     "      --cache-size SIZE   bound of the cache (default: none)\n"
     "  -h, --help              show this help\n"
@@ -45,7 +49,7 @@ static const char usage[] =
 enum {
     OPT_RANK = 256, OPT_WORLD, OPT_WORKER, OPT_NWORKERS, OPT_SHUF_SHARDS, OPT_SHUFFLE, OPT_SEED,
     OPT_EPOCH, OPT_EPOCHS, OPT_PREFETCH, OPT_BUFFER, OPT_MAXSAMPLE, OPT_SKIP, OPT_CACHE,
-    OPT_CACHE_SIZE
+    OPT_CACHE_SIZE, OPT_RECORDIO
 };
 
 static int small_int(const char *s, int *out)
@@ -71,6 +75,7 @@ int cmd_cat(int argc, char **argv)
         {"num-workers", required_argument, NULL, OPT_NWORKERS},
         {"prefetch", required_argument, NULL, OPT_PREFETCH},
         {"rank", required_argument, NULL, OPT_RANK},
+        {"recordio", no_argument, NULL, OPT_RECORDIO},
         {"seed", required_argument, NULL, OPT_SEED},
         {"shuffle", required_argument, NULL, OPT_SHUFFLE},
         {"shuffle-shards", no_argument, NULL, OPT_SHUF_SHARDS},
@@ -103,6 +108,7 @@ int cmd_cat(int argc, char **argv)
         case OPT_BUFFER: bad = cmd_parse_size(optarg, &v); o.buffer_size = (size_t)v; break;
         case OPT_MAXSAMPLE: bad = cmd_parse_size(optarg, &v); o.max_sample = (size_t)v; break;
         case OPT_SKIP: o.skip_errors = 1; break;
+        case OPT_RECORDIO: o.recordio = 1; break;
         case OPT_CACHE: o.cache_dir = optarg; break;
         case OPT_CACHE_SIZE: bad = cmd_parse_size(optarg, &o.cache_size); break;
         default:

@@ -778,6 +778,10 @@ typedef struct sk_reader_options {
                                 (AWS_ENDPOINT_URL, else AWS) */
     sk_s3 *s3;               /* the caller's client for s3:// shards (all of its
                                 settings); NULL: one made from s3_endpoint */
+    int recordio;            /* 1: every URL holds RecordIO records, one shard
+                                each (a SageMaker Pipe channel with
+                                RecordWrapperType=RecordIO): unwrapped as they
+                                stream, read from the start, indexes unused */
 } sk_reader_options;
 /* Defaults: every field as documented above, struct_size included. */
 SK_API void sk_reader_options_init_sized(sk_reader_options *o, size_t size);

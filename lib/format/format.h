@@ -64,6 +64,25 @@ int sk_zdec_read(sk_zdec *d, sk_zdec_src read, void *ctx, void *dst, size_t n, s
                  sk_error *err);
 void sk_zdec_free(sk_zdec *d);
 
+/* recordio.c: a RecordIO stream (SageMaker's RecordWrapperType=RecordIO,
+ * dmlc's format: magic 0xced7230a, a length word with a 3-bit flag, data,
+ * padding to 4) unwrapped into its records' bytes, back to back, read
+ * from read(ctx) on demand; no buffering beyond a header. */
+typedef struct sk_recordio {
+    const char *name;   /* for messages */
+    uint64_t pos;       /* stored bytes consumed */
+    uint64_t records;   /* records begun */
+    uint32_t left;      /* data bytes left in the current part */
+    unsigned pad;       /* padding bytes after them */
+    unsigned inject;    /* bytes of the magic still to put back (multi-part) */
+    int in_record;      /* a multi-part record awaits its last part */
+} sk_recordio;
+void sk_recordio_init(sk_recordio *r, const char *name);
+/* Up to n record bytes at dst; *got = 0 at a clean end of the stream (a
+ * truncated part, a bad magic or flag is SK_E_CORRUPT with the offset). */
+int sk_recordio_read(sk_recordio *r, sk_zdec_src read, void *ctx, void *dst, size_t n,
+                     size_t *got, sk_error *err);
+
 /* manifest.c: JSON values for the options objects the tools record:
  * a string (bytes that are not UTF-8 become U+FFFD), a u64 (a decimal
  * string past INT64_MAX).  jansson's json_t; NULL when out of memory. */

@@ -247,19 +247,25 @@ static void cursor_free(struct cursor *c)
 
 /* Takes over st (closing it on failure) to read shard from tar position pos,
  * its ordinal-th sample. */
+/* A stream (stdin, a FIFO, a character device) may carry several shards
+ * back to back, and so does a RecordIO channel (one shard a record). */
+static int is_stream(const sk_reader *r, const char *url)
+{
+    struct stat sb;
+    return r->o.recordio || !strcmp(url, "-") ||
+           (!sk_reader_is_remote(url) && stat(url, &sb) == 0 && !S_ISREG(sb.st_mode));
+}
+
 static void cursor_begin(struct cursor *c, sk_reader_stream *st, size_t shard, const char *url,
-                         uint64_t pos, uint64_t ordinal)
+                         uint64_t pos, uint64_t ordinal, int stream)
 {
     cursor_end(c);
     c->st = st;
     c->shard = shard;
     c->url = url;
     sk_tar_src src = {.ctx = c, .read_at = cur_read_at, .size = UINT64_MAX, .name = url};
-    /* a stream (stdin, a FIFO, a character device) may carry several
-     * shards back to back: read them all, as GNU tar --ignore-zeros does */
-    struct stat sb;
-    int stream = !strcmp(url, "-") || (!sk_reader_is_remote(url) && stat(url, &sb) == 0 &&
-                                        !S_ISREG(sb.st_mode));
+    /* a stream's shards back to back are all read, as GNU tar
+     * --ignore-zeros does */
     sk_tar_reader_init(&c->tr, &src, stream ? SK_TAR_IGNORE_ZEROS : 0);
     c->tr.pos = pos;
     c->tr_init = 1;
@@ -438,7 +444,8 @@ static int locate(sk_reader *r, size_t s, uint64_t k, struct start *out, sk_erro
     char buf[4096];
     const char *ip = index_path(r, s, buf, sizeof buf);
     sk_index *ix = NULL;
-    if (sk_reader_is_remote(ip) || access(ip, R_OK) != 0) {
+    /* RecordIO: an index's offsets are not offsets of the stored bytes */
+    if (r->o.recordio || sk_reader_is_remote(ip) || access(ip, R_OK) != 0) {
         out->skip = k;
         return SK_OK;
     }
@@ -499,6 +506,8 @@ static int open_stream(sk_reader *r, size_t s, const struct start *at, sk_reader
         .tar_base = at->tar,
         .zstd = is_zstd_name(r->sh[s].url),
         .filtered = is_filtered_name(r->sh[s].url),
+        .recordio = r->o.recordio,
+        .sniff = is_stream(r, r->sh[s].url), /* no name to go by */
         .buffer_size = r->o.buffer_size,
         .max_window = r->o.max_sample + 2 * SK_TAR_HEADER_MAX,
         .s3 = r->s3,
@@ -516,7 +525,7 @@ static int cursor_at(sk_reader *r, struct cursor *c, size_t s, uint64_t k,
     if (!given) SK_GUARD(locate(r, s, k, &at, err));
     sk_reader_stream *st = given;
     if (!st) SK_GUARD(open_stream(r, s, &at, &st, err));
-    cursor_begin(c, st, s, r->sh[s].url, at.tar, k - at.skip);
+    cursor_begin(c, st, s, r->sh[s].url, at.tar, k - at.skip, is_stream(r, r->sh[s].url));
     if (at.at_end) {
         c->done = 1;
         c->ordinal = k;
@@ -549,7 +558,7 @@ static int count_samples(sk_reader *r, size_t s, uint64_t *n, sk_error *err)
     }
     char buf[4096];
     const char *ip = index_path(r, s, buf, sizeof buf);
-    if (!sk_reader_is_remote(ip) && access(ip, R_OK) == 0) {
+    if (!r->o.recordio && !sk_reader_is_remote(ip) && access(ip, R_OK) == 0) {
         sk_index *ix;
         SK_GUARD(sk_index_open(&ix, ip, SK_INDEX_TRUST_BODY, err));
         *n = sk_index_sample_count(ix);
@@ -670,7 +679,8 @@ static int advance(sk_reader *r, sk_error *err)
     sk_reader_stream *st = r->ahead[0];
     memmove(r->ahead, r->ahead + 1, (r->nahead - 1) * sizeof *r->ahead);
     r->nahead--;
-    cursor_begin(&r->cur, st, r->order[r->pos], r->sh[r->order[r->pos]].url, 0, 0);
+    cursor_begin(&r->cur, st, r->order[r->pos], r->sh[r->order[r->pos]].url, 0, 0,
+                 is_stream(r, r->sh[r->order[r->pos]].url));
     size_t q = r->pos + 1 + r->nahead;
     struct start zero = {0};
     if (q < r->norder && r->nahead < (size_t)r->o.prefetch)
@@ -692,7 +702,8 @@ static int check_size(sk_reader *r, size_t s, sk_error *err)
 {
     struct stat sb;
     struct shard_ent *sh = &r->sh[s];
-    if (sk_reader_is_remote(sh->url) || stat(sh->url, &sb) || !S_ISREG(sb.st_mode)) return SK_OK;
+    if (r->o.recordio || sk_reader_is_remote(sh->url) || stat(sh->url, &sb) || !S_ISREG(sb.st_mode))
+        return SK_OK;
     SK_FAIL_IF(sh->bytes && (uint64_t)sb.st_size != sh->bytes, err, SK_E_CORRUPT,
                "%s: %llu bytes, its manifest says %llu: the shard is truncated or not the one the "
                "manifest lists", sh->url, (unsigned long long)sb.st_size, (unsigned long long)sh->bytes);

@@ -15,6 +15,7 @@
  * the ring goes away with the stream at the end of the shard.
  */
 #include "format/format.h"
+#include "format/shard_stream.h"
 #include "reader/reader_io.h"
 
 #include <dirent.h>
@@ -337,6 +338,87 @@ static int src_open(src *s, const sk_reader_stream_opts *o, int *cache_state, sk
     return file_open(s, o->url, o->raw_offset, err);
 }
 
+/* A source over another: RecordIO records unwrapped (format/recordio.c). */
+struct rio_src {
+    src in;
+    sk_recordio r;
+};
+
+static int rio_read(void *ctx, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct rio_src *w = ctx;
+    return sk_recordio_read(&w->r, w->in.read, w->in.ctx, buf, n, got, err);
+}
+
+static void rio_close(void *ctx)
+{
+    struct rio_src *w = ctx;
+    w->in.close(w->in.ctx);
+    free(w);
+}
+
+static int wrap_recordio(src *s, const char *url, sk_error *err)
+{
+    struct rio_src *w = calloc(1, sizeof *w);
+    SK_FAIL_IF(!w, err, SK_E_NOMEM, "out of memory");
+    w->in = *s;
+    sk_recordio_init(&w->r, url);
+    *s = (src){w, rio_read, rio_close};
+    return SK_OK;
+}
+
+/* A source whose first bytes were read to tell its kind, handed out again
+ * before the rest. */
+struct peek_src {
+    src in;
+    unsigned char head[8];
+    size_t len, off;
+};
+
+static int peek_read(void *ctx, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct peek_src *p = ctx;
+    if (p->off < p->len) {
+        size_t k = p->len - p->off < n ? p->len - p->off : n;
+        memcpy(buf, p->head + p->off, k);
+        p->off += k;
+        *got = k;
+        return SK_OK;
+    }
+    return p->in.read(p->in.ctx, buf, n, got, err);
+}
+
+static void peek_close(void *ctx)
+{
+    struct peek_src *p = ctx;
+    p->in.close(p->in.ctx);
+    free(p);
+}
+
+/* Reads the first bytes of a stream to choose zstd, a libarchive filter
+ * (gzip: SageMaker's CompressionType=Gzip) or plain tar. */
+static int sniff(src *s, const char *url, int recordio, int *zstd, int *filtered, sk_error *err)
+{
+    struct peek_src *p = calloc(1, sizeof *p);
+    SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
+    p->in = *s;
+    *s = (src){p, peek_read, peek_close};
+    while (p->len < sizeof p->head) {
+        size_t k = 0;
+        SK_GUARD(p->in.read(p->in.ctx, p->head + p->len, sizeof p->head - p->len, &k, err));
+        if (!k) break;
+        p->len += k;
+    }
+    /* the RecordIO magic (ce d7 23 0a, little-endian) can start no tar */
+    SK_FAIL_IF(!recordio && p->len >= 4 && sk_get_le32(p->head) == 0xced7230au, err, SK_E_INPUT,
+               "%s: starts with the RecordIO magic: a RecordIO-wrapped channel is read with "
+               "--recordio (sk_reader_options.recordio)", url);
+    sk_stream_kind kind = sk_stream_detect(p->head, p->len);
+    *zstd = kind == SK_STREAM_ZSTD;
+    *filtered = kind == SK_STREAM_ARCHIVE;
+    return SK_OK;
+}
+
 /* -------------------------------------------------------------------- ring */
 
 static size_t page_round(size_t n)
@@ -449,6 +531,8 @@ static void *producer(void *arg)
     sk_error err = SK_ERROR_INIT;
     int cache_state;
     int rc = src_open(&st->s, &st->o, &cache_state, &err);
+    if (!rc && st->o.recordio) rc = wrap_recordio(&st->s, st->url, &err);
+    if (!rc && st->o.sniff) rc = sniff(&st->s, st->url, st->o.recordio, &st->o.zstd, &st->o.filtered, &err);
     if (!rc && st->o.zstd) {
         rc = sk_zdec_init(&st->zd, st->url, st->o.raw_offset, &err);
         st->zstd = !rc;

@@ -27,6 +27,10 @@ typedef struct sk_reader_stream_opts {
                             always from the start (raw_offset 0) */
     size_t buffer_size;  /* initial ring bytes */
     size_t max_window;   /* largest window a consumer may ask for */
+    int recordio;        /* the stored bytes are RecordIO records (SageMaker's
+                            RecordWrapperType=RecordIO): unwrapped first */
+    int sniff;           /* a stream: gzip/bzip2/xz or zstd told by its first
+                            bytes (after unwrapping), not by its name */
     sk_s3 *s3;             /* client for s3:// sources */
     const char *cache_dir; /* remote sources: cache here */
     uint64_t cache_size;

@@ -128,8 +128,7 @@ WARN_FN = _c.CFUNCTYPE(None, _c.c_void_p, _c.c_char_p)
 
 
 class ReaderOptions(_c.Structure):
-    # sk_reader_options up to s3_endpoint; struct_size tells the library
-    # the fields after it (s3) are absent, so it takes their defaults.
+    # sk_reader_options; s3 (the caller's client) is left NULL.
     _fields_ = [
         ("struct_size", _c.c_size_t),
         ("rank", _c.c_int), ("world_size", _c.c_int),
@@ -143,6 +142,7 @@ class ReaderOptions(_c.Structure):
         ("cache_dir", _c.c_char_p), ("cache_size", _c.c_uint64),
         ("warn", WARN_FN), ("warn_ctx", _c.c_void_p),
         ("s3_endpoint", _c.c_char_p),
+        ("s3", _c.c_void_p), ("recordio", _c.c_int),
     ]
 
 

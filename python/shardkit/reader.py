@@ -25,7 +25,9 @@ class Reader:
     or an s3:// URL of any of these; one or a list.  The options mirror
     sk_reader_options; None for rank / world_size / worker / num_workers
     means the environment ($RANK, $WORLD_SIZE, $WORKER, $NUM_WORKERS, else
-    0 / 1).  Failures raise shardkit.Error subclasses."""
+    0 / 1).  recordio: every URL is RecordIO records, one shard each (a
+    SageMaker Pipe channel with RecordWrapperType=RecordIO; docs/sagemaker.md).
+    Failures raise shardkit.Error subclasses."""
 
     def __init__(self, urls: Union[PathOrUrl, Sequence[PathOrUrl]], rank: Optional[int] = None,
                  world_size: Optional[int] = None, worker: Optional[int] = None,
@@ -34,7 +36,7 @@ class Reader:
                  buffer_size: int = 4 << 20, max_sample: int = 1 << 30,
                  skip_errors: bool = False, cache_dir: Optional[PathOrUrl] = None,
                  cache_size: int = 0, s3_endpoint: Optional[str] = None,
-                 lib: Optional[str] = None) -> None:
+                 recordio: bool = False, lib: Optional[str] = None) -> None:
         self._h: Optional[ctypes.c_void_p] = None
         self._lib = _lib.load_library(lib)
         if isinstance(urls, (str, bytes, os.PathLike)):
@@ -58,6 +60,7 @@ class Reader:
         o.cache_size = int(cache_size)
         self._endpoint = s3_endpoint.encode() if s3_endpoint else None
         o.s3_endpoint = self._endpoint
+        o.recordio = 1 if recordio else 0
         enc = [os.fsencode(u) for u in urls]
         arr = (_c.c_char_p * len(enc))(*enc)
         err = _lib._Error()
