@@ -6,7 +6,9 @@
 # and count, with --start/--mtime, with zstd, and with members over the
 # 4 MiB slot and 8 MiB frame sizes; GNU tar, Python's tarfile and the
 # shardkit reader read the output back to the files; hostile keys and
-# extensions, a repeated key and calls after finish are refused by name.
+# extensions, a repeated key and calls after finish are refused by name; a
+# write that fails (file size limit) leaves complete shards only, no
+# temporary file and no manifest.
 . "$(dirname "$0")/lib.sh"
 need cmp tar python3 zstd
 W=$SK_TOOLS/sample_write
@@ -83,4 +85,12 @@ assert_contains "$OUT" "sample added after the writer finished"
 check_shards "$T/h"
 python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); assert m["totals"]["samples"] == 1, m' \
     "$T/h/manifest.json" || die "the refused samples reached the manifest"
+step "the output runs out of space (ulimit -f): the shard being written goes, the others stay"
+run bash -c 'trap "" XFSZ; ulimit -f 100; exec "$@"' sh "$W" --max-count 3 7 40 "$T/full/s-%03d.tar"
+[ "$RC" -eq 1 ] || die "expected exit 1, got $RC"
+assert_contains "$ERR" "$T/full/.s-"
+assert_contains "$ERR" "File too large"
+check_shards "$T/full"
+[ "$SHARDS" -ge 1 ] || die "no complete shard kept"
+[ ! -e "$T/full/manifest.json" ] || die "a manifest was written for a failed run"
 echo "writer = pack, byte for byte; hostile names refused"
