@@ -1,5 +1,6 @@
-"""dataset.py - a PyTorch IterableDataset over shardkit shards, through the
-ctypes binding in samples/python/shardkit.py.
+"""dataset.py - ShardDataset, the PyTorch IterableDataset over shardkit
+shards, now shardkit.torch.IterableDataset of the package (python/shardkit,
+docs/python.md); kept under its old name for train.py and older scripts.
 
 Shards are split by node (rank, world_size: torch.distributed when it is
 initialised, else $RANK / $WORLD_SIZE) and by DataLoader worker
@@ -14,49 +15,11 @@ before each epoch, as with DistributedSampler, to get that epoch's shuffle.
 import os
 import sys
 
-import torch
-from torch.utils.data import IterableDataset, get_worker_info
+try:
+    import shardkit.torch as _skt
+except ImportError:  # not installed: the source tree's copy
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "python"))
+    import shardkit.torch as _skt
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-import shardkit  # noqa: E402
-
-
-def _dist():
-    """(rank, world_size): torch.distributed's when running, else None."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    return None, None
-
-
-class ShardDataset(IterableDataset):
-    """urls: shards, brace patterns, a manifest or a directory (a string or
-    a list).  decode: a function from the sample dict to what the loader
-    should yield (default: the dict).  Other keyword arguments go to
-    shardkit.Reader (shuffle_shards, shuffle_buffer, seed, prefetch,
-    buffer_size, cache_dir, ...)."""
-
-    def __init__(self, urls, decode=None, rank=None, world_size=None, **reader_args):
-        super().__init__()
-        self.urls = [urls] if isinstance(urls, str) else list(urls)
-        self.decode = decode
-        self.rank, self.world_size = rank, world_size
-        self.reader_args = reader_args
-        self.epoch = reader_args.pop("epoch", 0)
-
-    def set_epoch(self, epoch):
-        self.epoch = epoch
-
-    def __iter__(self):
-        info = get_worker_info()
-        worker, num_workers = (info.id, info.num_workers) if info else (0, 1)
-        rank, world = self.rank, self.world_size
-        if rank is None or world is None:
-            drank, dworld = _dist()
-            rank = rank if rank is not None else drank
-            world = world if world is not None else dworld
-        # None lets the library take $RANK / $WORLD_SIZE (or 0 / 1).
-        with shardkit.Reader(self.urls, rank=rank, world_size=world, worker=worker,
-                             num_workers=num_workers, epoch=self.epoch,
-                             **self.reader_args) as r:
-            for sample in r:
-                yield self.decode(sample) if self.decode else sample
+ShardDataset = _skt.IterableDataset

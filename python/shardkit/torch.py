@@ -1,0 +1,208 @@
+"""torch.py - PyTorch datasets over shardkit (the only module that imports
+torch, so the package works without it).
+
+IterableDataset: streams a shard list through shardkit.Reader.  Shards are
+split by rank (explicit, else torch.distributed when initialised, else
+$RANK / $WORLD_SIZE) and by DataLoader worker (get_worker_info()), so every
+sample of an epoch is read exactly once across all ranks and workers;
+set_epoch(e) before each epoch gives that epoch's shuffle.  For resume,
+each sample carries its reader's state ("__state__"); iterate the
+DataLoader through ds.track(loader), which takes those states off the
+batches and keeps the newest per reader, so ds.state_dict() is exactly
+where consumption stopped, whatever the workers had prefetched.  A batch
+counts as consumed once the loop has it.
+
+MapDataset: shardkit.Dataset (random access through the indexes) as a
+map-style torch Dataset, for any sampler (DistributedSampler included).
+
+    ds = shardkit.torch.IterableDataset("data/manifest.json", shuffle_buffer=1000, seed=0)
+    loader = DataLoader(ds, batch_size=64, num_workers=4)
+    for epoch in range(start_epoch, epochs):
+        ds.set_epoch(epoch)
+        for batch in ds.track(loader):
+            ...
+            if step % 1000 == 0:
+                torch.save({"data": ds.state_dict(), ...}, path)
+    # after a restart: ds.load_state_dict(saved["data"]) before iterating
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.utils.data as tud
+
+from . import _lib
+from .dataset import Dataset as _Dataset
+from .reader import Reader, state_info
+
+__all__ = ["IterableDataset", "MapDataset", "dist_info"]
+
+STATE_KEY = "__state__"
+
+
+def dist_info(rank: Optional[int] = None,
+              world_size: Optional[int] = None) -> Tuple[Optional[int], Optional[int]]:
+    """(rank, world_size): the arguments when given, else torch.distributed's
+    when it is initialised, else None (the library then reads $RANK and
+    $WORLD_SIZE, else 0 / 1)."""
+    if rank is not None and world_size is not None:
+        return rank, world_size
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        r, w = torch.distributed.get_rank(), torch.distributed.get_world_size()
+        return (rank if rank is not None else r, world_size if world_size is not None else w)
+    return rank, world_size
+
+
+class IterableDataset(tud.IterableDataset):
+    """urls: shards, brace patterns, a manifest or a directory, local or
+    s3:// (one or a list).  decode: a function from the sample dict to what
+    the loader should yield (default: the dict); to resume, keep
+    "__state__" in what it returns (a dict) or pass resumable=False.
+    rank / world_size: None means torch.distributed, else the environment.
+    Other keyword arguments go to shardkit.Reader (shuffle_shards,
+    shuffle_buffer, seed, prefetch, buffer_size, cache_dir, s3_endpoint, ...).
+
+    With fewer shards than ranks x workers, the last readers get no shard
+    and yield nothing: have at least that many shards."""
+
+    def __init__(self, urls: Union[str, Sequence[str]],
+                 decode: Optional[Callable[[Dict[str, Any]], Any]] = None,
+                 rank: Optional[int] = None, world_size: Optional[int] = None,
+                 resumable: bool = True, **reader_args: Any) -> None:
+        super().__init__()
+        self.urls = [os.fspath(urls)] if isinstance(urls, (str, os.PathLike)) else list(urls)
+        self.decode = decode
+        self.rank, self.world_size = rank, world_size
+        self.resumable = resumable
+        self.epoch = int(reader_args.pop("epoch", 0))
+        for k in ("worker", "num_workers"):
+            if k in reader_args:
+                raise _lib.UsageError(_lib.SK_E_USAGE, "%s comes from the DataLoader, not an "
+                                      "argument" % k)
+        self.reader_args = reader_args
+        self._resume: Dict[int, bytes] = {}   # slot -> state, for this epoch
+        self._seen: Dict[int, bytes] = {}     # slot -> newest state consumed
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch the next iteration reads (its shard and sample
+        shuffle).  A saved position of another epoch is dropped."""
+        epoch = int(epoch)
+        if epoch != self.epoch:
+            self._resume, self._seen = {}, {}
+        self.epoch = epoch
+
+    # ------------------------------------------------------------- workers
+
+    def _slot(self) -> Tuple[Optional[int], Optional[int], int, int]:
+        info = tud.get_worker_info()
+        worker, num_workers = (info.id, info.num_workers) if info else (0, 1)
+        rank, world = dist_info(self.rank, self.world_size)
+        return rank, world, worker, num_workers
+
+    def __iter__(self) -> Iterator[Any]:
+        rank, world, worker, num_workers = self._slot()
+        with Reader(self.urls, rank=rank, world_size=world, worker=worker,
+                    num_workers=num_workers, epoch=self.epoch, **self.reader_args) as r:
+            if self._resume:
+                # a reader's state names its slot (rank x num_workers +
+                # worker, as the library resolved rank from the environment)
+                st = self._resume.get(state_info(r.state())["slot"])
+                if st is not None and state_info(st)["epoch"] == self.epoch:
+                    r.restore(st)
+            for sample in r:
+                if self.resumable:
+                    sample[STATE_KEY] = r.state()
+                yield self.decode(sample) if self.decode else sample
+
+    # ---------------------------------------------------- main process side
+
+    def track(self, loader: Iterable[Any]) -> Iterator[Any]:
+        """Iterates loader (a DataLoader over this dataset), taking each
+        batch's "__state__" off it and keeping the newest state of every
+        reader, so state_dict() is where consumption stands: a batch counts
+        as consumed once the loop has it.  At the end of the epoch the
+        position says so (restored, the epoch yields nothing more), and a
+        resumed position is used up: iterating again reads the epoch anew."""
+        self._seen = dict(self._resume)
+        for batch in loader:
+            for st in _pop_states(batch):
+                self._seen[state_info(st)["slot"]] = st
+            yield batch
+        self._resume = {}
+
+    def state_dict(self) -> Dict[str, Any]:
+        """Where this rank's consumption stands: the epoch and, per reader
+        (slot = rank x num_workers + worker), its state after the last
+        sample consumed from it.  Plain data: torch.save it."""
+        return {"epoch": self.epoch, "states": {int(k): bytes(v) for k, v in self._seen.items()}}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Continues from state_dict(): the next iteration reads the rest
+        of that epoch, each reader from just after its last consumed
+        sample (a reader with no saved state starts at its beginning).  The
+        DataLoader must have the same num_workers, and the dataset the same
+        urls, rank, world size and shuffle options (else MismatchError in
+        the workers)."""
+        self.epoch = int(state["epoch"])
+        self._resume = {int(k): bytes(v) for k, v in state["states"].items()}
+        self._seen = dict(self._resume)
+
+
+def _pop_states(batch: Any) -> list:
+    """The reader states in a batch (a sample dict, a collated dict, or a
+    list of samples), removed from it."""
+    if isinstance(batch, dict):
+        st = batch.pop(STATE_KEY, None)
+        if st is None:
+            return []
+        return [st] if isinstance(st, (bytes, bytearray)) else list(st)
+    if isinstance(batch, (list, tuple)):
+        out: list = []
+        for x in batch:
+            if isinstance(x, dict):
+                out.extend(_pop_states(x))
+        return out
+    return []
+
+
+class MapDataset(tud.Dataset):
+    """shardkit.Dataset as a map-style torch Dataset: len() and [i] by
+    global ordinal, so DistributedSampler, RandomSampler and batch
+    samplers work as with any map-style dataset.  transform maps the sample
+    dict to what the loader yields.  Each DataLoader worker process opens
+    the dataset for itself (a forked handle is never shared)."""
+
+    def __init__(self, url: str, transform: Optional[Callable[[Dict[str, Any]], Any]] = None,
+                 trust_index: bool = False, s3_endpoint: Optional[str] = None) -> None:
+        super().__init__()
+        self.url = os.fspath(url)
+        self.transform = transform
+        self._args = {"trust_index": trust_index, "s3_endpoint": s3_endpoint}
+        self._ds: Optional[_Dataset] = None
+        self._pid = -1
+        self._len = len(self._dataset())
+
+    def _dataset(self) -> _Dataset:
+        if self._ds is None or self._pid != os.getpid():
+            self._ds = _Dataset(self.url, **self._args)
+            self._pid = os.getpid()
+        return self._ds
+
+    def __getstate__(self) -> Dict[str, Any]:
+        d = dict(self.__dict__)
+        d["_ds"], d["_pid"] = None, -1
+        return d
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, i: int) -> Any:
+        s = self._dataset()[int(i)]
+        return self.transform(s) if self.transform else s
+
+    def get(self, key: str) -> Any:
+        """The sample with this key, transformed."""
+        s = self._dataset().get(key)
+        return self.transform(s) if self.transform else s
