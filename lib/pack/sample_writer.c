@@ -122,6 +122,13 @@ int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in
         sk_sample_writer_close(w);
         return rc;
     }
+    size_t pl = strlen(w->pattern);
+    if (w->o.compress_level && (pl < 4 || strcmp(w->pattern + pl - 4, ".zst")) && w->o.warn) {
+        char msg[SK_ERROR_MAX];
+        snprintf(msg, sizeof msg, "%s: compress_level writes zstd data, but the shard names do "
+                 "not end in .zst (readers tell the format by the name)", w->pattern);
+        w->o.warn(w->o.ctx, msg);
+    }
     clock_gettime(CLOCK_MONOTONIC, &w->t0);
     w->last_progress = w->t0;
     *out = w;

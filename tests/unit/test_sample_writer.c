@@ -6,7 +6,8 @@
  * refused with the name in the message and leave the writer usable; calls
  * after finish, a second writer on the same directory, pack-only options
  * and a failed write (sticky) are errors; close before finish publishes no
- * manifest and leaves no temporary file. */
+ * manifest and leaves no temporary file; a sample of 150 members (some
+ * over the writer's 1 MiB piece), compressed, reads back unchanged. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -280,6 +281,78 @@ static void test_options_and_sticky_failure(void **state)
     sk_sample_writer_close(NULL);
 }
 
+
+static int progress_calls;
+static void on_progress(void *ctx, const sk_pack_stats *st)
+{
+    (void)ctx;
+    progress_calls++;
+    assert_true(st->samples <= 3);
+}
+
+/* Many members (more than one writev gathers) and members over the 1 MiB
+ * piece size, read back through the reader: the same bytes, in extension
+ * order; progress is reported at the end. */
+static void test_many_members_read_back(void **state)
+{
+    (void)state;
+    sk_pack_options o;
+    sk_pack_options_init(&o);
+    char zpattern[420];
+    snprintf(zpattern, sizeof zpattern, "%s.zst", pattern);
+    o.pattern = zpattern;
+    o.compress_level = 3;
+    o.progress = on_progress;
+    sk_sample_writer *w = NULL;
+    sk_error err = SK_ERROR_INIT;
+    assert_sk_ok(sk_sample_writer_open(&w, &o, &err), err);
+    enum { N = 150 };
+    static char exts[N][8];
+    static sk_sample_member m[N];
+    unsigned char *big = malloc(3u << 20);
+    assert_non_null(big);
+    for (size_t i = 0; i < 3u << 20; i++) big[i] = (unsigned char)(i * 2654435761u >> 13);
+    for (int i = 0; i < N; i++) {
+        snprintf(exts[i], sizeof exts[i], "e%03d", N - 1 - i); /* given in reverse order */
+        m[i] = (sk_sample_member){exts[i], 0, big + i * 7, (uint64_t)(i % 3 == 0 ? 0 : i * 31)};
+    }
+    m[10].size = (2u << 20) + 5; /* e139: spans pieces */
+    progress_calls = 0;
+    assert_sk_ok(sk_sample_writer_add(w, "many", 0, m, N, &err), err);
+    assert_sk_ok(sk_sample_writer_add(w, "one", 0, m + 10, 1, &err), err);
+    assert_sk_ok(sk_sample_writer_finish(w, NULL, &err), err);
+    sk_sample_writer_close(w);
+    assert_true(progress_calls >= 1);
+
+    char url[600];
+    snprintf(url, sizeof url, "%s/out/manifest.json", dir);
+    const char *urls[1] = {url};
+    sk_reader *r;
+    assert_sk_ok(sk_reader_open(&r, urls, 1, NULL, &err), err);
+    const sk_reader_sample *s;
+    assert_sk_ok(sk_reader_next(r, &s, &err), err);
+    assert_non_null(s);
+    assert_string_equal(s->key, "many");
+    assert_int_equal(s->nmembers, N);
+    for (int k = 0; k < N; k++) {
+        const sk_sample_member *src = &m[N - 1 - k]; /* e000 is the last given */
+        char want[8];
+        snprintf(want, sizeof want, "e%03d", k);
+        assert_string_equal(s->members[k].ext, want);
+        assert_int_equal(s->members[k].size, src->size);
+        assert_memory_equal(s->members[k].data, src->data, src->size);
+    }
+    assert_sk_ok(sk_reader_next(r, &s, &err), err);
+    assert_non_null(s);
+    assert_string_equal(s->key, "one");
+    assert_int_equal(s->members[0].size, (2u << 20) + 5);
+    assert_memory_equal(s->members[0].data, m[10].data, m[10].size);
+    assert_sk_ok(sk_reader_next(r, &s, &err), err);
+    assert_null(s);
+    sk_reader_close(r);
+    free(big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -288,6 +361,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refusals_leave_writer_usable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_and_close_before_finish, setup, teardown),
         cmocka_unit_test_setup_teardown(test_options_and_sticky_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_members_read_back, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
