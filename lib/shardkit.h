@@ -89,7 +89,14 @@ SK_API uint32_t sk_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b
  * basename holds no key (no dot, a leading dot, or nothing after the dot).
  * Extensions compare lowercased: see sk_ext_cmp. */
 SK_API int sk_sample_split(const char *path, size_t n, size_t *key_len, size_t *ext_off);
-/* Compares two extensions bytewise after ASCII lowercasing; <0, 0 or >0. */
+/* Lowercases an extension as WebDataset does (Python's str.lower() of the
+ * name tarfile decoded): valid UTF-8 by Unicode's full lowercase mapping,
+ * bytes that are not valid UTF-8 kept as they are.  Writes the result to
+ * out, which must hold SK_EXT_LOWER_MAX(n) bytes (a lowercase character
+ * can be longer: "İ" -> "i̇"), and returns its length; no NUL is added. */
+#define SK_EXT_LOWER_MAX(n) ((n) + (n) / 2 + 1)
+SK_API size_t sk_ext_lower(const char *in, size_t n, char *out);
+/* Compares two extensions bytewise after sk_ext_lower; <0, 0 or >0. */
 SK_API int sk_ext_cmp(const char *a, size_t an, const char *b, size_t bn);
 
 /* ------------------------------------------------------------------ index */

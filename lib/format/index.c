@@ -135,8 +135,8 @@ int sk_index_add_sample_members(sk_index_builder *b, const char *key, size_t key
                                 uint64_t stored_span, const sk_index_member_in *m, size_t n,
                                 sk_error *err)
 {
-    size_t strings = key_len + 1;
-    for (size_t i = 0; i < n; i++) strings += m[i].ext_len + 1;
+    size_t strings = key_len + 1; /* at most: a lowercase extension may be longer */
+    for (size_t i = 0; i < n; i++) strings += SK_EXT_LOWER_MAX(m[i].ext_len) + 1;
     SK_FAIL_IF(b->nsamples >= UINT32_MAX, err, SK_E_INPUT, "more than 2^32 samples in one shard");
     SK_FAIL_IF(b->nstrings + strings > UINT32_MAX, err, SK_E_INPUT, "index string pool over 4 GiB");
     SK_GUARD(sk_grow((void **)&b->samples, &b->cap_samples, (b->nsamples + 1) * IDX_SAMPLE, 1, err));
@@ -165,17 +165,21 @@ int sk_index_add_sample_members(sk_index_builder *b, const char *key, size_t key
         sk_put_le64(r + 8, mi.size);
         sk_put_le32(r + 16, mi.crc32c);
         sk_put_le32(r + 20, (uint32_t)(str - b->strings));
-        sk_put_le32(r + 24, (uint32_t)mi.ext_len);
         sk_put_le32(r + 28, mi.header_len);
+        unsigned high = 0;
         for (size_t k = 0; k < mi.ext_len; k++) {
             unsigned char c = (unsigned char)mi.ext[k];
+            high |= c;
             str[k] = c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
         }
-        str[mi.ext_len] = 0;
-        str += mi.ext_len + 1;
+        size_t el = mi.ext_len;
+        if (high & 0x80) el = sk_ext_lower(mi.ext, mi.ext_len, (char *)str); /* as Python's lower() */
+        sk_put_le32(r + 24, (uint32_t)el);
+        str[el] = 0;
+        str += el + 1;
     }
     b->nmembers += n;
-    b->nstrings += strings;
+    b->nstrings = (size_t)(str - b->strings);
     return SK_OK;
 }
 

@@ -110,10 +110,10 @@ int sk_pack_index_member(sk_shard_out *out, sk_manifest *exts, const char *e, si
                          uint64_t data_offset, uint64_t size, uint32_t header_len, uint32_t crc,
                          sk_error *err)
 {
-    char ext[SK_TAR_NAME_MAX + 1];
+    char ext[SK_EXT_LOWER_MAX(SK_TAR_NAME_MAX)];
     SK_FAIL_IF(el > SK_TAR_NAME_MAX, err, SK_E_INPUT, "extension longer than %d bytes",
                SK_TAR_NAME_MAX);
-    for (size_t j = 0; j < el; j++) ext[j] = e[j] >= 'A' && e[j] <= 'Z' ? (char)(e[j] + 32) : e[j];
+    el = sk_ext_lower(e, el, ext); /* as WebDataset's str.lower() */
     SK_GUARD(sk_index_add_member(out->index, ext, el, data_offset, size, header_len, crc, err));
     return sk_manifest_count_ext(exts, ext, el, 1, err);
 }

@@ -470,9 +470,14 @@ static int emit(rs *r, const struct sview *v, sk_error *err)
         SK_GUARD(sk_index_add_sample(r->out.index, v->key, v->klen, off, v->len, off, v->len, err));
         for (size_t i = 0; i < v->nm; i++) {
             const struct memb *m = &v->m[i];
-            SK_GUARD(sk_index_add_member(r->out.index, v->exts + m->ext_off, m->ext_len,
-                                         off + m->data_off, m->size, m->hlen, m->crc, err));
-            SK_GUARD(sk_manifest_count_ext(r->man, v->exts + m->ext_off, m->ext_len, 1, err));
+            /* the pool's lowercase is ASCII's; the index's is Python's */
+            char low[SK_EXT_LOWER_MAX(SK_TAR_NAME_MAX + 64)];
+            SK_FAIL_IF(m->ext_len > SK_TAR_NAME_MAX + 64, err, SK_E_INPUT, "'%.*s': name too long",
+                       (int)v->klen, v->key);
+            size_t el = sk_ext_lower(v->exts + m->ext_off, m->ext_len, low);
+            SK_GUARD(sk_index_add_member(r->out.index, low, el, off + m->data_off, m->size,
+                                         m->hlen, m->crc, err));
+            SK_GUARD(sk_manifest_count_ext(r->man, low, el, 1, err));
         }
     }
     struct iovec iov = {(void *)v->img, v->len};

@@ -274,15 +274,17 @@ static void cursor_begin(struct cursor *c, sk_reader_stream *st, size_t shard, c
     c->ordinal = ordinal;
 }
 
+/* Adds s to the sample's names (lower: as an extension, lowercased as
+ * WebDataset does); *len is what was added, without its NUL. */
 static int names_add(struct cursor *c, const char *s, size_t n, int lower, size_t *off,
-                     sk_error *err)
+                     size_t *len, sk_error *err)
 {
-    SK_GUARD(sk_grow((void **)&c->names, &c->names_cap, c->names_len + n + 1, 1, err));
+    size_t room = lower ? SK_EXT_LOWER_MAX(n) : n;
+    SK_GUARD(sk_grow((void **)&c->names, &c->names_cap, c->names_len + room + 1, 1, err));
     *off = c->names_len;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        c->names[c->names_len + i] = lower && ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
-    }
+    if (lower) n = sk_ext_lower(s, n, c->names + c->names_len);
+    else memcpy(c->names + c->names_len, s, n);
+    if (len) *len = n;
     c->names[c->names_len + n] = 0;
     c->names_len += n + 1;
     return SK_OK;
@@ -311,8 +313,7 @@ static int add_member(struct cursor *c, const char *name, size_t ext_off, size_t
                (unsigned long long)size);
     SK_GUARD(sk_grow((void **)&c->m, &c->cap_m, c->nm + 1, sizeof *c->m, err));
     struct mem *m = &c->m[c->nm];
-    SK_GUARD(names_add(c, name + ext_off, name_len - ext_off, 1, &m->ext_off, err));
-    m->ext_len = name_len - ext_off;
+    SK_GUARD(names_add(c, name + ext_off, name_len - ext_off, 1, &m->ext_off, &m->ext_len, err));
     m->hdr = hdr;
     m->data = data;
     m->size = size;
@@ -358,12 +359,12 @@ static int cursor_next(struct cursor *c, int *got, sk_error *err)
         }
         sk_reader_stream_release(c->st, e.header_offset);
         size_t k;
-        SK_GUARD(names_add(c, e.name, kl, 0, &k, err));
+        SK_GUARD(names_add(c, e.name, kl, 0, &k, NULL, err));
         SK_GUARD(add_member(c, e.name, eo, e.name_len, e.header_offset, e.data_offset, e.size, err));
     } else {
         size_t k;
         SK_GUARD(sk_sample_split(c->pname, c->pname_len, &kl, &eo));
-        SK_GUARD(names_add(c, c->pname, kl, 0, &k, err));
+        SK_GUARD(names_add(c, c->pname, kl, 0, &k, NULL, err));
         c->has_pending = 0;
         SK_GUARD(add_member(c, c->pname, eo, c->pname_len, c->phdr, c->pdata, c->psize, err));
     }

@@ -209,9 +209,9 @@ static int add_entry(vstate *v, uint32_t shard, const sk_tar_entry *e, sk_error 
     }
     SK_GUARD(sk_grow((void **)&v->m, &v->cap_m, v->nm + 1, sizeof *v->m, err));
     struct vmember *m = &v->m[v->nm++];
-    char low[SK_TAR_NAME_MAX + 1];
-    for (size_t i = 0; i < el && i < SK_TAR_NAME_MAX; i++)
-        low[i] = ext[i] >= 'A' && ext[i] <= 'Z' ? (char)(ext[i] + 32) : ext[i];
+    char low[SK_EXT_LOWER_MAX(SK_TAR_NAME_MAX)];
+    if (el > SK_TAR_NAME_MAX) el = SK_TAR_NAME_MAX;
+    el = sk_ext_lower(ext, el, low);
     SK_GUARD(pool_add(v, low, el, &m->ext_off, err));
     m->ext_len = (uint32_t)el;
     m->data_offset = e->data_offset;
