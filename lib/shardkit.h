@@ -199,6 +199,9 @@ typedef struct sk_manifest {
     sk_manifest_ext *exts;
     size_t nexts;
     uint64_t samples, members, bytes; /* totals */
+    /* each shard's first and last key (NULL: none known); the library's,
+     * through its own calls (docs/format.md, "first_key") */
+    struct sk_key_range *key_ranges;
 } sk_manifest;
 
 SK_API sk_manifest *sk_manifest_new(void);
@@ -448,7 +451,10 @@ typedef struct sk_hit {
     uint64_t global_ordinal; /* across the dataset */
     sk_sample_ref sample;    /* within the shard; sample.key valid while open */
 } sk_hit;
-/* The sample with this key (shards searched in order, each O(log n)). */
+/* The sample with this key: with a manifest's key ranges (sorted
+ * datasets) only the shard whose range holds it, O(log shards + log n);
+ * otherwise shards searched in order, each O(log n).  SK_E_MISMATCH when
+ * the shard's index does not match its range in the manifest. */
 SK_API int sk_dataset_find(sk_dataset *ds, const char *key, size_t key_len, sk_hit *out, sk_error *err);
 /* The sample at a global ordinal (O(log shards) with a manifest). */
 SK_API int sk_dataset_at(sk_dataset *ds, uint64_t ordinal, sk_hit *out, sk_error *err);

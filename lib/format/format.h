@@ -38,6 +38,47 @@ int sk_index_add_sample_members(sk_index_builder *b, const char *key, size_t key
  * sorted by key (verify --deep); else SK_E_CORRUPT saying where. */
 int sk_index_check_order(const sk_index *ix, sk_error *err);
 
+/* index.c: the shard's smallest and largest key (the ends of the key
+ * order table, O(1)); pointers into the index.  SK_E_NOTFOUND when it
+ * holds no sample. */
+int sk_index_key_bounds(const sk_index *ix, const char **first, size_t *first_len,
+                        const char **last, size_t *last_len, sk_error *err);
+
+/* The smallest and largest key a builder holds so far (pointers into it,
+ * valid until its next add or write); 0 when it holds no sample. */
+int sk_index_builder_key_bounds(const sk_index_builder *b, const char **first,
+                                size_t *first_len, const char **last, size_t *last_len);
+
+/* The order of keys everywhere (index key order table, manifest key
+ * ranges, pack's catalog): bytewise, a prefix before the longer key. */
+static inline int sk_key_cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+    int d = memcmp(a, b, al < bl ? al : bl);
+    return d ? d : al < bl ? -1 : al > bl;
+}
+
+/* manifest.c: each shard's key range ("first_key", "last_key" in
+ * manifest.json; docs/format.md).  Writers set it for shard i (after
+ * sk_manifest_add_shard; keys copied); sk_manifest_write writes the ranges
+ * only when every shard with samples has one and they rise strictly from
+ * shard to shard (keys sorted within and across shards), so that their
+ * presence means a key's shard can be found by a binary search.  Parsing
+ * keeps what a manifest says, unchecked: a reader checks the order
+ * (sk_key_ranges_ordered) and each range against the shard's index. */
+int sk_manifest_set_key_range(sk_manifest *m, size_t i, const char *first, size_t first_len,
+                              const char *last, size_t last_len, sk_error *err);
+/* 1 with shard i's range, 0 when it has none. */
+int sk_manifest_key_range(const sk_manifest *m, size_t i, const char **first, size_t *first_len,
+                          const char **last, size_t *last_len);
+/* A range as a reader holds it (no range: first == NULL). */
+typedef struct sk_key_range {
+    char *first, *last;
+    size_t first_len, last_len;
+} sk_key_range;
+/* 1 when every range with samples[i] > 0 is set, first <= last, and each
+ * last is below the next set range's first; empty shards need none. */
+int sk_key_ranges_ordered(const sk_key_range *r, const uint64_t *samples, size_t n);
+
 /* manifest.c: the path or URL of a shard (or index) a manifest names:
  * relative URLs are under the manifest's directory; a local manifest may
  * also name absolute paths and URLs; a manifest read from s3:// only

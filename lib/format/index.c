@@ -202,6 +202,20 @@ void sk_index_builder_set_stored(sk_index_builder *b, uint64_t i, uint64_t store
     sk_put_le64(r + 24, stored_span);
 }
 
+int sk_index_builder_key_bounds(const sk_index_builder *b, const char **first,
+                                size_t *first_len, const char **last, size_t *last_len)
+{
+    if (!b->nsamples) return 0;
+    for (size_t i = 0; i < b->nsamples; i++) {
+        const unsigned char *r = b->samples + i * IDX_SAMPLE;
+        const char *k = (const char *)b->strings + sk_get_le32(r + 32);
+        size_t kl = sk_get_le32(r + 36);
+        if (!i || sk_key_cmp(k, kl, *first, *first_len) < 0) *first = k, *first_len = kl;
+        if (!i || sk_key_cmp(k, kl, *last, *last_len) > 0) *last = k, *last_len = kl;
+    }
+    return 1;
+}
+
 /* Sorting the key order table needs the builder's buffers; qsort_r keeps
  * this reentrant across threads that build several indexes at once. */
 static int key_order_cmp(const void *pa, const void *pb, void *ctx)
@@ -503,6 +517,25 @@ int sk_index_check_order(const sk_index *ix, sk_error *err)
     }
     free(seen);
     return rc;
+}
+
+int sk_index_key_bounds(const sk_index *ix, const char **first, size_t *first_len,
+                        const char **last, size_t *last_len, sk_error *err)
+{
+    /* the ends of the key order table: O(1), what sk_index_find's binary
+     * search treats as the smallest and largest key */
+    SK_FAIL_IF(!ix->nsamples, err, SK_E_NOTFOUND, "%s: no samples, so no keys", ix->path);
+    const char **out[2] = {first, last};
+    size_t *lens[2] = {first_len, last_len};
+    for (int e = 0; e < 2; e++) {
+        uint32_t o = sk_get_le32(ix->order + (e ? ix->nsamples - 1 : 0) * 4);
+        SK_FAIL_IF(o >= ix->nsamples, err, SK_E_CORRUPT, "%s: key order table corrupt", ix->path);
+        const unsigned char *r = ix->samples + (uint64_t)o * IDX_SAMPLE;
+        uint32_t kl = sk_get_le32(r + 36);
+        SK_GUARD(string_at(ix, sk_get_le32(r + 32), kl, out[e], err));
+        *lens[e] = kl;
+    }
+    return SK_OK;
 }
 
 int sk_index_find(const sk_index *ix, const char *key, size_t key_len, uint64_t *ordinal,

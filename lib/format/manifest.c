@@ -6,6 +6,7 @@
  * options give the same bytes.  JSON through jansson.
  */
 #include "core/internal.h"
+#include "format/format.h"
 
 #include <sys/uio.h>
 
@@ -32,6 +33,11 @@ void sk_manifest_free(sk_manifest *m)
         free(m->shards[i].index_url);
     }
     for (size_t i = 0; i < m->nexts; i++) free(m->exts[i].ext);
+    for (size_t i = 0; m->key_ranges && i < m->nshards; i++) {
+        free(m->key_ranges[i].first);
+        free(m->key_ranges[i].last);
+    }
+    free(m->key_ranges);
     free(m->shards);
     free(m->exts);
     free(m->tool);
@@ -41,7 +47,14 @@ void sk_manifest_free(sk_manifest *m)
 
 int sk_manifest_add_shard(sk_manifest *m, const sk_manifest_shard *s, sk_error *err)
 {
+    size_t old_cap = m->cap_shards;
     SK_GUARD(sk_grow((void **)&m->shards, &m->cap_shards, m->nshards + 1, sizeof *m->shards, err));
+    if (m->key_ranges && m->cap_shards != old_cap) { /* kept as long as shards */
+        sk_key_range *r = sk_xrealloc(m->key_ranges, m->cap_shards * sizeof *r, err);
+        if (!r) return SK_E_NOMEM;
+        memset(r + old_cap, 0, (m->cap_shards - old_cap) * sizeof *r);
+        m->key_ranges = r;
+    }
     sk_manifest_shard *d = &m->shards[m->nshards];
     *d = *s;
     d->url = strdup(s->url);
@@ -52,6 +65,77 @@ int sk_manifest_add_shard(sk_manifest *m, const sk_manifest_shard *s, sk_error *
     m->samples += s->samples;
     m->bytes += s->bytes;
     return SK_OK;
+}
+
+int sk_manifest_set_key_range(sk_manifest *m, size_t i, const char *first, size_t first_len,
+                              const char *last, size_t last_len, sk_error *err)
+{
+    SK_FAIL_IF(i >= m->nshards, err, SK_E_USAGE, "key range for shard %zu of %zu", i, m->nshards);
+    if (!m->key_ranges && !(m->key_ranges = calloc(m->cap_shards, sizeof *m->key_ranges)))
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    sk_key_range *r = &m->key_ranges[i];
+    free(r->first);
+    free(r->last);
+    r->first = malloc(first_len + 1);
+    r->last = malloc(last_len + 1);
+    if (!r->first || !r->last) {
+        free(r->first), free(r->last);
+        *r = (sk_key_range){0};
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    memcpy(r->first, first, first_len), r->first[first_len] = 0;
+    memcpy(r->last, last, last_len), r->last[last_len] = 0;
+    r->first_len = first_len;
+    r->last_len = last_len;
+    return SK_OK;
+}
+
+int sk_manifest_key_range(const sk_manifest *m, size_t i, const char **first, size_t *first_len,
+                          const char **last, size_t *last_len)
+{
+    if (!m->key_ranges || i >= m->nshards || !m->key_ranges[i].first) return 0;
+    *first = m->key_ranges[i].first, *first_len = m->key_ranges[i].first_len;
+    *last = m->key_ranges[i].last, *last_len = m->key_ranges[i].last_len;
+    return 1;
+}
+
+int sk_key_ranges_ordered(const sk_key_range *r, const uint64_t *samples, size_t n)
+{
+    const sk_key_range *prev = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!r[i].first) {
+            if (samples[i]) return 0;
+            continue;
+        }
+        if (!samples[i] || sk_key_cmp(r[i].first, r[i].first_len, r[i].last, r[i].last_len) > 0)
+            return 0;
+        if (prev && sk_key_cmp(prev->last, prev->last_len, r[i].first, r[i].first_len) >= 0)
+            return 0;
+        prev = &r[i];
+    }
+    return prev != NULL;
+}
+
+/* The key ranges are written when they let a reader find a key's shard by
+ * a binary search: ordered (above), and every key a UTF-8 string JSON
+ * can carry exactly (sk_json_str would replace a bad byte). */
+static int ranges_to_write(const sk_manifest *m)
+{
+    if (!m->key_ranges || !m->nshards) return 0;
+    uint64_t *samples = malloc(m->nshards * sizeof *samples);
+    if (!samples) return 0;
+    for (size_t i = 0; i < m->nshards; i++) samples[i] = m->shards[i].samples;
+    int ok = sk_key_ranges_ordered(m->key_ranges, samples, m->nshards);
+    free(samples);
+    for (size_t i = 0; ok && i < m->nshards; i++) {
+        const sk_key_range *r = &m->key_ranges[i];
+        if (!r->first) continue;
+        json_t *a = json_stringn(r->first, r->first_len), *b = json_stringn(r->last, r->last_len);
+        ok = a && b && !memchr(r->first, 0, r->first_len) && !memchr(r->last, 0, r->last_len);
+        json_decref(a);
+        json_decref(b);
+    }
+    return ok;
 }
 
 int sk_manifest_count_ext(sk_manifest *m, const char *ext, size_t ext_len, uint64_t count,
@@ -113,6 +197,7 @@ int sk_manifest_write(sk_manifest *m, const char *path, sk_error *err)
     json_t *opts = NULL;
     int rc = SK_OK;
     char *text = NULL;
+    int ranges = ranges_to_write(m);
     if (m->options_json) {
         json_error_t je;
         opts = json_loads(m->options_json, 0, &je);
@@ -137,6 +222,11 @@ int sk_manifest_write(sk_manifest *m, const char *path, sk_error *err)
         json_object_set_new(o, "crc32c", json_string(crc));
         if (s->index_url) json_object_set_new(o, "index", sk_json_str(s->index_url));
         if (m->parts > 0) json_object_set_new(o, "part", json_integer(s->part));
+        if (ranges && m->key_ranges[i].first) {
+            const sk_key_range *r = &m->key_ranges[i];
+            json_object_set_new(o, "first_key", json_stringn(r->first, r->first_len));
+            json_object_set_new(o, "last_key", json_stringn(r->last, r->last_len));
+        }
         json_array_append_new(shards, o);
     }
     json_object_set_new(root, "shards", shards);
@@ -217,6 +307,16 @@ int sk_manifest_parse(sk_manifest **out, const char *text, size_t len, const cha
         s.index_url = json_is_string(idx) ? (char *)json_string_value(idx) : NULL;
         if (!get_u64(o, "part", &p)) s.part = (int)p;
         if ((rc = sk_manifest_add_shard(m, &s, err))) goto cleanup;
+        json_t *fk = json_object_get(o, "first_key"), *lk = json_object_get(o, "last_key");
+        if ((fk || lk) && !(json_is_string(fk) && json_is_string(lk))) {
+            rc = sk_error_set(err, SK_E_CORRUPT, "%s: shard %s: first_key and last_key must be "
+                              "strings, both or neither", name, s.url);
+            goto cleanup;
+        }
+        if (fk && (rc = sk_manifest_set_key_range(m, m->nshards - 1, json_string_value(fk),
+                                                  json_string_length(fk), json_string_value(lk),
+                                                  json_string_length(lk), err)))
+            goto cleanup;
         if (first != m->shards[m->nshards - 1].first_ordinal) {
             rc = sk_error_set(err, SK_E_CORRUPT,
                               "%s: shard %s starts at ordinal %llu, the counts before it give %llu",

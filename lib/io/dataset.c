@@ -69,6 +69,19 @@ static int add_manifest(struct out *o, const char *path, const sk_ds_opts *opt, 
             s->first_ordinal = ms->first_ordinal;
             s->crc32c = ms->crc32c;
             s->known = 1;
+            const char *f, *l;
+            size_t fl, ll;
+            if (sk_manifest_key_range(m, i, &f, &fl, &l, &ll)) {
+                s->keys.first = malloc(fl + 1);
+                s->keys.last = malloc(ll + 1);
+                if (!s->keys.first || !s->keys.last) {
+                    rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+                } else {
+                    memcpy(s->keys.first, f, fl), s->keys.first[fl] = 0;
+                    memcpy(s->keys.last, l, ll), s->keys.last[ll] = 0;
+                    s->keys.first_len = fl, s->keys.last_len = ll;
+                }
+            }
         }
         free(u);
         free(ix);
@@ -157,6 +170,8 @@ void sk_ds_free(sk_ds_shard *list, size_t n)
         free(list[i].url);
         free(list[i].index_url);
         free(list[i].manifest);
+        free(list[i].keys.first);
+        free(list[i].keys.last);
     }
     free(list);
 }

@@ -26,6 +26,7 @@ typedef struct sk_ds_shard {
     uint64_t bytes, samples, first_ordinal;
     uint32_t crc32c;
     int known;
+    sk_key_range keys; /* the manifest's first_key/last_key, unchecked (NULL: none) */
 } sk_ds_shard;
 
 #define SK_DS_MANIFEST 1u /* NAME.json: the shards its manifest lists */

@@ -276,6 +276,22 @@ static int64_t file_crc32c(const char *path, uint64_t size)
     return r < 0 || got != size ? -1 : (int64_t)crc;
 }
 
+/* A planned shard's smallest and largest key (in key order the first and
+ * last sample; after --shuffle any), for the manifest's key ranges. */
+static int shard_key_range(sk_pack *p, const struct shard_plan *sp, sk_manifest *man, size_t i,
+                           sk_error *err)
+{
+    char lo[SK_TAR_NAME_MAX + 1], hi[SK_TAR_NAME_MAX + 1], k[SK_TAR_NAME_MAX + 1];
+    size_t lol = sk_pack_sample_key(&p->cat, p->order[sp->first], lo), hil = lol;
+    memcpy(hi, lo, lol);
+    for (uint64_t j = 1; j < sp->count; j++) {
+        size_t kl = sk_pack_sample_key(&p->cat, p->order[sp->first + j], k);
+        if (sk_key_cmp(k, kl, lo, lol) < 0) memcpy(lo, k, kl), lol = kl;
+        else if (sk_key_cmp(k, kl, hi, hil) > 0) memcpy(hi, k, kl), hil = kl;
+    }
+    return sk_manifest_set_key_range(man, i, lo, lol, hi, hil, err);
+}
+
 /* --resume: a shard is kept when its index is sound, agrees with the file
  * and holds exactly the planned samples (count, first and last key). */
 static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *path)
@@ -797,6 +813,11 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
         if (sp->done) p->st.samples += sp->count;
         if ((rc = sk_pack_manifest_add(man, path, mdir, &sp->info, sp->done ? sp->count : sp->written,
                                        p->o.part /* --part */, err)))
+            goto cleanup;
+        /* the plan knows every key of a shard that holds all it planned
+         * (--skip-errors may have left some out: no range then) */
+        if ((sp->done || sp->written == sp->count) && sp->count &&
+            (rc = shard_key_range(p, sp, man, man->nshards - 1, err)))
             goto cleanup;
         p->st.shards++;
     }

@@ -340,8 +340,9 @@ static int shard_url(const char *path, const char *dir, char *buf, size_t cap)
     return snprintf(buf, cap, "%s", rel) >= (int)cap ? -1 : 0;
 }
 
+/* keys: the shard's smallest and largest key (first NULL: not known) */
 static int add_to_manifest(rs *r, const char *path, const sk_index_shard_info *info,
-                           uint64_t samples, sk_error *err)
+                           uint64_t samples, const sk_key_range *keys, sk_error *err)
 {
     char url[4200], iurl[4200], ipath[4200];
     snprintf(ipath, sizeof ipath, "%s.idx", path);
@@ -351,6 +352,9 @@ static int add_to_manifest(rs *r, const char *path, const sk_index_shard_info *i
     sk_manifest_shard ms = {.url = url, .index_url = iurl, .bytes = info->size,
                             .samples = samples, .crc32c = info->crc32c};
     SK_GUARD(sk_manifest_add_shard(r->man, &ms, err));
+    if (keys->first)
+        SK_GUARD(sk_manifest_set_key_range(r->man, r->man->nshards - 1, keys->first,
+                                           keys->first_len, keys->last, keys->last_len, err));
     r->st.shards++;
     r->st.output_bytes += info->size;
     return SK_OK;
@@ -406,19 +410,40 @@ static int close_shard(rs *r, sk_error *err)
             if (!(rc = sk_index_member(ix, i, &m, err)))
                 rc = sk_manifest_count_ext(r->man, m.ext, m.ext_len, 1, err);
         }
-        if (!rc) rc = add_to_manifest(r, path, sk_index_shard(ix), r->rpos, err);
+        sk_key_range kr = {0};
+        if (!rc && sk_index_sample_count(ix))
+            rc = sk_index_key_bounds(ix, (const char **)&kr.first, &kr.first_len,
+                                     (const char **)&kr.last, &kr.last_len, err);
+        if (!rc) rc = add_to_manifest(r, path, sk_index_shard(ix), r->rpos, &kr, err);
         sk_index_close(ix);
         r->st.shards_resumed++;
         return rc;
     }
     sk_index_shard_info info;
-    SK_GUARD(sk_shard_out_finish(&r->out, &info, err));
-    if (r->to_stdout) {
+    sk_key_range kr = {0};
+    const char *f, *l;
+    if (!r->to_stdout && sk_index_builder_key_bounds(r->out.index, &f, &kr.first_len, &l,
+                                                     &kr.last_len)) {
+        /* copied: finish writes the builder out */
+        kr.first = malloc(kr.first_len + 1);
+        kr.last = malloc(kr.last_len + 1);
+        if (!kr.first || !kr.last) {
+            free(kr.first), free(kr.last);
+            return sk_error_set(err, SK_E_NOMEM, "out of memory");
+        }
+        memcpy(kr.first, f, kr.first_len);
+        memcpy(kr.last, l, kr.last_len);
+    }
+    int rc = sk_shard_out_finish(&r->out, &info, err);
+    if (!rc && r->to_stdout) {
         r->st.output_bytes += info.size;
         r->st.shards++;
-        return SK_OK;
+    } else if (!rc) {
+        rc = add_to_manifest(r, path, &info, r->in_shard, &kr, err);
     }
-    return add_to_manifest(r, path, &info, r->in_shard, err);
+    free(kr.first);
+    free(kr.last);
+    return rc;
 }
 
 static int open_shard(rs *r, sk_error *err)

@@ -27,6 +27,7 @@ struct job {
     sk_error err;
     int rc, done;
     sk_manifest *exts; /* the shard's extension counts, for the manifest */
+    sk_key_range keys; /* its smallest and largest key, for the manifest (first NULL: none) */
     int exts_rc;
     sk_error exts_err;
     char *warns; /* the build's warnings, held back until the shard's turn */
@@ -52,7 +53,7 @@ static void warn_buffer(void *ctx, const char *msg)
     else if (j->o->warn) j->o->warn(j->o->ctx, msg); /* out of memory: out of order beats lost */
 }
 
-static int add_exts(sk_manifest *m, const sk_index *ix, sk_error *err)
+static int add_exts(sk_manifest *m, const sk_index *ix, sk_key_range *keys, sk_error *err)
 {
     /* A shard has a handful of extensions and as many members as samples
      * times that: tally them here (the index keeps the strings mapped),
@@ -78,6 +79,14 @@ static int add_exts(sk_manifest *m, const sk_index *ix, sk_error *err)
     }
     for (size_t k = 0; !rc && k < nseen; k++)
         rc = sk_manifest_count_ext(m, seen[k].ext, seen[k].len, seen[k].n, err);
+    const char *f, *l; /* the key range, while the index is open */
+    if (!rc && sk_index_sample_count(ix) &&
+        !(rc = sk_index_key_bounds(ix, &f, &keys->first_len, &l, &keys->last_len, err))) {
+        keys->first = malloc(keys->first_len + 1);
+        keys->last = malloc(keys->last_len + 1);
+        if (!keys->first || !keys->last) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        else memcpy(keys->first, f, keys->first_len), memcpy(keys->last, l, keys->last_len);
+    }
     return rc;
 }
 
@@ -86,11 +95,11 @@ static int count_exts(struct job *j, const sk_index *kept)
     j->exts_err = (sk_error)SK_ERROR_INIT;
     if (!(j->exts = sk_manifest_new()))
         return sk_error_set(&j->exts_err, SK_E_NOMEM, "out of memory");
-    if (kept) return add_exts(j->exts, kept, &j->exts_err);
+    if (kept) return add_exts(j->exts, kept, &j->keys, &j->exts_err);
     sk_index *ix;
     int rc = sk_index_open(&ix, j->idx, SK_INDEX_TRUST_BODY, &j->exts_err);
     if (!rc) {
-        rc = add_exts(j->exts, ix, &j->exts_err);
+        rc = add_exts(j->exts, ix, &j->keys, &j->exts_err);
         sk_index_close(ix);
     }
     return rc;
@@ -387,7 +396,11 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
                                 .bytes = j->st.bytes,
                                 .samples = j->st.samples, .crc32c = j->st.crc32c};
         sk_error e = SK_ERROR_INIT;
-        if (!o.no_manifest && (sk_manifest_add_shard(m, &ms, &e) || merge_exts(m, j, &e))) {
+        if (!o.no_manifest &&
+            (sk_manifest_add_shard(m, &ms, &e) || merge_exts(m, j, &e) ||
+             (j->keys.first &&
+              sk_manifest_set_key_range(m, m->nshards - 1, j->keys.first, j->keys.first_len,
+                                        j->keys.last, j->keys.last_len, &e)))) {
             st_all.failed++;
             if (o.done) o.done(o.ctx, j->shard, NULL, &e);
         }
@@ -422,6 +435,8 @@ done:
         free(jobs[i].dali_url);
         free(jobs[i].warns);
         sk_manifest_free(jobs[i].exts);
+        free(jobs[i].keys.first);
+        free(jobs[i].keys.last);
     }
     free(jobs);
     for (size_t i = 0; i < nshards; i++) free(shards[i]);

@@ -3,7 +3,11 @@
  * indexes: find by key or by global ordinal, then read a member with one
  * ranged read and verify it against its CRC32C.  Indexes are mapped, never
  * parsed; each is opened when first needed, so a lookup by ordinal in a
- * dataset with a manifest touches one index and one shard.
+ * dataset with a manifest touches one index and one shard, and so does a
+ * lookup by key when the manifest gives each shard's key range (sorted
+ * datasets): a binary search over the ranges names the one shard whose
+ * index can hold the key.  Without ranges (shuffled datasets, older
+ * manifests, a directory of shards) every index is searched in turn.
  *
  * Shard bytes come through an sk_range_reader: pread for a local file,
  * one ranged GET per read for an s3:// object (its index object is fetched
@@ -88,6 +92,8 @@ struct shard {
     sk_zstd_frame *frames;
     size_t nframes;
     int frames_loaded;
+    sk_key_range keys; /* the manifest's claim (first == NULL: none) */
+    int keys_checked;  /* the claim equals the index's first and last key */
 };
 
 struct sk_dataset {
@@ -98,6 +104,8 @@ struct sk_dataset {
     sk_s3 *s3; /* the caller's, for s3:// manifests, indexes and shards */
     sk_range_open_fn range_open; /* local shards (NULL: default_open) */
     void *range_open_ctx;
+    size_t *ranged; /* shards with a key range, in key order; NULL: search every index */
+    size_t nranged;
 };
 
 void sk_dataset_set_range_open(sk_dataset *ds, sk_range_open_fn open, void *ctx)
@@ -154,9 +162,33 @@ void sk_dataset_close(sk_dataset *ds)
         sk_index_close(s->ix);
         if (s->rr_open && s->rr.close) s->rr.close(s->rr.ctx);
         free(s->frames);
+        free(s->keys.first);
+        free(s->keys.last);
     }
+    free(ds->ranged);
     free(ds->s);
     free(ds);
+}
+
+/* Key ranges are used only when the manifest's are ordered (each shard's
+ * keys above the last shard's); otherwise, whatever the reason (a shuffled
+ * dataset's overlap, or a manifest that lies), they are ignored and keys
+ * are searched for index by index, as without them. */
+static int use_key_ranges(sk_dataset *ds, sk_error *err)
+{
+    if (!ds->n) return SK_OK;
+    sk_key_range *r = sk_xmalloc(ds->n * sizeof *r, err);
+    uint64_t *samples = sk_xmalloc(ds->n * sizeof *samples, err);
+    int rc = r && samples ? SK_OK : SK_E_NOMEM;
+    for (size_t i = 0; !rc && i < ds->n; i++) r[i] = ds->s[i].keys, samples[i] = ds->s[i].samples;
+    if (!rc && sk_key_ranges_ordered(r, samples, ds->n)) {
+        if (!(ds->ranged = sk_xmalloc(ds->n * sizeof *ds->ranged, err))) rc = SK_E_NOMEM;
+        for (size_t i = 0; !rc && i < ds->n; i++)
+            if (ds->s[i].keys.first) ds->ranged[ds->nranged++] = i;
+    }
+    free(r);
+    free(samples);
+    return rc;
 }
 
 int sk_dataset_open(sk_dataset **out, const char *path, unsigned flags, sk_error *err)
@@ -194,11 +226,14 @@ int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned f
             sh->bytes = d->bytes;
             sh->crc = d->crc32c;
             sh->known = sh->from_manifest = 1;
+            sh->keys = d->keys; /* taken over */
+            list[i].keys = (sk_key_range){0};
         }
         counted &= d->known;
     }
     sk_ds_free(list, n);
     if (!rc && counted) ds->counted = 1;
+    if (!rc && counted) rc = use_key_ranges(ds, err);
     if (rc) {
         sk_dataset_close(ds);
         return rc;
@@ -291,8 +326,62 @@ static int hit_at(sk_dataset *ds, size_t i, uint64_t local, sk_hit *out, sk_erro
     return SK_OK;
 }
 
+/* The manifest's key range for a shard is a claim about its index: it
+ * must name the index's own first and last key, else the manifest is not
+ * this dataset's (or lies) and no answer drawn from it is given. */
+static int check_key_range(struct shard *s, sk_error *err)
+{
+    const char *f, *l;
+    size_t fl, ll;
+    if (s->keys_checked) return SK_OK;
+    SK_GUARD(sk_index_key_bounds(s->ix, &f, &fl, &l, &ll, err));
+    SK_FAIL_IF(sk_key_cmp(f, fl, s->keys.first, s->keys.first_len) ||
+                   sk_key_cmp(l, ll, s->keys.last, s->keys.last_len),
+               err, SK_E_MISMATCH,
+               "%s: index disagrees with the manifest's key range (index: '%.*s' to '%.*s'; "
+               "manifest: '%.*s' to '%.*s')",
+               s->index_path, (int)(fl > 200 ? 200 : fl), f, (int)(ll > 200 ? 200 : ll), l,
+               (int)(s->keys.first_len > 200 ? 200 : s->keys.first_len), s->keys.first,
+               (int)(s->keys.last_len > 200 ? 200 : s->keys.last_len), s->keys.last);
+    s->keys_checked = 1;
+    return SK_OK;
+}
+
+static int not_found(const sk_dataset *ds, const char *key, size_t key_len, sk_error *err)
+{
+    return sk_error_set(err, SK_E_NOTFOUND, "no sample with key '%.*s' in %zu shard(s)",
+                        (int)(key_len > 200 ? 200 : key_len), key, ds->n);
+}
+
+/* Sorted datasets: the one shard whose range can hold the key, by a binary
+ * search over the ranges; its index alone is opened and searched. */
+static int find_in_ranges(sk_dataset *ds, const char *key, size_t key_len, sk_hit *out,
+                          sk_error *err)
+{
+    size_t lo = 0, hi = ds->nranged; /* first range starting after key */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const sk_key_range *r = &ds->s[ds->ranged[mid]].keys;
+        if (sk_key_cmp(r->first, r->first_len, key, key_len) <= 0) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == 0) return not_found(ds, key, key_len, err);
+    size_t i = ds->ranged[lo - 1];
+    struct shard *s = &ds->s[i];
+    if (sk_key_cmp(key, key_len, s->keys.last, s->keys.last_len) > 0)
+        return not_found(ds, key, key_len, err);
+    uint64_t ord;
+    SK_GUARD(ensure_index(ds, s, err));
+    SK_GUARD(check_key_range(s, err));
+    int rc = sk_index_find(s->ix, key, key_len, &ord, NULL);
+    if (rc == SK_E_NOTFOUND) return not_found(ds, key, key_len, err);
+    if (rc) return sk_index_find(s->ix, key, key_len, &ord, err);
+    return hit_at(ds, i, ord, out, err);
+}
+
 int sk_dataset_find(sk_dataset *ds, const char *key, size_t key_len, sk_hit *out, sk_error *err)
 {
+    if (ds->ranged) return find_in_ranges(ds, key, key_len, out, err);
     for (size_t i = 0; i < ds->n; i++) {
         struct shard *s = &ds->s[i];
         uint64_t ord;
@@ -306,8 +395,7 @@ int sk_dataset_find(sk_dataset *ds, const char *key, size_t key_len, sk_hit *out
         }
         return hit_at(ds, i, ord, out, err);
     }
-    return sk_error_set(err, SK_E_NOTFOUND, "no sample with key '%.*s' in %zu shard(s)",
-                        (int)(key_len > 200 ? 200 : key_len), key, ds->n);
+    return not_found(ds, key, key_len, err);
 }
 
 int sk_dataset_at(sk_dataset *ds, uint64_t ordinal, sk_hit *out, sk_error *err)

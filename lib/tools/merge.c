@@ -10,6 +10,7 @@
  * silent overlap would train on samples twice.
  */
 #include "core/internal.h"
+#include "format/format.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -268,6 +269,16 @@ int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, 
                               out->shards[keys[i - 1].shard].url, out->shards[keys[i].shard].url);
             goto cleanup;
         }
+    /* each shard's key range from its own index (not the parts' claims);
+     * sk_manifest_write keeps them when they rise from shard to shard */
+    for (size_t i = 0; i < nshards; i++) {
+        const char *f, *l;
+        size_t fl, ll;
+        if (!sk_index_sample_count(ix[i])) continue;
+        if ((rc = sk_index_key_bounds(ix[i], &f, &fl, &l, &ll, err)) ||
+            (rc = sk_manifest_set_key_range(out, i, f, fl, l, ll, err)))
+            goto cleanup;
+    }
     rc = sk_manifest_write(out, out_path, err);
 cleanup:
     for (size_t i = 0; in && i < n; i++) sk_manifest_free(in[i]);
