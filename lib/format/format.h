@@ -78,6 +78,10 @@ typedef struct sk_key_range {
 /* 1 when every range with samples[i] > 0 is set, first <= last, and each
  * last is below the next set range's first; empty shards need none. */
 int sk_key_ranges_ordered(const sk_key_range *r, const uint64_t *samples, size_t n);
+/* index.c: a copy of the builder's smallest and largest key (first NULL
+ * when it holds no sample), to outlive sk_shard_out_finish. */
+int sk_index_builder_key_range(const sk_index_builder *b, sk_key_range *out, sk_error *err);
+void sk_key_range_free(sk_key_range *r);
 
 /* manifest.c: the path or URL of a shard (or index) a manifest names:
  * relative URLs are under the manifest's directory; a local manifest may

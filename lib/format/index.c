@@ -216,6 +216,29 @@ int sk_index_builder_key_bounds(const sk_index_builder *b, const char **first,
     return 1;
 }
 
+int sk_index_builder_key_range(const sk_index_builder *b, sk_key_range *out, sk_error *err)
+{
+    const char *f, *l;
+    *out = (sk_key_range){0};
+    if (!sk_index_builder_key_bounds(b, &f, &out->first_len, &l, &out->last_len)) return SK_OK;
+    out->first = malloc(out->first_len + 1);
+    out->last = malloc(out->last_len + 1);
+    if (!out->first || !out->last) {
+        sk_key_range_free(out);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    memcpy(out->first, f, out->first_len), out->first[out->first_len] = 0;
+    memcpy(out->last, l, out->last_len), out->last[out->last_len] = 0;
+    return SK_OK;
+}
+
+void sk_key_range_free(sk_key_range *r)
+{
+    free(r->first);
+    free(r->last);
+    *r = (sk_key_range){0};
+}
+
 /* Sorting the key order table needs the builder's buffers; qsort_r keeps
  * this reentrant across threads that build several indexes at once. */
 static int key_order_cmp(const void *pa, const void *pb, void *ctx)

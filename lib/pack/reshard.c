@@ -421,19 +421,7 @@ static int close_shard(rs *r, sk_error *err)
     }
     sk_index_shard_info info;
     sk_key_range kr = {0};
-    const char *f, *l;
-    if (!r->to_stdout && sk_index_builder_key_bounds(r->out.index, &f, &kr.first_len, &l,
-                                                     &kr.last_len)) {
-        /* copied: finish writes the builder out */
-        kr.first = malloc(kr.first_len + 1);
-        kr.last = malloc(kr.last_len + 1);
-        if (!kr.first || !kr.last) {
-            free(kr.first), free(kr.last);
-            return sk_error_set(err, SK_E_NOMEM, "out of memory");
-        }
-        memcpy(kr.first, f, kr.first_len);
-        memcpy(kr.last, l, kr.last_len);
-    }
+    if (!r->to_stdout) SK_GUARD(sk_index_builder_key_range(r->out.index, &kr, err));
     int rc = sk_shard_out_finish(&r->out, &info, err);
     if (!rc && r->to_stdout) {
         r->st.output_bytes += info.size;
@@ -441,8 +429,7 @@ static int close_shard(rs *r, sk_error *err)
     } else if (!rc) {
         rc = add_to_manifest(r, path, &info, r->in_shard, &kr, err);
     }
-    free(kr.first);
-    free(kr.last);
+    sk_key_range_free(&kr);
     return rc;
 }
 

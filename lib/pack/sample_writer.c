@@ -237,10 +237,19 @@ static int end_shard(sk_sample_writer *w, sk_error *err)
     uint64_t samples = sk_index_builder_samples(w->out.index);
     w->in_shard = 0;
     SK_GUARD(sk_shard_name(w->pattern, w->o.start + w->shard_no - 1, path, sizeof path, err));
-    SK_GUARD(sk_shard_out_finish(&w->out, &info, err));
-    w->st.output_bytes += info.size;
-    w->st.shards++;
-    return sk_pack_manifest_add(w->man, path, w->mdir, &info, samples, 0, err);
+    sk_key_range kr; /* for the manifest's key ranges, as pack writes them */
+    SK_GUARD(sk_index_builder_key_range(w->out.index, &kr, err));
+    int rc = sk_shard_out_finish(&w->out, &info, err);
+    if (!rc) {
+        w->st.output_bytes += info.size;
+        w->st.shards++;
+        rc = sk_pack_manifest_add(w->man, path, w->mdir, &info, samples, 0, err);
+    }
+    if (!rc && kr.first)
+        rc = sk_manifest_set_key_range(w->man, w->man->nshards - 1, kr.first, kr.first_len,
+                                       kr.last, kr.last_len, err);
+    sk_key_range_free(&kr);
+    return rc;
 }
 
 static int begin_shard(sk_sample_writer *w, sk_error *err)
