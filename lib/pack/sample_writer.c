@@ -80,7 +80,15 @@ int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in
                "in the order they are added)");
     SK_FAIL_IF(o.parts > 0, err, SK_E_USAGE, "sample writer: --part is pack's (each writer "
                "writes what it is given; give each its own pattern)");
-    SK_FAIL_IF(o.resume, err, SK_E_USAGE, "sample writer: resume is not supported");
+    SK_FAIL_IF(o.resume, err, SK_E_USAGE, "sample writer: resume is not supported (a rerun is "
+               "handed every sample again and replaces each shard atomically)");
+    char *named = NULL; /* pack refuses "{part}" in names without --part: so do we */
+    SK_GUARD(sk_part_name(o.pattern, 0, 0, 0, &named, err));
+    free(named);
+    if (o.manifest) {
+        SK_GUARD(sk_part_name(o.manifest, 0, 0, 0, &named, err));
+        free(named);
+    }
     SK_FAIL_IF(sk_image_options_active(o.images), err, SK_E_USAGE,
                "sample writer: image resizing is pack's and shard's");
     SK_FAIL_IF(o.compress_level < 0 || o.compress_level > 22, err, SK_E_USAGE,

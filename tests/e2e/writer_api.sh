@@ -65,7 +65,7 @@ files = sum(len(f) for _, _, f in os.walk(src))
 assert seen == files, (seen, files)
 PY
 # (the reader names members with the extension lowercased)
-"$SK_BIN" cat "$T/zstd-w" | tar -t | LC_ALL=C tr A-Z a-z | LC_ALL=C sort >"$T/cat-names" ||
+"$SK_BIN" cat "$T/zstd-w" | tar -t --quoting-style=literal | LC_ALL=C tr A-Z a-z | LC_ALL=C sort >"$T/cat-names" ||
     die "shardkit cat cannot read the writer's .tar.zst"
 (cd "$T/src" && find . -type f | sed 's|^\./||' | LC_ALL=C tr A-Z a-z | LC_ALL=C sort) >"$T/src-names"
 cmp -s "$T/cat-names" "$T/src-names" || die "shardkit cat of the writer's shards lists other members"

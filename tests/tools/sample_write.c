@@ -12,8 +12,8 @@
  * OPTIONS: --max-size B --max-count N --compress LEVEL --start N --mtime T
  * --big (two members over 4 and 8 MiB) --s3 ENDPOINT (s3:// pattern;
  * credentials from the environment).  The samples: keys in bytewise order
- * (as pack sorts them), in and out of directories, long (pax) and UTF-8
- * names, a directory with a dot in it, one to five members each, handed
+ * (as pack sorts them), in and out of directories, long (pax), UTF-8 and
+ * non-UTF-8 names, a directory with a dot in it, one to five members each, handed
  * over in a scrambled order with an uppercase extension among them.
  * Exit status: 0 success, 1 error (message on stderr), 2 usage.
  */
@@ -60,6 +60,8 @@ static struct sample *make(uint64_t seed, size_t n, int big)
             snprintf(base, sizeof base, "long-%06zu-%0120d", i, 0);
         else if (i % 11 == 4)
             snprintf(base, sizeof base, "\xc3\xa9t\xc3\xa9-%06zu", i);
+        else if (i % 17 == 8) /* not UTF-8: pax hdrcharset=BINARY */
+            snprintf(base, sizeof base, "bin\xff-%06zu", i);
         else
             snprintf(base, sizeof base, "s%06zu", i);
         snprintf(s[i].key, sizeof s[i].key, "%s%s", dir, base);

@@ -264,6 +264,9 @@ static void test_options_and_sticky_failure(void **state)
     o.resume = 1;
     assert_int_equal(sk_sample_writer_open(&w, &o, &err), SK_E_USAGE);
     o.resume = 0;
+    o.pattern = "x-{part}-%04d.tar"; /* {part} without parts: pack's refusal */
+    assert_int_equal(sk_sample_writer_open(&w, &o, &err), SK_E_USAGE);
+    assert_non_null(strstr(err.msg, "{part}"));
     o.pattern = "no-number.tar";
     assert_int_not_equal(sk_sample_writer_open(&w, &o, &err), SK_OK);
     assert_null(w);
