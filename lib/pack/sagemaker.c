@@ -93,14 +93,9 @@ struct sm {
 static int own(struct sm *m, char *s, sk_error *err)
 {
     if (!s) return sk_error_set(err, SK_E_NOMEM, "out of memory");
-    if (m->nown == m->capown) {
-        size_t cap = m->capown ? m->capown * 2 : 1024;
-        char **p = realloc(m->owned, cap * sizeof *p);
-        if (!p) {
-            free(s);
-            return sk_error_set(err, SK_E_NOMEM, "out of memory");
-        }
-        m->owned = p, m->capown = cap;
+    if (sk_grow((void **)&m->owned, &m->capown, m->nown + 1, sizeof *m->owned, err)) {
+        free(s);
+        return SK_E_NOMEM;
     }
     m->owned[m->nown++] = s;
     return SK_OK;
@@ -112,12 +107,7 @@ static int want(struct sm *m, uint16_t src, char *key, char *name, sk_error *err
     if (!rc) rc = own(m, name, err);
     else free(name);
     SK_GUARD(rc);
-    if (m->nw == m->capw) {
-        size_t cap = m->capw ? m->capw * 2 : 1024;
-        sk_s3_want *p = realloc(m->w, cap * sizeof *p);
-        SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
-        m->w = p, m->capw = cap;
-    }
+    SK_GUARD(sk_grow((void **)&m->w, &m->capw, m->nw + 1, sizeof *m->w, err));
     m->w[m->nw++] = (sk_s3_want){src, key, name};
     return SK_OK;
 }
