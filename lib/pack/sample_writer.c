@@ -12,8 +12,9 @@
  * temporary name and rename, and the S3 sink are the same too.  pack plans
  * every shard before writing, this writer decides as samples arrive; the
  * rule needs only the samples so far, so both cut at the same places.
- * Memory: a sample's headers; member bytes go from the caller's buffers
- * (compressed shards: through the writer's bounded frame buffer).
+ * Memory: a sample's headers, the open shard's index records, the manifest;
+ * member bytes go from the caller's buffers (compressed shards: through the
+ * writer's bounded frame buffer).
  */
 #include "pack/pack_out.h"
 #include "io/io.h"
