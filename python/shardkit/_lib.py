@@ -201,6 +201,38 @@ class S3Config(_c.Structure):
                 ("low_speed_limit", _c.c_long)]
 
 
+PACK_PROGRESS_FN = _c.CFUNCTYPE(None, _c.c_void_p, _c.c_void_p)
+
+
+class PackOptions(_c.Structure):
+    # sk_pack_options up to ctx; struct_size tells the library images
+    # (after it) is absent, so it takes its default (none).
+    _fields_ = [
+        ("struct_size", _c.c_size_t),
+        ("pattern", _c.c_char_p), ("manifest", _c.c_char_p),
+        ("max_size", _c.c_uint64), ("max_count", _c.c_uint64), ("start", _c.c_uint64),
+        ("shuffle", _c.c_int), ("seed", _c.c_uint64), ("mtime", _c.c_uint64),
+        ("jobs", _c.c_int), ("resume", _c.c_int), ("skip_errors", _c.c_int),
+        ("follow_symlinks", _c.c_int), ("tmp_dir", _c.c_char_p),
+        ("compress_level", _c.c_int), ("part", _c.c_int), ("parts", _c.c_int),
+        ("warn", WARN_FN), ("progress", PACK_PROGRESS_FN), ("ctx", _c.c_void_p),
+    ]
+
+
+class PackStats(_c.Structure):
+    _fields_ = [(n, _c.c_uint64) for n in (
+        "files_total", "files_done", "bytes_total", "bytes_done", "samples", "shards",
+        "shards_resumed", "skipped", "output_bytes")] + [("seconds", _c.c_double)] + [
+        (n, _c.c_uint64) for n in ("images", "image_skips", "bad_images")]
+
+
+class SampleMember(_c.Structure):
+    # data as c_char_p: a bytes object assigned to it is passed by pointer,
+    # no copy (ctypes keeps it alive with the struct)
+    _fields_ = [("ext", _c.c_char_p), ("ext_len", _c.c_size_t),
+                ("data", _c.c_char_p), ("size", _c.c_uint64)]
+
+
 # ------------------------------------------------------------- loading
 
 _lock = threading.Lock()
@@ -263,7 +295,18 @@ def _declare(lib: ctypes.CDLL) -> None:
         "sk_dataset_at": ([vp, u64, P(Hit), E], i),
         "sk_dataset_member": ([vp, P(Hit), _c.c_uint32, P(MemberRef), E], i),
         "sk_dataset_read": ([vp, P(Hit), _c.c_uint32, vp, sz, E], i),
+        "sk_pack_options_init_sized": ([P(PackOptions), sz], None),
     }
+    # the sample writer came later: a library without it still serves the rest
+    writer = {
+        "sk_sample_writer_open": ([P(vp), P(PackOptions), E], i),
+        "sk_sample_writer_set_s3": ([vp, vp, u64, E], i),
+        "sk_sample_writer_add": ([vp, _c.c_char_p, sz, P(SampleMember), sz, E], i),
+        "sk_sample_writer_finish": ([vp, P(PackStats), E], i),
+        "sk_sample_writer_close": ([vp], None),
+    }
+    if hasattr(lib, "sk_sample_writer_open"):
+        decl.update(writer)
     for name, (args, res) in decl.items():
         f = getattr(lib, name)
         f.argtypes = args
