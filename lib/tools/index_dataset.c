@@ -405,13 +405,26 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
             if (o.done) o.done(o.ctx, j->shard, NULL, &e);
         }
     }
+    /* wids maps plain tars: a wids.json naming a compressed shard would
+     * fail inside wids, and one leaving it out would be a smaller dataset
+     * than the manifest's; so none is written */
+    const struct job *packed = NULL;
+    for (size_t i = 0; o.wids && !st_all.failed && !packed && i < njob; i++)
+        if (jobs[i].st.flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)) packed = &jobs[i];
     if (st_all.failed) {
         rc = sk_error_set(err, SK_E_CORRUPT, "%llu of %zu shards could not be indexed%s",
                           (unsigned long long)st_all.failed, nshards,
                           o.no_manifest ? "" : ": manifest not written");
     } else if (!o.no_manifest && sk_is_s3_url(mpath)) {
         rc = sk_sink_s3_put_manifest(o.s3, m, mpath, err);
-    } else if (!o.no_manifest && !(rc = sk_manifest_write(m, mpath, err)) && o.wids) {
+    } else if (!o.no_manifest && (rc = sk_manifest_write(m, mpath, err))) {
+        /* (said in err) */
+    } else if (packed) {
+        rc = sk_error_set(err, SK_E_INPUT, "--wids: %s is %s-compressed, and wids reads "
+                          "uncompressed .tar shards only: wids.json not written (the indexes and "
+                          "%s are)", packed->shard, packed->st.flags & SK_INDEX_ZSTD ? "zstd" : "gzip",
+                          mpath);
+    } else if (!o.no_manifest && o.wids) {
         char *wp = NULL;
         if (*o.wids) wp = strdup(o.wids);
         else if (asprintf(&wp, "%s/wids.json", mdir) < 0) wp = NULL;

@@ -211,6 +211,10 @@ struct state {
     FILE *dali; /* memory stream: lines follow the header, which needs the count */
     char *dali_buf;
     size_t dali_len;
+    /* DALI's samples are wds2idx's, not ours (dali_add) */
+    char *dali_base;
+    size_t dali_blen, dali_bcap;
+    uint64_t dali_samples;
     sk_stream_kind kind;
     uint64_t file_size;
     sk_zstd_frame *frames;
@@ -274,16 +278,6 @@ static int close_sample(struct state *s, sk_error *err)
     }
     SK_GUARD(sk_index_add_sample_members(s->b, key, klen, s->s_off, s->s_end - s->s_off, so, ss,
                                          s->min, s->npm, err));
-    if (s->dali) {
-        for (size_t i = 0; i < s->npm; i++) {
-            const struct pending *m = &s->pm[i];
-            const char *nm = s->names + m->name_off;
-            fprintf(s->dali, "%s%.*s %llu %llu %.*s", i ? " " : "", (int)(m->name_len - m->ext_off),
-                    nm + m->ext_off, (unsigned long long)m->data_offset,
-                    (unsigned long long)m->size, (int)m->name_len, nm);
-        }
-        fputc('\n', s->dali);
-    }
     /* remember the key */
     SK_GUARD(sk_grow((void **)&s->keys, &s->cap_keys, s->nkeys_bytes + klen, 1, err));
     size_t cap2 = s->cap_key_at;
@@ -308,6 +302,43 @@ static int close_sample(struct state *s, sk_error *err)
     return SK_OK;
 }
 
+/* DALI's index lists what NVIDIA's own wds2idx lists, so that DALI's
+ * sample numbers are the same whichever tool made it: every regular file
+ * but "hidden" ones, split at the first dot of the basename, grouped by
+ * adjacent equal basenames.  So members WebDataset skips are DALI samples
+ * of their own: "__meta__" and "README" (no dot: wds2idx's split gives
+ * the basename without its last byte and the whole name as extension). */
+static int dali_add(struct state *s, const sk_tar_entry *e, sk_error *err)
+{
+    const char *nm = e->name;
+    size_t n = e->name_len;
+    const char *sl = memrchr(nm, '/', n);
+    size_t b = sl ? (size_t)(sl - nm) + 1 : 0;
+    const char *dp = memchr(nm + b, '.', n - b);
+    size_t blen = dp ? (size_t)(dp - nm) : n - 1, eoff = dp ? blen + 1 : 0;
+    if (!blen || nm[blen - 1] == '/') return SK_OK; /* wds2idx: a hidden file */
+    /* its index is lines of space-separated fields: a space, tab or line
+     * break in a name, or an empty field, would shift or split them */
+    for (size_t i = 0; i < n; i++)
+        if (nm[i] == ' ' || nm[i] == '\t' || nm[i] == '\n' || nm[i] == '\r')
+            return sk_error_set(err, SK_E_INPUT,
+                                "%s: member at offset %llu: DALI's index cannot hold a name with a %s",
+                                s->shard, (unsigned long long)e->header_offset,
+                                nm[i] == ' ' ? "space" : nm[i] == '\t' ? "tab" : "line break");
+    SK_FAIL_IF(eoff == n, err, SK_E_INPUT, "%s: member '%s' at offset %llu: DALI's index cannot "
+               "hold an empty extension", s->shard, nm, (unsigned long long)e->header_offset);
+    int same = s->dali_samples && s->dali_blen == blen && !memcmp(s->dali_base, nm, blen);
+    if (!same) {
+        SK_GUARD(sk_grow((void **)&s->dali_base, &s->dali_bcap, blen, 1, err));
+        memcpy(s->dali_base, nm, blen);
+        s->dali_blen = blen;
+        if (s->dali_samples++) fputc('\n', s->dali);
+    }
+    fprintf(s->dali, "%s%.*s %llu %llu %.*s", same ? " " : "", (int)(n - eoff), nm + eoff,
+            (unsigned long long)e->data_offset, (unsigned long long)e->size, (int)n, nm);
+    return SK_OK;
+}
+
 static int add_entry(struct state *s, const sk_tar_entry *e, sk_error *err)
 {
     size_t klen, eoff;
@@ -317,6 +348,7 @@ static int add_entry(struct state *s, const sk_tar_entry *e, sk_error *err)
         s->st->unkeyed++;
         return SK_OK;
     }
+    if (s->dali) SK_GUARD(dali_add(s, e, err));
     if (e->stripped && !s->warned_stripped++)
         warn(s, "%s: member names with a leading '/' or '../' (first: '%s' at offset %llu) are "
              "indexed without it, as GNU tar extracts them", s->shard, e->name,
@@ -333,14 +365,6 @@ static int add_entry(struct state *s, const sk_tar_entry *e, sk_error *err)
         s->st->unkeyed++;
         return SK_OK;
     }
-    /* DALI's index is lines of space-separated fields: a space, tab or
-     * line break in a name would shift or split its fields */
-    for (size_t i = 0; s->dali && i < e->name_len; i++)
-        if (e->name[i] == ' ' || e->name[i] == '\t' || e->name[i] == '\n' || e->name[i] == '\r')
-            return sk_error_set(err, SK_E_INPUT,
-                                "%s: member at offset %llu: DALI's index cannot hold a name with a %s",
-                                s->shard, (unsigned long long)e->header_offset,
-                                e->name[i] == ' ' ? "space" : e->name[i] == '\t' ? "tab" : "line break");
     if (s->open) {
         const struct pending *f = &s->pm[0];
         if (f->ext_off - 1 == klen && !memcmp(s->names + f->name_off, e->name, klen)) {
@@ -566,10 +590,11 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
     st->flags = info.flags;
     if ((rc = sk_index_builder_write(s.b, idx_path, &info, err))) goto cleanup;
     if (s.dali) {
+        if (s.dali_samples) fputc('\n', s.dali);
         int bad = fclose(s.dali) != 0;
         s.dali = NULL;
         char head[40];
-        int hl = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)st->samples);
+        int hl = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)s.dali_samples);
         struct iovec iov[2] = {{head, (size_t)hl}, {s.dali_buf, s.dali_len}};
         if (bad) rc = sk_error_set(err, SK_E_NOMEM, "%s: out of memory", o->dali_path);
         else rc = sk_out_write_iov(o->dali_path, iov, 2, err);
@@ -580,6 +605,7 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
 cleanup:
     if (s.dali) fclose(s.dali);
     free(s.dali_buf);
+    free(s.dali_base);
     if (have_reader) sk_tar_reader_release(&r);
     sk_stream_close(&sm);
     free(hs.win);
