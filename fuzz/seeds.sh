@@ -42,6 +42,17 @@ printf 'a/b/c.txt' >"$O/names/ok"
 printf '../../x' >"$O/names/up"
 printf '/abs/y' >"$O/names/abs"
 printf 'a//b' >"$O/names/empty"
+mkdir -p "$O/recordio"
+python3 - "$O/recordio" "$t/p/s-00.tar" <<'PY'
+import struct, sys
+d, tar = sys.argv[1], open(sys.argv[2], "rb").read()
+M = struct.pack("<I", 0xced7230a)
+def part(data, flag):
+    return M + struct.pack("<I", len(data) | flag << 29) + data + b"\0" * (-len(data) % 4)
+# the first two bytes pick the fuzz target's piece sizes
+open(f"{d}/whole", "wb").write(b"\x03\x40" + part(tar, 0) + part(b"abcde", 0))
+open(f"{d}/multi", "wb").write(b"\x00\x05" + part(b"1234", 1) + part(b"", 2) + part(b"xyz", 3) + part(b"", 0))
+PY
 mkdir -p "$O/reader_state"
 python3 - "$O/reader_state" <<'PY'
 import struct, sys
