@@ -50,6 +50,14 @@ PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 "$T/venv/bin/pip" install -q --no
 (cd "$T" && SHARDKIT_LIB=$LIB "$T/venv/bin/python" use.py "$T/venv" "$T") >"$T/out" 2>&1 \
     || die "the venv's package failed: $(tail -5 "$T/out")"
 assert_eq "$(tail -1 "$T/out")" "$LIB" "library the venv's package loaded"
+# every module came along; shardkit.torch where the system has torch
+(cd "$T" && SHARDKIT_LIB=$LIB "$T/venv/bin/python" -c '
+import importlib.util, shardkit, shardkit.writer, shardkit.dataset
+assert shardkit.ShardWriter and shardkit.Dataset
+if importlib.util.find_spec("torch"):
+    import shardkit.torch
+    assert shardkit.torch.IterableDataset and shardkit.torch.MapDataset
+') || die "the venv's package lacks a module"
 # without $SHARDKIT_LIB and with no library anywhere it looks: a LibraryError
 (cd "$T" && env -u SHARDKIT_LIB LD_LIBRARY_PATH= "$T/venv/bin/python" -c '
 import shardkit
