@@ -428,7 +428,11 @@ int sk_catalog_add_sagemaker(sk_catalog *c, const char *manifest, sk_error *err)
     else rc = sk_error_set(err, SK_E_INPUT, "%s: not a SageMaker manifest (want a JSON array, a "
                            "ManifestFile, or JSON Lines, an augmented manifest)%s", manifest,
                            ch == EOF ? ": it is empty" : "");
-    if (!rc) rc = sk_catalog_add_s3_wants(c, m.w, m.nw, err);
+    if (!rc && (rc = sk_catalog_add_s3_wants(c, m.w, m.nw, err)) && err) {
+        char msg[sizeof err->msg]; /* which manifest named the object */
+        snprintf(msg, sizeof msg, "%s (named by %s)", err->msg, manifest);
+        memcpy(err->msg, msg, sizeof msg);
+    }
     if (m.f != stdin) fclose(m.f);
     for (size_t i = 0; i < m.nown; i++) free(m.owned[i]);
     free(m.owned);
