@@ -15,6 +15,13 @@ DESTDIR  ?=
 BUILD    ?= build
 CC       ?= cc
 PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson
+# What the library links.  libcurl, OpenSSL's libcrypto and libarchive are
+# not linked: lib/s3/s3_libs.c and lib/format/libarchive.c open them
+# (dlopen) the first time S3 or a libarchive reader is used, so that a
+# process that needs neither (`--version`, a local `get`) does not load
+# their ~40 libraries.  Their headers (and run-time packages) are still
+# needed.
+LINK_PKGS := libjpeg libzstd expat jansson
 OPT      ?= -O2 -g
 PYTHON   ?= python3
 # The Python package (python/shardkit, pure Python) is copied there by
@@ -59,7 +66,7 @@ $(CHECK_DEPS_OK): scripts/deps
 	 else ./scripts/deps check; fi
 	@touch $@
 
-LIBS = $(shell pkg-config --libs $(PKGS)) -lpthread -lm
+LIBS = -Wl,--as-needed $(shell pkg-config --libs $(LINK_PKGS)) -lpthread -lm
 
 # -MMD -MP: each object depends on exactly the headers it includes, so a
 # touched header rebuilds its dependants and nothing else.
@@ -93,7 +100,7 @@ $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libshardkit.a
 $(BUILD)/shardkit.pc: shardkit.pc.in Makefile
 	@mkdir -p $(BUILD)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
-	    -e 's|@PKGS@|$(PKGS)|' $< > $@
+	    -e 's|@PKGS@|$(LINK_PKGS)|' $< > $@
 
 check: all $(UNITS) | $(CHECK_DEPS_OK)
 	@SK_BUILD=$(BUILD) tests/run
@@ -152,7 +159,7 @@ install: all
 	ln -sf libshardkit.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libshardkit.so.0
 	ln -sf libshardkit.so.0 $(DESTDIR)$(PREFIX)/lib/libshardkit.so
 	install -m 644 lib/shardkit.h $(DESTDIR)$(PREFIX)/include/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(PKGS)|' \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(LINK_PKGS)|' \
 	    shardkit.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit.pc
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/shardkit/
 	@# the package finds the library three levels up (PREFIX/lib), or

@@ -5,7 +5,7 @@
  */
 #include "format/shard_stream.h"
 
-#include <archive.h>
+#include "format/libarchive.h"
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -83,15 +83,15 @@ static int stream_init(sk_stream *s, sk_stream_kind kind, sk_error *err)
     s->in = sk_xmalloc(SK_STREAM_BUF, err);
     if (!s->in) return SK_E_NOMEM;
     struct archive_entry *ae;
-    SK_FAIL_IF(!(s->a = archive_read_new()), err, SK_E_NOMEM, "out of memory");
-    archive_read_support_filter_all(s->a);
-    archive_read_support_format_raw(s->a);
+    SK_GUARD(sk_la_new(&s->a, err));
+    sk_la.read_support_filter_all(s->a);
+    sk_la.read_support_format_raw(s->a);
     s->err = err;
-    if (archive_read_open(s->a, s, NULL, archive_cb, NULL) != ARCHIVE_OK ||
-        archive_read_next_header(s->a, &ae) != ARCHIVE_OK)
+    if (sk_la.read_open(s->a, s, NULL, archive_cb, NULL) != ARCHIVE_OK ||
+        sk_la.read_next_header(s->a, &ae) != ARCHIVE_OK)
         return s->cb_rc ? s->cb_rc
                         : sk_error_set(err, SK_E_CORRUPT, "%s: %s", path,
-                                       archive_error_string(s->a));
+                                       sk_la.error_string(s->a));
     return SK_OK;
 }
 
@@ -121,7 +121,7 @@ int sk_stream_open_src(sk_stream *s, sk_stream_src src, void *ctx, const char *p
 
 void sk_stream_close(sk_stream *s)
 {
-    if (s->a) archive_read_free(s->a);
+    if (s->a) sk_la.read_free(s->a);
     sk_zdec_free(&s->z);
     free(s->in);
     free(s->buf);
@@ -138,11 +138,11 @@ static int produce(sk_stream *s, size_t *got, sk_error *err)
         SK_GUARD(file_read(s, s->buf, SK_STREAM_BUF, got, err));
     } else if (s->kind == SK_STREAM_ARCHIVE) {
         s->err = err;
-        la_ssize_t k = archive_read_data(s->a, s->buf, SK_STREAM_BUF);
+        la_ssize_t k = sk_la.read_data(s->a, s->buf, SK_STREAM_BUF);
         if (k < 0) {
             if (s->cb_rc) return s->cb_rc;
             return sk_error_set(err, SK_E_CORRUPT, "%s: %s (near compressed offset %llu)",
-                                s->path, archive_error_string(s->a),
+                                s->path, sk_la.error_string(s->a),
                                 (unsigned long long)s->file_read);
         }
         *got = (size_t)k;

@@ -10,8 +10,7 @@
 #include "pack/catalog.h"
 #include "format/tar.h"
 
-#include <archive.h>
-#include <archive_entry.h>
+#include "format/libarchive.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -424,15 +423,15 @@ static int spool_open(sk_catalog *c, sk_error *err)
 
 int sk_catalog_add_archive(sk_catalog *c, const char *path, sk_error *err)
 {
-    struct archive *a = archive_read_new();
-    SK_FAIL_IF(!a, err, SK_E_NOMEM, "out of memory");
-    archive_read_support_filter_all(a);
-    archive_read_support_format_all(a);
+    struct archive *a;
+    SK_GUARD(sk_la_new(&a, err));
+    sk_la.read_support_filter_all(a);
+    sk_la.read_support_format_all(a);
     int rc = SK_OK, fd = -1;
     char *buf = NULL;
     uint16_t src;
-    if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
-        rc = sk_error_set(err, SK_E_IO, "%s: cannot open archive: %s", path, archive_error_string(a));
+    if (sk_la.read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
+        rc = sk_error_set(err, SK_E_IO, "%s: cannot open archive: %s", path, sk_la.error_string(a));
         goto cleanup;
     }
     fd = spool_open(c, err);
@@ -443,11 +442,11 @@ int sk_catalog_add_archive(sk_catalog *c, const char *path, sk_error *err)
     uint64_t off = 0;
     struct archive_entry *e;
     int r;
-    while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
-        const char *name = archive_entry_pathname(e);
+    while ((r = sk_la.read_next_header(a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
+        const char *name = sk_la.entry_pathname(e);
         if (!name) name = "";
-        if (archive_entry_filetype(e) == AE_IFDIR) continue;
-        if (archive_entry_filetype(e) != AE_IFREG) {
+        if (sk_la.entry_filetype(e) == AE_IFDIR) continue;
+        if (sk_la.entry_filetype(e) != AE_IFREG) {
             warn(c, "%s: %s: not a regular file, skipped", path, name);
             continue;
         }
@@ -461,13 +460,13 @@ int sk_catalog_add_archive(sk_catalog *c, const char *path, sk_error *err)
         }
         uint64_t start = off;
         la_ssize_t got;
-        while ((got = archive_read_data(a, buf, 1 << 20)) > 0) {
+        while ((got = sk_la.read_data(a, buf, 1 << 20)) > 0) {
             if ((rc = sk_write_all(fd, buf, (size_t)got, "archive spool file", err))) goto cleanup;
             off += (uint64_t)got;
         }
         if (got < 0) {
             rc = sk_error_set(err, SK_E_CORRUPT, "%s: member %s: %s", path, name,
-                              archive_error_string(a));
+                              sk_la.error_string(a));
             goto cleanup;
         }
         char *slash = strrchr(clean, '/');
@@ -477,10 +476,10 @@ int sk_catalog_add_archive(sk_catalog *c, const char *path, sk_error *err)
         if ((rc = add_item(c, src, dir_id, clean + dlen, off - start, start, err))) goto cleanup;
     }
     if (r != ARCHIVE_EOF)
-        rc = sk_error_set(err, SK_E_CORRUPT, "%s: corrupt archive: %s", path, archive_error_string(a));
+        rc = sk_error_set(err, SK_E_CORRUPT, "%s: corrupt archive: %s", path, sk_la.error_string(a));
 cleanup:
     free(buf);
-    archive_read_free(a);
+    sk_la.read_free(a);
     return rc;
 }
 

@@ -20,10 +20,9 @@
 #include "format/tar.h"
 #include "io/writer.h"
 
-#include <archive.h>
+#include "format/libarchive.h"
 #include <jansson.h>
 #include <pthread.h>
-#include <archive_entry.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -881,36 +880,34 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_e
     SK_GUARD(sk_is_s3_url(url) ? s3_in_open(r->o->s3, &c.in, url, err)
                                   : (r->o->in_open ? r->o->in_open : default_in_open)(
                                         r->o->in_open_ctx, &c.in, url, err));
-    struct archive *a = archive_read_new();
-    int rc = SK_OK;
+    struct archive *a;
+    int rc = sk_la_new(&a, err);
     c.buf = malloc(IN_BUF);
-    if (!a || !c.buf) {
-        rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-        goto done;
-    }
-    archive_read_support_filter_all(a);
-    archive_read_support_format_tar(a);
-    archive_read_support_format_zip(a);
-    archive_read_support_format_7zip(a);
-    archive_read_support_format_cpio(a);
-    if (archive_read_open(a, &c, NULL, la_read, NULL) != ARCHIVE_OK) {
-        rc = c.rc ? c.rc : sk_error_set(err, SK_E_CORRUPT, "%s: %s", url, archive_error_string(a));
+    if (!rc && !c.buf) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (rc) goto done;
+    sk_la.read_support_filter_all(a);
+    sk_la.read_support_format_tar(a);
+    sk_la.read_support_format_zip(a);
+    sk_la.read_support_format_7zip(a);
+    sk_la.read_support_format_cpio(a);
+    if (sk_la.read_open(a, &c, NULL, la_read, NULL) != ARCHIVE_OK) {
+        rc = c.rc ? c.rc : sk_error_set(err, SK_E_CORRUPT, "%s: %s", url, sk_la.error_string(a));
         goto done;
     }
     int warned = 0, warned_strip = 0;
     for (;;) {
         struct archive_entry *ae;
-        int h = archive_read_next_header(a, &ae);
+        int h = sk_la.read_next_header(a, &ae);
         if (h == ARCHIVE_EOF) break;
         if (h < ARCHIVE_WARN) {
             rc = c.rc ? c.rc : sk_error_set(err, SK_E_CORRUPT, "%s: %s (after %llu samples)", url,
-                                            archive_error_string(a),
+                                            sk_la.error_string(a),
                                             (unsigned long long)r->st.samples_in);
             goto done;
         }
-        const char *name = archive_entry_pathname(ae);
-        if (!name) name = archive_entry_pathname_utf8(ae);
-        if (archive_entry_filetype(ae) != AE_IFREG || !name) {
+        const char *name = sk_la.entry_pathname(ae);
+        if (!name) name = sk_la.entry_pathname_utf8(ae);
+        if (sk_la.entry_filetype(ae) != AE_IFREG || !name) {
             r->st.skipped++;
             continue;
         }
@@ -952,12 +949,12 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_e
             s->nm = 1;
             continue;
         }
-        if (!archive_entry_size_is_set(ae)) {
+        if (!sk_la.entry_size_is_set(ae)) {
             rc = sk_error_set(err, SK_E_INPUT, "%s: '%s': the archive does not record the "
                               "member's size", url, name);
             goto done;
         }
-        uint64_t size = (uint64_t)archive_entry_size(ae);
+        uint64_t size = (uint64_t)sk_la.entry_size(ae);
         char oname[SK_TAR_NAME_MAX + 64];
         if (kl + 1 + oel >= sizeof oname) {
             rc = sk_error_set(err, SK_E_INPUT, "%s: '%s': name too long", url, name);
@@ -976,11 +973,11 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_e
         sk_tar_header(s->img + s->len, oname, onl, size, r->o->mtime);
         unsigned char *d = s->img + s->len + hl;
         for (uint64_t got = 0; got < size;) {
-            la_ssize_t k = archive_read_data(a, d + got, (size_t)(size - got));
+            la_ssize_t k = sk_la.read_data(a, d + got, (size_t)(size - got));
             if (k <= 0) {
                 rc = c.rc ? c.rc
                           : sk_error_set(err, SK_E_CORRUPT, "%s: '%s': %s", url, name,
-                                         k < 0 ? archive_error_string(a) : "truncated member");
+                                         k < 0 ? sk_la.error_string(a) : "truncated member");
                 goto done;
             }
             got += (uint64_t)k;
@@ -1005,7 +1002,7 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_e
     }
     rc = sample_done(r, s, counting, err);
 done:
-    if (a) archive_read_free(a);
+    if (a) sk_la.read_free(a);
     free(c.buf);
     c.in.close(c.in.ctx);
     return rc;

@@ -20,15 +20,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <archive.h>
-#include <archive_entry.h>
+#include "format/libarchive.h"
 
 /* ------------------------------------------------------------------ source */
 /* A source hands out the stored bytes of a shard sequentially from an
@@ -171,18 +169,17 @@ static void s3_close(void *ctx)
 #define CACHE_HEX 40
 static char *cache_path(const char *dir, const char *bucket, const char *key)
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned mdlen = 0;
+    char md[65]; /* SHA-256 in hex */
     size_t bl = strlen(bucket), kl = strlen(key);
     char *id = malloc(bl + 1 + kl), hex[CACHE_HEX + 1], *p;
     if (!id) return NULL;
     memcpy(id, bucket, bl);
     id[bl] = 0;
     memcpy(id + bl + 1, key, kl);
-    int ok = EVP_Digest(id, bl + 1 + kl, md, &mdlen, EVP_sha256(), NULL);
+    sk_s3_sha256_hex(id, bl + 1 + kl, md);
     free(id);
-    if (!ok || mdlen < CACHE_HEX / 2) return NULL;
-    for (int i = 0; i < CACHE_HEX / 2; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    memcpy(hex, md, CACHE_HEX);
+    hex[CACHE_HEX] = 0;
     if (asprintf(&p, "%s/%s" CACHE_SUFFIX, dir, hex) < 0) return NULL;
     return p;
 }
@@ -497,13 +494,13 @@ static la_ssize_t la_read(struct archive *a, void *ctx, const void **buf)
 static int la_start(sk_reader_stream *st, sk_error *err)
 {
     struct archive_entry *ae;
-    SK_FAIL_IF(!(st->la = archive_read_new()), err, SK_E_NOMEM, "out of memory");
-    archive_read_support_filter_all(st->la);
-    archive_read_support_format_raw(st->la);
-    if (archive_read_open(st->la, st, NULL, la_read, NULL) != ARCHIVE_OK ||
-        archive_read_next_header(st->la, &ae) != ARCHIVE_OK) {
+    SK_GUARD(sk_la_new(&st->la, err));
+    sk_la.read_support_filter_all(st->la);
+    sk_la.read_support_format_raw(st->la);
+    if (sk_la.read_open(st->la, st, NULL, la_read, NULL) != ARCHIVE_OK ||
+        sk_la.read_next_header(st->la, &ae) != ARCHIVE_OK) {
         if (st->la_rc) return *err = st->la_err, st->la_rc;
-        return sk_error_set(err, SK_E_CORRUPT, "%s: %s", st->url, archive_error_string(st->la));
+        return sk_error_set(err, SK_E_CORRUPT, "%s: %s", st->url, sk_la.error_string(st->la));
     }
     return SK_OK;
 }
@@ -512,11 +509,11 @@ static int produce(sk_reader_stream *st, unsigned char *dst, size_t n, size_t *g
                    sk_error *err)
 {
     if (st->la) {
-        la_ssize_t k = archive_read_data(st->la, dst, n);
+        la_ssize_t k = sk_la.read_data(st->la, dst, n);
         if (k < 0) {
             if (st->la_rc) return *err = st->la_err, st->la_rc;
             return sk_error_set(err, SK_E_CORRUPT, "%s: %s (near compressed offset %llu)", st->url,
-                                archive_error_string(st->la), (unsigned long long)st->raw_pos);
+                                sk_la.error_string(st->la), (unsigned long long)st->raw_pos);
         }
         *got = (size_t)k;
         return SK_OK;
@@ -620,7 +617,7 @@ void sk_reader_stream_close(sk_reader_stream *st)
     pthread_join(st->th, NULL);
     if (st->s.close) st->s.close(st->s.ctx);
     sk_zdec_free(&st->zd);
-    if (st->la) archive_read_free(st->la);
+    if (st->la) sk_la.read_free(st->la);
     free(st->zin);
     munmap(st->ring, 2 * st->cap);
     pthread_mutex_destroy(&st->mu);

@@ -16,31 +16,32 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 int sk_http_fetch(const char *method, const char *url, const char *const *headers,
                   long timeout_ms, sk_buf *out, long *status, sk_error *err)
 {
-    CURL *c = curl_easy_init();
+    SK_GUARD(sk_s3_libs_load(err));
+    CURL *c = sk_curl.easy_init();
     SK_FAIL_IF(!c, err, SK_E_NOMEM, "%s: cannot create a curl handle", url);
     struct curl_slist *hl = NULL;
-    for (size_t i = 0; headers && headers[i]; i++) hl = curl_slist_append(hl, headers[i]);
+    for (size_t i = 0; headers && headers[i]; i++) hl = sk_curl.slist_append(hl, headers[i]);
     out->len = 0;
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    sk_curl.easy_setopt(c, CURLOPT_URL, url);
+    sk_curl.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (!strcmp(method, "PUT")) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
+        sk_curl.easy_setopt(c, CURLOPT_POSTFIELDS, "");
+        sk_curl.easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
     }
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_NOPROXY, "*"); /* link-local endpoints never go through a proxy */
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    CURLcode cc = curl_easy_perform(c);
+    sk_curl.easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    sk_curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+    sk_curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    sk_curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    sk_curl.easy_setopt(c, CURLOPT_NOPROXY, "*"); /* link-local endpoints never go through a proxy */
+    sk_curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    sk_curl.easy_setopt(c, CURLOPT_WRITEDATA, out);
+    CURLcode cc = sk_curl.easy_perform(c);
     *status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    curl_slist_free_all(hl);
-    curl_easy_cleanup(c);
+    sk_curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    sk_curl.slist_free_all(hl);
+    sk_curl.easy_cleanup(c);
     if (cc != CURLE_OK)
-        return sk_error_set(err, SK_E_NET, "%s: %s", url, curl_easy_strerror(cc));
+        return sk_error_set(err, SK_E_NET, "%s: %s", url, sk_curl.easy_strerror(cc));
     if (!out->p) sk_buf_add(out, "", 0);
     return 0;
 }

@@ -139,7 +139,7 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ud)
     sk_s3_req *r = ud;
     size_t len = sz * n;
     long code = 0;
-    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+    sk_curl.easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
     if (code < 200 || code >= 300 || (!r->dst && !r->sink && !r->push)) {
         if (r->resp.len + len > (64u << 20)) return 0;
         return sk_buf_add(&r->resp, p, len) ? 0 : len;
@@ -267,15 +267,15 @@ static int build_and_sign(sk_s3 *s3, sk_s3_req *r)
     sk_creds_provider_unlock(&s3->creds);
     if (rc) goto out;
 
-    curl_slist_free_all(r->hl);
+    sk_curl.slist_free_all(r->hl);
     r->hl = NULL;
     char line[4300];
-    for (size_t i = 1; i < nh; i++) r->hl = curl_slist_append(r->hl, hdrs[i]);
+    for (size_t i = 1; i < nh; i++) r->hl = sk_curl.slist_append(r->hl, hdrs[i]);
     snprintf(line, sizeof line, "Authorization: %s", auth);
-    r->hl = curl_slist_append(r->hl, line);
+    r->hl = sk_curl.slist_append(r->hl, line);
     memset(line, 0, sizeof line);
-    r->hl = curl_slist_append(r->hl, "Expect:"); /* no 100-continue round trip */
-    if (!r->body && !r->body_from_fd) r->hl = curl_slist_append(r->hl, "Content-Type:");
+    r->hl = sk_curl.slist_append(r->hl, "Expect:"); /* no 100-continue round trip */
+    if (!r->body && !r->body_from_fd) r->hl = sk_curl.slist_append(r->hl, "Content-Type:");
 out:
     sk_buf_free(&path), sk_buf_free(&hostb);
     if (rc == SK_E_NOMEM) sk_error_set(&r->err, rc, "out of memory");
@@ -303,54 +303,54 @@ static int start(sk_s3 *s3, sk_s3_req *r)
     r->body_seen = 0;
     int rc = build_and_sign(s3, r);
     if (rc) return rc;
-    CURL *c = s3->npool ? s3->pool[--s3->npool] : curl_easy_init();
+    CURL *c = s3->npool ? s3->pool[--s3->npool] : sk_curl.easy_init();
     if (!c) return sk_error_set(&r->err, SK_E_NOMEM, "cannot create a curl handle");
     r->easy = c;
     r->resp.len = 0, r->dst_len = 0, r->body_off = 0, r->body_errno = 0, r->skip = r->delivered;
     r->etag[0] = r->crc32c[0] = 0, r->has_length = 0, r->status = 0;
-    curl_easy_setopt(c, CURLOPT_URL, r->url);
-    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, r->hl);
-    curl_easy_setopt(c, CURLOPT_PRIVATE, r);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+    sk_curl.easy_setopt(c, CURLOPT_URL, r->url);
+    sk_curl.easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
+    sk_curl.easy_setopt(c, CURLOPT_HTTPHEADER, r->hl);
+    sk_curl.easy_setopt(c, CURLOPT_PRIVATE, r);
+    sk_curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    sk_curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
+    sk_curl.easy_setopt(c, CURLOPT_WRITEDATA, r);
+    sk_curl.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    sk_curl.easy_setopt(c, CURLOPT_HEADERDATA, r);
+    sk_curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
     /* A transfer slower than low_speed_limit bytes/s over read_timeout
      * seconds (a stall, or a server dripping a few bytes a second) fails
      * and is retried, within max_attempts: no request lives forever. */
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, s3->low_speed_limit);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)s3->read_timeout);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    sk_curl.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, s3->low_speed_limit);
+    sk_curl.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)s3->read_timeout);
+    sk_curl.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+    sk_curl.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+    sk_curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    sk_curl.easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     if (!strcmp(r->method, "HEAD")) {
-        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+        sk_curl.easy_setopt(c, CURLOPT_NOBODY, 1L);
     } else if (r->body || r->body_from_fd || !strcmp(r->method, "PUT") || !strcmp(r->method, "POST")) {
-        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_len);
-        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-        curl_easy_setopt(c, CURLOPT_READDATA, r);
-        curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
-        curl_easy_setopt(c, CURLOPT_SEEKDATA, r);
+        sk_curl.easy_setopt(c, CURLOPT_UPLOAD, 1L);
+        sk_curl.easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_len);
+        sk_curl.easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+        sk_curl.easy_setopt(c, CURLOPT_READDATA, r);
+        sk_curl.easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
+        sk_curl.easy_setopt(c, CURLOPT_SEEKDATA, r);
         /* 512 KiB, not curl's maximum of 2 MiB: measured against moto, 2 MiB
          * sends saved no CPU (fewer send() calls, but the buffer no longer
          * stays in cache between the pread into it and the send out of
          * it) and cost 3x the page faults, as curl reallocates it per
          * request. */
-        curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024);
+        sk_curl.easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024);
     }
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
-    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 256L * 1024);
+    sk_curl.easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
+    sk_curl.easy_setopt(c, CURLOPT_BUFFERSIZE, 256L * 1024);
     if (s3->verbose)
         fprintf(stderr, "s3: %s %s%s\n", r->method, r->url,
                 r->attempt ? " (retry)" : "");
     s3->n_requests++;
     if (r->attempt) s3->n_retries++;
-    curl_multi_add_handle(s3->multi, c);
+    sk_curl.multi_add_handle(s3->multi, c);
     return 0;
 }
 
@@ -412,10 +412,10 @@ static int classify(sk_s3 *s3, sk_s3_req *r, CURLcode cc)
                   cc == CURLE_PARTIAL_FILE || cc == CURLE_COULDNT_RESOLVE_HOST ||
                   cc == CURLE_HTTP2 || cc == CURLE_HTTP2_STREAM || cc == CURLE_SSL_CONNECT_ERROR ||
                   cc == CURLE_SEND_FAIL_REWIND || cc == CURLE_WEIRD_SERVER_REPLY;
-        r->rc = sk_error_set(&r->err, SK_E_NET, "%s %s: %s", r->method, what, curl_easy_strerror(cc));
+        r->rc = sk_error_set(&r->err, SK_E_NET, "%s %s: %s", r->method, what, sk_curl.easy_strerror(cc));
         return net;
     }
-    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+    sk_curl.easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
     if (r->status >= 200 && r->status < 300) {
         if (r->check_body_error && r->resp.len) {
             sk_s3_xml_error(r->resp.p, r->resp.len, code, sizeof code, msg, sizeof msg);
@@ -480,8 +480,8 @@ static void cancel_now(sk_s3 *s3, sk_s3_req *r)
     if (r->easy) {
         CURL *c = r->easy;
         pthread_mutex_unlock(&s3->mu);
-        curl_multi_remove_handle(s3->multi, c);
-        curl_easy_cleanup(c); /* its connection was mid-body: not reusable */
+        sk_curl.multi_remove_handle(s3->multi, c);
+        sk_curl.easy_cleanup(c); /* its connection was mid-body: not reusable */
         pthread_mutex_lock(&s3->mu);
         r->easy = NULL;
         s3->inflight--;
@@ -502,7 +502,7 @@ static void cancel_now(sk_s3 *s3, sk_s3_req *r)
     s3->pending--;
     pthread_mutex_unlock(&s3->mu);
     r->rc = sk_error_set(&r->err, SK_E_IO, "%s: cancelled", r->url[0] ? r->url : r->key);
-    curl_slist_free_all(r->hl);
+    sk_curl.slist_free_all(r->hl);
     r->hl = NULL;
     r->done(r);
     pthread_mutex_lock(&s3->mu);
@@ -532,7 +532,7 @@ static void run_resumes(sk_s3 *s3)
             s3->npaused--;
             pthread_mutex_unlock(&s3->mu);
             /* may call on_write at once, which may pause again */
-            curl_easy_pause(r->easy, CURLPAUSE_CONT);
+            sk_curl.easy_pause(r->easy, CURLPAUSE_CONT);
         }
     }
 }
@@ -552,7 +552,7 @@ void sk_s3_req_resume(sk_s3_req *r)
     pthread_mutex_lock(&r->s3->mu);
     resume_push(r);
     pthread_mutex_unlock(&r->s3->mu);
-    curl_multi_wakeup(r->s3->multi);
+    sk_curl.multi_wakeup(r->s3->multi);
 }
 
 void sk_s3_req_cancel(sk_s3_req *r)
@@ -561,7 +561,7 @@ void sk_s3_req_cancel(sk_s3_req *r)
     r->cancel = 1;
     resume_push(r);
     pthread_mutex_unlock(&r->s3->mu);
-    curl_multi_wakeup(r->s3->multi);
+    sk_curl.multi_wakeup(r->s3->multi);
 }
 
 static void *engine(void *arg)
@@ -604,22 +604,22 @@ static void *engine(void *arg)
 
         run_resumes(s3);
         int running;
-        curl_multi_perform(s3->multi, &running);
+        sk_curl.multi_perform(s3->multi, &running);
         CURLMsg *m;
         int left;
-        while ((m = curl_multi_info_read(s3->multi, &left))) {
+        while ((m = sk_curl.multi_info_read(s3->multi, &left))) {
             if (m->msg != CURLMSG_DONE) continue;
             CURL *c = m->easy_handle;
             CURLcode cc = m->data.result;
             sk_s3_req *r;
-            curl_easy_getinfo(c, CURLINFO_PRIVATE, (char **)&r);
+            sk_curl.easy_getinfo(c, CURLINFO_PRIVATE, (char **)&r);
             int retry = classify(s3, r, cc);
-            curl_multi_remove_handle(s3->multi, c);
+            sk_curl.multi_remove_handle(s3->multi, c);
             if (cc == CURLE_OK && s3->npool < (int)SK_ARRAY_LEN(s3->pool)) {
-                curl_easy_reset(c);
+                sk_curl.easy_reset(c);
                 s3->pool[s3->npool++] = c;
             } else {
-                curl_easy_cleanup(c); /* a broken connection's handle is not reused */
+                sk_curl.easy_cleanup(c); /* a broken connection's handle is not reused */
             }
             r->easy = NULL;
             r->attempt++;
@@ -646,7 +646,7 @@ static void *engine(void *arg)
             resume_unlink(s3, r);
             s3->pending--;
             pthread_mutex_unlock(&s3->mu);
-            curl_slist_free_all(r->hl);
+            sk_curl.slist_free_all(r->hl);
             r->hl = NULL;
             r->done(r);
             pthread_mutex_lock(&s3->mu);
@@ -656,7 +656,7 @@ static void *engine(void *arg)
         now = sk_s3_now_ms();
         int timeout = wake > now ? (int)(wake - now) : 0;
         if (timeout > 1000) timeout = 1000;
-        curl_multi_poll(s3->multi, NULL, 0, timeout, NULL);
+        sk_curl.multi_poll(s3->multi, NULL, 0, timeout, NULL);
     }
     return NULL;
 }
@@ -673,7 +673,7 @@ void sk_s3_submit(sk_s3_req *r)
     s3->q_tail = r;
     s3->pending++;
     pthread_mutex_unlock(&s3->mu);
-    curl_multi_wakeup(s3->multi);
+    sk_curl.multi_wakeup(s3->multi);
 }
 
 static void sync_done(sk_s3_req *r)
@@ -724,9 +724,6 @@ static int parse_endpoint(sk_s3 *s3, const char *url, sk_error *err)
     return 0;
 }
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
-
 void sk_s3_config_init_sized(sk_s3_config *o, size_t size)
 {
     static const sk_s3_config defaults = SK_S3_CONFIG_INIT;
@@ -739,7 +736,7 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
     sk_s3_config cfg_buf;
     const sk_s3_config *cfg = &cfg_buf;
     SK_GUARD(sk_options_take(&cfg_buf, sizeof cfg_buf, cfg_in, &defaults, "sk_s3_config", err));
-    pthread_once(&curl_once, curl_init_once);
+    SK_GUARD(sk_s3_libs_load(err)); /* libcurl and its global init, once */
     *out = NULL;
     sk_s3 *s3 = calloc(1, sizeof *s3);
     SK_FAIL_IF(!s3, err, SK_E_NOMEM, "out of memory");
@@ -791,7 +788,7 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
         fprintf(stderr, "s3: endpoint %s, region %s, %s style, credentials from %s\n", s3->base,
                 s3->region, s3->path_style ? "path" : "virtual-hosted", s3->creds.cur.source);
 
-    s3->multi = curl_multi_init();
+    s3->multi = sk_curl.multi_init();
     if (!s3->multi) {
         rc = sk_error_set(err, SK_E_NOMEM, "cannot create a curl multi handle");
         goto fail;
@@ -800,8 +797,8 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
      * requests itself, and a limit here would make a new request wait in
      * curl for the connection of a paused stream (sk_s3_stream), which may
      * only resume after that request is served. */
-    curl_multi_setopt(s3->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
-    curl_multi_setopt(s3->multi, CURLMOPT_MAXCONNECTS, (long)s3->concurrency * 2);
+    sk_curl.multi_setopt(s3->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
+    sk_curl.multi_setopt(s3->multi, CURLMOPT_MAXCONNECTS, (long)s3->concurrency * 2);
     if (pthread_create(&s3->thread, NULL, engine, s3)) {
         rc = sk_error_set(err, SK_E_NOMEM, "cannot start the S3 engine thread");
         goto fail;
@@ -821,11 +818,11 @@ void sk_s3_free(sk_s3 *s3)
         pthread_mutex_lock(&s3->mu);
         s3->stop = 1;
         pthread_mutex_unlock(&s3->mu);
-        curl_multi_wakeup(s3->multi);
+        sk_curl.multi_wakeup(s3->multi);
         pthread_join(s3->thread, NULL);
     }
-    for (int i = 0; i < s3->npool; i++) curl_easy_cleanup(s3->pool[i]);
-    if (s3->multi) curl_multi_cleanup(s3->multi);
+    for (int i = 0; i < s3->npool; i++) sk_curl.easy_cleanup(s3->pool[i]);
+    if (s3->multi) sk_curl.multi_cleanup(s3->multi);
     sk_creds_provider_release(&s3->creds);
     pthread_mutex_destroy(&s3->mu);
     pthread_cond_destroy(&s3->cv);

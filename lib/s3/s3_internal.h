@@ -18,6 +18,40 @@
 #include <pthread.h>
 #include <stdint.h>
 
+/* s3_libs.c: libcurl and libcrypto, opened on first use (not linked), so
+ * that a process that never touches S3 does not load them.  Load before
+ * the first sk_curl call: sk_s3_new, sk_http_fetch and the signer do; the
+ * digests load by themselves.  SK_E_IO names the library that failed. */
+int sk_s3_libs_load(sk_error *err);
+typedef struct sk_curl_api {
+    CURLcode (*global_init)(long flags);
+    CURL *(*easy_init)(void);
+    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+    CURLcode (*easy_perform)(CURL *);
+    void (*easy_cleanup)(CURL *);
+    void (*easy_reset)(CURL *);
+    CURLcode (*easy_pause)(CURL *, int bitmask);
+    const char *(*easy_strerror)(CURLcode);
+    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+    void (*slist_free_all)(struct curl_slist *);
+    CURLM *(*multi_init)(void);
+    CURLMcode (*multi_setopt)(CURLM *, CURLMoption, ...);
+    CURLMcode (*multi_add_handle)(CURLM *, CURL *);
+    CURLMcode (*multi_remove_handle)(CURLM *, CURL *);
+    CURLMcode (*multi_perform)(CURLM *, int *running);
+    CURLMcode (*multi_poll)(CURLM *, struct curl_waitfd extra[], unsigned n, int timeout_ms,
+                            int *ret);
+    CURLMcode (*multi_wakeup)(CURLM *);
+    CURLMsg *(*multi_info_read)(CURLM *, int *left);
+    CURLMcode (*multi_cleanup)(CURLM *);
+} sk_curl_api;
+extern sk_curl_api sk_curl;
+void sk_s3_sha256(const void *data, size_t len, unsigned char out[32]);
+void sk_s3_md5(const void *data, size_t len, unsigned char out[16]);
+void sk_s3_hmac_sha256(const void *key, size_t klen, const void *msg, size_t len,
+                       unsigned char out[32]);
+
 /* Walks an XML document: cb gets every element start (end = 0, text NULL)
  * and end (end = 1, with the element's own text). */
 typedef void (*sk_s3_xml_cb)(void *ud, int end, const char *name, const char *text);

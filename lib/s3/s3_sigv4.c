@@ -8,9 +8,6 @@
 #include "s3/s3_internal.h"
 
 #include <ctype.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,22 +36,24 @@ static void to_hex(const unsigned char *d, size_t n, char *out)
 
 void sk_s3_sha256_hex(const void *data, size_t len, char out[65])
 {
-    unsigned char d[SHA256_DIGEST_LENGTH];
-    SHA256(data, len, d);
+    unsigned char d[32];
+    sk_s3_sha256(data, len, d);
     to_hex(d, sizeof d, out);
 }
 
 void sk_s3_crc32c_b64(uint32_t crc, char out[9])
 {
-    unsigned char be[4] = {(unsigned char)(crc >> 24), (unsigned char)(crc >> 16),
-                           (unsigned char)(crc >> 8), (unsigned char)crc};
-    EVP_EncodeBlock((unsigned char *)out, be, 4);
+    /* base64 of the 4 big-endian bytes: 6 characters and "==" */
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    uint64_t v = (uint64_t)crc << 16; /* 48 bits: 8 sextets, the last two padding */
+    for (int i = 0; i < 6; i++) out[i] = b64[(v >> (42 - 6 * i)) & 63];
+    out[6] = out[7] = '=';
+    out[8] = 0;
 }
 
 static void hmac(const void *key, size_t klen, const char *msg, unsigned char out[32])
 {
-    unsigned int n = 32;
-    HMAC(EVP_sha256(), key, (int)klen, (const unsigned char *)msg, strlen(msg), out, &n);
+    sk_s3_hmac_sha256(key, klen, msg, strlen(msg), out);
 }
 
 /* One canonical header: lowercase name, value trimmed with inner runs of
@@ -127,6 +126,7 @@ static int canon_query(const char *q, sk_buf *out)
 
 int sk_s3_sigv4_sign(const sk_s3_sigv4_input *in, char *auth, size_t auth_capacity, sk_error *err)
 {
+    SK_GUARD(sk_s3_libs_load(err)); /* the digests' libcrypto */
     int rc = SK_E_NOMEM;
     sk_buf creq = {0}, signed_hdrs = {0}, sts = {0};
     canon_hdr *h = calloc(in->nheaders ? in->nheaders : 1, sizeof *h);
@@ -170,13 +170,13 @@ int sk_s3_sigv4_sign(const sk_s3_sigv4_input *in, char *auth, size_t auth_capaci
     memcpy(k0 + 4, in->secret_key, slen + 1);
     unsigned char k[32], sig[32];
     hmac(k0, slen + 4, date, k);
-    OPENSSL_cleanse(k0, slen + 4);
+    explicit_bzero(k0, slen + 4);
     free(k0);
     hmac(k, 32, in->region, k);
     hmac(k, 32, in->service, k);
     hmac(k, 32, "aws4_request", k);
     hmac(k, 32, sts.p, sig);
-    OPENSSL_cleanse(k, sizeof k);
+    explicit_bzero(k, sizeof k);
     char sighex[65];
     to_hex(sig, 32, sighex);
     int n = snprintf(auth, auth_capacity,

@@ -23,7 +23,6 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -542,9 +541,8 @@ static int find_upload_cb(void *ud, const char *key, const char *upload_id)
 static void md5_hex(const void *p, size_t n, char out[33])
 {
     unsigned char d[16];
-    unsigned int len = 16;
     static const char hex[] = "0123456789abcdef";
-    EVP_Digest(p, n, d, &len, EVP_md5(), NULL);
+    sk_s3_md5(p, n, d);
     for (int i = 0; i < 16; i++) out[2 * i] = hex[d[i] >> 4], out[2 * i + 1] = hex[d[i] & 15];
     out[32] = 0;
 }

@@ -20,7 +20,7 @@
 #include "format/format.h"
 #include "format/tar.h"
 
-#include <archive.h>
+#include "format/libarchive.h"
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -498,15 +498,13 @@ static int read_compressed(struct shard *s, const sk_sample_ref *sr, uint64_t of
         rc = SK_E_NOMEM;
     } else if (!rc) {
         struct archive_entry *ae;
-        a = archive_read_new();
-        if (!a) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-        else {
-            archive_read_support_filter_all(a);
-            archive_read_support_format_raw(a);
-            if (archive_read_open(a, &c, NULL, cread_cb, NULL) != ARCHIVE_OK ||
-                archive_read_next_header(a, &ae) != ARCHIVE_OK)
+        if (!(rc = sk_la_new(&a, err))) {
+            sk_la.read_support_filter_all(a);
+            sk_la.read_support_format_raw(a);
+            if (sk_la.read_open(a, &c, NULL, cread_cb, NULL) != ARCHIVE_OK ||
+                sk_la.read_next_header(a, &ae) != ARCHIVE_OK)
                 rc = c.rc ? c.rc : sk_error_set(err, SK_E_CORRUPT, "%s: %s", s->path,
-                                                archive_error_string(a));
+                                                sk_la.error_string(a));
         }
     }
     while (!rc && copied < n) {
@@ -514,10 +512,10 @@ static int read_compressed(struct shard *s, const sk_sample_ref *sr, uint64_t of
         if (zstd) {
             if ((rc = sk_zdec_read(&z, cread, &c, out, CBUF, &got, err)) || got == 0) break;
         } else {
-            la_ssize_t k = archive_read_data(a, out, CBUF);
+            la_ssize_t k = sk_la.read_data(a, out, CBUF);
             if (k < 0) {
                 rc = c.rc ? c.rc : sk_error_set(err, SK_E_CORRUPT, "%s: %s", s->path,
-                                                archive_error_string(a));
+                                                sk_la.error_string(a));
                 break;
             }
             if (k == 0) break;
@@ -536,7 +534,7 @@ static int read_compressed(struct shard *s, const sk_sample_ref *sr, uint64_t of
     if (!rc && copied < n)
         rc = sk_error_set(err, SK_E_CORRUPT, "%s: stream ends before tar offset %llu (truncated?)",
                           s->path, (unsigned long long)(off + n));
-    if (a) archive_read_free(a);
+    if (a) sk_la.read_free(a);
     sk_zdec_free(&z);
     free(out);
     free(c.in);
