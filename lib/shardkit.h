@@ -1065,16 +1065,20 @@ SK_API int sk_pack_add_sagemaker_manifest(sk_pack *p, const char *manifest, sk_e
 /* Samples from memory -> the shards, .idx sidecars and manifest.json that
  * sk_pack writes for the same files (byte for byte), with pack's options:
  * pattern, manifest, max_size, max_count, start, mtime, compress_level
- * (.tar.zst, seekable), warn, progress and ctx; an s3:// pattern or
+ * (.tar.zst, seekable), resume, warn, progress and ctx; an s3:// pattern or
  * manifest uploads (sk_sample_writer_set_s3).  Shards are cut where pack
  * cuts them, published as pack publishes them (a temporary name, then the
  * index, then the rename; S3: a multipart upload), and the manifest is
  * written last, by sk_sample_writer_finish; the run's lock (pack's) is held
  * from open to finish.  pack sorts samples by key: add them in key order
  * (bytewise) to get pack's bytes; any other order is written as given.
- * shuffle, parts, resume and images are pack's and refused (SK_E_USAGE);
- * jobs, skip_errors, follow_symlinks and tmp_dir are ignored.  Details and
- * an example: docs/writer.md.  A writer is used by one thread at a time. */
+ * resume: shards a killed run completed are kept (not rewritten, not
+ * uploaded again) while the samples added again match them (key,
+ * extensions, sizes, CRC32C, where the shard ends); a mismatch is
+ * SK_E_MISMATCH naming the shard and the sample, and is sticky.
+ * shuffle, parts and images are pack's and refused (SK_E_USAGE); jobs,
+ * skip_errors, follow_symlinks and tmp_dir are ignored.  Details and an
+ * example: docs/writer.md.  A writer is used by one thread at a time. */
 
 typedef struct sk_sample_member {
     const char *ext;  /* "jpg", "seg.png": written as given, indexed lowercased */

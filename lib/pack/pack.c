@@ -258,24 +258,6 @@ static int plan(sk_pack *p, sk_error *err)
     return SK_OK;
 }
 
-/* CRC32C of a whole file, or -1 when it cannot be read in full. */
-static int64_t file_crc32c(const char *path, uint64_t size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    unsigned char *buf = malloc(1 << 20);
-    uint32_t crc = 0;
-    uint64_t got = 0;
-    ssize_t r = 0;
-    while (buf && (r = read(fd, buf, 1 << 20)) > 0) {
-        crc = sk_crc32c(crc, buf, (size_t)r);
-        got += (uint64_t)r;
-    }
-    free(buf);
-    close(fd);
-    return r < 0 || got != size ? -1 : (int64_t)crc;
-}
-
 /* A planned shard's smallest and largest key (in key order the first and
  * last sample; after --shuffle any), for the manifest's key ranges. */
 static int shard_key_range(sk_pack *p, const struct shard_plan *sp, sk_manifest *man, size_t i,
@@ -319,7 +301,7 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
     }
     /* The shard's bytes must still be the ones the index was made for:
      * reading it back costs far less than rewriting it. */
-    if (ok) ok = file_crc32c(path, info->size) == (int64_t)info->crc32c;
+    if (ok) ok = sk_pack_file_crc32c(path, info->size) == (int64_t)info->crc32c;
     if (ok) sp->info = *info;
     sk_index_close(ix);
     return ok;

@@ -7,9 +7,14 @@
 #include "format/format.h"
 #include "format/tar.h"
 
+#include "io/io.h"
+
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void sk_pack_warn_oversized(const sk_pack_options *o, const char *name, uint64_t b)
 {
@@ -116,4 +121,42 @@ int sk_pack_index_member(sk_shard_out *out, sk_manifest *exts, const char *e, si
     el = sk_ext_lower(e, el, ext); /* as WebDataset's str.lower() */
     SK_GUARD(sk_index_add_member(out->index, ext, el, data_offset, size, header_len, crc, err));
     return sk_manifest_count_ext(exts, ext, el, 1, err);
+}
+
+int64_t sk_pack_file_crc32c(const char *path, uint64_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    unsigned char *buf = malloc(1 << 20);
+    uint32_t crc = 0;
+    uint64_t got = 0;
+    ssize_t r = 0;
+    while (buf && (r = read(fd, buf, 1 << 20)) > 0) {
+        crc = sk_crc32c(crc, buf, (size_t)r);
+        got += (uint64_t)r;
+    }
+    free(buf);
+    close(fd);
+    return r < 0 || got != size ? -1 : (int64_t)crc;
+}
+
+int sk_pack_shard_sound(sk_s3 *s3, const char *path, sk_index **out)
+{
+    char ipath[4200];
+    struct stat st;
+    sk_index *ix = NULL;
+    *out = NULL;
+    if (sk_is_s3_url(path)) return sk_s3_shard_sound(s3, path, out);
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || sk_pack_index_path(path, ipath, sizeof ipath) ||
+        sk_index_open(&ix, ipath, 0, NULL) != SK_OK)
+        return 0;
+    const sk_index_shard_info *info = sk_index_shard(ix);
+    /* the bytes must still be the ones the index was made for */
+    if (info->size != (uint64_t)st.st_size || !sk_index_sample_count(ix) ||
+        sk_pack_file_crc32c(path, info->size) != (int64_t)info->crc32c) {
+        sk_index_close(ix);
+        return 0;
+    }
+    *out = ix;
+    return 1;
 }

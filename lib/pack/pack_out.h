@@ -43,6 +43,13 @@ int sk_pack_index_path(const char *shard, char *buf, size_t cap);
 int sk_pack_manifest_add(sk_manifest *man, const char *path, const char *mdir,
                          const sk_index_shard_info *info, uint64_t samples, int part,
                          sk_error *err);
+/* CRC32C of a whole local file, or -1 when it cannot be read in full. */
+int64_t sk_pack_file_crc32c(const char *path, uint64_t size);
+/* --resume: 1 when the shard at path (local, or s3:// through s3) is
+ * complete as an earlier run published it: its index is sound, records the
+ * file's size and the file's CRC32C; *out is then its index (caller
+ * closes). */
+int sk_pack_shard_sound(sk_s3 *s3, const char *path, sk_index **out);
 /* A member's index record (extension lowercased, as readers compare it)
  * and its count in exts. */
 int sk_pack_index_member(sk_shard_out *out, sk_manifest *exts, const char *ext, size_t el,

@@ -12,6 +12,9 @@
  * temporary name and rename, and the S3 sink are the same too.  pack plans
  * every shard before writing, this writer decides as samples arrive; the
  * rule needs only the samples so far, so both cut at the same places.
+ * resume keeps the shards a killed run completed while the samples added
+ * again match them (keep_shard, check_kept), so a rerun ends with the
+ * same files without rewriting or uploading those again.
  * Memory: a sample's headers, the open shard's index records, the manifest;
  * member bytes go from the caller's buffers (compressed shards: through the
  * writer's bounded frame buffer).
@@ -20,10 +23,12 @@
 #include "io/io.h"
 #include "format/tar.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PIECE (1u << 20) /* data handed to the writer at a time */
 #define WIOV 64
@@ -46,6 +51,13 @@ struct sk_sample_writer {
     sk_s3 *s3;
     uint64_t s3_part_size;
     int s3_prepared;
+    /* resume: the shards a killed run completed are kept, not rewritten,
+     * when the samples added again match them (see check_kept) */
+    int resuming;        /* still before the first shard that is written */
+    sk_index *kept;      /* in_kept: the earlier run's shard being matched */
+    sk_index *next_kept; /* the shard after it, when sound (looked at once) */
+    int in_kept;
+    int kept_fd;         /* a plain local kept shard, to compare its headers */
     char *last_key; /* the previous sample's key: an equal one would merge with it */
     size_t last_len;
     /* one sample's work space */
@@ -81,8 +93,6 @@ int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in
                "in the order they are added)");
     SK_FAIL_IF(o.parts > 0, err, SK_E_USAGE, "sample writer: --part is pack's (each writer "
                "writes what it is given; give each its own pattern)");
-    SK_FAIL_IF(o.resume, err, SK_E_USAGE, "sample writer: resume is not supported (a rerun is "
-               "handed every sample again and replaces each shard atomically)");
     char *named = NULL; /* pack refuses "{part}" in names without --part: so do we */
     SK_GUARD(sk_part_name(o.pattern, 0, 0, 0, &named, err));
     free(named);
@@ -96,7 +106,8 @@ int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in
                "sample writer: zstd level %d out of range (1..22, 0 = none)", o.compress_level);
     sk_sample_writer *w = calloc(1, sizeof *w);
     SK_FAIL_IF(!w, err, SK_E_NOMEM, "out of memory");
-    w->lock_fd = -1;
+    w->lock_fd = w->kept_fd = -1;
+    w->resuming = o.resume;
     w->o = o;
     w->o.images = NULL;
     if (!w->o.max_size) w->o.max_size = SK_PACK_DEFAULT_MAX_SIZE;
@@ -261,9 +272,57 @@ static int end_shard(sk_sample_writer *w, sk_error *err)
     return rc;
 }
 
+static void drop_kept(sk_sample_writer *w)
+{
+    sk_index_close(w->kept);
+    sk_index_close(w->next_kept);
+    w->kept = w->next_kept = NULL;
+    if (w->kept_fd >= 0) close(w->kept_fd);
+    w->kept_fd = -1;
+    w->in_kept = 0;
+}
+
+/* resume: whether shard n of the earlier run is kept.  A sound shard is
+ * complete once published, but only its successor (or max_count samples)
+ * proves it was cut where this run cuts: the earlier run's last shard may
+ * have ended with that run.  The first shard not kept ends resuming. */
+static int keep_shard(sk_sample_writer *w, uint64_t n, int *kept, sk_error *err)
+{
+    *kept = 0;
+    char path[4200], next[4200];
+    SK_GUARD(sk_shard_name(w->pattern, w->o.start + n, path, sizeof path, err));
+    SK_GUARD(sk_shard_name(w->pattern, w->o.start + n + 1, next, sizeof next, err));
+    sk_index *cur = w->next_kept;
+    w->next_kept = NULL;
+    if (!cur) sk_pack_shard_sound(w->s3, path, &cur);
+    int keep = 0;
+    if (cur) {
+        keep = w->o.max_count && sk_index_sample_count(cur) == w->o.max_count;
+        if (!keep) keep = sk_pack_shard_sound(w->s3, next, &w->next_kept);
+    }
+    if (!keep) {
+        sk_index_close(cur);
+        drop_kept(w);
+        w->resuming = 0;
+        return SK_OK;
+    }
+    w->kept = cur;
+    w->in_kept = *kept = 1;
+    if (!sk_is_s3_url(path) && !(sk_index_shard(cur)->flags & SK_INDEX_ZSTD))
+        w->kept_fd = open(path, O_RDONLY | O_CLOEXEC);
+    return SK_OK;
+}
+
 static int begin_shard(sk_sample_writer *w, sk_error *err)
 {
     char path[4200];
+    int kept = 0;
+    if (w->resuming) SK_GUARD(keep_shard(w, w->shard_no, &kept, err));
+    if (kept) {
+        w->shard_no++;
+        w->cur_bytes = w->cur_count = 0;
+        return SK_OK;
+    }
     if (sk_is_s3_url(w->pattern) && !w->s3_prepared) { /* aborts a killed run's uploads */
         SK_GUARD(sk_sink_s3_prepare(w->s3, w->pattern, w->o.start, 0, w->o.warn, w->o.ctx, err));
         w->s3_prepared = 1;
@@ -273,6 +332,83 @@ static int begin_shard(sk_sample_writer *w, sk_error *err)
     w->in_shard = 1;
     w->shard_no++;
     w->cur_bytes = w->cur_count = 0;
+    return SK_OK;
+}
+
+/* resume: a kept shard whose samples all came again goes into the manifest
+ * as the earlier run left it (extension counts and key range from its
+ * index, as pack does with the shards it keeps). */
+static int end_kept(sk_sample_writer *w, sk_error *err)
+{
+    char path[4200];
+    sk_index *ix = w->kept;
+    uint64_t n = sk_index_sample_count(ix);
+    const char *lo = NULL, *hi = NULL;
+    size_t lol = 0, hil = 0;
+    int rc = sk_shard_name(w->pattern, w->o.start + w->shard_no - 1, path, sizeof path, err);
+    if (!rc) rc = sk_pack_manifest_add(w->man, path, w->mdir, sk_index_shard(ix), n, 0, err);
+    for (uint64_t i = 0; !rc && i < sk_index_member_count(ix); i++) {
+        sk_member_ref m;
+        if (!(rc = sk_index_member(ix, i, &m, err)))
+            rc = sk_manifest_count_ext(w->man, m.ext, m.ext_len, 1, err);
+    }
+    for (uint64_t i = 0; !rc && i < n; i++) {
+        sk_sample_ref s;
+        if ((rc = sk_index_sample(ix, i, &s, err))) break;
+        if (!lo || sk_key_cmp(s.key, s.key_len, lo, lol) < 0) lo = s.key, lol = s.key_len;
+        if (!hi || sk_key_cmp(s.key, s.key_len, hi, hil) > 0) hi = s.key, hil = s.key_len;
+    }
+    if (!rc && lo)
+        rc = sk_manifest_set_key_range(w->man, w->man->nshards - 1, lo, lol, hi, hil, err);
+    if (!rc) {
+        w->st.shards++;
+        w->st.shards_resumed++;
+    }
+    sk_index_close(w->kept);
+    w->kept = NULL;
+    if (w->kept_fd >= 0) close(w->kept_fd);
+    w->kept_fd = -1;
+    w->in_kept = 0;
+    return rc;
+}
+
+/* resume: the sample added must be the one the kept shard holds at this
+ * position: the same key, members (extension, size, CRC32C) and offsets,
+ * and in a plain local shard the same header bytes.  Anything else means
+ * other samples or options than the earlier run's: SK_E_MISMATCH. */
+static int check_kept(sk_sample_writer *w, const char *key, size_t kl, const sk_sample_member *m,
+                      size_t n, const size_t *hl, sk_error *err)
+{
+    char path[4200];
+    unsigned char old[SK_TAR_HEADER_MAX];
+    sk_sample_ref s;
+    SK_GUARD(sk_shard_name(w->pattern, w->o.start + w->shard_no - 1, path, sizeof path, err));
+    SK_GUARD(sk_index_sample(w->kept, w->cur_count, &s, err));
+    int same = s.key_len == kl && !memcmp(s.key, key, kl) && s.member_count == n &&
+               s.offset == w->cur_bytes;
+    uint64_t at = w->cur_bytes;
+    const unsigned char *h = w->hdrs;
+    for (size_t i = 0; same && i < n; i++) {
+        const sk_sample_member *mm = &m[w->order[i]];
+        sk_member_ref r;
+        size_t el = ext_len(mm);
+        SK_GUARD(sk_index_member(w->kept, s.first_member + i, &r, err));
+        same = r.ext_len == el && !sk_ext_cmp(r.ext, el, mm->ext, el) && r.size == mm->size &&
+               r.header_len == hl[i] && r.data_offset == at + hl[i] &&
+               r.crc32c == sk_crc32c(0, mm->data, (size_t)mm->size);
+        if (same && w->kept_fd >= 0) /* the name's case, which the index lowercases */
+            same = pread(w->kept_fd, old, hl[i], (off_t)at) == (ssize_t)hl[i] && !memcmp(old, h, hl[i]);
+        h += hl[i];
+        at += hl[i] + sk_tar_pad(mm->size);
+    }
+    SK_FAIL_IF(!same || at - s.offset != s.span, err, SK_E_MISMATCH,
+               "%s: sample %llu (key \"%.*s\") is not the one an earlier run wrote there; resume "
+               "needs the same samples in the same order (without resume the shards are replaced)",
+               path, (unsigned long long)w->cur_count, kl > 200 ? 200 : (int)kl, key);
+    for (size_t i = 0; i < n; i++) {
+        w->st.files_done++;
+        w->st.bytes_done += m[i].size;
+    }
     return SK_OK;
 }
 
@@ -407,12 +543,29 @@ int sk_sample_writer_add(sk_sample_writer *w, const char *key, size_t kl,
         b += hl[i] + sk_tar_pad(mm->size);
     }
     /* pack's cut: before a sample that would pass max_size or max_count */
-    if (!rc && w->in_shard && sk_pack_rolls(&w->o, w->cur_bytes, w->cur_count, b) &&
-        (rc = end_shard(w, err)))
+    int rolls = sk_pack_rolls(&w->o, w->cur_bytes, w->cur_count, b);
+    if (!rc && w->in_kept) { /* resume: the kept shard must end where this run cuts */
+        char path[4200];
+        uint64_t have = sk_index_sample_count(w->kept);
+        if (rolls != (w->cur_count == have)) {
+            if (!(rc = sk_shard_name(w->pattern, w->o.start + w->shard_no - 1, path, sizeof path, err)))
+                rc = sk_error_set(err, SK_E_MISMATCH, "%s: an earlier run cut it after %llu samples, "
+                                  "this run %s %llu (other options or samples?); without resume "
+                                  "the shards are replaced", path, (unsigned long long)have,
+                                  rolls ? "cuts it after" : "does not cut it after",
+                                  (unsigned long long)w->cur_count);
+            rc = fail(w, rc, err);
+        } else if (rolls && (rc = end_kept(w, err))) {
+            rc = fail(w, rc, err);
+        }
+    } else if (!rc && w->in_shard && rolls && (rc = end_shard(w, err))) {
         rc = fail(w, rc, err);
+    }
     if (!rc) sk_pack_warn_oversized(&w->o, first_name, b);
-    if (!rc && !w->in_shard && (rc = begin_shard(w, err))) rc = fail(w, rc, err);
-    if (!rc && (rc = write_sample(w, key, kl, m, n, hl, err))) rc = fail(w, rc, err);
+    if (!rc && !w->in_shard && !w->in_kept && (rc = begin_shard(w, err))) rc = fail(w, rc, err);
+    if (!rc && (rc = w->in_kept ? check_kept(w, key, kl, m, n, hl, err)
+                                : write_sample(w, key, kl, m, n, hl, err)))
+        rc = fail(w, rc, err);
     if (!rc) {
         w->cur_bytes += b;
         w->cur_count++;
@@ -438,6 +591,17 @@ int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk_error 
     if (w->state == W_FAILED)
         return sk_error_set(err, w->failure.code, "%s (the writer stopped there)", w->failure.msg);
     int rc = w->in_shard ? end_shard(w, err) : SK_OK;
+    if (w->in_kept) {
+        char path[4200];
+        uint64_t have = sk_index_sample_count(w->kept);
+        if (w->cur_count == have) {
+            rc = end_kept(w, err);
+        } else if (!(rc = sk_shard_name(w->pattern, w->o.start + w->shard_no - 1, path, sizeof path, err))) {
+            rc = sk_error_set(err, SK_E_MISMATCH, "%s: an earlier run cut it after %llu samples, "
+                              "this run ends after %llu; without resume the shards are replaced",
+                              path, (unsigned long long)have, (unsigned long long)w->cur_count);
+        }
+    }
     if (!rc)
         rc = sk_is_s3_url(w->mpath) ? sk_sink_s3_put_manifest(w->s3, w->man, w->mpath, err)
                                     : sk_manifest_write(w->man, w->mpath, err);
@@ -455,6 +619,7 @@ void sk_sample_writer_close(sk_sample_writer *w)
     if (!w) return;
     if (w->in_shard) sk_shard_out_abort(&w->out);
     sk_shard_out_release(&w->out);
+    drop_kept(w);
     if (w->lock_fd >= 0) sk_out_unlock(w->lock_path, w->lock_fd);
     sk_manifest_free(w->man);
     free(w->pattern);

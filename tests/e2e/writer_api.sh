@@ -2,7 +2,9 @@
 # writer_api.sh - the streaming sample writer of the C API
 # (sk_sample_writer_*, driven by tests/tools/sample_write.c) writes exactly
 # what `shardkit pack` writes for the same samples as files: every shard,
-# .idx and manifest.json compared with cmp, across shard rollovers by size
+# .idx and manifest.json compared with cmp (again after a run killed
+# midway is resumed; resume over other samples is refused), across shard
+# rollovers by size
 # and count, with --start/--mtime, with zstd, and with members over the
 # 4 MiB slot and 8 MiB frame sizes; GNU tar, Python's tarfile and the
 # shardkit reader read the output back to the files; hostile keys and
@@ -43,6 +45,36 @@ same_as_pack zstd "--compress 3 --max-size 300000" "--compress zstd:3 --max-size
 same_as_pack zstd1 "--compress 1" "--compress zstd:1" .tar.zst
 [ "$(ls "$T"/size-w/*.tar | wc -l)" -ge 5 ] || die "size: expected several shards"
 [ "$(ls "$T"/zstd-w/*.tar.zst | wc -l)" -ge 5 ] || die "zstd: expected several shards"
+
+# resume: a run killed after some shards (its manifest and last shards not
+# there) rerun with the same samples keeps what is complete, writes the
+# rest, and ends with pack's bytes again
+resume_same_as_pack()
+{
+    local name=$1 wopts=$2 suf=$3 last f
+    step "$name: resume after a kill"
+    last=$(cd "$T/$name-w" && ls s-*"$suf" | tail -3 | head -1)
+    last=${last#s-}
+    last=${last%%.*}
+    rm -f "$T/$name-w/manifest.json"
+    for f in "$T/$name-w"/s-*"$suf"; do
+        n=${f##*/s-}
+        n=${n%%.*}
+        [ "$((10#$n))" -ge "$((10#$last))" ] && rm -f "$f" "$f.idx"
+    done
+    # shellcheck disable=SC2086
+    expect_ok "$W" --big --resume $wopts 7 40 "$T/$name-w/s-%04d$suf"
+    grep -q 'resumed=[1-9]' "$OUT" || die "$name: no shard was kept: $(cat "$OUT")"
+    for f in "$T/$name-p"/*; do cmp "$f" "$T/$name-w/${f##*/}" || die "$name: after resume ${f##*/} differs"; done
+    [ "$(ls -A "$T/$name-p" | wc -l)" = "$(ls -A "$T/$name-w" | wc -l)" ] || die "$name: other files after resume"
+}
+resume_same_as_pack size "--max-size 200000" .tar
+resume_same_as_pack zstd "--compress 3 --max-size 300000" .tar.zst
+step "resume with other samples: refused, naming the shard"
+run "$W" --resume --max-size 200000 8 40 "$T/size-w/s-%04d.tar"
+[ "$RC" -eq 1 ] || die "resume over other samples: exit $RC"
+assert_contains "$ERR" "$T/size-w/s-0000.tar: sample 0"
+assert_contains "$ERR" "is not the one an earlier run wrote there"
 
 step "readers: GNU tar, Python tarfile, index agreement"
 check_shards "$T/size-w"

@@ -4,7 +4,8 @@
 # and the sink's signing is pack's, checked in s3io_pack.sh): the shard, .idx
 # and manifest objects (shards rolled over by size, one with a 9 MiB member
 # uploaded in parts, then zstd) download byte-identical to `shardkit pack`
-# of the same samples as local files, and no multipart upload is left.
+# of the same samples as local files, also after a run that lost its
+# manifest and last shards is resumed, and no multipart upload is left.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
 skip_unless_moto
@@ -33,6 +34,17 @@ for mode in plain zstd; do
     [ "$(wc -l <"$T/l1")" -ge 9 ] || die "$mode: expected several shards"
     for f in $(cat "$T/l1"); do cmp "$T/ref-$mode/$f" "$T/back-$mode/$f" || die "$mode: $f differs"; done
 done
+step "resume: the manifest and the last shards gone, as a killed run leaves them"
+aws s3 rm --quiet s3://dst/plain/manifest.json || die "rm failed"
+for n in 0007 0008 0009 0010 0011 0012 0013 0014 0015; do
+    aws s3 rm --quiet "s3://dst/plain/s-$n.tar" >/dev/null 2>&1
+    aws s3 rm --quiet "s3://dst/plain/s-$n.tar.idx" >/dev/null 2>&1
+done
+expect_ok "$W" --big --resume --s3 "$A" --max-size 2000000 7 40 "s3://dst/plain/s-%04d.tar"
+grep -q 'resumed=[1-9]' "$OUT" || die "no shard was kept: $(cat "$OUT")"
+rm -rf "$T/back-plain"
+aws s3 cp --recursive --quiet "s3://dst/plain/" "$T/back-plain/" || die "download failed"
+for f in $(cd "$T/ref-plain" && ls); do cmp "$T/ref-plain/$f" "$T/back-plain/$f" || die "resumed: $f differs"; done
 [ "$(aws s3api list-multipart-uploads --bucket dst --query 'length(Uploads || `[]`)' --output text)" = 0 ] ||
     die "a multipart upload was left behind"
 step "no client for s3://: the error names it"

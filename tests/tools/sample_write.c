@@ -10,7 +10,7 @@
  *   sample_write --hostile DIR                 every refusal, one line each
  *
  * OPTIONS: --max-size B --max-count N --compress LEVEL --start N --mtime T
- * --big (two members over 4 and 8 MiB) --s3 ENDPOINT (s3:// pattern;
+ * --big (two members over 4 and 8 MiB) --resume --s3 ENDPOINT (s3:// pattern;
  * credentials from the environment).  The samples: keys in bytewise order
  * (as pack sorts them), in and out of directories, long (pax), UTF-8 and
  * non-UTF-8 names, a directory with a dot in it, one to five members each, handed
@@ -174,6 +174,7 @@ int main(int argc, char **argv)
     for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--big")) { big = 1; continue; }
+        if (!strcmp(a, "--resume")) { o.resume = 1; continue; }
         if (!strcmp(a, "--hostile") && v) return hostile(v);
         if (!v) break;
         i++;
@@ -215,7 +216,8 @@ int main(int argc, char **argv)
         for (size_t j = 0; j < s[k].n; j++) free((void *)s[k].m[j].data);
     free(s);
     if (rc) return fprintf(stderr, "sample_write: %s\n", err.msg), 1;
-    printf("samples=%llu shards=%llu bytes=%llu\n", (unsigned long long)st.samples,
-           (unsigned long long)st.shards, (unsigned long long)st.output_bytes);
+    printf("samples=%llu shards=%llu resumed=%llu bytes=%llu\n", (unsigned long long)st.samples,
+           (unsigned long long)st.shards, (unsigned long long)st.shards_resumed,
+           (unsigned long long)st.output_bytes);
     return 0;
 }

@@ -261,9 +261,6 @@ static void test_options_and_sticky_failure(void **state)
     o.parts = 2;
     assert_int_equal(sk_sample_writer_open(&w, &o, &err), SK_E_USAGE);
     o.parts = 0;
-    o.resume = 1;
-    assert_int_equal(sk_sample_writer_open(&w, &o, &err), SK_E_USAGE);
-    o.resume = 0;
     o.pattern = "x-{part}-%04d.tar"; /* {part} without parts: pack's refusal */
     assert_int_equal(sk_sample_writer_open(&w, &o, &err), SK_E_USAGE);
     assert_non_null(strstr(err.msg, "{part}"));
@@ -356,6 +353,100 @@ static void test_many_members_read_back(void **state)
     free(big);
 }
 
+/* Writes samples k0..k(n-1) (sample 3's data changed when alter) with
+ * max_count 2; returns the stats. */
+static int write_run(int resume, uint64_t max_count, size_t n, int alter, sk_pack_stats *st,
+                     sk_error *err)
+{
+    sk_pack_options o;
+    sk_pack_options_init(&o);
+    o.pattern = pattern;
+    o.max_count = max_count;
+    o.resume = resume;
+    sk_sample_writer *w = NULL;
+    int rc = sk_sample_writer_open(&w, &o, err);
+    char key[16], data[64];
+    for (size_t i = 0; i < n && !rc; i++) {
+        snprintf(key, sizeof key, "k%zu", i);
+        int dl = snprintf(data, sizeof data, "data of %zu%s", i, alter && i == 3 ? "!" : "");
+        sk_sample_member m[2] = {{"txt", 0, data, (uint64_t)dl}, {"CLS", 0, "1", 1}};
+        rc = sk_sample_writer_add(w, key, 0, m, 2, err);
+    }
+    if (!rc) rc = sk_sample_writer_finish(w, st, err);
+    sk_sample_writer_close(w);
+    return rc;
+}
+
+static ino_t inode(const char *name)
+{
+    char p[600];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/out/%s", dir, name);
+    return stat(p, &st) == 0 ? st.st_ino : 0;
+}
+
+static char *slurp(const char *name)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/out/%s", dir, name);
+    FILE *f = fopen(p, "rb");
+    if (!f) return NULL;
+    char *b = calloc(1, 1 << 16);
+    if (b && fread(b, 1, (1 << 16) - 1, f) == 0) b[0] = 0;
+    fclose(f);
+    return b;
+}
+
+/* resume: the shards an earlier run completed are kept when the same
+ * samples come again (not rewritten: same inode), the rest is written,
+ * and the manifest is the one an uninterrupted run writes; other samples
+ * or options are SK_E_MISMATCH naming the shard. */
+static void test_resume(void **state)
+{
+    (void)state;
+    sk_pack_stats st;
+    sk_error err = SK_ERROR_INIT;
+    assert_sk_ok(write_run(0, 2, 7, 0, &st, &err), err); /* 2 2 2 1 */
+    char *want = slurp("manifest.json");
+    assert_non_null(want);
+    char p[600];
+    snprintf(p, sizeof p, "%s/out/manifest.json", dir);
+    unlink(p); /* as a killed run leaves it */
+    ino_t i0 = inode("d-000.tar"), i2 = inode("d-002.tar"), i3 = inode("d-003.tar");
+    assert_sk_ok(write_run(1, 2, 7, 0, &st, &err), err);
+    assert_int_equal(st.shards_resumed, 3); /* the last one cannot be proven complete */
+    assert_int_equal(st.shards, 4);
+    assert_int_equal(st.samples, 7);
+    assert_true(inode("d-000.tar") == i0 && inode("d-002.tar") == i2);
+    assert_true(inode("d-003.tar") != i3);
+    char *got = slurp("manifest.json");
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+
+    /* other data in sample 3 (shard 1) */
+    int rc = write_run(1, 2, 7, 1, &st, &err);
+    assert_int_equal(rc, SK_E_MISMATCH);
+    assert_non_null(strstr(err.msg, "d-001.tar: sample 1 (key \"k3\")"));
+    /* other options: max_count 3 would not cut shard 0 after 2 samples */
+    rc = write_run(1, 3, 7, 0, &st, &err);
+    assert_int_equal(rc, SK_E_MISMATCH);
+    assert_non_null(strstr(err.msg, "d-000.tar: an earlier run cut it after 2 samples"));
+    /* fewer samples than the kept shards hold */
+    rc = write_run(1, 2, 3, 0, &st, &err);
+    assert_int_equal(rc, SK_E_MISMATCH);
+    assert_non_null(strstr(err.msg, "d-001.tar: an earlier run cut it after 2 samples, this run ends after 1"));
+    /* without resume everything is replaced, and the same manifest comes out */
+    assert_sk_ok(write_run(0, 2, 7, 0, &st, &err), err);
+    assert_int_equal(st.shards_resumed, 0);
+    assert_true(inode("d-000.tar") != i0);
+    got = slurp("manifest.json");
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    assert_int_equal(temporaries(), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -365,6 +456,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lock_and_close_before_finish, setup, teardown),
         cmocka_unit_test_setup_teardown(test_options_and_sticky_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_members_read_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resume, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
