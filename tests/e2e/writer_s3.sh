@@ -5,7 +5,8 @@
 # and manifest objects (shards rolled over by size, one with a 9 MiB member
 # uploaded in parts, then zstd) download byte-identical to `shardkit pack`
 # of the same samples as local files, also after a run that lost its
-# manifest and last shards is resumed, and no multipart upload is left.
+# manifest and last shards is resumed, and after a SIGKILL in the middle of
+# a multipart shard upload and a resumed run; no multipart upload is left.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
 skip_unless_moto
@@ -45,6 +46,17 @@ grep -q 'resumed=[1-9]' "$OUT" || die "no shard was kept: $(cat "$OUT")"
 rm -rf "$T/back-plain"
 aws s3 cp --recursive --quiet "s3://dst/plain/" "$T/back-plain/" || die "download failed"
 for f in $(cd "$T/ref-plain" && ls); do cmp "$T/ref-plain/$f" "$T/back-plain/$f" || die "resumed: $f differs"; done
+step "SIGKILL during a multipart shard upload, then resume"
+big=""
+for f in "$T"/ref-plain/s-*.tar; do [ "$(stat -c %s "$f")" -gt 8388608 ] && big=${f##*/}; done
+[ -n "$big" ] || die "no shard over the 8 MiB part size"
+proxy_start "$A" "$T/kill.log" --delay 0.3
+kill_mid_upload dst "k/$big" "$W" --big --s3 "$PROXY_URL" --max-size 2000000 7 40 "s3://dst/k/s-%04d.tar"
+expect_ok "$W" --big --resume --s3 "$A" --max-size 2000000 7 40 "s3://dst/k/s-%04d.tar"
+grep -q 'resumed=[1-9]' "$OUT" || die "no shard was kept after the kill: $(cat "$OUT")"
+aws s3 cp --recursive --quiet "s3://dst/k/" "$T/back-k/" || die "download failed"
+for f in $(cd "$T/ref-plain" && ls); do cmp "$T/ref-plain/$f" "$T/back-k/$f" || die "after the kill: $f differs"; done
+[ "$(ls "$T/back-k" | wc -l)" = "$(ls "$T/ref-plain" | wc -l)" ] || die "after the kill: other objects"
 [ "$(aws s3api list-multipart-uploads --bucket dst --query 'length(Uploads || `[]`)' --output text)" = 0 ] ||
     die "a multipart upload was left behind"
 step "no client for s3://: the error names it"
