@@ -1100,7 +1100,8 @@ SK_API int sk_sample_writer_set_s3(sk_sample_writer *w, sk_s3 *s3, uint64_t part
  * NUL-terminated.  The key is refused (SK_E_INPUT, naming it) unless
  * "key.ext" is a name pack takes and splits back the same way: a relative
  * path with no empty, "." or ".." component, no dot in its last component,
- * no NUL, at most 4096 bytes with the extension; an extension is refused
+ * no NUL, at most 4096 bytes with the extension and 255 a component (the
+ * last one with the extension); an extension is refused
  * when empty or holding '/' or NUL; so are a sample with no members, the
  * same extension twice (compared lowercased), and the key of the sample
  * just before (readers would merge the two).  A refusal writes nothing and

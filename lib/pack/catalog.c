@@ -155,6 +155,18 @@ static int add_source(sk_catalog *c, int fd, int is_spool, const char *label, ui
     return SK_OK;
 }
 
+/* Whether a directory string "a/b/" has a component over 255 bytes. */
+static int long_component(const char *d, size_t n)
+{
+    for (size_t s = 0; s < n;) {
+        const char *e = memchr(d + s, '/', n - s);
+        size_t end = e ? (size_t)(e - d) : n;
+        if (end - s > SK_NAME_COMPONENT_MAX) return 1;
+        s = end + 1;
+    }
+    return 0;
+}
+
 /* Adds the file "dir + base" (dir interned as dir_id). */
 static int add_item(sk_catalog *c, uint16_t src, uint32_t dir_id, const char *base,
                     uint64_t size, uint64_t spool_off, sk_error *err)
@@ -164,6 +176,12 @@ static int add_item(sk_catalog *c, uint16_t src, uint32_t dir_id, const char *ba
     if (full > SK_TAR_NAME_MAX)
         return sk_catalog_problem(c, err, SK_E_INPUT, "%s%s: name longer than %d bytes",
                                   c->arena + c->dirs[dir_id], base, SK_TAR_NAME_MAX);
+    /* archive members and S3 keys can have what no file system holds; an
+     * index opener refuses such keys (core/path.c), so pack does too */
+    if (blen > SK_NAME_COMPONENT_MAX ||
+        long_component(c->arena + c->dirs[dir_id], c->dir_lens[dir_id]))
+        return sk_catalog_problem(c, err, SK_E_INPUT, "%s%s: a component longer than %d bytes",
+                                  c->arena + c->dirs[dir_id], base, SK_NAME_COMPONENT_MAX);
     if (sk_sample_split(base, blen, &key_len, &ext_off) != SK_OK)
         return sk_catalog_problem(c, err, SK_E_INPUT,
                                   "%s%s: no sample key (the name needs a dot after its first "

@@ -171,7 +171,16 @@ int sk_sample_writer_set_s3(sk_sample_writer *w, sk_s3 *s3, uint64_t part_size, 
 /* The rules pack's inputs obey, for a key and extension given as bytes:
  * "key.ext" must be a member name pack would take (a clean relative path
  * of at most SK_TAR_NAME_MAX bytes) that splits back into exactly this
- * key and extension (no dot in the key's last component). */
+ * key and extension (no dot in the key's last component); and, as every
+ * name from outside, pass path.c's check (components of at most 255
+ * bytes: what a file system holds, and what an index opener accepts). */
+static int name_check(const char *name, size_t n, const char *what, sk_error *err)
+{
+    if (!sk_name_check(name, n, what, err)) return SK_OK;
+    if (err) err->code = SK_E_INPUT;
+    return SK_E_INPUT;
+}
+
 static int check_key(const char *key, size_t n, sk_error *err)
 {
     int shown = n > 200 ? 200 : (int)n;
@@ -197,7 +206,7 @@ static int check_key(const char *key, size_t n, sk_error *err)
         }
         at = end + 1;
     }
-    return SK_OK;
+    return name_check(key, n, "key", err);
 }
 
 static int check_ext(const char *key, size_t kl, const char *ext, size_t el, sk_error *err)
@@ -516,7 +525,11 @@ int sk_sample_writer_add(sk_sample_writer *w, const char *key, size_t kl,
                "as one sample)", kl > 200 ? 200 : (int)kl, key);
     SK_GUARD(sort_members(w, key, kl, m, n, err));
     /* the headers, and the sample's tar bytes */
-    size_t need = n * SK_TAR_HEADER_MAX;
+    /* room for each header: a ustar block, or a pax block, its records
+     * (path, hdrcharset and size: under the name plus 128 bytes) and the
+     * ustar block; bounded by the names, not by SK_TAR_HEADER_MAX each */
+    size_t need = 0;
+    for (size_t i = 0; i < n; i++) need += 2 * SK_TAR_BLOCK + sk_tar_pad(kl + 1 + ext_len(&m[i]) + 128);
     if (need > w->hdrs_cap) {
         unsigned char *h = realloc(w->hdrs, need);
         SK_FAIL_IF(!h, err, SK_E_NOMEM, "out of memory");
@@ -538,6 +551,7 @@ int sk_sample_writer_add(sk_sample_writer *w, const char *key, size_t kl,
         memcpy(name + kl + 1, mm->ext, el);
         name[kl + 1 + el] = 0;
         if (!i) memcpy(first_name, name, kl + el + 2);
+        if ((rc = name_check(name, kl + 1 + el, "member name", err))) break;
         hl[i] = sk_tar_header(w->hdrs + used, name, kl + 1 + el, mm->size, w->o.mtime);
         used += hl[i];
         b += hl[i] + sk_tar_pad(mm->size);

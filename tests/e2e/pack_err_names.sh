@@ -8,6 +8,8 @@
 #  - a non-UTF-8 name, a non-ASCII UTF-8 name, a 300-byte path and a
 #    150-byte path (ustar prefix): GNU tar, bsdtar and Python's tarfile
 #    extract them under exactly the original bytes, with the same contents
+#  - an archive member with a component over 255 bytes: exit 1 naming it
+#    (an index could not carry its key); --on-error skip skips it
 . "$(dirname "$0")/lib.sh"
 need python3 tar
 tmpdir
@@ -105,4 +107,17 @@ with tarfile.open(shard, encoding="utf-8", errors="surrogateescape") as t:
         got[os.fsencode(m.name)] = t.extractfile(m).read()
 assert got == want, (sorted(got), sorted(want))
 PY
+step "an archive member with a 300-byte component: refused (no index could carry it)"
+python3 - "$T/long.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
+    for name in ["d" * 300 + "/a.txt", "ok/b.txt"]:
+        ti = tarfile.TarInfo(name)
+        ti.size = 5
+        t.addfile(ti, io.BytesIO(b"hello"))
+PY
+expect_fail 1 "a component longer than 255 bytes" "$SK_BIN" pack --from-archive "$T/long.tar" -o "$T/lo/s-%03d.tar"
+expect_ok "$SK_BIN" pack --from-archive "$T/long.tar" -o "$T/lo/s-%03d.tar" --on-error skip --json
+assert_contains "$OUT" '"skipped": 1'
+expect_ok "$SK_BIN" get "$T/lo" ok/b
 echo "name cases passed"

@@ -105,12 +105,13 @@ cmp -s "$T/cat-names" "$T/src-names" || die "shardkit cat of the writer's shards
 step "hostile keys and extensions, calls after finish"
 run "$W" --hostile "$T/h"
 [ "$RC" -eq 0 ] || die "a hostile call was not refused"
-[ "$(grep -c '^refused: ' "$OUT")" -eq 15 ] || die "expected 15 refusals: $(cat "$OUT")"
+[ "$(grep -c '^refused: ' "$OUT")" -eq 16 ] || die "expected 16 refusals: $(cat "$OUT")"
 assert_contains "$OUT" 'key "../escape": not a usable member name'
 assert_contains "$OUT" 'extension "a/b" holds a '"'/'"
 assert_contains "$OUT" "key \"dot.key\": a dot in its last component"
 assert_contains "$OUT" "holds a NUL byte"
 assert_contains "$OUT" "longer than 4096 bytes"
+assert_contains "$OUT" "a component longer than 255 bytes"
 assert_contains "$OUT" "k.jpg and k.JPG: the same extension twice in one sample"
 assert_contains "$OUT" 'key "good": the same key as the sample before it'
 assert_contains "$OUT" "sample added after the writer finished"

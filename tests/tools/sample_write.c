@@ -134,12 +134,17 @@ static int hostile(const char *dir)
     sk_sample_member ok = {"jpg", 0, "x", 1}, slash = {"a/b", 0, "x", 1}, empty = {"", 0, "x", 1};
     sk_sample_member dup[2] = {{"jpg", 0, "x", 1}, {"JPG", 0, "y", 1}};
     memset(longkey, 'k', 4095);
+    for (int i = 200; i < 4095; i += 201) longkey[i] = '/';
     longkey[4095] = 0;
+    char longpart[300];
+    memset(longpart, 'p', 299);
+    longpart[299] = 0;
     struct { const char *key; size_t kl; const sk_sample_member *m; size_t n; } cases[] = {
         {"../escape", 0, &ok, 1}, {"a/../b", 0, &ok, 1}, {"/abs", 0, &ok, 1},
         {"a//b", 0, &ok, 1},      {"a/b/", 0, &ok, 1},    {"dot.key", 0, &ok, 1},
         {"nul\0key", 7, &ok, 1},  {"k", 0, &slash, 1},    {"k", 0, &empty, 1},
         {"k", 0, dup, 2},         {longkey, 0, &ok, 1},   {"k", 0, &ok, 0},
+        {longpart, 0, &ok, 1},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

@@ -214,9 +214,35 @@ static void test_refusals_leave_writer_usable(void **state)
     assert_non_null(strstr(err.msg, "the same key as the sample before it"));
     /* a dot in a directory is fine: only the basename holds the key's end */
     assert_sk_ok(sk_sample_writer_add(w, "v1.2/k", 0, &ok, 1, &err), err);
+    /* components of at most 255 bytes, as file systems and index openers
+     * take them: a 256-byte directory, or basename.ext, is refused */
+    memset(longkey, 'k', 300);
+    longkey[256] = '/';
+    assert_int_equal(sk_sample_writer_add(w, longkey, 260, &ok, 1, &err), SK_E_INPUT);
+    assert_non_null(strstr(err.msg, "a component longer than 255 bytes"));
+    longkey[255] = '/';
+    assert_int_equal(sk_sample_writer_add(w, longkey, 256 + 252, &ok, 1, &err), SK_E_INPUT);
+    assert_non_null(strstr(err.msg, "member name"));
+    /* exactly 4096 bytes with the extension, not UTF-8 (pax, hdrcharset) */
+    memset(longkey, 'k', sizeof longkey - 1);
+    for (size_t i = 200; i < 4092; i += 201) longkey[i] = '/';
+    longkey[0] = 'z', longkey[1] = '\xff';
+    assert_int_equal(sk_sample_writer_add(w, longkey, 4093, &ok, 1, &err), SK_E_INPUT);
+    assert_sk_ok(sk_sample_writer_add(w, longkey, 4092, &ok, 1, &err), err);
     sk_pack_stats st;
     assert_sk_ok(sk_sample_writer_finish(w, &st, &err), err);
-    assert_int_equal(st.samples, 2);
+    assert_int_equal(st.samples, 3);
+    char p[600];
+    sk_index *ix;
+    sk_sample_ref s;
+    snprintf(p, sizeof p, "%s/out/d-000.tar.idx", dir);
+    assert_sk_ok(sk_index_open(&ix, p, 0, &err), err);
+    assert_sk_ok(sk_index_sample(ix, 2, &s, &err), err);
+    assert_int_equal(s.key_len, 4092);
+    assert_memory_equal(s.key, longkey, 4092);
+    /* pax block, its records (hdrcharset 21 + path 4107 bytes: 9 blocks), ustar block, data */
+    assert_int_equal(s.span, 512 + 9 * 512 + 512 + 512);
+    sk_index_close(ix);
     assert_int_equal(sk_sample_writer_add(w, "z", 0, &ok, 1, &err), SK_E_USAGE);
     assert_non_null(strstr(err.msg, "after the writer finished"));
     assert_int_equal(sk_sample_writer_finish(w, NULL, &err), SK_E_USAGE);
