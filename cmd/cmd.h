@@ -98,6 +98,38 @@ enum { CMD_OPT_IMAGE_SIZE = 950, CMD_OPT_RESIZE_MODE, CMD_OPT_RESIZE_ONLY_IF_BIG
 int cmd_image_option(const char *tool, const char *usage, int c, const char *arg,
                      sk_image_options *io);
 
+/* --sagemaker-manifest and its companions (pack, shard, index, index
+ * merge): a SageMaker ManifestFile of the shards, after the manifest. */
+enum { CMD_OPT_SM_MANIFEST = 980, CMD_OPT_SM_PREFIX, CMD_OPT_SM_INSTANCES };
+#define CMD_SAGEMAKER_OPTIONS                                          \
+    {"sagemaker-manifest", required_argument, NULL, CMD_OPT_SM_MANIFEST}, \
+    {"sagemaker-prefix", required_argument, NULL, CMD_OPT_SM_PREFIX},     \
+    {"sagemaker-instances", required_argument, NULL, CMD_OPT_SM_INSTANCES}
+#define CMD_SAGEMAKER_USAGE                                                                    \
+    "      --sagemaker-manifest PATH  also write a SageMaker ManifestFile (S3DataType=\n"       \
+    "                           ManifestFile) listing the shards only (local or s3://)\n"      \
+    "      --sagemaker-prefix URL  the s3:// prefix local shards are uploaded to\n"           \
+    "      --sagemaker-instances N  warn unless the shards divide among N instances\n"        \
+    "                           (ShardedByS3Key gives each whole shards)\n"
+typedef struct cmd_sagemaker {
+    const char *out; /* NULL: none */
+    sk_sagemaker_opts o;
+    const char *tool;
+} cmd_sagemaker;
+/* 1: c is one of those options, taken into sm; 0: another; -1: a bad
+ * value, reported with the usage (exit 2). */
+int cmd_sagemaker_option(const char *tool, const char *usage, int c, const char *arg,
+                         cmd_sagemaker *sm);
+/* Writes sm->out (when set) from the dataset manifest that pack or shard
+ * wrote for pattern, manifest (NULL: its default) and --part part/parts
+ * (parts 0: none); {part} in sm->out is expanded like theirs (and needed
+ * with parts, as the parts' files would collide). */
+int cmd_sagemaker_write(cmd_sagemaker *sm, const char *manifest, const char *pattern, int part,
+                        int parts, sk_s3 *s3, sk_error *err);
+/* Before a run that writes local shards (pattern): 0, or the usage error
+ * (exit 2) for a ManifestFile without --sagemaker-prefix. */
+int cmd_sagemaker_check(const cmd_sagemaker *sm, const char *usage, const char *pattern);
+
 /* 1 when any of the n strings is an s3:// URL. */
 int cmd_any_s3(const char *const *s, size_t n);
 

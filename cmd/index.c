@@ -40,10 +40,12 @@ static const char usage[] =
     "  -q, --quiet          print nothing but errors and warnings\n"
     "  -h, --help           show this help\n"
     "\n"
+    CMD_SAGEMAKER_USAGE
     "S3 (for s3:// shards):\n"
     CMD_S3_CLIENT_USAGE
     "\n"
-    "merge: -o, --output PATH  the merged manifest (required)\n"
+    "merge: -o, --output PATH  the merged manifest (required); and the SageMaker\n"
+    "                       options above\n"
     "\n"
     "Exit status: 0 all indexed, 1 a shard could not be (fully) indexed, 2 usage.\n";
 
@@ -85,22 +87,30 @@ static int run_merge(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {"output", required_argument, NULL, 'o'},
         {"manifest", required_argument, NULL, 'o'},
+        CMD_SAGEMAKER_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     const char *out = NULL;
+    cmd_sagemaker sm = {0};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
         switch (c) {
         case 'h': fputs(usage, stdout); return SK_EXIT_OK;
         case 'o': out = optarg; break;
-        default: return cmd_unknown_option("index merge", argv);
+        default:
+            switch (cmd_sagemaker_option("index merge", usage, c, optarg, &sm)) {
+            case 1: continue;
+            case -1: return SK_EXIT_USAGE;
+            }
+            return cmd_unknown_option("index merge", argv);
         }
     }
     if (!out) return cmd_usage_error("index merge", usage, "-o OUT.json is required");
     if (optind >= argc) return cmd_usage_error("index merge", usage, "no manifests given");
     sk_error err = SK_ERROR_INIT;
-    if (sk_manifest_merge((const char *const *)argv + optind, (size_t)(argc - optind), out, &err))
+    if (sk_manifest_merge((const char *const *)argv + optind, (size_t)(argc - optind), out, &err) ||
+        cmd_sagemaker_write(&sm, out, NULL, 0, 0, NULL, &err))
         return cmd_report("index merge", &err);
     return SK_EXIT_OK;
 }
@@ -119,8 +129,10 @@ int cmd_index(int argc, char **argv)
         {"resume", no_argument, NULL, OPT_RESUME},
         {"wids", optional_argument, NULL, OPT_WIDS},
         CMD_S3_CLIENT_OPTIONS,
+        CMD_SAGEMAKER_OPTIONS,
         {NULL, 0, NULL, 0},
     };
+    cmd_sagemaker sm = {0};
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
     sk_s3 *s3 = NULL;
     sk_index_dataset_opts o;
@@ -143,6 +155,10 @@ int cmd_index(int argc, char **argv)
         case OPT_NO_MANIFEST: o.no_manifest = 1; break;
         case OPT_RESUME: o.resume = 1; break;
         default:
+            switch (cmd_sagemaker_option("index", usage, c, optarg, &sm)) {
+            case 1: continue;
+            case -1: return SK_EXIT_USAGE;
+            }
             switch (cmd_s3_option("index", usage, c, optarg, &s3cfg, NULL)) {
             case 1: break;
             case -1: return SK_EXIT_USAGE;
@@ -151,8 +167,8 @@ int cmd_index(int argc, char **argv)
         }
     }
     if (optind >= argc) return cmd_usage_error("index", usage, "no shards given");
-    if (o.no_manifest && (o.manifest || o.wids))
-        return cmd_usage_error("index", usage, "--no-manifest conflicts with -o and --wids");
+    if (o.no_manifest && (o.manifest || o.wids || sm.out))
+        return cmd_usage_error("index", usage, "--no-manifest conflicts with -o, --wids and --sagemaker-manifest");
 #ifdef __GLIBC__
     /* Each shard's build allocates a few MB of records and frees them; by
      * default glibc gives such blocks back to the kernel (mmap/munmap, heap
@@ -169,7 +185,10 @@ int cmd_index(int argc, char **argv)
     sk_error err = SK_ERROR_INIT;
     sk_index_dataset_stats st = {0};
     const char *const *args = (const char *const *)argv + optind;
-    if ((cmd_any_s3(args, (size_t)(argc - optind)) || cmd_any_s3(&o.manifest, 1)) &&
+    o.sagemaker = sm.out;
+    o.sagemaker_opts = &sm.o;
+    sm.o.warn = on_warn; /* (sk_index_dataset hands it its client) */
+    if ((cmd_any_s3(args, (size_t)(argc - optind)) || cmd_any_s3(&o.manifest, 1) || cmd_any_s3(&sm.out, 1)) &&
         sk_s3_new(&s3, &s3cfg, &err))
         return cmd_report("index", &err);
     o.s3 = s3;

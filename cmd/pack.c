@@ -52,6 +52,7 @@ static const char usage[] =
     "  -q, --quiet              no progress line\n"
     "Images (JPEG members resized while packing, as img2dataset does):\n"
     CMD_IMAGE_USAGE
+    CMD_SAGEMAKER_USAGE
     "S3 (for s3:// sources, --root or outputs):\n"
     CMD_S3_CLIENT_USAGE
     "      --concurrency N      GETs in flight when fetching sources (default 64)\n"
@@ -91,6 +92,7 @@ static const struct option options[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"compress", required_argument, NULL, OPT_COMPRESS},
     CMD_S3_CLIENT_OPTIONS,
+    CMD_SAGEMAKER_OPTIONS,
     CMD_IMAGE_OPTIONS,
     CMD_S3_PART_SIZE_OPTION,
     {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
@@ -116,6 +118,7 @@ int cmd_pack(int argc, char **argv)
 {
     sk_pack_options o = {0};
     cmd_ui ui = {"pack", 0};
+    cmd_sagemaker sm = {0};
     const char *root = NULL, *part = NULL;
     uint64_t parts = 0;
     int nul = 0, json = 0, quiet = 0, c;
@@ -187,7 +190,7 @@ int cmd_pack(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'h': free(srcs); fputs(usage, stdout); return SK_EXIT_OK;
         default:
-            switch (cmd_image_option("pack", usage, c, optarg, &images)) {
+            switch (cmd_image_option("pack", usage, c, optarg, &images) ?: cmd_sagemaker_option("pack", usage, c, optarg, &sm)) {
             case 1: continue;
             case -1: free(srcs); return SK_EXIT_USAGE;
             }
@@ -201,6 +204,7 @@ int cmd_pack(int argc, char **argv)
     int need_s3 = (o.pattern && !strncmp(o.pattern, "s3://", 5)) ||
                   (o.manifest && !strncmp(o.manifest, "s3://", 5)) || (root && !strncmp(root, "s3://", 5));
     for (size_t i = 0; i < nsrcs; i++) need_s3 |= srcs[i].kind == SRC_MANIFEST;
+    need_s3 |= cmd_any_s3(&sm.out, 1);
     for (int i = optind; i < argc; i++) {
         int s3 = !strncmp(argv[i], "s3://", 5);
         need_s3 |= s3;
@@ -209,6 +213,7 @@ int cmd_pack(int argc, char **argv)
     if (!o.pattern) return free(srcs), cmd_usage_error("pack", usage, "no output: give -o PATTERN");
     if (!nsrcs) return free(srcs), cmd_usage_error("pack", usage, "no SOURCE to pack");
     cmd_check_zst_pattern("pack", o.pattern, o.compress_level);
+    if (cmd_sagemaker_check(&sm, usage, o.pattern)) return free(srcs), SK_EXIT_USAGE;
     if (parts && !part) return free(srcs), cmd_usage_error("pack", usage, "--parts needs --part");
     if (part) {
         sk_error perr = SK_ERROR_INIT;
@@ -262,6 +267,7 @@ int cmd_pack(int argc, char **argv)
         }
     }
     if (!rc) rc = sk_pack_run(p, &st, &err);
+    if (!rc) rc = cmd_sagemaker_write(&sm, o.manifest, o.pattern, o.part, o.parts, s3, &err);
     cmd_ui_end(&ui);
     sk_pack_free(p);
     sk_s3_free(s3);

@@ -52,6 +52,7 @@ static const char usage[] =
     CMD_IMAGE_USAGE
     "  -q, --quiet              no progress line\n"
     "  -h, --help               this text\n"
+    CMD_SAGEMAKER_USAGE
     "S3 (for s3:// inputs or outputs):\n"
     CMD_S3_CLIENT_USAGE
     CMD_S3_PART_SIZE_USAGE
@@ -87,6 +88,7 @@ static const struct option options[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"jobs", required_argument, NULL, 'j'},
     CMD_S3_CLIENT_OPTIONS,
+    CMD_SAGEMAKER_OPTIONS,
     CMD_S3_PART_SIZE_OPTION,
     CMD_IMAGE_OPTIONS,
     {"quiet", no_argument, NULL, 'q'},
@@ -123,6 +125,7 @@ int cmd_shard(int argc, char **argv)
     const char *part = NULL;
     uint64_t parts = 0;
     cmd_ui ui = {"shard", 0};
+    cmd_sagemaker sm = {0};
     const char **sel = NULL, **drop = NULL, **from = NULL, **to = NULL;
     size_t nren = 0;
     int json = 0, quiet = 0, c, rc = SK_EXIT_OK;
@@ -203,7 +206,7 @@ int cmd_shard(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'h': fputs(usage, stdout); goto out;
         default:
-            switch (cmd_image_option("shard", usage, c, optarg, &images)) {
+            switch (cmd_image_option("shard", usage, c, optarg, &images) ?: cmd_sagemaker_option("shard", usage, c, optarg, &sm)) {
             case 1: continue;
             case -1: rc = SK_EXIT_USAGE; goto out;
             }
@@ -216,6 +219,8 @@ int cmd_shard(int argc, char **argv)
     }
     if (!o.pattern) BAD("no output: give -o PATTERN");
     if (optind >= argc) BAD("no INPUT shards");
+    if (sm.out && !strcmp(o.pattern, "-")) BAD("--sagemaker-manifest: -o - writes no shards to list");
+    if (cmd_sagemaker_check(&sm, usage, o.pattern)) { rc = SK_EXIT_USAGE; goto out; }
     if (parts && !part) BAD("--parts needs --part");
     if (part) {
         sk_error perr = SK_ERROR_INIT;
@@ -236,14 +241,15 @@ int cmd_shard(int argc, char **argv)
 
     sk_error err = SK_ERROR_INIT;
     sk_shard_stats st = {0};
-    const char *outs[] = {o.pattern, o.manifest};
-    if ((cmd_any_s3(outs, 2) || cmd_any_s3((const char *const *)argv + optind, (size_t)(argc - optind))) &&
+    const char *outs[] = {o.pattern, o.manifest, sm.out};
+    if ((cmd_any_s3(outs, 3) || cmd_any_s3((const char *const *)argv + optind, (size_t)(argc - optind))) &&
         sk_s3_new(&s3, &s3cfg, &err)) {
         rc = cmd_report("shard", &err);
         goto out;
     }
     o.s3 = s3;
     int r = sk_reshard((const char *const *)argv + optind, (size_t)(argc - optind), &o, &st, &err);
+    if (!r) r = cmd_sagemaker_write(&sm, o.manifest, o.pattern, o.part, o.parts, s3, &err);
     cmd_ui_end(&ui);
     if (r) {
         rc = cmd_report("shard", &err);

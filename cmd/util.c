@@ -223,3 +223,58 @@ int cmd_image_option(const char *tool, const char *usage, int c, const char *arg
     default: return 0;
     }
 }
+
+static void sm_warn(void *ctx, const char *msg)
+{
+    fprintf(stderr, "shardkit %s: warning: %s\n", ((cmd_sagemaker *)ctx)->tool, msg);
+}
+
+int cmd_sagemaker_option(const char *tool, const char *usage, int c, const char *arg,
+                         cmd_sagemaker *sm)
+{
+    uint64_t v;
+    sm->tool = tool;
+    switch (c) {
+    case CMD_OPT_SM_MANIFEST: sm->out = arg; return 1;
+    case CMD_OPT_SM_PREFIX:
+        if (strncmp(arg, "s3://", 5) || !arg[5])
+            return cmd_usage_error(tool, usage, "--sagemaker-prefix '%s': want s3://BUCKET/PREFIX/", arg), -1;
+        sm->o.prefix = arg;
+        return 1;
+    case CMD_OPT_SM_INSTANCES:
+        if (cmd_parse_u64(arg, &v) || !v || v > 100000)
+            return cmd_usage_error(tool, usage, "--sagemaker-instances '%s': want 1..100000", arg), -1;
+        sm->o.instances = (unsigned)v;
+        return 1;
+    default: return 0;
+    }
+}
+
+int cmd_sagemaker_write(cmd_sagemaker *sm, const char *manifest, const char *pattern, int part,
+                        int parts, sk_s3 *s3, sk_error *err)
+{
+    if (!sm->out) return SK_OK;
+    char path[8192], *pat = NULL, *man = NULL, *out = NULL;
+    int rc = pattern ? sk_part_output_names(pattern, manifest, part, parts, &pat, &man, err) : SK_OK;
+    if (!rc) rc = sk_part_name(sm->out, part, parts, 1, &out, err);
+    if (!rc && pattern && !man) { /* pack's and shard's rule: manifest.json beside the shards */
+        const char *slash = strrchr(pat, '/');
+        snprintf(path, sizeof path, "%.*s%smanifest.json", slash ? (int)(slash - pat) : 0, pat,
+                 slash ? "/" : "");
+    }
+    sm->o.struct_size = sizeof sm->o;
+    sm->o.s3 = s3;
+    sm->o.warn = sm_warn;
+    sm->o.ctx = sm;
+    if (!rc) rc = sk_sagemaker_manifest_write(man ? man : pattern ? path : manifest, out, &sm->o, err);
+    free(pat), free(man), free(out);
+    return rc;
+}
+
+int cmd_sagemaker_check(const cmd_sagemaker *sm, const char *usage, const char *pattern)
+{
+    if (!sm->out || sm->o.prefix || !strncmp(pattern, "s3://", 5)) return 0;
+    return cmd_usage_error(sm->tool, usage, "--sagemaker-manifest: the shards are local and SageMaker "
+                           "reads S3: give --sagemaker-prefix s3://BUCKET/PREFIX/ where they will be "
+                           "uploaded");
+}

@@ -697,6 +697,32 @@ SK_API void sk_s3_sha256_hex(const void *data, size_t len, char out[65]);
 /* Base64 of a CRC32C as S3 writes it (big-endian bytes), 9 bytes with the NUL. */
 SK_API void sk_s3_crc32c_b64(uint32_t crc, char out[9]);
 
+/* -------------------------------------------------- SageMaker ManifestFile */
+/* A dataset's shards as a SageMaker ManifestFile (S3DataType=ManifestFile):
+ * [{"prefix": "s3://bucket/prefix/"}, "train-000000.tar", ...], the shards
+ * in dataset order and nothing else (no .idx, no manifest.json). */
+typedef struct sk_sagemaker_opts {
+    size_t struct_size; /* sizeof, set by sk_sagemaker_opts_init; 0: this version's */
+    /* NULL: the s3:// shards' common prefix; else the prefix the shards are
+     * (or will be) under: s3:// shards must lie under it, local ones are
+     * named by their path under the manifest's directory */
+    const char *prefix;
+    /* > 0: warn when the shard count is not a multiple of it (ShardedByS3Key
+     * gives every instance whole shards: equal data only when it divides) */
+    unsigned instances;
+    sk_s3 *s3; /* for an s3:// manifest or output */
+    void (*warn)(void *ctx, const char *msg);
+    void *ctx;
+} sk_sagemaker_opts;
+SK_API void sk_sagemaker_opts_init_sized(sk_sagemaker_opts *o, size_t size);
+#define sk_sagemaker_opts_init(o) sk_sagemaker_opts_init_sized((o), sizeof *(o))
+/* Writes the ManifestFile of the dataset manifest `manifest` (local or
+ * s3://) to out (a local file through a temporary name and a rename, or an
+ * s3:// object).  Errors: mixed local and s3:// shards, several buckets,
+ * local shards without a prefix, a shard outside the prefix. */
+SK_API int sk_sagemaker_manifest_write(const char *manifest, const char *out,
+                                       const sk_sagemaker_opts *o, sk_error *err);
+
 /* ------------------------------------------------------------ index many */
 /* `shardkit index` as one call: every shard (brace patterns expanded) gets
  * its sidecar index, on several threads, then the dataset gets its
@@ -722,6 +748,11 @@ typedef struct sk_index_dataset_opts {
     /* s3:// shards only: keep a shard whose index object is sound and
      * records the object's size and CRC32C (nothing is uploaded then) */
     int resume;
+    /* also a SageMaker ManifestFile of the shards, written there after the
+     * manifest (sk_sagemaker_manifest_write with sagemaker_opts; its s3,
+     * warn and ctx default to these) */
+    const char *sagemaker;
+    const sk_sagemaker_opts *sagemaker_opts;
 } sk_index_dataset_opts;
 SK_API void sk_index_dataset_opts_init_sized(sk_index_dataset_opts *o, size_t size);
 #define sk_index_dataset_opts_init(o) sk_index_dataset_opts_init_sized((o), sizeof *(o))
@@ -1036,6 +1067,12 @@ SK_API int sk_part_parse(const char *spec, int parts_hint, int *part, int *parts
  * *out is malloc'ed, the caller frees it. */
 SK_API int sk_part_name(const char *tmpl, int part, int parts, int required, char **out,
                  sk_error *err);
+/* The output names of a pack or shard run with --part: *pattern_out is
+ * pattern with {part} expanded (required when parts > 0); *manifest_out is
+ * manifest expanded, or when manifest is NULL and parts > 0 the default
+ * "manifest-{part}.json" beside the shards, else NULL.  Both malloc'ed. */
+SK_API int sk_part_output_names(const char *pattern, const char *manifest, int part, int parts,
+                                char **pattern_out, char **manifest_out, sk_error *err);
 
 /* ------------------------------------------------- pack from and to S3 */
 /* s3:// sources and an s3:// output pattern for sk_pack (docs/s3-pipelines.md).

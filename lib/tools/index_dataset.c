@@ -280,6 +280,17 @@ static void emit_warnings(const sk_index_dataset_opts *o, const struct job *j)
         if (o->warn) o->warn(o->ctx, j->warns + at);
 }
 
+static int sagemaker(const sk_index_dataset_opts *o, const char *mpath, sk_error *err)
+{
+    sk_sagemaker_opts so;
+    sk_sagemaker_opts_init(&so);
+    if (o->sagemaker_opts)
+        SK_GUARD(sk_options_take(&so, sizeof so, o->sagemaker_opts, NULL, "sk_sagemaker_opts", err));
+    if (!so.s3) so.s3 = o->s3;
+    if (!so.warn) so.warn = o->warn, so.ctx = o->ctx;
+    return sk_sagemaker_manifest_write(mpath, o->sagemaker, &so, err);
+}
+
 int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_index_dataset_opts *opts,
                      sk_index_dataset_stats *stats, sk_error *err)
 {
@@ -431,6 +442,7 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         rc = wp ? sk_manifest_write_wids(m, mpath, wp, err) : sk_error_set(err, SK_E_NOMEM, "out of memory");
         free(wp);
     }
+    if (!rc && !o.no_manifest && o.sagemaker) rc = sagemaker(&o, mpath, err);
     goto done;
 nomem:
     rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
