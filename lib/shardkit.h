@@ -433,8 +433,9 @@ SK_API int sk_dataset_open(sk_dataset **out, const char *path, unsigned flags, s
 /* The same, where path may also be s3:// (a manifest, a shard, or a prefix
  * ending in '/', meaning its manifest.json): an index object is fetched
  * whole once per shard, when first used; a member is then one ranged GET
- * (plus, on the shard's first read, a HEAD and a 512-byte GET proving the
- * index belongs to it).  s3 stays the caller's; free it after the dataset. */
+ * (of a plain shard listed by a manifest: its header and data, the header
+ * proving the index belongs to the object; otherwise, on the shard's first
+ * read, a HEAD and a 512-byte GET prove it).  s3 stays the caller's; free it after the dataset. */
 typedef struct sk_s3 sk_s3;
 SK_API int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned flags,
                        sk_error *err);

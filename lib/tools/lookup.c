@@ -13,7 +13,9 @@
  * one ranged GET per read for an s3:// object (its index object is fetched
  * whole, once, and kept).  Before the first read from a shard, its size and
  * first-block CRC32C are compared with the index header, so an index never
- * serves offsets into another file.
+ * serves offsets into another file; except for a plain s3:// shard listed
+ * by a manifest, where each member's GET brings its own tar header, checked
+ * against the index instead (read_s3_member): one request per member.
  */
 #include "core/internal.h"
 #include "io/io.h"
@@ -57,18 +59,20 @@ static void s3_rr_close(void *ctx)
     free(f);
 }
 
-/* An s3:// object as a range reader: a HEAD for its size, then one ranged
- * GET per read. */
-static int s3_range_open(sk_s3 *s3, sk_range_reader *rr, const char *url, sk_error *err)
+/* An s3:// object as a range reader: one ranged GET per read.  Its size
+ * is known (size != UINT64_MAX: what the manifest says, which the index
+ * confirmed) or asked for with a HEAD. */
+static int s3_range_open(sk_s3 *s3, sk_range_reader *rr, const char *url, uint64_t size,
+                         sk_error *err)
 {
     SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", url);
     memset(rr, 0, sizeof *rr);
     struct s3_rr *f = calloc(1, sizeof *f);
     SK_FAIL_IF(!f, err, SK_E_NOMEM, "out of memory");
-    sk_s3_object head;
+    sk_s3_object head = {.size = size};
     f->s3 = s3;
     int rc = sk_s3_parse_url(url, &f->bucket, &f->key, err);
-    if (!rc) rc = sk_s3_head(s3, f->bucket, f->key, &head, err);
+    if (!rc && size == UINT64_MAX) rc = sk_s3_head(s3, f->bucket, f->key, &head, err);
     if (rc) {
         s3_rr_close(f);
         return rc;
@@ -272,7 +276,7 @@ static int ensure_index(sk_dataset *ds, struct shard *s, sk_error *err)
 static int ensure_shard(const sk_dataset *ds, struct shard *s, sk_error *err)
 {
     if (s->rr_open) return SK_OK;
-    SK_GUARD(sk_is_s3_url(s->path) ? s3_range_open(ds->s3, &s->rr, s->path, err)
+    SK_GUARD(sk_is_s3_url(s->path) ? s3_range_open(ds->s3, &s->rr, s->path, UINT64_MAX, err)
                                    : (ds->range_open ? ds->range_open : default_open)(
                                          ds->range_open_ctx, &s->rr, s->path, err));
     s->rr_open = 1;
@@ -541,6 +545,76 @@ static int read_compressed(struct shard *s, const sk_sample_ref *sr, uint64_t of
     return rc;
 }
 
+/* ------------------------------------------------- one GET per sample */
+
+struct mem_src {
+    const unsigned char *p;
+    uint64_t off, len; /* p holds stream bytes [off, off + len) */
+};
+
+static int mem_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    const struct mem_src *m = ctx;
+    (void)err;
+    *got = 0;
+    if (pos < m->off || pos >= m->off + m->len) return SK_OK;
+    uint64_t left = m->off + m->len - pos;
+    *got = n < left ? n : (size_t)left;
+    memcpy(buf, m->p + (pos - m->off), *got);
+    return SK_OK;
+}
+
+/* An s3:// plain shard whose size the manifest gave (and its index
+ * confirmed): a member is one ranged GET of its tar header(s) and data, and
+ * the header must name the sample's key with the size and data offset the
+ * index gives: the proof, for this member, that the index was built from
+ * this object, in the same request as the data (instead of a HEAD and a
+ * GET of the first block before the first read).  Its CRC32C is checked
+ * by the caller.  Nothing of the dataset changes but the shard's range
+ * reader on its first read, so reads from an opened shard may run at once
+ * (the Python Dataset relies on it). */
+static int read_s3_member(sk_dataset *ds, struct shard *s, const sk_sample_ref *sr,
+                          const sk_member_ref *m, void *buf, sk_error *err)
+{
+    const sk_index_shard_info *in = sk_index_shard(s->ix);
+    uint64_t off = m->data_offset - m->header_len, len = m->header_len + m->size;
+    SK_FAIL_IF(m->header_len > m->data_offset || m->data_offset > in->size ||
+                   m->size > in->size - m->data_offset || len > SIZE_MAX,
+               err, SK_E_CORRUPT, "%s: index points past the end of the shard (member at %llu)",
+               s->index_path, (unsigned long long)m->data_offset);
+    if (!s->rr_open) {
+        SK_GUARD(s3_range_open(ds->s3, &s->rr, s->path, in->size, err));
+        s->rr_open = 1;
+    }
+    unsigned char *b = sk_xmalloc(len ? (size_t)len : 1, err);
+    if (!b) return SK_E_NOMEM;
+    size_t got = 0;
+    int rc = s->rr.read_at(s->rr.ctx, off, b, (size_t)len, &got, err);
+    if (!rc && got < len)
+        rc = sk_error_set(err, SK_E_CORRUPT, "%s: short read at offset %llu", s->path,
+                          (unsigned long long)(off + got));
+    struct mem_src ms = {b, off, got};
+    sk_tar_src src = {.ctx = &ms, .read_at = mem_read_at, .size = off + got, .name = s->path};
+    sk_tar_reader tr;
+    sk_tar_entry e;
+    sk_tar_reader_init(&tr, &src, 0);
+    tr.pos = off;
+    if (!rc && !(rc = sk_tar_next(&tr, &e, err)) &&
+        (e.end || e.data_offset != m->data_offset || e.size != m->size ||
+         e.name_len <= sr->key_len || memcmp(e.name, sr->key, sr->key_len) ||
+         e.name[sr->key_len] != '.'))
+        rc = sk_error_set(err, SK_E_MISMATCH,
+                          "%s: index %s does not belong to this shard (no member of '%.*s' with "
+                          "%llu bytes at offset %llu)",
+                          s->path, s->index_path, (int)(sr->key_len > 200 ? 200 : sr->key_len),
+                          sr->key, (unsigned long long)m->size,
+                          (unsigned long long)m->data_offset);
+    sk_tar_reader_release(&tr);
+    if (!rc) memcpy(buf, b + m->header_len, (size_t)m->size);
+    free(b);
+    return rc;
+}
+
 int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size_t cap,
                     sk_error *err)
 {
@@ -549,11 +623,15 @@ int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size
     struct shard *s = &ds->s[h->shard];
     SK_FAIL_IF(cap < m.size, err, SK_E_USAGE, "buffer of %zu bytes for a member of %llu", cap,
                (unsigned long long)m.size);
-    SK_GUARD(ensure_shard(ds, s, err));
     const sk_index_shard_info *in = sk_index_shard(s->ix);
-    if (in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)) {
+    int plain = !(in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP));
+    if (plain && s->from_manifest && sk_is_s3_url(s->path)) {
+        SK_GUARD(read_s3_member(ds, s, &h->sample, &m, buf, err));
+    } else if (!plain) {
+        SK_GUARD(ensure_shard(ds, s, err));
         SK_GUARD(read_compressed(s, &h->sample, m.data_offset, buf, (size_t)m.size, err));
     } else {
+        SK_GUARD(ensure_shard(ds, s, err));
         SK_FAIL_IF(m.data_offset > s->rr.size || m.size > s->rr.size - m.data_offset, err,
                    SK_E_CORRUPT, "%s: index points past the end of the shard (member at %llu)",
                    s->index_path, (unsigned long long)m.data_offset);
