@@ -468,6 +468,13 @@ SK_API int sk_dataset_member(sk_dataset *ds, const sk_hit *h, uint32_t i, sk_mem
  * and first-block CRC32C), else SK_E_MISMATCH. */
 SK_API int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size_t cap,
                     sk_error *err);
+/* Reads every member of a sample at once (one call for bindings such as
+ * Python's, where each call costs): members[0 .. member_count-1] filled as
+ * by sk_dataset_member, their data back to back in buf in that order,
+ * each checked as by sk_dataset_read.  SK_E_USAGE when max_members or cap
+ * is too small (the members' sizes add up to at most sample.span). */
+SK_API int sk_dataset_read_sample(sk_dataset *ds, const sk_hit *h, void *buf, size_t cap,
+                                  sk_member_ref *members, size_t max_members, sk_error *err);
 /* Writes the sample as a one-sample tar (members named key.ext, verified
  * data, end blocks) to fd. */
 SK_API int sk_dataset_write_tar(sk_dataset *ds, const sk_hit *h, int fd, const char *fd_name,

@@ -650,6 +650,24 @@ int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size
     return SK_OK;
 }
 
+int sk_dataset_read_sample(sk_dataset *ds, const sk_hit *h, void *buf, size_t cap,
+                           sk_member_ref *members, size_t max_members, sk_error *err)
+{
+    uint32_t n = h->sample.member_count;
+    SK_FAIL_IF(n > max_members, err, SK_E_USAGE, "room for %zu members; sample '%.*s' has %u",
+               max_members, (int)h->sample.key_len, h->sample.key, n);
+    size_t pos = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        SK_GUARD(sk_dataset_member(ds, h, i, &members[i], err));
+        SK_FAIL_IF(members[i].size > cap - pos, err, SK_E_USAGE,
+                   "buffer of %zu bytes for the members of sample '%.*s'", cap,
+                   (int)h->sample.key_len, h->sample.key);
+        SK_GUARD(sk_dataset_read(ds, h, i, (unsigned char *)buf + pos, (size_t)members[i].size, err));
+        pos += (size_t)members[i].size;
+    }
+    return SK_OK;
+}
+
 int sk_dataset_write_tar(sk_dataset *ds, const sk_hit *h, int fd, const char *fd_name,
                          sk_error *err)
 {

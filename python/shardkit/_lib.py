@@ -296,6 +296,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "sk_dataset_member": ([vp, P(Hit), _c.c_uint32, P(MemberRef), E], i),
         "sk_dataset_read": ([vp, P(Hit), _c.c_uint32, vp, sz, E], i),
         "sk_pack_options_init_sized": ([P(PackOptions), sz], None),
+        "sk_dataset_read_sample": ([vp, P(Hit), vp, sz, P(MemberRef), sz, E], i),
     }
     # the sample writer came later: a library without it still serves the rest
     writer = {

@@ -59,6 +59,8 @@ class Dataset:
         self._warm: Set[int] = set()
         self._len: Optional[int] = None
         self._pid = os.getpid()
+        # samples up to this span are read in one call into one buffer
+        self._whole_max = 64 << 20
         err = _lib._Error()
         enc = os.fsencode(self.url)
         if enc.startswith(b"s3://"):
@@ -174,14 +176,35 @@ class Dataset:
             "__index__": h.global_ordinal,
             "__ordinal__": h.sample.ordinal,
         }
+        n = h.sample.member_count
+        if exts is None and h.sample.span <= self._whole_max:
+            # the whole sample in one call: its members' data, back to back,
+            # fit in the sample's span (headers and padding included)
+            cap = int(h.sample.span)
+            buf = (_c.c_char * max(cap, 1))()
+            ms = (MemberRef * n)()
+            rc = self._lib.sk_dataset_read_sample(ds, _c.byref(h), buf, cap, ms, n,
+                                                  _c.byref(err))
+            if rc == 0:
+                mv = memoryview(buf).cast("B")
+                pos = 0
+                for m in ms:
+                    size = int(m.size)
+                    d[_c.string_at(m.ext, m.ext_len).decode("utf-8", "surrogateescape")] = \
+                        mv[pos:pos + size].tobytes()
+                    pos += size
+                return d
+            if rc != _lib.SK_E_USAGE:   # else the index's sizes are odd: member by member
+                raise _lib.error_from(rc, err)
         for i, m in enumerate(self._members(h)):
             ext = _c.string_at(m.ext, m.ext_len).decode("utf-8", "surrogateescape")
             if exts is not None and ext not in exts:
                 continue
-            n = int(m.size)
-            buf = (_c.c_char * max(n, 1))()
-            _lib.check(self._lib.sk_dataset_read(ds, _c.byref(h), i, buf, n, _c.byref(err)), err)
-            d[ext] = buf.raw[:n] if n else b""
+            size = int(m.size)
+            mbuf = (_c.c_char * max(size, 1))()
+            _lib.check(self._lib.sk_dataset_read(ds, _c.byref(h), i, mbuf, size,
+                                                 _c.byref(err)), err)
+            d[ext] = mbuf.raw[:size] if size else b""
         return d
 
     def _sample(self, h: Hit, exts: Optional[Set[str]] = None) -> Sample:

@@ -145,6 +145,17 @@ one = shardkit.Dataset(T + "/bad/t-000.tar")
 assert one[2]["__key__"] == "n00000/00000002"
 expect(shardkit.MismatchError, 9, ["CRC32C", "00000003.jpg"], lambda: one[3])
 expect(shardkit.MismatchError, 9, ["CRC32C"], lambda: one.get("n00000/00000003"))
+# the whole-sample call refuses too little room rather than writing past it
+import ctypes
+from shardkit import _lib
+h = ds._at(7)
+ms = (_lib.MemberRef * 3)()
+buf = ctypes.create_string_buffer(64)
+err = _lib._Error()
+rc = ds._lib.sk_dataset_read_sample(ds._ds, ctypes.byref(h), buf, 64, ms, 1, ctypes.byref(err))
+assert rc == 1 and b"room for 1 members" in err.msg, (rc, err.msg)
+rc = ds._lib.sk_dataset_read_sample(ds._ds, ctypes.byref(h), buf, 64, ms, 3, ctypes.byref(err))
+assert rc == 1 and b"buffer of 64 bytes" in err.msg, (rc, err.msg)
 # a closed dataset
 ds.close()
 expect(shardkit.UsageError, 1, ["closed"], lambda: ds[0])
