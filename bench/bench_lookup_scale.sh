@@ -22,7 +22,7 @@ LOOP=${LOOP:-200}
 LOOKUPS=${LOOKUPS:-20000}
 RUNS=${BENCH_RUNS:-5}
 C=$BENCH_DIR/corpus-$N
-D=$BENCH_DIR/lookup-scale-$N
+D=$BENCH_DIR/lookup-scale-$N-$(printf %s "$SK_BIN" | cksum | cut -d" " -f1) # per binary: its own packs
 make_corpus "$C" "$N"
 for s in 10 1000; do
     if [ ! -f "$D/s$s.done" ]; then
