@@ -3,6 +3,7 @@
 #   make demo       pack a generated demo corpus into indexed shards
 #   make check      unit + end-to-end tests; ends with "N passed, N failed"
 #   make check-asan the same suite under AddressSanitizer + UBSan
+#   make check-rgw  the S3 tests against a RADOS gateway instead of moto
 #   make check-layers  the layer direction and the exported symbols
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each (clang)
 #   make bench      benchmarks against GNU tar, bsdtar, Python (not in check)
@@ -62,7 +63,8 @@ $(CHECK_DEPS_OK): scripts/deps
 	@if pkg-config --exists cmocka && command -v bsdtar >/dev/null \
 	   && command -v cjpeg >/dev/null && command -v zstd >/dev/null && command -v clang >/dev/null \
 	   && { command -v slurmctld || test -x /usr/sbin/slurmctld; } >/dev/null \
-	   && command -v moto_server >/dev/null && command -v aws >/dev/null; then :; \
+	   && command -v moto_server >/dev/null && command -v aws >/dev/null \
+	   && command -v radosgw >/dev/null; then :; \
 	 else ./scripts/deps check; fi
 	@touch $@
 
@@ -104,6 +106,11 @@ $(BUILD)/shardkit.pc: shardkit.pc.in Makefile
 
 check: all $(UNITS) | $(CHECK_DEPS_OK)
 	@SK_BUILD=$(BUILD) tests/run
+
+# Every test that starts an S3 server, run again against a RADOS gateway (a
+# one-node Ceph cluster, tests/helpers/rgw.sh) instead of moto_server.
+check-rgw: all $(UNITS) | $(CHECK_DEPS_OK)
+	@SK_S3_SERVER=rgw SK_BUILD=$(BUILD) tests/run
 
 # The layer direction, cmd/ on the public API only, and the exports of the
 # shared library (scripts/check-layers); tests/e2e/house.sh runs it too.

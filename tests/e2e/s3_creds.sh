@@ -63,8 +63,7 @@ set -e
 # refresh: the first answer (key 1) expires in 15 min + 2 s, so about 2 s
 # in the advisory window (15 min) starts and the next signing fetches key 2.
 # Parts go one at a time, each answer held 1 s by the proxy.
-out=$(AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK command aws --endpoint-url "$MOTO_URL" iam create-access-key \
-      --user-name sk --query 'AccessKey.[AccessKeyId,SecretAccessKey]' --output text)
+out=$(AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK s3_second_key)
 AK2=${out%%$'\t'*} SK2=${out##*$'\t'}
 mkfifo "$t/fifo2"
 python3 "$SK_ROOT/tests/helpers/credserver.py" --ak "$AK" --sk "$SK" --ak2 "$AK2" --sk2 "$SK2" --ttl 902 \

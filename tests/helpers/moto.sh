@@ -14,10 +14,20 @@
 #                       upload; fails unless that upload is left unfinished
 #                       and no manifest.json was written beside KEY.
 # Each call of moto_start starts another server; MOTO_PIDS tracks them all.
+# SK_S3_SERVER=rgw runs the same tests against a RADOS gateway instead
+# (tests/helpers/rgw.sh): MOTO_URL is then the gateway's, which checks
+# signatures always, so "auth" needs nothing more.
+
+. "$(dirname "${BASH_SOURCE[0]}")/rgw.sh"
 
 MOTO_PIDS=${MOTO_PIDS:-}
 
 skip_unless_moto() {
+    if [ "${SK_S3_SERVER:-moto}" = rgw ]; then
+        have_rgw || { echo "SK_S3_SERVER=rgw: the Ceph daemons are not installed"; exit 77; }
+        command -v aws >/dev/null 2>&1 || { echo "aws cli not installed"; exit 77; }
+        return 0
+    fi
     command -v moto_server >/dev/null 2>&1 || { echo "moto_server not installed"; exit 77; }
     command -v aws >/dev/null 2>&1 || { echo "aws cli not installed"; exit 77; }
 }
@@ -31,10 +41,19 @@ moto_stop() {
     for p in $MOTO_PIDS; do kill "$p" 2>/dev/null || true; done
     for p in $MOTO_PIDS; do wait "$p" 2>/dev/null || true; done
     MOTO_PIDS=""
+    rgw_stop
 }
 
 moto_start() {
     local port log
+    if [ "${SK_S3_SERVER:-moto}" = rgw ]; then
+        export AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
+        unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL
+        export AWS_SHARED_CREDENTIALS_FILE=/nonexistent AWS_CONFIG_FILE=/nonexistent
+        rgw_start || return 1
+        MOTO_URL=$RGW_URL
+        return 0
+    fi
     port=$(free_port)
     log=${TMPDIR:-/tmp}/moto.$$.$port.log
     moto_server -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
@@ -58,6 +77,22 @@ moto_start() {
         export AWS_ACCESS_KEY_ID=${out%%$'\t'*} AWS_SECRET_ACCESS_KEY=${out##*$'\t'}
         curl -sf -X POST -H "Content-Type: text/plain" --data-binary 0 "$MOTO_URL/moto-api/reset-auth" >/dev/null || { echo "moto: could not turn auth on" >&2; return 1; }
     fi
+}
+
+# s3_second_key: prints "ACCESS_KEY<TAB>SECRET" of a second key for the same
+# user as the current one (moto: IAM CreateAccessKey; rgw: radosgw-admin).
+s3_second_key() {
+    if [ "${SK_S3_SERVER:-moto}" = rgw ]; then
+        local d=${RGW_DIRS##* } ak sk
+        ak=SK$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n' | tr a-f A-F)
+        sk=$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')
+        timeout 60 radosgw-admin -c "$d/ceph.conf" key create --uid=sk --key-type=s3 \
+            --access-key="$ak" --secret="$sk" >/dev/null || return 1
+        printf '%s\t%s\n' "$ak" "$sk"
+        return 0
+    fi
+    command aws --endpoint-url "$MOTO_URL" iam create-access-key --user-name sk \
+        --query 'AccessKey.[AccessKeyId,SecretAccessKey]' --output text
 }
 
 # proxy_start UPSTREAM_URL LOG [faultproxy options]: sets PROXY_URL.
