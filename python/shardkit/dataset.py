@@ -59,6 +59,7 @@ class Dataset:
         self._warm: Set[int] = set()
         self._len: Optional[int] = None
         self._pid = os.getpid()
+        self._tls = threading.local()
         # samples up to this span are read in one call into one buffer
         self._whole_max = 64 << 20
         err = _lib._Error()
@@ -112,6 +113,13 @@ class Dataset:
 
     # ------------------------------------------------------------- lookups
 
+    def _err(self) -> "_lib._Error":
+        """This thread's sk_error (1 KiB; made once per thread, not per call)."""
+        e = getattr(self._tls, "err", None)
+        if e is None:
+            e = self._tls.err = _lib._Error()
+        return e
+
     def _handle(self) -> ctypes.c_void_p:
         if self._pid != os.getpid():
             # a forked child (a DataLoader worker): the parent's S3 client
@@ -129,7 +137,7 @@ class Dataset:
         gives the counts)."""
         if self._len is None:
             n = _c.c_uint64()
-            err = _lib._Error()
+            err = self._err()
             with self._lock:
                 _lib.check(self._lib.sk_dataset_samples(self._handle(), _c.byref(n),
                                                         _c.byref(err)), err)
@@ -138,7 +146,7 @@ class Dataset:
 
     def _at(self, ordinal: int) -> Hit:
         h = Hit()
-        err = _lib._Error()
+        err = self._err()
         if ordinal < 0:
             raise _lib.SampleIndexError(_lib.SK_E_NOTFOUND, "%s: no sample #%d" %
                                         (self.url, ordinal))
@@ -150,7 +158,7 @@ class Dataset:
     def _find(self, key: Union[str, bytes]) -> Hit:
         k = key.encode("utf-8", "surrogateescape") if isinstance(key, str) else bytes(key)
         h = Hit()
-        err = _lib._Error()
+        err = self._err()
         with self._lock:
             rc = self._lib.sk_dataset_find(self._handle(), k, len(k), _c.byref(h), _c.byref(err))
         _lib.check(rc, err, _lib.KeyNotFoundError)
@@ -158,7 +166,7 @@ class Dataset:
 
     def _members(self, h: Hit) -> List[MemberRef]:
         out = []
-        err = _lib._Error()
+        err = self._err()
         for i in range(h.sample.member_count):
             m = MemberRef()
             _lib.check(self._lib.sk_dataset_member(self._handle(), _c.byref(h), i, _c.byref(m),
@@ -167,8 +175,8 @@ class Dataset:
         return out
 
     def _read(self, h: Hit, exts: Optional[Set[str]] = None) -> Sample:
-        ds = self._handle()
-        err = _lib._Error()
+        ds = self._ds   # _at or _find has just checked it (and the process)
+        err = self._err()
         d: Sample = {
             "__key__": _c.string_at(h.sample.key, h.sample.key_len).decode("utf-8",
                                                                            "surrogateescape"),
