@@ -11,6 +11,12 @@
  * goes into a shuffle bucket instead (shuffle.c: in memory up to
  * --shuffle-mem, else a file) and is written after the scatter pass.
  * Without --shuffle only one sample is ever held in memory.
+ *
+ * Without filters, image work or --shuffle, a plain tar input with a sound
+ * index is read through the index instead (direct_input: large preads, the
+ * headers and CRC32Cs checked, no libarchive), each sample written from
+ * the read buffer; plain output goes out in megabyte writes from a second
+ * thread (io/outq.c).  Either way the output bytes are the same.
  */
 #include "core/internal.h"
 #include "pack/part.h"
@@ -19,6 +25,8 @@
 #include "core/shuffle.h"
 #include "format/tar.h"
 #include "io/writer.h"
+#include "io/outq.h"
+#include "format/shard_stream.h"
 
 #include "format/libarchive.h"
 #include <jansson.h>
@@ -33,6 +41,11 @@
 #include <unistd.h>
 
 #define IN_BUF (1u << 20)
+/* Plain output goes out in writes of about this size: the kernel's write
+ * path costs twice as much per byte in 16 KiB writes as in megabytes. */
+#define OUT_BUF (2u << 20)
+/* The index-driven reader reads this much of a shard per pread. */
+#define BATCH (2u << 20)
 
 /* ------------------------------------------------------------ input streams */
 
@@ -158,6 +171,7 @@ struct samp {
     size_t elen, ecap;
     unsigned char *img;
     size_t len, cap;
+    uint32_t crc; /* CRC32C of img[0..len) */
 };
 
 /* A read-only view of a sample: a struct samp or a shuffle record. */
@@ -169,6 +183,16 @@ struct sview {
     const char *exts;
     const unsigned char *img;
     size_t len;
+    uint32_t crc;   /* of img, when has_crc */
+    int has_crc;
+    int buf;        /* img lies in the output buffer ob[buf] (index-driven input), else -1 */
+};
+
+/* An output buffer: bytes on their way to the writer (outq.h). */
+struct obuf {
+    unsigned char *p;
+    size_t cap, len;
+    uint64_t seq; /* the last range queued from it */
 };
 
 struct keyset { /* --keys: open addressing over key strings */
@@ -203,6 +227,17 @@ typedef struct rs {
     size_t vm_cap;
     sk_shuffler *shuf;
     struct img_pool *pool; /* image workers (sk_shard_options.images) */
+    /* plain output: samples collect in ob[] and go out in large writes
+     * from a second thread (q; NULL: one writev per sample, as for
+     * compressed and S3 output) */
+    sk_outq *q;
+    struct obuf ob[2];
+    int cur;              /* the buffer being filled */
+    int pbuf;             /* the buffer holding the pending range, -1 none */
+    size_t pstart, pend;  /* the pending range: bytes not yet queued */
+    uint32_t pcrc;
+    uint64_t opos;        /* bytes of the open shard, pending ones included */
+    int direct;           /* inputs may be read through their indexes */
 } rs;
 
 static void warnf(rs *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -327,7 +362,88 @@ static int keep_sample(const rs *r, const char *key, size_t klen)
 
 static void view_of(const struct samp *s, struct sview *v)
 {
-    *v = (struct sview){s->key, s->klen, s->m, s->nm, s->exts, s->img, s->len};
+    *v = (struct sview){s->key, s->klen, s->m, s->nm, s->exts, s->img, s->len, s->crc, 1, -1};
+}
+
+/* Queues the pending range. */
+static int out_flush(rs *r, sk_error *err)
+{
+    if (r->pbuf < 0 || r->pend == r->pstart) return SK_OK;
+    struct obuf *b = &r->ob[r->pbuf];
+    SK_GUARD(sk_outq_put(r->q, b->p + r->pstart, r->pend - r->pstart, r->pcrc, &b->seq, err));
+    r->pstart = r->pend;
+    return SK_OK;
+}
+
+/* Everything handed over is written: the sk_shard_out is ours again. */
+static int out_sync(rs *r, sk_error *err)
+{
+    if (!r->q) return SK_OK;
+    SK_GUARD(out_flush(r, err));
+    return sk_outq_wait(r->q, 0, err);
+}
+
+/* Makes ob[i] free for new bytes (at least need of them). */
+static int out_claim(rs *r, int i, size_t need, sk_error *err)
+{
+    struct obuf *b = &r->ob[i];
+    if (r->pbuf == i) {
+        SK_GUARD(out_flush(r, err));
+        r->pbuf = -1;
+    }
+    if (r->q) SK_GUARD(sk_outq_wait(r->q, b->seq, err));
+    b->len = 0;
+    if (need > b->cap) {
+        unsigned char *p = malloc(need);
+        SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory (%zu bytes for one sample)", need);
+        free(b->p);
+        b->p = p;
+        b->cap = need;
+    }
+    return SK_OK;
+}
+
+/* Appends v's bytes to the open shard. */
+static int out_add(rs *r, const struct sview *v, sk_error *err)
+{
+    uint32_t crc = r->out.z ? 0 : v->has_crc ? v->crc : sk_crc32c(0, v->img, v->len);
+    if (!r->q) {
+        struct iovec iov = {(void *)v->img, v->len};
+        return sk_shard_out_writev(&r->out, &iov, 1, v->len, crc, err);
+    }
+    size_t at;
+    if (v->buf >= 0) { /* already in a buffer: queue it from where it lies */
+        at = (size_t)(v->img - r->ob[v->buf].p);
+        if (r->pbuf != v->buf || r->pend != at) {
+            SK_GUARD(out_flush(r, err));
+            r->pbuf = v->buf;
+            r->pstart = r->pend = at;
+        }
+    } else {
+        if (v->len > OUT_BUF / 2) { /* large: write it from where it lies, and wait */
+            uint64_t seq;
+            SK_GUARD(out_flush(r, err));
+            SK_GUARD(sk_outq_put(r->q, v->img, v->len, crc, &seq, err));
+            return sk_outq_wait(r->q, seq, err);
+        }
+        struct obuf *b = &r->ob[r->cur];
+        if (!b->cap || b->len + v->len > b->cap) {
+            SK_GUARD(out_flush(r, err));
+            r->cur ^= 1;
+            SK_GUARD(out_claim(r, r->cur, OUT_BUF, err));
+            b = &r->ob[r->cur];
+        }
+        if (r->pbuf != r->cur || r->pend != b->len) {
+            SK_GUARD(out_flush(r, err));
+            r->pbuf = r->cur;
+            r->pstart = r->pend = b->len;
+        }
+        memcpy(b->p + b->len, v->img, v->len);
+        b->len += v->len;
+    }
+    r->pcrc = r->pend == r->pstart ? crc : sk_crc32c_combine(r->pcrc, crc, v->len);
+    r->pend += v->len;
+    return SK_OK;
 }
 
 static int shard_url(const char *path, const char *dir, char *buf, size_t cap)
@@ -419,6 +535,7 @@ static int close_shard(rs *r, sk_error *err)
         return rc;
     }
     sk_index_shard_info info;
+    SK_GUARD(out_sync(r, err));
     sk_key_range kr = {0};
     if (!r->to_stdout) SK_GUARD(sk_index_builder_key_range(r->out.index, &kr, err));
     int rc = sk_shard_out_finish(&r->out, &info, err);
@@ -437,6 +554,7 @@ static int open_shard(rs *r, sk_error *err)
     char path[4200];
     r->in_shard = 0;
     r->open = 1;
+    r->opos = 0;
     r->target = 0;
     if (r->o->num_shards) {
         uint64_t n = r->o->num_shards, i = r->shard_no;
@@ -456,7 +574,7 @@ static int emit(rs *r, const struct sview *v, sk_error *err)
         if (r->o->num_shards) roll = r->in_shard >= r->target && r->shard_no + 1 < r->o->num_shards;
         else if (r->rix) roll = r->rpos >= sk_index_sample_count(r->rix);
         else roll = (r->max_count && r->in_shard >= r->max_count) ||
-                    (r->in_shard && r->out.bytes + v->len > r->max_size);
+                    (r->in_shard && r->opos + v->len > r->max_size);
         if (roll) SK_GUARD(close_shard(r, err));
     }
     if (!r->open) SK_GUARD(open_shard(r, err));
@@ -476,7 +594,7 @@ static int emit(rs *r, const struct sview *v, sk_error *err)
         r->rpos++;
         return SK_OK;
     }
-    uint64_t off = r->out.bytes;
+    uint64_t off = r->opos;
     if (!r->to_stdout) {
         SK_GUARD(sk_index_add_sample(r->out.index, v->key, v->klen, off, v->len, off, v->len, err));
         for (size_t i = 0; i < v->nm; i++) {
@@ -491,9 +609,8 @@ static int emit(rs *r, const struct sview *v, sk_error *err)
             SK_GUARD(sk_manifest_count_ext(r->man, low, el, 1, err));
         }
     }
-    struct iovec iov = {(void *)v->img, v->len};
-    uint32_t crc = r->out.z ? 0 : sk_crc32c(0, v->img, v->len);
-    SK_GUARD(sk_shard_out_writev(&r->out, &iov, 1, v->len, crc, err));
+    SK_GUARD(out_add(r, v, err));
+    r->opos += v->len;
     progress(r, 0);
     return SK_OK;
 }
@@ -556,6 +673,8 @@ static int emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *
     v.m = r->vm;
     v.exts = (const char *)p;
     v.img = p + elen;
+    v.has_crc = 0;
+    v.buf = -1;
     return emit(r, &v, err);
 }
 
@@ -609,6 +728,7 @@ static int replace_member(struct samp *s, size_t i, const char *ext, const void 
     s->len = n;
     s->cap = cap;
     s->nm = nm;
+    s->crc = sk_crc32c(0, img, n);
     return SK_OK;
 }
 
@@ -800,7 +920,7 @@ static int img_pool_emit(rs *r, int block, int drain, sk_error *err)
         if (j->rc) *err = j->err, rc = j->rc;
         else if (j->out.skip) r->st.dropped++;
         else rc = emit_sample(r, &j->s, err);
-        j->s.klen = j->s.nm = j->s.elen = j->s.len = 0;
+        j->s.klen = j->s.nm = j->s.elen = j->s.len = 0, j->s.crc = 0;
         pthread_mutex_lock(&p->mu);
         j->state = JOB_FREE;
         p->head++;
@@ -835,13 +955,13 @@ static int sample_done(rs *r, struct samp *s, int counting, sk_error *err)
     int rc = SK_OK;
     if (keep && !counting && r->pool) {
         rc = img_pool_submit(r, s, err);
-        s->klen = s->nm = s->elen = s->len = 0;
+        s->klen = s->nm = s->elen = s->len = 0, s->crc = 0;
         return rc;
     }
     if (!keep) r->st.dropped++;
     else if (counting) r->total++;
     else rc = emit_sample(r, s, err);
-    s->klen = s->nm = s->elen = s->len = 0;
+    s->klen = s->nm = s->elen = s->len = 0, s->crc = 0;
     return rc;
 }
 
@@ -873,8 +993,10 @@ static la_ssize_t la_read(struct archive *a, void *ctx, const void **out)
     return (la_ssize_t)got;
 }
 
-/* Reads one input, feeding its samples on (or counting them). */
-static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_error *err)
+/* Reads one input, feeding its samples on (or counting them).  from > 0:
+ * a local tar from that header on (the rest of what direct_input began). */
+static int read_input(rs *r, const char *url, struct samp *s, int counting, uint64_t from,
+                      sk_error *err)
 {
     struct la_ctx c = {.r = r, .err = err};
     SK_GUARD(sk_is_s3_url(url) ? s3_in_open(r->o->s3, &c.in, url, err)
@@ -882,6 +1004,9 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_e
                                         r->o->in_open_ctx, &c.in, url, err));
     struct archive *a;
     int rc = sk_la_new(&a, err);
+    if (!rc && from && lseek(((struct fd_in *)c.in.ctx)->fd, (off_t)from, SEEK_SET) < 0)
+        rc = sk_error_set(err, SK_E_IO, "%s: cannot seek to %llu: %s", url,
+                          (unsigned long long)from, strerror(errno));
     c.buf = malloc(IN_BUF);
     if (!rc && !c.buf) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
     if (rc) goto done;
@@ -988,6 +1113,10 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, sk_e
         m->size = size;
         m->hlen = (uint32_t)hl;
         m->crc = sk_crc32c(0, d, size);
+        /* the image's CRC from the pieces: the data is read once */
+        uint32_t piece = sk_crc32c_combine(sk_crc32c(0, s->img + s->len, hl), m->crc, size);
+        piece = sk_crc32c(piece, d + size, sk_tar_pad(size) - size);
+        s->crc = sk_crc32c_combine(s->crc, piece, hl + sk_tar_pad(size));
         m->ext_off = (uint32_t)s->elen;
         m->ext_len = (uint32_t)oel;
         for (size_t i = 0; i < oel; i++) {
@@ -1006,6 +1135,247 @@ done:
     free(c.buf);
     c.in.close(c.in.ctx);
     return rc;
+}
+
+/* ---------------------------------------------------- index-driven input */
+/* A plain tar shard whose index is sound and records the shard's size is
+ * read in large preads, each member where the index puts it, without
+ * libarchive.  What is read is still checked: every header (checksum, a
+ * regular file, the name and size the index claims, the members tiling
+ * the file with nothing between them), every member's data against the
+ * CRC32C its index records, and what follows each sample (another
+ * sample's member, or the end of the archive).  The output header is
+ * built over the input one in the read buffer, and the sample is queued
+ * for writing from there: its data is copied only by the kernel.
+ *
+ * Where anything is not as the index says, or is beyond this reader (pax
+ * or GNU long names, links, directories, meta members), reading goes on
+ * through libarchive from the first header of that sample, so the output
+ * is byte for byte what libarchive alone gives.  Only a CRC32C mismatch is
+ * an error: the member's bytes are not what was indexed. */
+
+/* Bytes a reader may hold of one name: a ustar prefix, '/', and name. */
+#define PLAIN_NAME (155 + 1 + 100 + 1)
+
+/* An octal field as libarchive's tar_atol8 reads it (leading blanks, then
+ * digits), but only a plain one: at least a digit, then NUL or space. */
+static int octal_field(const unsigned char *f, size_t w, uint64_t *v)
+{
+    size_t i = 0, d = 0;
+    uint64_t x = 0;
+    while (i < w && (f[i] == ' ' || f[i] == '\t')) i++;
+    for (; i < w && f[i] >= '0' && f[i] <= '7'; i++, d++) {
+        if (x >> 58) return 0;
+        x = x * 8 + (uint64_t)(f[i] - '0');
+    }
+    if (!d || (i < w && f[i] != 0 && f[i] != ' ')) return 0;
+    *v = x;
+    return 1;
+}
+
+/* The member name of a plain ustar (or GNU) header for a regular file, as
+ * libarchive forms it (prefix '/' name), into name (PLAIN_NAME bytes);
+ * its length, or 0 when this reader leaves the header to libarchive. */
+static size_t plain_header(const unsigned char *h, char *name, uint64_t *size)
+{
+    unsigned sum = 0;
+    uint64_t ck;
+    for (int i = 0; i < SK_TAR_BLOCK; i++) sum += i >= 148 && i < 156 ? ' ' : h[i];
+    if (!octal_field(h + 148, 8, &ck) || ck != sum) return 0;
+    if (h[156] != '0' && h[156] != 0) return 0;
+    int ustar = !memcmp(h + 257, "ustar\0" "00", 8);
+    if (!ustar && memcmp(h + 257, "ustar  \0", 8)) return 0;
+    if (!octal_field(h + 124, 12, size)) return 0;
+    size_t n = 0, nl = strnlen((const char *)h, 100);
+    size_t pl = ustar ? strnlen((const char *)h + 345, 155) : 0;
+    if (pl) {
+        memcpy(name, h + 345, pl);
+        n = pl;
+        if (name[n - 1] != '/') name[n++] = '/';
+    }
+    memcpy(name + n, h, nl);
+    n += nl;
+    name[n] = 0;
+    if (!nl || name[n - 1] == '/') return 0; /* libarchive: a directory */
+    for (size_t i = 0; i < n; i++)
+        if (name[i] < 0x20 || name[i] > 0x7e) return 0;
+    return n;
+}
+
+/* A name read_input would take as it is: nothing stripped, not a meta
+ * member, a WebDataset key. */
+static int plain_name(const char *name, size_t n, size_t *kl, size_t *eo)
+{
+    size_t skip;
+    return !sk_name_strip(name, n, &skip) && !skip && !sk_tar_is_meta(name, n) &&
+           sk_sample_split(name, n, kl, eo) == SK_OK;
+}
+
+/* Whether what follows a sample (rem bytes at p) ends it for libarchive as
+ * it does here: the end of the archive (*end), or a plain member with
+ * another key. */
+static int ends_sample(const unsigned char *p, uint64_t rem, const char *key, size_t klen, int *end)
+{
+    static const unsigned char zero[SK_TAR_BLOCK];
+    char name[PLAIN_NAME];
+    uint64_t size;
+    size_t nl, kl, eo;
+    *end = rem == 0 || (rem >= SK_TAR_BLOCK && !memcmp(p, zero, SK_TAR_BLOCK));
+    if (*end) return 1;
+    if (rem < SK_TAR_BLOCK || !(nl = plain_header(p, name, &size)) || !plain_name(name, nl, &kl, &eo))
+        return 0;
+    return kl != klen || memcmp(name, key, kl);
+}
+
+/* Checks the sample sr at p (sr->span bytes) against its index; its
+ * members go to s->m and s->exts (m->crc: what the index records). */
+static int direct_sample(const sk_index *ix, const sk_sample_ref *sr, const unsigned char *p,
+                         struct samp *s)
+{
+    uint64_t at = 0;
+    s->nm = s->elen = 0;
+    for (uint32_t u = 0; u < sr->member_count; u++) {
+        sk_member_ref mr;
+        char name[PLAIN_NAME];
+        uint64_t size;
+        size_t nl, kl, eo;
+        if (sk_index_member(ix, (uint64_t)sr->first_member + u, &mr, NULL) ||
+            mr.header_len != SK_TAR_BLOCK || mr.data_offset != sr->offset + at + SK_TAR_BLOCK ||
+            sr->span - at < SK_TAR_BLOCK || mr.size > sr->span - at - SK_TAR_BLOCK ||
+            sk_tar_pad(mr.size) > sr->span - at - SK_TAR_BLOCK)
+            return 0;
+        if (!(nl = plain_header(p + at, name, &size)) || size != mr.size ||
+            !plain_name(name, nl, &kl, &eo) || kl != sr->key_len || memcmp(name, sr->key, kl) ||
+            sk_ext_cmp(name + eo, nl - eo, mr.ext, mr.ext_len) || mr.ext_len != nl - eo ||
+            sk_tar_header_size(name, nl, size) != SK_TAR_BLOCK)
+            return 0;
+        size_t el = nl - eo;
+        for (size_t i = 0; i < s->nm; i++) /* read_input fails on it: let it */
+            if (!sk_ext_cmp(s->exts + s->m[i].ext_off, s->m[i].ext_len, name + eo, el)) return 0;
+        if (sk_grow((void **)&s->m, &s->mcap, s->nm + 1, sizeof *s->m, NULL) ||
+            sk_grow((void **)&s->exts, &s->ecap, s->elen + 2 * el + 1, 1, NULL))
+            return 0;
+        s->m[s->nm++] = (struct memb){.data_off = at + SK_TAR_BLOCK, .size = size,
+                                      .hlen = SK_TAR_BLOCK, .crc = mr.crc32c,
+                                      .ext_off = (uint32_t)s->elen, .ext_len = (uint32_t)el};
+        for (size_t i = 0; i < el; i++) { /* lowercase, then as the name has it */
+            char ch = name[eo + i];
+            s->exts[s->elen + i] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
+        }
+        memcpy(s->exts + s->elen + el, name + eo, el);
+        s->elen += 2 * el;
+        at += SK_TAR_BLOCK + sk_tar_pad(size);
+    }
+    return sr->member_count && at == sr->span;
+}
+
+/* The checked sample at p: data CRC32Cs against the index, then the output
+ * headers over the input ones, padding zeroed, and out it goes. */
+static int direct_emit(rs *r, const char *url, const sk_sample_ref *sr, unsigned char *p,
+                       struct samp *s, int no_crc, int buf, sk_error *err)
+{
+    uint32_t crc = 0;
+    for (size_t i = 0; i < s->nm; i++) {
+        struct memb *m = &s->m[i];
+        unsigned char *d = p + m->data_off;
+        uint32_t c = sk_crc32c(0, d, m->size);
+        if (!no_crc && c != m->crc)
+            return sk_error_set(err, SK_E_MISMATCH, "%s: member '%.*s.%.*s' (data at offset %llu): "
+                                "CRC32C %08x, its index records %08x: the shard or its index "
+                                "is damaged", url, (int)sr->key_len, sr->key, (int)m->ext_len,
+                                s->exts + m->ext_off + m->ext_len,
+                                (unsigned long long)(sr->offset + m->data_off), c, m->crc);
+        m->crc = c;
+        char name[PLAIN_NAME];
+        size_t nl = sr->key_len + 1 + m->ext_len;
+        memcpy(name, sr->key, sr->key_len);
+        name[sr->key_len] = '.';
+        memcpy(name + sr->key_len + 1, s->exts + m->ext_off + m->ext_len, m->ext_len);
+        sk_tar_header(d - SK_TAR_BLOCK, name, nl, m->size, r->o->mtime);
+        size_t pad = (size_t)(sk_tar_pad(m->size) - m->size);
+        memset(d + m->size, 0, pad);
+        uint32_t piece = sk_crc32c_combine(sk_crc32c(0, d - SK_TAR_BLOCK, SK_TAR_BLOCK), c, m->size);
+        piece = sk_crc32c(piece, d + m->size, pad);
+        crc = i ? sk_crc32c_combine(crc, piece, SK_TAR_BLOCK + m->size + pad) : piece;
+    }
+    struct sview v = {sr->key, sr->key_len, s->m, s->nm, s->exts, p, (size_t)sr->span, crc, 1, buf};
+    r->st.samples_in++;
+    int rc = emit(r, &v, err);
+    s->nm = s->elen = 0;
+    return rc;
+}
+
+/* Reads url through its index as far as it agrees with the shard: *from is
+ * where libarchive is to go on (0: all of it), UINT64_MAX when done. */
+static int direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, sk_error *err)
+{
+    char ip[4200];
+    sk_index *ix = NULL;
+    struct stat sb;
+    *from = 0;
+    if (snprintf(ip, sizeof ip, "%s.idx", url) >= (int)sizeof ip) return SK_OK;
+    int fd = open(url, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return SK_OK; /* read_input says why */
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sk_index_open(&ix, ip, 0, NULL) ||
+        sk_index_shard(ix)->size != (uint64_t)sb.st_size ||
+        (sk_index_shard(ix)->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP))) {
+        if (ix) sk_index_close(ix);
+        close(fd);
+        return SK_OK;
+    }
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    uint64_t size = (uint64_t)sb.st_size, pos = 0, i = 0, n = sk_index_sample_count(ix);
+    int no_crc = (sk_index_shard(ix)->flags & SK_INDEX_NO_CRC) != 0, end = 0, rc = SK_OK;
+    while (i < n && !end && !rc) {
+        /* the next samples, as many as fit a batch (at least one) */
+        uint64_t j = i, len = 0;
+        sk_sample_ref sr;
+        while (j < n && !sk_index_sample(ix, j, &sr, NULL) && sr.offset == pos + len &&
+               sr.span <= size - sr.offset && (j == i || len + sr.span <= BATCH))
+            len += sr.span, j++;
+        if (j == i) break;
+        size_t want = (size_t)(size - pos < len + SK_TAR_BLOCK ? size - pos : len + SK_TAR_BLOCK), got;
+        r->cur ^= 1;
+        if ((rc = out_claim(r, r->cur, want, err))) break;
+        struct obuf *b = &r->ob[r->cur];
+        if ((rc = sk_stream_pread(fd, pos, b->p, want, &got, url, err))) break;
+        if (got < want) break; /* shorter than its index: libarchive says how */
+        b->len = got;
+        for (uint64_t k = i; k < j && !rc; k++) {
+            sk_index_sample(ix, k, &sr, NULL);
+            unsigned char *p = b->p + (sr.offset - pos);
+            uint64_t tail = got - (sr.offset - pos) - sr.span;
+            if (!direct_sample(ix, &sr, p, s) ||
+                !ends_sample(p + sr.span, tail, sr.key, sr.key_len, &end)) {
+                s->nm = s->elen = 0;
+                *from = sr.offset;
+                goto out;
+            }
+            rc = direct_emit(r, url, &sr, p, s, no_crc, r->cur, err);
+            if (end) break;
+        }
+        /* the batch goes to the writer now, not when the next one needs a buffer */
+        if (!rc && r->q) rc = out_flush(r, err);
+        pos += len;
+        i = j;
+    }
+    *from = end ? UINT64_MAX : pos;
+out: /* libarchive counts what it reads */
+    r->st.bytes_in += *from == UINT64_MAX ? size : *from;
+    sk_index_close(ix);
+    close(fd);
+    return rc;
+}
+
+/* One input: through its index while that agrees with it, then libarchive. */
+static int take_input(rs *r, const char *url, struct samp *s, sk_error *err)
+{
+    uint64_t from = 0;
+    if (r->direct && strcmp(url, "-") && !sk_is_s3_url(url) && !r->o->in_open) {
+        SK_GUARD(direct_input(r, url, s, &from, err));
+        if (from == UINT64_MAX) return SK_OK;
+    }
+    return read_input(r, url, s, 0, from, err);
 }
 
 /* ---------------------------------------------------------------- inputs */
@@ -1122,7 +1492,7 @@ static int count_samples(rs *r, char **in, size_t n, struct samp *s, sk_error *e
     if (!filtered) return SK_OK;
     r->total = 0;
     sk_shard_stats keep = r->st;
-    for (size_t i = 0; i < n; i++) SK_GUARD(read_input(r, in[i], s, 1, err));
+    for (size_t i = 0; i < n; i++) SK_GUARD(read_input(r, in[i], s, 1, 0, err));
     r->st = keep;
     return SK_OK;
 }
@@ -1193,13 +1563,21 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
                                  opts->ctx, err)))
         goto cleanup;
     if (sk_image_options_active(opts->images) && (rc = img_pool_new(&r.pool, opts, err))) goto cleanup;
+    r.pbuf = -1;
+    if (!opts->compress_level && !sk_is_s3_url(opts->pattern) &&
+        (rc = sk_outq_new(&r.q, &r.out, sysconf(_SC_NPROCESSORS_ONLN) > 1, err)))
+        goto cleanup;
+    /* without filters, image work or shuffle each sample passes whole:
+     * shards with a sound index are read through it (direct_input) */
+    r.direct = !opts->nselect && !opts->ndrop && !opts->nrename && !opts->keys_file &&
+               !opts->parts && !r.pool && !opts->shuffle;
     if (opts->shuffle) {
         /* scatter: every sample into a random bucket */
         if ((rc = sk_shuffler_new(&r.shuf, opts->tmp_dir, opts->seed, opts->shuffle_mem,
                                   r.st.bytes_in_total, err)))
             goto cleanup;
         for (size_t i = 0; i < nin && !rc; i++) {
-            rc = read_input(&r, in[i], &s, 0, err);
+            rc = read_input(&r, in[i], &s, 0, 0, err);
             r.st.inputs_done++;
             progress(&r, 0);
         }
@@ -1210,7 +1588,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
     } else {
         if (opts->num_shards && (rc = count_samples(&r, in, nin, &s, err))) goto cleanup;
         for (size_t i = 0; i < nin && !rc; i++) {
-            rc = read_input(&r, in[i], &s, 0, err);
+            rc = take_input(&r, in[i], &s, err);
             r.st.inputs_done++;
         }
         if (!rc && r.pool) rc = img_pool_emit(&r, 1, 1, err);
@@ -1235,7 +1613,10 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
     if (!rc) progress(&r, 1);
 
 cleanup:
+    sk_outq_free(r.q); /* before the abort: nothing writes to a removed file */
     if (rc && r.open && !r.rix) sk_shard_out_abort(&r.out);
+    free(r.ob[0].p);
+    free(r.ob[1].p);
     img_pool_free(r.pool);
     sk_out_unlock(lockpath, lock_fd);
     if (r.rix) sk_index_close(r.rix);
