@@ -13,7 +13,7 @@ N=${BENCH_SAMPLES:-20000}
 R=${BENCH_RANDOM:-$N}
 LIB=$SK_ROOT/$BUILD/libshardkit.so
 [ -f "$LIB" ] || bench_die "no $LIB (run make)"
-export SHARDKIT_LIB=$LIB PYTHONPATH=$SK_ROOT/python
+export SHARDKIT_LIB=$LIB PYTHONPATH=$SK_ROOT/python${PYTHONPATH:+:$PYTHONPATH}
 PB=$SK_ROOT/bench/python_bench.py
 make_corpus "$BENCH_DIR/corpus-$N" "$N"
 C=$BENCH_DIR/corpus-$N
@@ -50,7 +50,7 @@ measure py_tar_random python3 "$PB" random-tar "$S" "$R" 1
 r_tar=$M_WALL; row "wids-style tarfile index, $R random ordinals" "$R" "$M_WALL" "$M_RSS"
 r_wids=
 if has wids; then
-    "$SK_BIN" index "$S" --wids >/dev/null 2>&1 || bench_die "index --wids failed"
+    "$SK_BIN" index "${shards[@]}" --wids >/dev/null 2>&1 || bench_die "index --wids failed"
     measure py_wids_random python3 "$PB" random-wids "$S/wids.json" "$R" 1
     r_wids=$M_WALL; row "wids.ShardListDataset (real), $R random ordinals" "$R" "$M_WALL" "$M_RSS"
 fi

@@ -146,12 +146,15 @@ def random_tar(argv):
 
 def random_wids(argv):
     import wids
-    ds = wids.ShardListDataset(argv[0])
+    # raw bytes, as the others; local shards read in place (the default
+    # would first copy each into wids' cache directory)
+    ds = wids.ShardListDataset(argv[0], transformations=[], localname=lambda url: url)
     rnd = random.Random(int(argv[2]))
     b = 0
     for _ in range(int(argv[1])):
         s = ds[rnd.randrange(len(ds))]
-        b += sum(len(v) for k, v in s.items() if not k.startswith("__") and isinstance(v, bytes))
+        # wids hands out members as streams: read each, as the others do
+        b += sum(len(v.read()) for k, v in s.items() if not k.startswith("__"))
     print("samples=%s bytes=%d" % (argv[1], b))
 
 
