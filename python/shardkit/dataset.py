@@ -34,7 +34,8 @@ class Dataset:
 
     url: a manifest.json, a directory (its manifest.json, or its shards
     with .idx sidecars), a brace pattern of shards or one shard; local or
-    s3:// (s3://bucket/prefix/ means its manifest.json).  trust_index skips
+    s3:// (s3://bucket/prefix/ means its manifest.json, else the shard
+    objects listed directly under it).  trust_index skips
     each index's body checksum (--trust-index).  s3_endpoint: the S3
     endpoint for s3:// (default: $AWS_ENDPOINT_URL, else AWS), with the
     aws cli's credentials and region.

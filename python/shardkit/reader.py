@@ -22,7 +22,8 @@ class Reader:
     (within the shard), and one bytes value per member extension.
 
     urls: shards (.tar, .tar.zst), brace patterns, a manifest, a directory
-    or an s3:// URL of any of these; one or a list.  The options mirror
+    or an s3:// URL of any of these (s3://bucket/prefix/: its manifest.json,
+    else its listed shards, as a directory); one or a list.  The options mirror
     sk_reader_options; None for rank / world_size / worker / num_workers
     means the environment ($RANK, $WORLD_SIZE, $WORKER, $NUM_WORKERS, else
     0 / 1).  recordio: every URL is RecordIO records, one shard each (a

@@ -53,6 +53,15 @@ aws s3 cp --quiet "$T/ds/t-001.tar" s3://dset/bare/t-001.tar
 expect_ok "$SK_BIN" get "${S[@]}" s3://dset/bare/ n00000/00000101 --ext jpg -o "$T/s3b.jpg"
 cmp "$T/s3b.jpg" "$T/c/n00000/00000101.jpg" || die "get from a prefix without manifest differs"
 
+step "the Python binding reads a prefix without manifest like the directory"
+SHARDKIT_LIB=$(dirname "$SK_BIN")/libshardkit.so PYTHONPATH=$SK_ROOT/python python3 - "$A" "$T/ds" <<'PY' \
+    || die "the Python Reader differs on s3://dset/bare/"
+import sys, shardkit
+keys = lambda urls, **kw: [(s["__key__"], s["jpg"]) for s in shardkit.Reader(urls, **kw)]
+s3 = keys("s3://dset/bare/", s3_endpoint=sys.argv[1])
+assert len(s3) == 120 and s3 == keys(sys.argv[2]), len(s3)
+PY
+
 step "hostile listing: only the prefix's own shards are read"
 python3 - "$A" "$T/ds/t-000.tar" <<'PY'
 import sys, boto3
