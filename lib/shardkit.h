@@ -471,8 +471,9 @@ SK_API int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *bu
 /* Reads every member of a sample at once (one call for bindings such as
  * Python's, where each call costs): members[0 .. member_count-1] filled as
  * by sk_dataset_member, their data back to back in buf in that order,
- * each checked as by sk_dataset_read.  SK_E_USAGE when max_members or cap
- * is too small (the members' sizes add up to at most sample.span). */
+ * each checked as by sk_dataset_read.  With cap >= sample.span, a plain
+ * shard's sample is one read of its span (headers included), compacted in
+ * buf.  SK_E_USAGE when max_members or cap is too small for the members. */
 SK_API int sk_dataset_read_sample(sk_dataset *ds, const sk_hit *h, void *buf, size_t cap,
                                   sk_member_ref *members, size_t max_members, sk_error *err);
 /* Writes the sample as a one-sample tar (members named key.ext, verified

@@ -650,18 +650,74 @@ int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size
     return SK_OK;
 }
 
+/* The members of a sample of a plain shard read through its range reader
+ * (a local file, or an s3:// object not served by read_s3_member) lie in
+ * [offset, offset + span): one read of the span into buf, then each
+ * member's data moved down to its place (left, so memmove never overwrites
+ * bytes still to move) and checked.  1 when it applies and was done, 0
+ * when it does not apply (the caller reads member by member), or -rc. */
+static int read_span(sk_dataset *ds, struct shard *s, const sk_hit *h, unsigned char *buf,
+                     size_t cap, const sk_member_ref *members, sk_error *err)
+{
+    const sk_sample_ref *sr = &h->sample;
+    const sk_index_shard_info *in = sk_index_shard(s->ix);
+    if ((in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)) || sr->span > cap ||
+        (s->from_manifest && sk_is_s3_url(s->path)))
+        return 0;
+    for (uint32_t i = 0; i < sr->member_count; i++) {
+        const sk_member_ref *m = &members[i];
+        if (m->data_offset < sr->offset || m->data_offset - sr->offset > sr->span ||
+            m->size > sr->span - (m->data_offset - sr->offset))
+            return 0; /* an odd index: let the member path judge it */
+    }
+    int rc = ensure_shard(ds, s, err);
+    if (rc) return -rc;
+    if (sr->offset > s->rr.size || sr->span > s->rr.size - sr->offset)
+        return -sk_error_set(err, SK_E_CORRUPT,
+                             "%s: index points past the end of the shard (sample at %llu)",
+                             s->index_path, (unsigned long long)sr->offset);
+    size_t got = 0;
+    if ((rc = s->rr.read_at(s->rr.ctx, sr->offset, buf, (size_t)sr->span, &got, err))) return -rc;
+    if (got < sr->span)
+        return -sk_error_set(err, SK_E_CORRUPT, "%s: short read at offset %llu", s->path,
+                             (unsigned long long)(sr->offset + got));
+    size_t pos = 0;
+    for (uint32_t i = 0; i < sr->member_count; i++) {
+        const sk_member_ref *m = &members[i];
+        memmove(buf + pos, buf + (m->data_offset - sr->offset), (size_t)m->size);
+        if (!(in->flags & SK_INDEX_NO_CRC)) {
+            uint32_t crc = sk_crc32c(0, buf + pos, (size_t)m->size);
+            if (crc != m->crc32c)
+                return -sk_error_set(err, SK_E_MISMATCH,
+                                     "%s: member '%.*s.%.*s' at offset %llu: CRC32C %08x, the "
+                                     "index says %08x",
+                                     s->path, (int)sr->key_len, sr->key, (int)m->ext_len, m->ext,
+                                     (unsigned long long)m->data_offset, crc, m->crc32c);
+        }
+        pos += (size_t)m->size;
+    }
+    return 1;
+}
+
 int sk_dataset_read_sample(sk_dataset *ds, const sk_hit *h, void *buf, size_t cap,
                            sk_member_ref *members, size_t max_members, sk_error *err)
 {
     uint32_t n = h->sample.member_count;
     SK_FAIL_IF(n > max_members, err, SK_E_USAGE, "room for %zu members; sample '%.*s' has %u",
                max_members, (int)h->sample.key_len, h->sample.key, n);
-    size_t pos = 0;
+    uint64_t total = 0;
     for (uint32_t i = 0; i < n; i++) {
         SK_GUARD(sk_dataset_member(ds, h, i, &members[i], err));
-        SK_FAIL_IF(members[i].size > cap - pos, err, SK_E_USAGE,
+        total += members[i].size;
+        SK_FAIL_IF(members[i].size > cap || total > cap, err, SK_E_USAGE,
                    "buffer of %zu bytes for the members of sample '%.*s'", cap,
                    (int)h->sample.key_len, h->sample.key);
+    }
+    int r = read_span(ds, &ds->s[h->shard], h, buf, cap, members, err);
+    if (r < 0) return -r;
+    if (r > 0) return SK_OK;
+    size_t pos = 0;
+    for (uint32_t i = 0; i < n; i++) {
         SK_GUARD(sk_dataset_read(ds, h, i, (unsigned char *)buf + pos, (size_t)members[i].size, err));
         pos += (size_t)members[i].size;
     }
