@@ -83,6 +83,23 @@ int sk_key_ranges_ordered(const sk_key_range *r, const uint64_t *samples, size_t
 int sk_index_builder_key_range(const sk_index_builder *b, sk_key_range *out, sk_error *err);
 void sk_key_range_free(sk_key_range *r);
 
+/* manifest.c: sk_manifest_write, with (table = 1, what the public call
+ * does) or without MANIFEST.lookup beside it (a scratch file on its way
+ * to S3). */
+int sk_manifest_write_to(sk_manifest *m, const char *path, int table, sk_error *err);
+/* manifest_table.c: PATH.lookup, the binary table of the manifest just
+ * written to PATH (file_len bytes, CRC32C file_crc), when it lists at
+ * least SK_MANIFEST_TABLE_MIN shards and PATH is a regular local file
+ * (docs/format.md).  ranges: the key ranges go in too. */
+#define SK_MANIFEST_TABLE_MIN 64
+int sk_manifest_table_write(const sk_manifest *m, const char *path, uint64_t file_len,
+                            uint32_t file_crc, int ranges, sk_error *err);
+/* The manifest at local path for a lookup: from PATH.lookup when that
+ * matches the manifest's bytes and is sound (no JSON parse), else parsed
+ * as sk_manifest_load does.  Only what a lookup needs is filled (shards,
+ * key ranges; not tool, options or extensions when from the table). */
+int sk_manifest_load_for_lookup(sk_manifest **out, const char *path, sk_error *err);
+
 /* manifest.c: the path or URL of a shard (or index) a manifest names:
  * relative URLs are under the manifest's directory; a local manifest may
  * also name absolute paths and URLs; a manifest read from s3:// only

@@ -50,8 +50,9 @@ static int add_manifest(struct out *o, const char *path, const sk_ds_opts *opt, 
     SK_FAIL_IF(sk_is_s3_url(path) && !opt->s3, err, SK_E_USAGE,
                "%s: an s3:// dataset needs an S3 client", path);
     sk_error le = SK_ERROR_INIT;
-    int rc = sk_is_s3_url(path) ? sk_s3_load_manifest(opt->s3, path, &m, &le)
-                                : sk_manifest_load(&m, path, &le);
+    int rc = sk_is_s3_url(path)           ? sk_s3_load_manifest(opt->s3, path, &m, &le)
+             : opt->flags & SK_DS_LOOKUP ? sk_manifest_load_for_lookup(&m, path, &le)
+                                         : sk_manifest_load(&m, path, &le);
     if (rc && opt->bad_manifest && (rc == SK_E_CORRUPT || rc == SK_E_INPUT || rc == SK_E_MISMATCH)) {
         opt->bad_manifest(opt->ctx, path, &le); /* verify: a finding, not a failure to run */
         return SK_OK;

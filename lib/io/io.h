@@ -34,6 +34,7 @@ typedef struct sk_ds_shard {
 #define SK_DS_PREFIX 4u   /* s3://bucket/prefix/: its manifest.json, else its listed shards */
 #define SK_DS_LISTING 8u  /* with SK_DS_PREFIX: the listed shards, never the manifest
                            * (index, which writes it) */
+#define SK_DS_LOOKUP 16u  /* a local manifest may come from its .lookup table (lookups) */
 
 typedef struct sk_ds_opts {
     unsigned flags;                                  /* SK_DS_* */

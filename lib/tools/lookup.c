@@ -215,7 +215,7 @@ int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned f
     ds->s3 = s3;
     /* the one resolver (io/dataset.c): an s3:// prefix means its manifest
      * (a listing would not say which objects are shards of one dataset) */
-    sk_ds_opts ro = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = s3,
+    sk_ds_opts ro = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX | SK_DS_LOOKUP, .s3 = s3,
                      .keep = keep_indexed_shard, .dir_wants = "no shards with an index (.idx) in it"};
     sk_ds_shard *list = NULL;
     size_t n = 0;
