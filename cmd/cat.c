@@ -135,7 +135,8 @@ int cmd_cat(int argc, char **argv)
         sk_s3_free(s3);
         return cmd_report("cat", &err);
     }
-    int rc = SK_OK;
+    sk_reader_tar_out *out = NULL;
+    int rc = keys ? SK_OK : sk_reader_tar_out_open(&out, STDOUT_FILENO, "stdout", &err);
     uint64_t n = 0;
     for (uint64_t e = 0; !rc && e < epochs && n < limit; e++) {
         if (e && (rc = sk_reader_start_epoch(r, o.epoch + e, &err))) break;
@@ -147,13 +148,14 @@ int cmd_cat(int argc, char **argv)
                     rc = sk_error_set(&err, SK_E_IO, "stdout: write failed");
                     break;
                 }
-            } else if ((rc = sk_reader_write_tar(s, STDOUT_FILENO, "stdout", &err))) {
+            } else if ((rc = sk_reader_tar_out_add(out, s, &err))) {
                 break;
             }
             n++;
         }
     }
-    if (!rc && !keys) rc = sk_reader_write_tar_end(STDOUT_FILENO, "stdout", &err);
+    if (!rc && !keys) rc = sk_reader_tar_out_finish(out, &err);
+    sk_reader_tar_out_free(out);
     sk_reader_close(r);
     sk_s3_free(s3);
     return rc ? cmd_report("cat", &err) : SK_EXIT_OK;

@@ -916,6 +916,16 @@ SK_API void sk_reader_get_stats(const sk_reader *r, sk_reader_stats *st);
 SK_API int sk_reader_write_tar(const sk_reader_sample *s, int fd, const char *fd_name, sk_error *err);
 /* Writes the two end blocks of a tar stream. */
 SK_API int sk_reader_write_tar_end(int fd, const char *fd_name, sk_error *err);
+/* The same stream in large writes, for many samples (a pipe, `shardkit
+ * cat`): members collect in a 1 MiB buffer written at once (a member over
+ * half of it goes out unbuffered); when fd is a pipe it is asked to hold
+ * 1 MiB.  Bytes as sk_reader_write_tar and _end write them.  finish writes
+ * what is buffered and the end blocks; free releases without writing. */
+typedef struct sk_reader_tar_out sk_reader_tar_out;
+SK_API int sk_reader_tar_out_open(sk_reader_tar_out **out, int fd, const char *fd_name, sk_error *err);
+SK_API int sk_reader_tar_out_add(sk_reader_tar_out *t, const sk_reader_sample *s, sk_error *err);
+SK_API int sk_reader_tar_out_finish(sk_reader_tar_out *t, sk_error *err);
+SK_API void sk_reader_tar_out_free(sk_reader_tar_out *t);
 
 /* ------------------------------------------------------------------ shard */
 /* Existing shards -> new shards: another size or count, a seeded global

@@ -462,6 +462,7 @@ struct sk_reader_stream {
     size_t cap;
     uint64_t base, head; /* tar positions: released up to, filled up to */
     int eof, rc, stop, writing;
+    int pwait, cwait; /* the producer waits for room, the consumer for bytes */
     sk_error err;
     uint64_t grows;
     int cache_state;
@@ -545,8 +546,14 @@ static void *producer(void *arg)
         /* Refill in chunks of a quarter ring: large reads, and the consumer
          * gets the first bytes before the ring is full. */
         size_t chunk = st->remote ? st->cap : st->cap / 4;
-        if (free_ == 0) {
+        /* A full ring is refilled once a quarter of it is free, not after
+         * every sample the consumer releases: one wakeup and one large read
+         * per quarter instead of a futex handoff and a small read per
+         * sample.  Sooner only when the consumer waits for bytes. */
+        if (free_ == 0 || (free_ < st->cap / 4 && !st->cwait)) {
+            st->pwait = 1;
             pthread_cond_wait(&st->cv, &st->mu);
+            st->pwait = 0;
             continue;
         }
         size_t n = free_ < chunk ? free_ : chunk;
@@ -669,7 +676,12 @@ int sk_reader_stream_need(sk_reader_stream *st, uint64_t pos, size_t n, const un
         }
         if ((rc = grow(st, (size_t)want, err))) goto out;
     }
-    while (st->head < pos + n && !st->eof) pthread_cond_wait(&st->cv, &st->mu);
+    while (st->head < pos + n && !st->eof) {
+        st->cwait = 1;
+        if (st->pwait) pthread_cond_broadcast(&st->cv);
+        pthread_cond_wait(&st->cv, &st->mu);
+    }
+    st->cwait = 0;
     if (st->head < pos + n && st->rc) {
         rc = st->rc;
         if (err) *err = st->err;
@@ -688,7 +700,9 @@ void sk_reader_stream_release(sk_reader_stream *st, uint64_t pos)
     if (pos > st->head) pos = st->head;
     if (pos > st->base) {
         st->base = pos;
-        pthread_cond_broadcast(&st->cv);
+        /* the producer waits for a quarter of the ring (see producer) */
+        if (st->pwait && st->cap - (size_t)(st->head - st->base) >= st->cap / 4)
+            pthread_cond_broadcast(&st->cv);
     }
     pthread_mutex_unlock(&st->mu);
 }

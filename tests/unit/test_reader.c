@@ -525,6 +525,63 @@ static void test_write_tar(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* sk_reader_tar_out: the bytes sk_reader_write_tar writes, in large writes,
+ * into a file and into a pipe; with a member over the buffer (the big
+ * sample of test_big_sample, written unbuffered) between small ones. */
+static void tar_out_one(const char *shard, const char *dir, size_t buffer_size)
+{
+    char want[700], got[700], piped[700], cmd[2400];
+    snprintf(want, sizeof want, "%s/want.tar", dir);
+    snprintf(got, sizeof got, "%s/got.tar", dir);
+    snprintf(piped, sizeof piped, "%s/piped.tar", dir);
+    sk_reader_options o;
+    sk_reader_options_init(&o);
+    o.rank = o.worker = 0;
+    o.world_size = o.num_workers = 1;
+    o.buffer_size = buffer_size;
+    snprintf(cmd, sizeof cmd, "cat > %s", piped);
+    FILE *fw = fopen(want, "wb"), *fg = fopen(got, "wb"), *fp = popen(cmd, "w");
+    assert_non_null(fw);
+    assert_non_null(fg);
+    assert_non_null(fp);
+    sk_reader_tar_out *tg, *tp;
+    OK(sk_reader_tar_out_open(&tg, fileno(fg), got, E));
+    OK(sk_reader_tar_out_open(&tp, fileno(fp), "pipe", E));
+    sk_reader *r = open_with(&o, shard);
+    const sk_reader_sample *s;
+    size_t n = 0;
+    while (1) {
+        OK(sk_reader_next(r, &s, E));
+        if (!s) break;
+        OK(sk_reader_write_tar(s, fileno(fw), want, E));
+        OK(sk_reader_tar_out_add(tg, s, E));
+        OK(sk_reader_tar_out_add(tp, s, E));
+        n++;
+    }
+    assert_true(n > 2);
+    OK(sk_reader_write_tar_end(fileno(fw), want, E));
+    OK(sk_reader_tar_out_finish(tg, E));
+    OK(sk_reader_tar_out_finish(tp, E));
+    sk_reader_tar_out_free(tg);
+    sk_reader_tar_out_free(tp);
+    sk_reader_close(r);
+    fclose(fw);
+    fclose(fg);
+    assert_int_equal(pclose(fp), 0);
+    snprintf(cmd, sizeof cmd, "cmp -s %s %s && cmp -s %s %s", want, got, want, piped);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_tar_out(void **state)
+{
+    (void)state;
+    char p[600];
+    snprintf(p, sizeof p, "%s/out/train-000002.tar", root);
+    tar_out_one(p, root, 0);
+    snprintf(p, sizeof p, "%s/big/out-0.tar", root); /* test_big_sample's */
+    tar_out_one(p, root, 256 << 10);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -538,6 +595,7 @@ int main(void)
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_big_sample),
         cmocka_unit_test(test_write_tar),
+        cmocka_unit_test(test_tar_out),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
