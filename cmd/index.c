@@ -73,8 +73,7 @@ static void on_done(void *ctx, const char *shard, const sk_build_stats *st, cons
     printf("%s: %llu samples, %llu members%s\n", shard, (unsigned long long)st->samples,
            (unsigned long long)st->members,
            st->kept ? " (kept: its index object matches)"
-           : o->fast && !strncmp(shard, "s3://", 5) ? " (read whole: --fast is for local files)"
-           : o->fast ? " (headers only)" : "");
+           : st->flags & SK_INDEX_NO_CRC ? " (headers only)" : "");
     if (st->meta || st->links || st->unkeyed)
         fprintf(stderr, "shardkit index: %s: skipped %llu metadata, %llu link and %llu unkeyed members\n",
                 shard, (unsigned long long)st->meta, (unsigned long long)st->links,

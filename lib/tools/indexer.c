@@ -79,11 +79,18 @@ static int pread_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *g
 #define HDR_WIN_START 4096u
 #define HDR_WIN_MAX (64u << 10)
 #define HDR_RUNS 8
+#define FAST_S3_PROBE 8                /* windows fetched before deciding */
+#define FAST_S3_MIN ((uint64_t)4 << 20) /* bytes of shard a GET must pass over */
 #define HDR_GAP (4u * SK_TAR_BLOCK) /* a skip this short (a small member's data)
                                      * does not end a run */
 struct hdr_src {
     int fd;
     const char *path;
+    /* instead of pread of fd when set: an S3 object's ranged GETs */
+    int (*read_at)(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err);
+    void *read_ctx;
+    uint64_t gets;   /* windows fetched by read_at */
+    int gave_up;     /* the walk costs more round trips than streaming would */
     unsigned char *win;
     uint64_t win_off;
     size_t win_len, want;
@@ -119,7 +126,18 @@ static int hdr_fill(struct hdr_src *h, uint64_t pos, size_t n, sk_error *err)
     }
     size_t w = h->want > n ? h->want : n;
     h->win_len = 0; /* the window is invalid if the read fails */
-    SK_GUARD(sk_stream_pread(h->fd, pos, h->win, w, &h->win_len, h->path, err));
+    /* A round trip buys a skip over the data after the headers it fetched:
+     * worth it over S3 for big samples (video), never for small ones,
+     * where a stream of the object is far faster.  After a few windows
+     * the walk knows which it is; below FAST_S3_MIN bytes a GET it stops
+     * and the shard is streamed instead (sk_index_build). */
+    if (h->read_at && ++h->gets >= FAST_S3_PROBE && pos / h->gets < FAST_S3_MIN) {
+        h->gave_up = 1;
+        return sk_error_set(err, SK_E_IO, "%s: --fast: samples too small for a header walk by "
+                            "ranged GETs", h->path);
+    }
+    SK_GUARD(h->read_at ? h->read_at(h->read_ctx, pos, h->win, w, &h->win_len, err)
+                        : sk_stream_pread(h->fd, pos, h->win, w, &h->win_len, h->path, err));
     h->win_off = pos;
     return SK_OK;
 }
@@ -149,7 +167,9 @@ static int hdr_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got
     struct hdr_src *h = ctx;
     const unsigned char *p;
     /* bigger than any window: a long pax or GNU long-name header */
-    if (n > HDR_WIN_MAX) return sk_stream_pread(h->fd, pos, buf, n, got, h->path, err);
+    if (n > HDR_WIN_MAX)
+        return h->read_at ? h->read_at(h->read_ctx, pos, buf, n, got, err)
+                          : sk_stream_pread(h->fd, pos, buf, n, got, h->path, err);
     SK_GUARD(hdr_peek_at(ctx, pos, n, &p, got, err));
     memcpy(buf, p, *got);
     return SK_OK;
@@ -170,9 +190,11 @@ static size_t frame_at(const sk_zstd_frame *f, size_t n, uint64_t pos)
 /* ------------------------------------------------------------- S3 source */
 
 /* An s3:// shard: its size from a HEAD, the first block and the zstd seek
- * table by ranged GETs, and everything else from one streaming GET (a
- * --fast header walk would cost a round trip per sample: slower than
- * streaming the object, so S3 shards are always read whole). */
+ * table by ranged GETs, and everything else from one streaming GET; with
+ * --fast (plain tar) the header walk's windows are ranged GETs instead, a
+ * round trip per run of small members, which pays when samples are large
+ * (the data between headers is never fetched) and costs when they are
+ * small (docs/index.md). */
 struct s3_src {
     sk_s3 *s3;
     char *bucket, *key;
@@ -455,14 +477,9 @@ void sk_build_opts_init_sized(sk_build_opts *o, size_t size)
     sk_options_init(o, size, &defaults, sizeof defaults);
 }
 
-int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats *stats,
-                   sk_error *err)
+static int build(const char *shard, const sk_build_opts *o, sk_build_stats *st, int *gave_up,
+                 sk_error *err)
 {
-    sk_build_opts opts_buf;
-    SK_GUARD(sk_options_take(&opts_buf, sizeof opts_buf, opts, NULL, "sk_build_opts", err));
-    sk_build_stats dummy;
-    const sk_build_opts *o = &opts_buf;
-    sk_build_stats *st = stats ? stats : &dummy;
     memset(st, 0, sizeof *st);
     struct s3_src s3 = {.s3 = o->s3, .url = shard};
     int fd = -1;
@@ -505,7 +522,8 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
     s.kind = sk_stream_detect(first, nfirst);
     sk_index_shard_info info = {.size = s.file_size,
                                 .first_block_crc32c = sk_crc32c(0, first, nfirst)};
-    int fast = (o->flags & SK_BUILD_FAST) && s.kind == SK_STREAM_PLAIN && !s3.key;
+    int fast = (o->flags & SK_BUILD_FAST) && s.kind == SK_STREAM_PLAIN;
+    if (fast && s3.key) hs.read_at = s3_read_at, hs.read_ctx = &s3; /* a ranged GET a window */
     if (o->dali_path && s.kind != SK_STREAM_PLAIN) {
         rc = sk_error_set(err, SK_E_USAGE, "%s: DALI's webdataset reader needs an uncompressed tar",
                           shard);
@@ -621,5 +639,46 @@ cleanup:
     if (fd >= 0) close(fd);
     sk_s3_stream_close(s3.st);
     free(s3.bucket), free(s3.key);
+    if (gave_up) *gave_up = hs.gave_up;
+    return rc;
+}
+
+/* The warnings of a --fast try over S3, held until it is known whether
+ * that try stands (else the streamed build says them again). */
+struct held {
+    FILE *f;
+    char *buf;
+    size_t len;
+};
+
+static void hold_warning(void *ctx, const char *msg)
+{
+    struct held *h = ctx;
+    if (h->f) fprintf(h->f, "%s%c", msg, 0);
+}
+
+int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats *stats,
+                   sk_error *err)
+{
+    sk_build_opts o;
+    SK_GUARD(sk_options_take(&o, sizeof o, opts, NULL, "sk_build_opts", err));
+    sk_build_stats dummy, *st = stats ? stats : &dummy;
+    if (!(o.flags & SK_BUILD_FAST) || strncmp(shard, "s3://", 5)) return build(shard, &o, st, NULL, err);
+    sk_build_opts t = o;
+    struct held h = {0};
+    h.f = open_memstream(&h.buf, &h.len);
+    t.warn = hold_warning;
+    t.warn_ctx = &h;
+    int gave_up = 0, rc = build(shard, &t, st, &gave_up, err);
+    if (h.f) fclose(h.f);
+    if (gave_up) {
+        o.flags &= ~(unsigned)SK_BUILD_FAST; /* stream it: the index then has CRCs too */
+        *err = (sk_error)SK_ERROR_INIT;
+        rc = build(shard, &o, st, NULL, err);
+    } else {
+        for (size_t at = 0; h.buf && at < h.len; at += strlen(h.buf + at) + 1)
+            if (o.warn) o.warn(o.warn_ctx, h.buf + at);
+    }
+    free(h.buf);
     return rc;
 }

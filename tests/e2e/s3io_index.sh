@@ -48,6 +48,25 @@ for d in p z g; do
 done
 [ "$(ls "$T/down" | grep -c '\.idx$')" = 2 ] || die "g: not one index per shard"
 
+step "--fast: big samples by ranged GETs (the local --fast index); small ones streamed"
+mkdir -p "$T/big/v" "$T/bigloc"
+for i in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19; do
+    head -c 5000000 /dev/urandom >"$T/big/v/s$i.mp4"; echo "{\"i\": $i}" >"$T/big/v/s$i.json"
+done
+(cd "$T/big" && tar --format=gnu --sort=name -cf "$T/bigloc/big.tar" v)
+aws s3 cp --quiet "$T/bigloc/big.tar" s3://dset/big/big.tar
+expect_ok "${I[@]}" --fast --no-manifest s3://dset/big/big.tar
+assert_contains "$OUT" "(headers only)"
+expect_ok "$SK_BIN" index -q --fast --no-manifest "$T/bigloc/big.tar"
+aws s3 cp --quiet s3://dset/big/big.tar.idx "$T/f.idx"
+cmp "$T/f.idx" "$T/bigloc/big.tar.idx" || die "--fast index of big.tar from S3 differs from the local one"
+expect_ok "${I[@]}" --fast --no-manifest "s3://dset/p/t-{000..002}.tar"
+assert_not_contains "$OUT" "(headers only)"
+for i in 000 001 002; do
+    aws s3 cp --quiet "s3://dset/p/t-$i.tar.idx" "$T/f.idx"
+    cmp "$T/f.idx" "$T/loc/p/t-$i.tar.idx" || die "--fast of small samples from S3: not the streamed index"
+done
+
 step "DALI index and a brace pattern with -o in S3"
 expect_ok "${I[@]}" --dali "s3://dset/p/t-{000..001}.tar" -o s3://dset/p/two.json
 expect_ok "$SK_BIN" index -q --dali "$T/loc/p/t-000.tar" "$T/loc/p/t-001.tar" -o "$T/loc/p/two.json"
