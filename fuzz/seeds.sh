@@ -12,7 +12,11 @@ trap 'rm -rf "$t"' EXIT
 "$B/tools/mkcorpus" "$t/c" --samples 12 >/dev/null
 "$B/shardkit" pack "$t/c" -o "$t/p/s-%02d.tar" --max-count 4 -q
 "$B/shardkit" pack "$t/c" -o "$t/z/s-%02d.tar.zst" --max-count 6 --compress zstd -q
-mkdir -p "$O"/{tar,index,manifest,s3_xml,zstd_seek,brace,names,image}
+mkdir -p "$O"/{tar,index,manifest,manifest_table,s3_xml,zstd_seek,brace,names,image}
+# a manifest of 64 shards has a lookup table beside it
+"$B/tools/mkcorpus" "$t/c64" --samples 64 >/dev/null
+"$B/shardkit" pack "$t/c64" -o "$t/l/s-%02d.tar" --max-count 1 -q
+cp "$t"/l/manifest.json.lookup "$O/manifest_table/t.lookup"
 cp "$t"/p/s-00.tar "$O/tar/plain.tar"
 python3 - "$O/tar" <<'PY'
 import io, sys, tarfile

@@ -99,6 +99,10 @@ int sk_manifest_table_write(const sk_manifest *m, const char *path, uint64_t fil
  * as sk_manifest_load does.  Only what a lookup needs is filled (shards,
  * key ranges; not tool, options or extensions when from the table). */
 int sk_manifest_load_for_lookup(sk_manifest **out, const char *path, sk_error *err);
+/* The manifest table t[0..n) describes, when it is sound and bound to the
+ * manifest bytes text[0..text_len); else NULL (the JSON decides). */
+sk_manifest *sk_manifest_from_table(const unsigned char *t, size_t n, const char *text,
+                                    size_t text_len);
 
 /* manifest.c: the path or URL of a shard (or index) a manifest names:
  * relative URLs are under the manifest's directory; a local manifest may

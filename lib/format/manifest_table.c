@@ -124,13 +124,9 @@ static int slurp(const char *path, size_t max, unsigned char **out, size_t *len)
     return 1;
 }
 
-/* The manifest the table describes, or NULL (not there, damaged, another
- * manifest's, or out of memory): the caller then parses the JSON. */
-static sk_manifest *from_table(const char *tpath, const char *text, size_t text_len)
+sk_manifest *sk_manifest_from_table(const unsigned char *t, size_t n, const char *text,
+                                    size_t text_len)
 {
-    unsigned char *t;
-    size_t n;
-    if (!slurp(tpath, (size_t)1 << 30, &t, &n)) return NULL;
     sk_manifest *m = NULL;
     const unsigned char *h = t;
     uint64_t S = n >= TAB_HEADER ? sk_get_le64(h + 16) : 0;
@@ -174,7 +170,6 @@ bad:
     sk_manifest_free(m);
     m = NULL;
 out:
-    free(t);
     return m;
 }
 
@@ -186,10 +181,13 @@ int sk_manifest_load_for_lookup(sk_manifest **out, const char *path, sk_error *e
     *out = NULL;
     if (!is_plain_path(path) || !slurp(path, (size_t)1 << 30, &text, &len))
         return sk_manifest_load(out, path, err); /* its errors, as before */
-    if (asprintf(&tpath, "%s.lookup", path) >= 0) {
-        *out = from_table(tpath, (const char *)text, len);
-        free(tpath);
+    unsigned char *t;
+    size_t tlen;
+    if (asprintf(&tpath, "%s.lookup", path) >= 0 && slurp(tpath, (size_t)1 << 30, &t, &tlen)) {
+        *out = sk_manifest_from_table(t, tlen, (const char *)text, len);
+        free(t);
     }
+    free(tpath);
     int rc = *out ? SK_OK : sk_manifest_parse(out, (const char *)text, len, path, err);
     free(text);
     return rc;
