@@ -104,15 +104,40 @@ static void test_ext_cmp(void **state)
     assert_int_equal(cmp("jpeg", "jpg"), -1);
     assert_int_equal(cmp("seg", "seg.png"), -1); /* a prefix sorts first */
     assert_int_equal(cmp("", "a"), -1);
-    /* only ASCII letters fold: '@' / '`', '[' / '{' and bytes >= 0x80 do not */
+    /* '@' / '`', '[' / '{' do not fold; invalid UTF-8 bytes stay as they
+     * are; valid UTF-8 folds as Python's str.lower() */
     assert_int_not_equal(cmp("@", "`"), 0);
     assert_int_not_equal(cmp("[", "{"), 0);
     assert_int_not_equal(cmp("\xc9", "\xe9"), 0);
+    assert_int_equal(cmp("\xc3\x84pfel", "\xc3\xa4PFEL"), 0); /* Äpfel, äPFEL */
     assert_int_equal(cmp("\xff", "a"), 1);  /* bytes compare unsigned */
     assert_int_equal(cmp("txt", "\xe9"), -1);
     /* lengths bound the comparison */
     assert_int_equal(sk_ext_cmp("jpgX", 3, "JPGY", 3), 0);
     assert_true(sk_ext_cmp("jpg", 2, "jpg", 3) < 0);
+}
+
+static void lower_is(const char *in, const char *want)
+{
+    char out[64];
+    size_t n = sk_ext_lower(in, strlen(in), out);
+    assert_int_equal(n, strlen(want));
+    assert_memory_equal(out, want, n);
+}
+
+static void test_ext_lower(void **state)
+{
+    (void)state;
+    lower_is("JPG", "jpg");
+    lower_is("\xc3\x84pfel", "\xc3\xa4pfel");               /* Ä -> ä */
+    lower_is("\xc4\xb0X", "i\xcc\x87x");                     /* İ -> i + U+0307: longer */
+    lower_is("\xce\x91\xce\xa3", "\xce\xb1\xcf\x82");           /* ΑΣ: a final sigma */
+    lower_is("\xce\xa3\xce\x91", "\xcf\x83\xce\xb1");           /* ΣΑ: not final */
+    lower_is("\xce\x91\xce\xa3.\xce\x91", "\xce\xb1\xcf\x83.\xce\xb1"); /* '.' is case-ignorable */
+    lower_is("\xe2\x84\xaa", "k");                           /* Kelvin sign: shorter */
+    lower_is("A\xff" "B\xc3", "a\xff" "b\xc3");                     /* invalid bytes kept */
+    lower_is("\xed\xa0\x80X", "\xed\xa0\x80x");               /* an encoded surrogate is invalid */
+    lower_is("\xc0\xaf" "A", "\xc0\xaf" "a");                       /* so is an overlong form */
 }
 
 int main(void)
@@ -122,6 +147,7 @@ int main(void)
         cmocka_unit_test(test_split_refused),
         cmocka_unit_test(test_split_respects_length),
         cmocka_unit_test(test_ext_cmp),
+        cmocka_unit_test(test_ext_lower),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
