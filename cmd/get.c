@@ -138,7 +138,7 @@ int cmd_get(int argc, char **argv)
         sk_member_ref m;
         for (i = 0; i < h.sample.member_count; i++) {
             if ((rc = sk_dataset_member(ds, &h, i, &m, &err))) goto fail;
-            if (m.ext_len == strlen(ext) && !sk_ext_cmp(m.ext, m.ext_len, ext, strlen(ext))) break;
+            if (!sk_ext_cmp(m.ext, m.ext_len, ext, strlen(ext))) break; /* lowercased as the index is */
         }
         if (i == h.sample.member_count) {
             rc = sk_error_set(&err, SK_E_NOTFOUND, "sample '%.*s' (#%llu, in %s) has no '%s' member",

@@ -68,4 +68,7 @@ cat = sorted(m.name.split(".", 1)[1] for m in tarfile.open(sys.argv[4]))
 assert cat == sorted(want), (cat, sorted(want))
 print("ok", want)
 EOF2
+step "get --ext matches as the index lowercases: İX finds i̇x (a byte longer)"
+expect_ok "$SK_BIN" get "$T/m.json" d/b --ext "ΑΣ.İX" -o "$T/got"
+cmp "$T/got" "$T/src/d/b.ΑΣ.İX" || die "get --ext 'ΑΣ.İX' returned another member"
 echo "interop_lower: ok"
