@@ -625,7 +625,32 @@ struct expect { /* what a manifest says of a shard */
     uint64_t bytes, samples;
     uint32_t crc32c;
     const char *manifest;
+    const sk_key_range *keys; /* first NULL: the manifest gives no key range */
 };
+
+/* The manifest's key range must be the shard's smallest and largest key:
+ * get trusts it to say which shard holds a key. */
+static void check_key_range(vstate *v, const char *name, const sk_key_range *r)
+{
+    const char *lo = NULL, *hi = NULL;
+    size_t lol = 0, hil = 0;
+    for (size_t i = 0; i < v->ns; i++) {
+        const char *k = v->pool + v->s[i].key_off;
+        size_t kl = v->s[i].key_len;
+        if (!lo || sk_key_cmp(k, kl, lo, lol) < 0) lo = k, lol = kl;
+        if (!hi || sk_key_cmp(k, kl, hi, hil) > 0) hi = k, hil = kl;
+    }
+    if (!lo)
+        problem(v, 0, "manifest", name, 0, NULL, 0, "no samples, the manifest gives keys '%.*s' to '%.*s'",
+                (int)(r->first_len > 200 ? 200 : r->first_len), r->first,
+                (int)(r->last_len > 200 ? 200 : r->last_len), r->last);
+    else if (sk_key_cmp(lo, lol, r->first, r->first_len) || sk_key_cmp(hi, hil, r->last, r->last_len))
+        problem(v, 0, "manifest", name, 0, NULL, 0,
+                "keys run from '%.*s' to '%.*s', the manifest says '%.*s' to '%.*s'",
+                (int)(lol > 200 ? 200 : lol), lo, (int)(hil > 200 ? 200 : hil), hi,
+                (int)(r->first_len > 200 ? 200 : r->first_len), r->first,
+                (int)(r->last_len > 200 ? 200 : r->last_len), r->last);
+}
 
 static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk_error *err)
 {
@@ -722,6 +747,7 @@ static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk
         if (have_crc && ex->crc32c && ex->crc32c != actual.crc32c)
             problem(v, 0, "manifest", name, 0, NULL, 0, "CRC32C %08x, the manifest says %08x",
                     actual.crc32c, ex->crc32c);
+        if (walked_all && ex->keys && ex->keys->first) check_key_range(v, name, ex->keys);
     }
     if (v->o->flags & SK_VERIFY_JPEG) {
         sk_stream_close(&s); /* its GET, for an object, before the JPEG pass opens another */
@@ -821,7 +847,8 @@ int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opt
         size_t k = 0;
         rc = sk_ds_resolve(targets[i], &ro, &list, &k, err);
         for (size_t j = 0; j < k && !rc; j++) {
-            struct expect ex = {1, list[j].bytes, list[j].samples, list[j].crc32c, list[j].manifest};
+            struct expect ex = {1, list[j].bytes, list[j].samples, list[j].crc32c, list[j].manifest,
+                                &list[j].keys};
             rc = verify_shard(&v, list[j].url, list[j].known ? &ex : NULL, err);
         }
         sk_ds_free(list, k);

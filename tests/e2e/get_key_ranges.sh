@@ -7,7 +7,8 @@
 # before.  Hostile manifests: overlapping or unsorted ranges are ignored
 # (the right sample still comes back); ordered ranges that do not match the
 # shard's index are refused, never answered with another sample; a range
-# that is not a pair of strings is a corrupt manifest.
+# that is not a pair of strings is a corrupt manifest; verify reports a
+# range that is not the shard's.
 . "$(dirname "$0")/lib.sh"
 need python3 strace tar
 tmpdir T
@@ -107,6 +108,13 @@ expect_fail 1 "index disagrees with the manifest's key range" "$SK_BIN" get ds/s
 assert_eq "$(wc -c < "$OUT")" 0 "bytes written for a refused lookup"
 expect_fail 1 "ds/s-05.tar.idx: index disagrees" "$SK_BIN" get ds/shifted.json "$(true_ranges ds | sed -n 6p | cut -d' ' -f2)" --ext cls
 expect_ok "$SK_BIN" get ds/shifted.json "$key" --ext cls   # shard 10's range is true
+step "verify: a key range the shard does not have is a manifest problem"
+expect_ok "$SK_BIN" verify ds/manifest.json
+run "$SK_BIN" verify ds/shifted.json
+[ "$RC" = 1 ] || die "verify of lying key ranges: exit $RC"
+cat "$OUT" "$ERR" | grep -qF "s-04.tar:0: error: manifest: keys run from 'n00001/00000020' to 'n00001/00000024', the manifest says 'n00001/00000020' to 'n00001/00000025'" ||
+    { cat "$OUT" "$ERR"; die "verify did not name shard 4's key range"; }
+cat "$OUT" "$ERR" | grep -qF "s-05.tar:0: error: manifest: keys run from" || die "verify did not name shard 5's key range"
 step "hostile: a range that is not two strings"
 hostile ds/badtype.json 'sh[1]["first_key"] = 7'
 expect_fail 1 "first_key and last_key must be strings" "$SK_BIN" get ds/badtype.json "$key"
