@@ -8,7 +8,10 @@
 #     then an error, in bounded time;
 #   - HTTP 501: not retried; AWS_MAX_ATTEMPTS (and the profile's
 #     max_attempts) honoured for a retryable 503;
-#   - cat takes the same S3 options as the other tools.
+#   - cat takes the same S3 options as the other tools;
+#   - a listing naming keys outside the prefix (other prefixes, "..",
+#     subdirectories, dot names, repeats): cat, verify and index read only
+#     the prefix's own shards, each once.
 . "$(dirname "$0")/lib.sh"
 need python3
 [ -x /usr/bin/time ] || skip "GNU time is not installed"
@@ -80,4 +83,18 @@ n=$(count 'e503.tar')
 [ "$n" -eq 2 ] || die "--max-attempts did not win over AWS_MAX_ATTEMPTS ($n requests)"
 run env AWS_MAX_ATTEMPTS=zero "$SK_BIN" cat --endpoint-url "$URL" --keys s3://bkt/e503.tar
 [ "$RC" -ne 0 ] && assert_contains "$ERR" "AWS_MAX_ATTEMPTS=zero"
+
+step "a lying listing: only the prefix's own shard objects, each once"
+for tool in cat verify index; do
+    : >"$T/req.log"
+    case $tool in
+    cat) run "$SK_BIN" cat --endpoint-url "$URL" --keys s3://bkt/lie/ ;;
+    verify) run "$SK_BIN" verify --endpoint-url "$URL" s3://bkt/lie/ ;;
+    index) run "$SK_BIN" index --endpoint-url "$URL" --no-manifest s3://bkt/lie/ ;;
+    esac
+    grep -E 'evil|sub/|\.h\.tar|lien' "$T/req.log" && die "$tool: asked for an object outside lie/'s own shards"
+    grep -q 'lie/a.tar' "$T/req.log" || die "$tool: never read lie/a.tar"
+done
+"$SK_BIN" cat --endpoint-url "$URL" --keys s3://bkt/lie/ >"$T/keys" 2>/dev/null
+[ "$(cat "$T/keys")" = "s/k" ] || die "cat of the lying prefix: $(cat "$T/keys")"
 echo "bounded in bytes, time and requests"

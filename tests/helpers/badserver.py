@@ -11,6 +11,10 @@ LOGFILE ("METHOD PATH").  Paths (bucket "bkt", path-style):
   /bkt/drip.tar                HEAD: 200, 1 MiB; GET: one byte a second
   /bkt/e501.tar                501 Not Implemented
   /bkt/e503.tar                503 Slow Down (S3's SlowDown)
+  /bkt?list-type=2&prefix=lie/   a listing that names keys outside the
+                               prefix, with "..", in a "subdirectory",
+                               a dot name, and lie/a.tar twice
+  /bkt/lie/a.tar               a one-sample tar (HEAD and GET, ranges too)
 anything else                  404 NoSuchKey
 Every wait is bounded: the server stops by itself after 120 s.
 """
@@ -23,6 +27,23 @@ import time
 import urllib.parse
 
 PORTFILE, LOGFILE = sys.argv[1], sys.argv[2]
+
+
+def one_sample_tar():
+    import io
+    import tarfile
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w", format=tarfile.USTAR_FORMAT) as t:
+        for name, data in (("s/k.cls", b"7"), ("s/k.txt", b"hello")):
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            t.addfile(ti, io.BytesIO(data))
+    return b.getvalue()
+
+
+LIE_TAR = one_sample_tar()
+LIE_KEYS = ["lie/a.tar", "elsewhere/evil.tar", "lie/../evil.tar", "lie/sub/x.tar", "lie/.h.tar",
+            "lie/a.tar", "lien/b.tar"]
 log_lock = threading.Lock()
 
 
@@ -70,6 +91,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 pass
             self.close_connection = True
             return
+        if u.path in ("/bkt", "/bkt/") and q.get("list-type") == ["2"] and q.get("prefix") == ["lie/"]:
+            items = "".join(f"<Contents><Key>{k}</Key><Size>{len(LIE_TAR)}</Size><ETag>\"e\"</ETag></Contents>"
+                            for k in LIE_KEYS)
+            body = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>false'
+                    f"</IsTruncated>{items}</ListBucketResult>").encode()
+            return self.send(200, body, [("Content-Type", "application/xml")])
+        if u.path == "/bkt/lie/a.tar":
+            body, status, headers = LIE_TAR, 200, [("ETag", '"e"')]
+            rng = self.headers.get("Range", "")
+            if rng.startswith("bytes="):
+                a, _, z = rng[6:].partition("-")
+                a, z = int(a), min(int(z) if z else len(LIE_TAR) - 1, len(LIE_TAR) - 1)
+                headers.append(("Content-Range", f"bytes {a}-{z}/{len(LIE_TAR)}"))
+                body, status = LIE_TAR[a:z + 1], 206
+            if self.command == "HEAD":
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(LIE_TAR)))
+                self.send_header("ETag", '"e"')
+                self.end_headers()
+                return
+            return self.send(status, body, headers)
         if u.path in ("/bkt", "/bkt/") and q.get("list-type") == ["2"]:
             body = (b'<?xml version="1.0" encoding="UTF-8"?><ListBucketResult>'
                     b"<IsTruncated>true</IsTruncated><NextContinuationToken>same-token</NextContinuationToken>"
