@@ -316,7 +316,8 @@ def _declare(lib: ctypes.CDLL) -> None:
 
 def load_library(path: Optional[str] = None) -> ctypes.CDLL:
     """Loads libshardkit.so once (see the module's docstring for where it
-    looks) and declares its calls; with path, loads that one instead."""
+    looks) and declares its calls; with path, loads that one instead (and
+    makes it the default when no library was loaded yet)."""
     global _lib, _lib_path
     with _lock:
         if _lib is not None and path is None:
@@ -329,7 +330,7 @@ def load_library(path: Optional[str] = None) -> ctypes.CDLL:
             except (OSError, AttributeError) as e:
                 tried.append("%s: %s" % (p, e))
                 continue
-            if path is None:
+            if path is None or _lib is None:   # an explicit path first becomes the default
                 _lib, _lib_path = lib, p
             return lib
         raise LibraryError(SK_E_NOTFOUND, "libshardkit.so not found (set SHARDKIT_LIB, or "
