@@ -128,6 +128,8 @@ sk_manifest *sk_manifest_from_table(const unsigned char *t, size_t n, const char
                                     size_t text_len)
 {
     sk_manifest *m = NULL;
+    char *scratch = NULL;
+    size_t scap = 0;
     const unsigned char *h = t;
     uint64_t S = n >= TAB_HEADER ? sk_get_le64(h + 16) : 0;
     uint32_t nstr = n >= TAB_HEADER ? sk_get_le32(h + 36) : 0;
@@ -154,15 +156,21 @@ sk_manifest *sk_manifest_from_table(const unsigned char *t, size_t n, const char
             p[k] = str + off;
         }
         if (!p[0] || (!p[2]) != (!p[3]) || (p[2] && !ranges)) goto bad;
-        char *url = strndup(p[0], len[0]), *idx = p[1] ? strndup(p[1], len[1]) : NULL;
-        sk_manifest_shard s = {.url = url, .index_url = idx, .bytes = sk_get_le64(r),
+        /* NUL-terminated copies in scratch (add_shard copies them again) */
+        size_t need = (size_t)len[0] + 1 + (p[1] ? (size_t)len[1] + 1 : 0);
+        if (need > scap) {
+            char *ns = realloc(scratch, need);
+            if (!ns) goto bad;
+            scratch = ns, scap = need;
+        }
+        memcpy(scratch, p[0], len[0]), scratch[len[0]] = 0;
+        char *idx = p[1] ? scratch + len[0] + 1 : NULL;
+        if (idx) memcpy(idx, p[1], len[1]), idx[len[1]] = 0;
+        sk_manifest_shard s = {.url = scratch, .index_url = idx, .bytes = sk_get_le64(r),
                                .samples = sk_get_le64(r + 8), .crc32c = sk_get_le32(r + 16)};
-        int rc = !url || (p[1] && !idx) || m->samples + s.samples < m->samples ||
-                 sk_manifest_add_shard(m, &s, NULL);
-        free(url);
-        free(idx);
-        if (rc || (p[2] && sk_manifest_set_key_range(m, m->nshards - 1, p[2], len[2], p[3],
-                                                      len[3], NULL)))
+        if (m->samples + s.samples < m->samples || sk_manifest_add_shard(m, &s, NULL) ||
+            (p[2] && sk_manifest_set_key_range(m, m->nshards - 1, p[2], len[2], p[3], len[3],
+                                               NULL)))
             goto bad;
     }
     goto out;
@@ -170,6 +178,7 @@ bad:
     sk_manifest_free(m);
     m = NULL;
 out:
+    free(scratch);
     return m;
 }
 

@@ -19,16 +19,22 @@ struct out {
     size_t n, cap;
 };
 
-static int push(struct out *o, const char *url, const char *index_url, const char *manifest,
-                sk_error *err)
+/* Appends a shard that takes url and index_url (malloc'd, or index_url
+ * NULL) whatever happens; a manifest of thousands of shards is opened per
+ * lookup, so its strings are not copied twice. */
+static int push_owned(struct out *o, char *url, char *index_url, const char *manifest,
+                      sk_error *err)
 {
-    SK_GUARD(sk_grow((void **)&o->v, &o->cap, o->n + 1, sizeof *o->v, err));
+    if (sk_grow((void **)&o->v, &o->cap, o->n + 1, sizeof *o->v, err)) {
+        free(url), free(index_url);
+        return SK_E_NOMEM;
+    }
     sk_ds_shard *s = &o->v[o->n];
     memset(s, 0, sizeof *s);
-    s->url = strdup(url);
-    s->index_url = index_url ? strdup(index_url) : NULL;
+    s->url = url;
+    s->index_url = index_url;
     s->manifest = manifest ? strdup(manifest) : NULL;
-    if (!s->url || (index_url && !s->index_url) || (manifest && !s->manifest)) {
+    if (!s->url || (manifest && !s->manifest)) {
         free(s->url);
         free(s->index_url);
         free(s->manifest);
@@ -36,6 +42,17 @@ static int push(struct out *o, const char *url, const char *index_url, const cha
     }
     o->n++;
     return SK_OK;
+}
+
+static int push(struct out *o, const char *url, const char *index_url, const char *manifest,
+                sk_error *err)
+{
+    char *u = strdup(url), *ix = index_url ? strdup(index_url) : NULL;
+    if (!u || (index_url && !ix)) {
+        free(u), free(ix);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    return push_owned(o, u, ix, manifest, err);
 }
 
 static int ends_with(const char *s, const char *sfx)
@@ -63,29 +80,20 @@ static int add_manifest(struct out *o, const char *path, const sk_ds_opts *opt, 
         char *u = NULL, *ix = NULL;
         rc = sk_manifest_resolve(path, ms->url, &u, err);
         if (!rc && ms->index_url) rc = sk_manifest_resolve(path, ms->index_url, &ix, err);
-        if (!rc && !(rc = push(o, u, ix, path, err))) {
+        if (rc) {
+            free(u), free(ix);
+        } else if (!(rc = push_owned(o, u, ix, path, err))) {
             sk_ds_shard *s = &o->v[o->n - 1];
             s->bytes = ms->bytes;
             s->samples = ms->samples;
             s->first_ordinal = ms->first_ordinal;
             s->crc32c = ms->crc32c;
             s->known = 1;
-            const char *f, *l;
-            size_t fl, ll;
-            if (sk_manifest_key_range(m, i, &f, &fl, &l, &ll)) {
-                s->keys.first = malloc(fl + 1);
-                s->keys.last = malloc(ll + 1);
-                if (!s->keys.first || !s->keys.last) {
-                    rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-                } else {
-                    memcpy(s->keys.first, f, fl), s->keys.first[fl] = 0;
-                    memcpy(s->keys.last, l, ll), s->keys.last[ll] = 0;
-                    s->keys.first_len = fl, s->keys.last_len = ll;
-                }
+            if (m->key_ranges && m->key_ranges[i].first) { /* taken over */
+                s->keys = m->key_ranges[i];
+                m->key_ranges[i] = (sk_key_range){0};
             }
         }
-        free(u);
-        free(ix);
     }
     sk_manifest_free(m);
     return rc;

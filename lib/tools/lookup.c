@@ -118,13 +118,18 @@ void sk_dataset_set_range_open(sk_dataset *ds, sk_range_open_fn open, void *ctx)
     ds->range_open_ctx = ctx;
 }
 
-static int add_shard(sk_dataset *ds, const char *path, const char *index_path, sk_error *err)
+/* Takes path and index_path (malloc'd; index_path NULL: PATH.idx), even
+ * on failure: the resolver's strings are not copied again. */
+static int add_shard(sk_dataset *ds, char *path, char *index_path, sk_error *err)
 {
-    SK_GUARD(sk_grow((void **)&ds->s, &ds->cap, ds->n + 1, sizeof *ds->s, err));
+    if (sk_grow((void **)&ds->s, &ds->cap, ds->n + 1, sizeof *ds->s, err)) {
+        free(path), free(index_path);
+        return SK_E_NOMEM;
+    }
     struct shard *s = &ds->s[ds->n];
     memset(s, 0, sizeof *s);
-    s->path = strdup(path);
-    if (index_path) s->index_path = strdup(index_path);
+    s->path = path;
+    if (index_path) s->index_path = index_path;
     else if (asprintf(&s->index_path, "%s.idx", path) < 0) s->index_path = NULL;
     if (!s->path || !s->index_path) {
         free(s->path);
@@ -223,7 +228,9 @@ int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned f
     int counted = 1;
     for (size_t i = 0; !rc && i < n; i++) {
         const sk_ds_shard *d = &list[i];
-        if (!(rc = add_shard(ds, d->url, d->index_url, err)) && d->known) {
+        rc = add_shard(ds, list[i].url, list[i].index_url, err); /* taken over */
+        list[i].url = list[i].index_url = NULL;
+        if (!rc && d->known) {
             struct shard *sh = &ds->s[ds->n - 1];
             sh->first_ordinal = d->first_ordinal;
             sh->samples = d->samples;
