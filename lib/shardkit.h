@@ -212,7 +212,9 @@ SK_API int sk_manifest_add_shard(sk_manifest *m, const sk_manifest_shard *s, sk_
 /* Adds count members with this extension to the totals. */
 SK_API int sk_manifest_count_ext(sk_manifest *m, const char *ext, size_t ext_len, uint64_t count,
                           sk_error *err);
-/* Writes the manifest through a temporary name and a rename. */
+/* Writes the manifest through a temporary name and a rename; with 64
+ * shards or more, to a local regular file, also PATH.lookup, the binary
+ * table lookups read instead of the JSON (docs/format.md). */
 SK_API int sk_manifest_write(sk_manifest *m, const char *path, sk_error *err);
 SK_API int sk_manifest_load(sk_manifest **out, const char *path, sk_error *err);
 /* Parses manifest text (e.g. fetched from S3); name is used in messages. */
