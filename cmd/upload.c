@@ -1,10 +1,11 @@
 /*
  * upload.c - `shardkit upload SRC... s3://bucket/prefix/`: files, directories
  * and whole datasets to S3, and s3:// objects to another bucket or endpoint.
- * The work is the library's: sk_upload_plan_make turns the arguments into
+ * The work is the library's: sk_upload_plan_each streams the arguments as
  * (source, key) pairs in a safe order (data, then *.idx, then manifest.json,
  * so a reader never sees a manifest naming a missing object), sk_s3_xfer
- * moves them; this file parses, sends the plan phase by phase, and prints.
+ * moves them; this file parses, sends each item as it comes with a barrier
+ * between phases, and prints.
  */
 #include "cmd.h"
 
@@ -111,7 +112,9 @@ static void on_done(void *ud, const sk_s3_xfer_result *res)
     if (r->tty) fprintf(stderr, "\r\033[K");
     if (res->rc) {
         r->failed++;
-        fprintf(stderr, "shardkit upload: %s: %s\n", res->src, res->err->msg);
+        const char *m = res->err->msg; /* most messages name the source already */
+        if (!strncmp(m, res->src, strlen(res->src))) fprintf(stderr, "shardkit upload: %s\n", m);
+        else fprintf(stderr, "shardkit upload: %s: %s\n", res->src, m);
     } else {
         r->ok++;
         r->bytes += res->size;
@@ -130,45 +133,51 @@ static void on_done(void *ud, const sk_s3_xfer_result *res)
 }
 
 /* --dry-run: each planned transfer, as it would go. */
-static void print_plan(const sk_upload_plan *p, const char *bucket, const sk_s3_xfer_opts *xo)
+struct dry { const char *bucket; const sk_s3_xfer_opts *xo; };
+
+static int print_item(void *ud, const sk_upload_item *it, const char *sb, sk_error *err)
 {
-    const char *sb = sk_upload_plan_source_bucket(p);
-    for (size_t i = 0; i < sk_upload_plan_count(p); i++) {
-        const sk_upload_item *it = sk_upload_plan_item(p, i);
-        uint64_t ps = xo->part_size;
-        while ((it->size + ps - 1) / ps > 10000) ps *= 2;
-        printf("would upload: %s%s%s%s -> s3://%s/%s (%" PRIu64 " bytes, ", sb ? "s3://" : "", sb ? sb : "",
-               sb ? "/" : "", it->src, bucket, it->key, it->size);
-        if (it->size > xo->multipart_threshold) printf("%" PRIu64 " parts)\n", (it->size + ps - 1) / ps);
-        else printf("one PUT)\n");
-    }
+    const struct dry *d = ud;
+    uint64_t ps = d->xo->part_size;
+    while ((it->size + ps - 1) / ps > 10000) ps *= 2;
+    printf("would upload: %s%s%s%s -> s3://%s/%s (%" PRIu64 " bytes, ", sb ? "s3://" : "", sb ? sb : "",
+           sb ? "/" : "", it->src, d->bucket, it->key, it->size);
+    if (it->size > d->xo->multipart_threshold) printf("%" PRIu64 " parts)\n", (it->size + ps - 1) / ps);
+    else printf("one PUT)\n");
+    return 0;
 }
 
-/* Sends the plan, phase by phase: a later phase never publishes what
- * points at an object that failed.  The first transfer error, or 0. */
-static int send_plan(const sk_upload_plan *p, sk_s3_xfer *x, sk_s3 *src, const char *bucket, run *r)
+/* Sends items as the plan streams them; before the first item of a later
+ * phase, waits for everything before it, and stops there if anything
+ * failed: a later phase never publishes what points at an object that
+ * failed. */
+struct send {
+    sk_s3_xfer *x;
+    sk_s3 *src;
+    const char *bucket;
+    run *r;
+    int phase, first; /* first: the first transfer error, or 0 */
+};
+
+static int send_item(void *ud, const sk_upload_item *it, const char *sb, sk_error *err)
 {
-    const char *sb = sk_upload_plan_source_bucket(p);
-    int first = 0;
-    for (int phase = 0; phase < 3 && !r->failed; phase++) {
-        int any = 0;
-        for (size_t i = 0; i < sk_upload_plan_count(p); i++) {
-            const sk_upload_item *it = sk_upload_plan_item(p, i);
-            if (it->phase != phase) continue;
-            any = 1;
-            sk_error err = SK_ERROR_INIT;
-            if (sb ? sk_s3_xfer_add_copy(x, src, sb, it->src, bucket, it->key, &err)
-                   : sk_s3_xfer_add_file(x, it->src, bucket, it->key, &err)) {
-                fprintf(stderr, "shardkit upload: %s\n", err.msg);
-                r->failed++;
-            }
-        }
-        if (!any) continue;
-        sk_error werr = SK_ERROR_INIT;
-        int rc = sk_s3_xfer_wait(x, progress, r, &werr);
-        if (rc && !first) first = rc;
+    struct send *s = ud;
+    sk_error xerr = SK_ERROR_INIT;
+    if (it->phase != s->phase) {
+        int rc = sk_s3_xfer_wait(s->x, progress, s->r, &xerr);
+        if (rc && !s->first) s->first = rc;
+        s->phase = it->phase;
     }
-    return first;
+    if (s->r->failed) return sk_error_set(err, SK_E_REMOTE, "not publishing %s: an object before it failed", it->key);
+    if (sb ? sk_s3_xfer_add_copy(s->x, s->src, sb, it->src, s->bucket, it->key, &xerr)
+           : sk_s3_xfer_add_file(s->x, it->src, s->bucket, it->key, &xerr)) {
+        fprintf(stderr, "shardkit upload: %s\n", xerr.msg);
+        s->r->failed++;
+        return 0;
+    }
+    int rc = sk_s3_xfer_start(s->x, progress, s->r, &xerr);
+    if (rc && !s->first) s->first = rc;
+    return 0;
 }
 
 int cmd_upload(int argc, char **argv)
@@ -222,7 +231,6 @@ int cmd_upload(int argc, char **argv)
         return cmd_usage_error("upload", usage_text, "the destination must be s3://bucket/prefix: %s", err.msg);
     int s3src = cmd_any_s3(srcs, (size_t)nsrc), rc = 0;
     int dir_dst = !*prefix || prefix[strlen(prefix) - 1] == '/' || nsrc > 1;
-    sk_upload_plan *p = NULL;
     sk_s3 *s3 = NULL, *src = NULL;
     sk_s3_xfer *x = NULL;
     if (!dry || s3src) {
@@ -236,9 +244,9 @@ int cmd_upload(int argc, char **argv)
             if ((rc = sk_s3_new(&src, &scfg, &err))) goto fail;
         }
     }
-    if ((rc = sk_upload_plan_make(&p, srcs, (size_t)nsrc, src, prefix, dir_dst, &err))) goto fail;
     if (dry) {
-        print_plan(p, bucket, &xo);
+        struct dry d = {bucket, &xo};
+        if ((rc = sk_upload_plan_each(srcs, (size_t)nsrc, src, prefix, dir_dst, print_item, &d, &err))) goto fail;
         goto out;
     }
     r.tty = isatty(2);
@@ -248,7 +256,16 @@ int cmd_upload(int argc, char **argv)
         goto fail;
     }
     if ((rc = sk_s3_xfer_new(&x, s3, &xo, on_done, &r, &err))) goto fail;
-    int first = send_plan(p, x, src, bucket, &r);
+    struct send snd = {x, src, bucket, &r, 0, 0};
+    int walk_rc = sk_upload_plan_each(srcs, (size_t)nsrc, src, prefix, dir_dst, send_item, &snd, &err);
+    sk_error werr = SK_ERROR_INIT;
+    int first = sk_s3_xfer_wait(x, progress, &r, &werr); /* what is in flight, even after a failed walk */
+    first = snd.first ? snd.first : first;
+    if (walk_rc && !r.failed) {
+        if (r.tty) fprintf(stderr, "\r\033[K");
+        rc = walk_rc;
+        goto fail;
+    }
     if (r.tty) fprintf(stderr, "\r\033[K");
     double el = now_s() - r.t0;
     uint64_t nreq = 0, nretry = 0;
@@ -276,7 +293,6 @@ out:
     sk_s3_xfer_free(x);
     if (src != s3) sk_s3_free(src);
     sk_s3_free(s3);
-    sk_upload_plan_free(p);
     free(bucket), free(prefix);
     return rc;
 }

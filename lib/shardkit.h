@@ -689,6 +689,12 @@ SK_API int sk_s3_xfer_add_copy(sk_s3_xfer *x, sk_s3 *src, const char *src_bucket
  * not started. */
 typedef void (*sk_s3_progress_fn)(void *ud, uint64_t done, uint64_t total);
 SK_API int sk_s3_xfer_wait(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_error *err);
+/* Starts what is queued, as far as the client's concurrency allows (it
+ * blocks while every connection is busy), and reports what has finished,
+ * without waiting for the last transfers: call it after each add to keep
+ * only about `concurrency` items in memory however many are sent.  Returns
+ * the first failure among those it reported, as sk_s3_xfer_wait. */
+SK_API int sk_s3_xfer_start(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_error *err);
 
 /* SigV4 over a request given piece by piece, for tests and other services.
  * headers are "Name: value" strings and must include host and x-amz-date;
@@ -789,6 +795,17 @@ typedef struct sk_upload_item {
     uint64_t size;
     int phase;
 } sk_upload_item;
+/* Streams the plan: calls each for every item in upload order (phase 0,
+ * then 1, then 2), walking the sources once per phase so that memory stays
+ * bounded by one directory's names or one S3 listing page however many
+ * objects there are.  src_bucket is the s3:// source's bucket, or NULL.
+ * The sources are checked (they exist; one s3:// source at most) before
+ * the first call.  A non-zero return from each (which sets err) stops the
+ * walk and is returned. */
+typedef int (*sk_upload_each_fn)(void *ud, const sk_upload_item *it, const char *src_bucket, sk_error *err);
+SK_API int sk_upload_plan_each(const char *const *sources, size_t n, sk_s3 *src_s3, const char *prefix,
+                               int dir_dst, sk_upload_each_fn each, void *ud, sk_error *err);
+/* The same plan collected in memory (one item per object). */
 typedef struct sk_upload_plan sk_upload_plan;
 SK_API int sk_upload_plan_make(sk_upload_plan **out, const char *const *sources, size_t n, sk_s3 *src_s3,
                                const char *prefix, int dir_dst, sk_error *err);

@@ -96,6 +96,7 @@ struct sk_s3_xfer {
     size_t active;
     int fatal;
     uint64_t bytes_done, bytes_total;
+    uint64_t progress_ms; /* when progress was last called */
     unsigned char *scratch; /* the producer's CRC32C pass over file parts */
 };
 
@@ -954,20 +955,20 @@ static item *take_queued(sk_s3_xfer *x)
     return it;
 }
 
-int sk_s3_xfer_wait(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_error *err)
+/* Runs every queued item (run_item waits for a free slot, which bounds
+ * what is in flight) and reports what finishes meanwhile. */
+static void start_queued(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, int *first_rc, sk_error *err)
 {
-    int first_rc = 0;
-    uint64_t last = 0;
     for (;;) {
         pthread_mutex_lock(&x->mu);
-        report_done(x, &first_rc, err);
+        report_done(x, first_rc, err);
         item *next = take_queued(x);
         if (next && x->fatal) {
             /* a bad key or a missing bucket: the rest would fail alike */
             for (item *it = next; it; it = take_queued(x)) {
                 sk_error_set(&it->err, SK_E_REMOTE, "%s: not started after an earlier fatal error", it->src);
                 it->rc = SK_E_REMOTE;
-                report(x, it, &first_rc, err);
+                report(x, it, first_rc, err);
             }
             next = NULL;
         }
@@ -978,11 +979,27 @@ int sk_s3_xfer_wait(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_erro
         pthread_mutex_unlock(&x->mu);
         if (!next) break;
         run_item(next);
-        if (progress && sk_s3_now_ms() - last >= 200) {
-            last = sk_s3_now_ms();
+        if (progress && sk_s3_now_ms() - x->progress_ms >= 200) {
+            x->progress_ms = sk_s3_now_ms();
             progress(ud, x->bytes_done, x->bytes_total);
         }
     }
+}
+
+int sk_s3_xfer_start(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_error *err)
+{
+    int first_rc = 0;
+    start_queued(x, progress, ud, &first_rc, err);
+    pthread_mutex_lock(&x->mu);
+    report_done(x, &first_rc, err);
+    pthread_mutex_unlock(&x->mu);
+    return first_rc;
+}
+
+int sk_s3_xfer_wait(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_error *err)
+{
+    int first_rc = 0;
+    start_queued(x, progress, ud, &first_rc, err);
     /* wait for the tail */
     pthread_mutex_lock(&x->mu);
     for (;;) {

@@ -3,8 +3,9 @@
  * directory trees, or one s3:// object or prefix, become (source, key,
  * size) items in a reproducible order (trees walked sorted), data first,
  * then *.idx, then manifest.json, so that a reader never sees a manifest
- * naming objects that are not there yet.  The transfers themselves are
- * sk_s3_xfer's.
+ * naming objects that are not there yet.  Streamed (sk_upload_plan_each):
+ * a million-object copy holds one listing page, not a million items.  The
+ * transfers themselves are sk_s3_xfer's.
  */
 #include "core/internal.h"
 
@@ -19,6 +20,20 @@ struct sk_upload_plan {
     char *sbucket; /* s3 sources: their bucket */
 };
 
+/* One pass over the sources, for one phase: items of other phases are
+ * passed over by name before any stat, so three passes cost little more
+ * than one, and nothing is held but one directory's names or one listing
+ * page.  Holding every item and sorting by phase (what this replaced) grew
+ * with the object count and sorted in O(n^2). */
+struct walk {
+    int phase;
+    sk_upload_each_fn each;
+    void *ud;
+    const char *sbucket; /* the s3:// source's bucket, or NULL */
+    uint64_t found;      /* items of any phase seen in this pass */
+    sk_error *err;
+};
+
 static int phase_of(const char *name)
 {
     const char *base = strrchr(name, '/');
@@ -29,18 +44,13 @@ static int phase_of(const char *name)
     return 0;
 }
 
-static int add(sk_upload_plan *p, const char *src, const char *key, uint64_t size, sk_error *err)
+static int emit(struct walk *w, const char *src, const char *key, uint64_t size)
 {
-    SK_GUARD(sk_grow((void **)&p->v, &p->cap, p->n + 1, sizeof *p->v, err));
-    sk_upload_item *j = &p->v[p->n];
-    char *s = strdup(src), *k = strdup(key);
-    if (!s || !k) {
-        free(s), free(k);
-        return sk_error_set(err, SK_E_NOMEM, "out of memory");
-    }
-    *j = (sk_upload_item){s, k, size, phase_of(key)};
-    p->n++;
-    return SK_OK;
+    w->found++;
+    int phase = phase_of(key);
+    if (phase != w->phase) return SK_OK;
+    sk_upload_item it = {src, key, size, phase};
+    return w->each(w->ud, &it, w->sbucket, w->err);
 }
 
 /* a + "/" + b (no slash when a is empty or already ends in one); NULL when out of memory */
@@ -60,35 +70,43 @@ static int skip_name(const char *name)
            (name[0] == '.' && n > 4 && (!strcmp(name + n - 4, ".tmp") || !strcmp(name + n - 5, ".lock")));
 }
 
+/* Each name is kept behind one byte of its d_type: the sort skips it, and
+ * the walk uses it to pass over files of other phases without an lstat. */
 static int name_cmp(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(*(char *const *)a + 1, *(char *const *)b + 1);
 }
 
-static int walk(sk_upload_plan *p, const char *dir, const char *keyprefix, sk_error *err)
+static int walk_dir(struct walk *w, const char *dir, const char *keyprefix)
 {
     DIR *d = opendir(dir);
-    SK_FAIL_IF(!d, err, SK_E_IO, "%s: %s", dir, strerror(errno));
+    SK_FAIL_IF(!d, w->err, SK_E_IO, "%s: %s", dir, strerror(errno));
     char **names = NULL;
     size_t n = 0, cap = 0;
     int rc = SK_OK;
     for (struct dirent *e; !rc && (e = readdir(d));) {
         if (skip_name(e->d_name)) continue;
-        if (!(rc = sk_grow((void **)&names, &cap, n + 1, sizeof *names, err)) &&
-            !(names[n] = strdup(e->d_name)))
-            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        if (!(rc = sk_grow((void **)&names, &cap, n + 1, sizeof *names, w->err)) &&
+            asprintf(&names[n], "%c%s", (char)e->d_type, e->d_name) < 0)
+            rc = sk_error_set(w->err, SK_E_NOMEM, "out of memory");
         else if (!rc)
             n++;
     }
     closedir(d);
     if (n > 1) qsort(names, n, sizeof *names, name_cmp); /* sorted: runs are reproducible */
     for (size_t i = 0; i < n; i++) {
-        char *path = join(dir, names[i]), *key = join(keyprefix, names[i]);
+        const char *name = names[i] + 1;
+        if (!rc && (unsigned char)names[i][0] == DT_REG && phase_of(name) != w->phase) {
+            w->found++; /* another pass sends it */
+            free(names[i]);
+            continue;
+        }
+        char *path = rc ? NULL : join(dir, name), *key = rc ? NULL : join(keyprefix, name);
         struct stat st;
-        if (!rc && (!path || !key)) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        if (!rc && (!path || !key)) rc = sk_error_set(w->err, SK_E_NOMEM, "out of memory");
         if (!rc && !lstat(path, &st)) {
-            if (S_ISDIR(st.st_mode)) rc = walk(p, path, key, err);
-            else if (S_ISREG(st.st_mode)) rc = add(p, path, key, (uint64_t)st.st_size, err);
+            if (S_ISDIR(st.st_mode)) rc = walk_dir(w, path, key);
+            else if (S_ISREG(st.st_mode)) rc = emit(w, path, key, (uint64_t)st.st_size);
         }
         free(path), free(key), free(names[i]);
     }
@@ -97,9 +115,8 @@ static int walk(sk_upload_plan *p, const char *dir, const char *keyprefix, sk_er
 }
 
 struct list_ctx {
-    sk_upload_plan *p;
+    struct walk *w;
     const char *src_prefix, *dst_prefix;
-    sk_error *err;
     int rc;
 };
 
@@ -107,42 +124,97 @@ static int list_cb(void *ud, const sk_s3_object *o)
 {
     struct list_ctx *c = ud;
     char *key = join(c->dst_prefix, o->key + strlen(c->src_prefix));
-    c->rc = key ? add(c->p, o->key, key, o->size, c->err) : sk_error_set(c->err, SK_E_NOMEM, "out of memory");
+    c->rc = key ? emit(c->w, o->key, key, o->size) : sk_error_set(c->w->err, SK_E_NOMEM, "out of memory");
     free(key);
     return c->rc;
 }
 
 /* One s3:// source: an object, or a prefix ("s3://b/dir" names a prefix
  * when no such object exists). */
-static int add_s3(sk_upload_plan *p, const char *url, sk_s3 *s3, const char *prefix, int dir_dst,
-                  sk_error *err)
+static int walk_s3(struct walk *w, const char *bucket, const char *sk, const char *url, sk_s3 *s3,
+                   const char *prefix, int dir_dst)
 {
-    char *sk = NULL;
-    SK_GUARD(sk_s3_parse_url(url, &p->sbucket, &sk, err));
     sk_s3_object o;
+    sk_error *err = w->err;
     int is_prefix = !*sk || sk[strlen(sk) - 1] == '/', rc = SK_E_NOTFOUND;
-    if (!is_prefix && !(rc = sk_s3_head(s3, p->sbucket, sk, &o, err))) {
+    if (!is_prefix && !(rc = sk_s3_head(s3, bucket, sk, &o, err))) {
         const char *base = strrchr(sk, '/') ? strrchr(sk, '/') + 1 : sk;
         char *key = dir_dst ? join(prefix, base) : strdup(prefix);
-        rc = key ? add(p, sk, key, o.size, err) : sk_error_set(err, SK_E_NOMEM, "out of memory");
+        rc = key ? emit(w, sk, key, o.size) : sk_error_set(err, SK_E_NOMEM, "out of memory");
         free(key);
     } else if (is_prefix || rc == SK_E_NOTFOUND) {
-        char *dir = is_prefix ? sk : join(sk, "/");
+        char *dir = is_prefix ? (char *)sk : join(sk, "/");
         char dp[2200];
         snprintf(dp, sizeof dp, "%s%s", prefix, dir_dst || !*prefix ? "" : "/");
-        struct list_ctx lc = {p, dir ? dir : "", dp, err, SK_OK};
-        rc = dir ? sk_s3_list(s3, p->sbucket, dir, list_cb, &lc, err) : sk_error_set(err, SK_E_NOMEM, "out of memory");
+        struct list_ctx lc = {w, dir ? dir : "", dp, SK_OK};
+        rc = dir ? sk_s3_list(s3, bucket, dir, list_cb, &lc, err) : sk_error_set(err, SK_E_NOMEM, "out of memory");
         if (!rc) rc = lc.rc;
-        if (!rc && !p->n) rc = sk_error_set(err, SK_E_NOTFOUND, "%s: no such object or prefix", url);
+        if (!rc && !w->found) rc = sk_error_set(err, SK_E_NOTFOUND, "%s: no such object or prefix", url);
         if (dir != sk) free(dir);
     }
-    free(sk);
     return rc;
 }
 
-static int item_phase_cmp(const sk_upload_item *a, const sk_upload_item *b)
+int sk_upload_plan_each(const char *const *sources, size_t n, sk_s3 *src_s3, const char *prefix, int dir_dst,
+                        sk_upload_each_fn each, void *ud, sk_error *err)
 {
-    return a->phase - b->phase;
+    /* the sources are checked before anything is sent: a typo in the
+     * last argument must not leave the first ones half uploaded */
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (sk_is_s3_url(sources[i])) {
+            SK_FAIL_IF(n > 1, err, SK_E_USAGE, "an s3:// source must be the only source");
+            SK_FAIL_IF(!src_s3, err, SK_E_USAGE, "%s: no S3 client for an s3:// source", sources[i]);
+        } else if (stat(sources[i], &st)) {
+            return sk_error_set(err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: %s", sources[i],
+                                strerror(errno));
+        }
+    }
+    char *sbucket = NULL, *skey = NULL;
+    if (n == 1 && sk_is_s3_url(sources[0])) SK_GUARD(sk_s3_parse_url(sources[0], &sbucket, &skey, err));
+    int rc = SK_OK;
+    for (int phase = 0; !rc && phase < 3; phase++) {
+        struct walk w = {phase, each, ud, sbucket, 0, err};
+        for (size_t i = 0; !rc && i < n; i++) {
+            const char *a = sources[i];
+            struct stat st;
+            if (sbucket) {
+                rc = walk_s3(&w, sbucket, skey, a, src_s3, prefix, dir_dst);
+            } else if (stat(a, &st)) {
+                rc = sk_error_set(err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: %s", a, strerror(errno));
+            } else if (S_ISDIR(st.st_mode)) {
+                rc = walk_dir(&w, a, dir_dst ? prefix : "");
+            } else {
+                const char *base = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
+                char *key = dir_dst ? join(prefix, base) : strdup(prefix);
+                rc = key ? emit(&w, a, key, (uint64_t)st.st_size) : sk_error_set(err, SK_E_NOMEM, "out of memory");
+                free(key);
+            }
+        }
+    }
+    free(sbucket), free(skey);
+    return rc;
+}
+
+/* The whole plan in memory, for callers that want to look before sending
+ * (a dry run, tests): sk_upload_plan_each collected. */
+struct collect {
+    sk_upload_plan *p;
+};
+
+static int collect_one(void *ud, const sk_upload_item *it, const char *src_bucket, sk_error *err)
+{
+    sk_upload_plan *p = ((struct collect *)ud)->p;
+    if (src_bucket && !p->sbucket && !(p->sbucket = strdup(src_bucket)))
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    SK_GUARD(sk_grow((void **)&p->v, &p->cap, p->n + 1, sizeof *p->v, err));
+    char *s = strdup(it->src), *k = strdup(it->key);
+    if (!s || !k) {
+        free(s), free(k);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    p->v[p->n++] = (sk_upload_item){s, k, it->size, it->phase};
+    return SK_OK;
 }
 
 int sk_upload_plan_make(sk_upload_plan **out, const char *const *sources, size_t n, sk_s3 *src_s3,
@@ -151,31 +223,8 @@ int sk_upload_plan_make(sk_upload_plan **out, const char *const *sources, size_t
     *out = NULL;
     sk_upload_plan *p = calloc(1, sizeof *p);
     SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
-    int rc = SK_OK;
-    for (size_t i = 0; !rc && i < n; i++) {
-        const char *a = sources[i];
-        struct stat st;
-        if (sk_is_s3_url(a)) {
-            rc = n > 1 ? sk_error_set(err, SK_E_USAGE, "an s3:// source must be the only source")
-                 : !src_s3 ? sk_error_set(err, SK_E_USAGE, "%s: no S3 client for an s3:// source", a)
-                           : add_s3(p, a, src_s3, prefix, dir_dst, err);
-        } else if (stat(a, &st)) {
-            rc = sk_error_set(err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: %s", a, strerror(errno));
-        } else if (S_ISDIR(st.st_mode)) {
-            rc = walk(p, a, dir_dst ? prefix : "", err);
-        } else {
-            const char *base = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
-            char *key = dir_dst ? join(prefix, base) : strdup(prefix);
-            rc = key ? add(p, a, key, (uint64_t)st.st_size, err) : sk_error_set(err, SK_E_NOMEM, "out of memory");
-            free(key);
-        }
-    }
-    /* stable: data, then indexes, then manifests */
-    for (size_t i = 1; !rc && i < p->n; i++)
-        for (size_t j = i; j > 0 && item_phase_cmp(&p->v[j - 1], &p->v[j]) > 0; j--) {
-            sk_upload_item t = p->v[j];
-            p->v[j] = p->v[j - 1], p->v[j - 1] = t;
-        }
+    struct collect c = {p};
+    int rc = sk_upload_plan_each(sources, n, src_s3, prefix, dir_dst, collect_one, &c, err);
     if (rc) {
         sk_upload_plan_free(p);
         return rc;
