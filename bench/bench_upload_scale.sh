@@ -2,7 +2,8 @@
 # bench_upload_scale.sh - how upload's client CPU grows with the number of
 # objects: N small files (64 bytes each, so the work is per object, not per
 # byte) uploaded by shardkit and by `aws s3 sync` to the same local
-# moto_server, for N in BENCH_SCALE (default "2000 8000").  Prints client
+# moto_server (SK_S3_SERVER=rgw: a RADOS gateway), then copied bucket to
+# bucket by each, for N in BENCH_SCALE (default "2000 8000").  Prints client
 # CPU seconds (user+sys) per object and objects/s; the per-object CPU of
 # shardkit should stay flat as N grows.  Env: SK_BIN (or BUILD), BENCH_SCALE.
 set -euo pipefail
@@ -35,6 +36,18 @@ for n in $SCALE; do
             read -r w c < <(measure "$AWS" --endpoint-url "$MOTO_URL" s3 sync "$t/d$n" "s3://b$n$client/p/")
         fi
         awk -v n="$n" -v cl="$client" -v w="$w" -v c="$c" \
+            'BEGIN {printf "| %d | %s | %.2f | %.2f | %.0f | %.0f |\n", n, cl, w, c, c / n * 1e6, n / w}'
+    done
+    # bucket to bucket on the same endpoint: server-side copies, so the
+    # client's cost is the listing, the requests and their bookkeeping
+    for client in shardkit aws; do
+        "$AWS" --endpoint-url "$MOTO_URL" s3 mb "s3://c$n$client" >/dev/null
+        if [ $client = shardkit ]; then
+            read -r w c < <(measure "$SK_BIN" upload --endpoint-url "$MOTO_URL" "s3://b${n}shardkit/p/" "s3://c$n$client/p/")
+        else
+            read -r w c < <(measure "$AWS" --endpoint-url "$MOTO_URL" s3 sync "s3://b${n}shardkit/p/" "s3://c$n$client/p/")
+        fi
+        awk -v n="$n" -v cl="$client copy" -v w="$w" -v c="$c" \
             'BEGIN {printf "| %d | %s | %.2f | %.2f | %.0f | %.0f |\n", n, cl, w, c, c / n * 1e6, n / w}'
     done
 done
