@@ -86,8 +86,15 @@ int sk_sink_s3_put_manifest(sk_s3 *s3, sk_manifest *man, const char *url, sk_err
 int sk_s3_list_shards(sk_s3 *s3, const char *prefix_url, char ***urls, size_t *count, sk_error *err);
 int sk_s3_is_shard_name(const char *name);
 /* Uploads a local file as the object url in one PUT (small objects:
- * indexes, manifests). */
-int sk_s3_put_file(sk_s3 *s3, const char *path, const char *url, sk_error *err);
+ * indexes, manifests); meta_etag (may be NULL): the ETag of the shard an
+ * index object describes, kept as its metadata (sk_s3_index_tagged). */
+int sk_s3_put_file(sk_s3 *s3, const char *path, const char *url, const char *meta_etag,
+                   sk_error *err);
+/* --resume without reading the shard: 1 when url's index object
+ * ("URL.idx") carries the shard object's current ETag (put there by index
+ * from the ETag it read), is sound, not empty and records the object's
+ * size; *out is then the index.  0: decide another way. */
+int sk_s3_index_tagged(sk_s3 *s3, const char *url, sk_index **out);
 /* Makes an empty private scratch file in $TMPDIR (mkstemp) for an object
  * on its way up; buf gets its name.  The caller unlinks it. */
 int sk_s3_scratch(char *buf, size_t cap, const char *what, sk_error *err);

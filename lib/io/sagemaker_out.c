@@ -53,7 +53,7 @@ static int write_out(const char *out, const char *text, sk_s3 *s3, sk_error *err
     char tmp[4200];
     SK_GUARD(sk_s3_scratch(tmp, sizeof tmp, "sagemaker", err));
     int rc = sk_out_write_iov(tmp, iov, 2, err);
-    if (!rc) rc = sk_s3_put_file(s3, tmp, out, err);
+    if (!rc) rc = sk_s3_put_file(s3, tmp, out, NULL, err);
     unlink(tmp);
     return rc;
 }

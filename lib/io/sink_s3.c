@@ -28,7 +28,7 @@
 /* ------------------------------------------------------- small objects */
 
 static int put_file(sk_s3 *s3, const char *path, const char *bucket, const char *key,
-                    sk_error *err)
+                    const char *meta_etag, sk_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     SK_FAIL_IF(fd < 0, err, SK_E_IO, "%s: %s", path, strerror(errno));
@@ -44,7 +44,7 @@ static int put_file(sk_s3 *s3, const char *path, const char *bucket, const char 
         else got += (size_t)r;
     }
     close(fd);
-    if (!rc) rc = sk_s3_put(s3, bucket, key, buf, got, err);
+    if (!rc) rc = sk_s3_put_meta(s3, bucket, key, buf, got, meta_etag, err);
     free(buf);
     return rc;
 }
@@ -65,11 +65,12 @@ int sk_s3_scratch(char *buf, size_t cap, const char *what, sk_error *err)
     return SK_OK;
 }
 
-int sk_s3_put_file(sk_s3 *s3, const char *path, const char *url, sk_error *err)
+int sk_s3_put_file(sk_s3 *s3, const char *path, const char *url, const char *meta_etag,
+                   sk_error *err)
 {
     char *bucket = NULL, *key = NULL;
     SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
-    int rc = *key ? put_file(s3, path, bucket, key, err)
+    int rc = *key ? put_file(s3, path, bucket, key, meta_etag, err)
                   : sk_error_set(err, SK_E_USAGE, "%s: no object key", url);
     free(bucket), free(key);
     return rc;
@@ -120,7 +121,7 @@ static int s3_sink_publish(sk_sink *base, sk_index_builder *index, const sk_inde
         rc = sk_s3_scratch(tmp, sizeof tmp, "idx", err);
         if (!rc) {
             rc = sk_index_builder_write(index, tmp, info, err);
-            if (!rc) rc = put_file(s->s3, tmp, s->bucket, ikey, err);
+            if (!rc) rc = put_file(s->s3, tmp, s->bucket, ikey, NULL, err);
             unlink(tmp);
         }
     }
@@ -220,7 +221,7 @@ int sk_sink_s3_put_manifest(sk_s3 *s3, sk_manifest *man, const char *url, sk_err
     int rc = sk_s3_scratch(tmp, sizeof tmp, "manifest", err);
     if (!rc) {
         rc = sk_manifest_write_to(man, tmp, 0, err); /* no .lookup beside a scratch file */
-        if (!rc) rc = put_file(s3, tmp, bucket, key, err);
+        if (!rc) rc = put_file(s3, tmp, bucket, key, NULL, err);
         unlink(tmp);
     }
     free(bucket), free(key);

@@ -64,6 +64,32 @@ int sk_s3_load_index(sk_s3 *s3, const char *url, sk_index **out, sk_error *err)
     return rc;
 }
 
+int sk_s3_index_tagged(sk_s3 *s3, const char *url, sk_index **out)
+{
+    char *bucket = NULL, *key = NULL, *ikey = NULL, tag[80] = "";
+    sk_s3_object head, ihead;
+    sk_index *ix = NULL;
+    int ok = 0;
+    *out = NULL;
+    if (!s3 || sk_s3_parse_url(url, &bucket, &key, NULL) || asprintf(&ikey, "%s.idx", key) < 0) {
+        ikey = NULL;
+        goto out;
+    }
+    if (sk_s3_head(s3, bucket, key, &head, NULL) ||
+        sk_s3_head_meta(s3, bucket, ikey, &ihead, tag, sizeof tag, NULL) || !tag[0] ||
+        strcmp(tag, head.etag))
+        goto out;
+    char iurl[4200];
+    snprintf(iurl, sizeof iurl, "%s.idx", url);
+    if (sk_s3_load_index(s3, iurl, &ix, NULL)) goto out;
+    ok = sk_index_shard(ix)->size == head.size && sk_index_sample_count(ix) > 0;
+out:
+    if (ok) *out = ix;
+    else sk_index_close(ix);
+    free(bucket), free(key), free(ikey);
+    return ok;
+}
+
 int sk_s3_shard_sound(sk_s3 *s3, const char *url, sk_index **out)
 {
     char *bucket = NULL, *key = NULL, iurl[4200];

@@ -50,6 +50,7 @@ void sk_s3_req_reset(sk_s3_req *r)
     r->status = 0, r->rc = 0, r->err.code = 0, r->err.msg[0] = 0;
     r->resp.len = 0;
     r->dst_len = 0, r->etag[0] = 0, r->crc32c[0] = 0, r->content_length = 0, r->has_length = 0;
+    r->meta_etag[0] = 0;
     r->body_off = 0, r->delivered = 0, r->skip = 0, r->attempt = 0, r->not_before_ms = 0;
     r->sink_stopped = 0, r->finished = 0, r->next = NULL;
     r->paused = 0, r->body_seen = 0, r->first_etag[0] = 0;
@@ -185,12 +186,14 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
     sk_s3_req *r = ud;
     size_t len = sz * n;
     if (len >= 5 && !strncmp(p, "HTTP/", 5)) { /* a new status line (after 100 Continue) */
-        r->etag[0] = r->crc32c[0] = 0;
+        r->etag[0] = r->crc32c[0] = r->meta_etag[0] = 0;
         r->has_length = 0;
     } else if (len > 5 && !strncasecmp(p, "etag:", 5)) {
         hdr_value(p, len, r->etag, sizeof r->etag);
     } else if (len > 22 && !strncasecmp(p, "x-amz-checksum-crc32c:", 22)) {
         hdr_value(p, len, r->crc32c, sizeof r->crc32c);
+    } else if (len > 25 && !strncasecmp(p, "x-amz-meta-shardkit-etag:", 25)) {
+        hdr_value(p, len, r->meta_etag, sizeof r->meta_etag);
     } else if (len > 15 && !strncasecmp(p, "content-length:", 15)) {
         char v[32];
         hdr_value(p, len, v, sizeof v);
@@ -307,7 +310,7 @@ static int start(sk_s3 *s3, sk_s3_req *r)
     if (!c) return sk_error_set(&r->err, SK_E_NOMEM, "cannot create a curl handle");
     r->easy = c;
     r->resp.len = 0, r->dst_len = 0, r->body_off = 0, r->body_errno = 0, r->skip = r->delivered;
-    r->etag[0] = r->crc32c[0] = 0, r->has_length = 0, r->status = 0;
+    r->etag[0] = r->crc32c[0] = r->meta_etag[0] = 0, r->has_length = 0, r->status = 0;
     sk_curl.easy_setopt(c, CURLOPT_URL, r->url);
     sk_curl.easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
     sk_curl.easy_setopt(c, CURLOPT_HTTPHEADER, r->hl);

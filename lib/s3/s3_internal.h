@@ -146,6 +146,7 @@ struct sk_s3_req {
     size_t dst_len;
     char etag[80];
     char crc32c[24];
+    char meta_etag[80]; /* x-amz-meta-shardkit-etag (shardkit's index objects) */
     uint64_t content_length;
     int has_length;
     /* --- engine private */
@@ -238,6 +239,14 @@ int sk_s3_mpu_complete_req(sk_s3_req *r, sk_s3 *s3, const char *bucket, const ch
 /* Every part of an upload; *parts is malloc'd, sorted by number. */
 int sk_s3_mpu_list_parts(sk_s3 *s3, const char *bucket, const char *key, const char *upload_id,
                          sk_s3_part **parts, int *n, sk_error *err);
+/* A PUT as sk_s3_put that also stores meta_etag (when not NULL) as the
+ * object's x-amz-meta-shardkit-etag: an index object records the ETag of
+ * the shard it was built from, so --resume can compare without a read. */
+int sk_s3_put_meta(sk_s3 *s3, const char *bucket, const char *key, const void *data, size_t len,
+                   const char *meta_etag, sk_error *err);
+/* sk_s3_head, and that metadata ("" when none) into meta (cap bytes). */
+int sk_s3_head_meta(sk_s3 *s3, const char *bucket, const char *key, sk_s3_object *out, char *meta,
+                    size_t cap, sk_error *err);
 /* The composite checksum S3 reports for a multipart object: CRC32C over
  * the parts' big-endian CRC32Cs, base64, "-N". */
 void sk_s3_composite_crc(const uint32_t *crcs, int n, char out[24]);

@@ -52,6 +52,12 @@ void sk_s3_composite_crc(const uint32_t *crcs, int n, char out[24])
 
 int sk_s3_head(sk_s3 *s3, const char *bucket, const char *key, sk_s3_object *out, sk_error *err)
 {
+    return sk_s3_head_meta(s3, bucket, key, out, NULL, 0, err);
+}
+
+int sk_s3_head_meta(sk_s3 *s3, const char *bucket, const char *key, sk_s3_object *out, char *meta,
+                    size_t cap, sk_error *err)
+{
     sk_s3_req r;
     sk_s3_req_init(&r, s3, "HEAD", bucket, key);
     sk_s3_req_header(&r, "x-amz-checksum-mode:ENABLED");
@@ -65,6 +71,7 @@ int sk_s3_head(sk_s3 *s3, const char *bucket, const char *key, sk_s3_object *out
         snprintf(out->etag, sizeof out->etag, "%s", r.etag);
         snprintf(out->crc32c, sizeof out->crc32c, "%s", r.crc32c);
         snprintf(out->key, sizeof out->key, "%s", key);
+        if (meta && cap) snprintf(meta, cap, "%s", r.meta_etag);
     }
     sk_buf_free(&r.resp);
     return rc;
@@ -106,11 +113,20 @@ int sk_s3_get_cb(sk_s3 *s3, const char *bucket, const char *key, uint64_t offset
 int sk_s3_put(sk_s3 *s3, const char *bucket, const char *key, const void *data, size_t len,
               sk_error *err)
 {
+    return sk_s3_put_meta(s3, bucket, key, data, len, NULL, err);
+}
+
+int sk_s3_put_meta(sk_s3 *s3, const char *bucket, const char *key, const void *data, size_t len,
+                   const char *meta_etag, sk_error *err)
+{
     sk_s3_req r;
     char b64[9];
     sk_s3_req_init(&r, s3, "PUT", bucket, key);
     sk_s3_crc32c_b64(sk_crc32c(0, data, len), b64);
     sk_s3_req_header(&r, "x-amz-checksum-crc32c:%s", b64);
+    /* an ETag is hex digits and '-': nothing to quote in a header */
+    if (meta_etag && *meta_etag && !meta_etag[strspn(meta_etag, "0123456789abcdefABCDEF-")])
+        sk_s3_req_header(&r, "x-amz-meta-shardkit-etag:%s", meta_etag);
     r.body = data ? data : (const void *)"", r.body_len = len;
     int rc = sk_s3_run(&r);
     if (rc) copy_err(err, &r);

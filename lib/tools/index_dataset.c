@@ -110,7 +110,10 @@ static int count_exts(struct job *j, const sk_index *kept)
 static int kept_index(struct job *j, sk_index **ix)
 {
     *ix = NULL;
-    if (!j->o->resume || !j->idx_url || !sk_s3_shard_sound(j->o->s3, j->shard, ix)) return 0;
+    if (!j->o->resume || !j->idx_url) return 0;
+    /* the ETag the index object was built from, else size and CRC32C */
+    if (!sk_s3_index_tagged(j->o->s3, j->shard, ix) && !sk_s3_shard_sound(j->o->s3, j->shard, ix))
+        return 0;
     char *bucket = NULL, *key = NULL;
     sk_s3_object head;
     int ok = !j->dali_url || (!sk_s3_parse_url(j->dali_url, &bucket, &key, NULL) &&
@@ -125,10 +128,17 @@ static int kept_index(struct job *j, sk_index **ix)
 
 static void run_s3_job(struct job *j, sk_build_opts *bo, int count)
 {
-    char ti[4200], td[4200];
+    char ti[4200], td[4200], *bucket = NULL, *key = NULL;
     ti[0] = td[0] = 0;
     sk_error *e = &j->err;
-    j->rc = sk_s3_scratch(ti, sizeof ti, "idx", e);
+    /* the shard's ETag now, before it is read: kept on its index object.
+     * Replaced in between, the index describes the new object under the
+     * old ETag, which --resume then finds stale: redone, never trusted. */
+    sk_s3_object head = {.size = 0};
+    j->rc = sk_s3_parse_url(j->shard, &bucket, &key, e);
+    if (!j->rc) j->rc = sk_s3_head(j->o->s3, bucket, key, &head, e);
+    free(bucket), free(key);
+    if (!j->rc) j->rc = sk_s3_scratch(ti, sizeof ti, "idx", e);
     if (!j->rc && j->dali_url) j->rc = sk_s3_scratch(td, sizeof td, "dali", e);
     if (!j->rc) {
         bo->index_path = ti;
@@ -140,8 +150,8 @@ static void run_s3_job(struct job *j, sk_build_opts *bo, int count)
     }
     /* the DALI index first: an index object beside a shard then means the
      * shard's whole job was done (what --resume checks) */
-    if (!j->rc && j->dali_url) j->rc = sk_s3_put_file(j->o->s3, td, j->dali_url, e);
-    if (!j->rc) j->rc = sk_s3_put_file(j->o->s3, ti, j->idx_url, e);
+    if (!j->rc && j->dali_url) j->rc = sk_s3_put_file(j->o->s3, td, j->dali_url, NULL, e);
+    if (!j->rc) j->rc = sk_s3_put_file(j->o->s3, ti, j->idx_url, head.etag, e);
     if (ti[0]) unlink(ti);
     if (td[0]) unlink(td);
 }

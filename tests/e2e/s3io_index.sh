@@ -76,8 +76,12 @@ aws s3 cp --quiet s3://dset/p/two.json "$T/two.json"
 cmp "$T/two.json" "$T/loc/p/two.json" || die "the manifest of two shards differs"
 
 step "--resume keeps what matches and redoes a replaced shard"
-expect_ok "${I[@]}" --resume s3://dset/p/
+proxy_start "$A" "$T/proxy.log"
+expect_ok "$SK_BIN" index --endpoint-url "$PROXY_URL" --resume s3://dset/p/
 [ "$(grep -c '(kept' "$OUT")" = 3 ] || die "--resume did not keep all three shards: $(cat "$OUT")"
+# the index objects carry the ETag they were built from: no shard is read
+grep -E '^GET /dset/p/t-[0-9]+\.tar( |\?|$)' "$T/proxy.log" && die "--resume read a shard's data"
+grep -qE '^PUT /dset/p/t-[0-9]+\.tar\.idx' "$T/proxy.log" && die "--resume uploaded an index again"
 aws s3 cp --quiet "$T/p/t-000.tar" s3://dset/p/t-002.tar   # another shard's bytes
 expect_ok "${I[@]}" --resume s3://dset/p/
 [ "$(grep -c '(kept' "$OUT")" = 2 ] || die "--resume kept a changed shard: $(cat "$OUT")"
