@@ -24,7 +24,8 @@ need cmp python3
 tmpdir T
 at_exit moto_stop
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 90 --per-dir 30 >/dev/null || die "mkcorpus failed"
-expect_ok "$SK_BIN" pack "$T/c" -o "$T/ds/train-%06d.tar" --max-size 256K -q
+expect_ok "$SK_BIN" pack "$T/c" -o "$T/ds/train-%06d.tar" --max-size 256K -q \
+    --sagemaker-manifest "$T/shards.manifest" --sagemaker-prefix s3://bkt/ds/
 "$SK_BIN" cat "$T/ds" >"$T/ref.tar" || die "reference cat failed"
 "$SK_BIN" cat --keys "$T/ds" | sort >"$T/ref.keys"
 moto_start
@@ -61,11 +62,13 @@ expect_ok "$SK_BIN" get "$D/fast" "$k" -o "$T/got"
 [ -n "$(ls "$T/got")" ] || die "FastFile: get wrote nothing"
 
 step "ManifestFile: only the shards, expanded as SageMaker does"
-# the ManifestFile of the dataset's shards (what --sagemaker-manifest is to write)
-python3 - "$T/ds/manifest.json" s3://bkt/ds/ >"$T/shards.manifest" <<'EOF'
+# pack's --sagemaker-manifest: the prefix, then every shard and nothing else
+python3 - "$T/ds/manifest.json" s3://bkt/ds/ "$T/shards.manifest" <<'EOF' || die "the ManifestFile is not the shard list"
 import json, sys
 m = json.load(open(sys.argv[1]))
-print(json.dumps([{"prefix": sys.argv[2]}] + [s["url"] for s in m["shards"]]))
+want = [{"prefix": sys.argv[2]}] + [s["url"] for s in m["shards"]]
+got = json.load(open(sys.argv[3]))
+sys.exit(0 if got == want else f"got {got}, want {want}")
 EOF
 aws s3 cp --quiet "$T/shards.manifest" s3://bkt/shards.manifest
 expand() { # expand MANIFEST DIR [I N]: SageMaker's expansion (instance I of N)
