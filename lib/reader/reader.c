@@ -1062,33 +1062,3 @@ int sk_reader_restore(sk_reader *r, const sk_reader_state *st, sk_error *err)
     r->yielded = st->yielded;
     return SK_OK;
 }
-
-/* ------------------------------------------------------------------- tar */
-
-int sk_reader_write_tar(const sk_reader_sample *s, int fd, const char *fd_name, sk_error *err)
-{
-    static const unsigned char zeros[SK_TAR_BLOCK];
-    unsigned char hdr[SK_TAR_HEADER_MAX];
-    char name[SK_TAR_NAME_MAX + 1];
-    for (size_t i = 0; i < s->nmembers; i++) {
-        const sk_reader_member *m = &s->members[i];
-        SK_FAIL_IF(s->key_len + 1 + m->ext_len > SK_TAR_NAME_MAX, err, SK_E_INPUT,
-                   "%s: member name of sample '%s' is too long", s->shard_url, s->key);
-        memcpy(name, s->key, s->key_len);
-        name[s->key_len] = '.';
-        memcpy(name + s->key_len + 1, m->ext, m->ext_len);
-        size_t nl = s->key_len + 1 + m->ext_len;
-        size_t hl = sk_tar_header(hdr, name, nl, m->size, 0);
-        SK_GUARD(sk_write_all(fd, hdr, hl, fd_name, err));
-        SK_GUARD(sk_write_all(fd, m->data, (size_t)m->size, fd_name, err));
-        size_t pad = (size_t)(sk_tar_pad(m->size) - m->size);
-        if (pad) SK_GUARD(sk_write_all(fd, zeros, pad, fd_name, err));
-    }
-    return SK_OK;
-}
-
-int sk_reader_write_tar_end(int fd, const char *fd_name, sk_error *err)
-{
-    static const unsigned char zeros[2 * SK_TAR_BLOCK];
-    return sk_write_all(fd, zeros, sizeof zeros, fd_name, err);
-}

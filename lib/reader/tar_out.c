@@ -6,7 +6,8 @@
  * padding): on a pipe each one is a syscall and often a wakeup of the
  * consumer, and they cost more than the bytes.  Here members collect in a
  * 1 MiB buffer that goes out in one write; a member too large for it goes
- * out from where it lies (no copy).  Same bytes as sk_reader_write_tar.
+ * out from where it lies (no copy).  sk_reader_write_tar is the same code
+ * with no buffer (one sample, written through), so the bytes are the same.
  */
 #include "core/internal.h"
 #include "format/tar.h"
@@ -21,7 +22,7 @@
 struct sk_reader_tar_out {
     int fd;
     char *name;
-    unsigned char *buf;
+    unsigned char *buf; /* NULL: every piece is written through */
     size_t len;
 };
 
@@ -56,6 +57,7 @@ static int flush(sk_reader_tar_out *t, sk_error *err)
 /* Appends n bytes, through the buffer or (large) straight out. */
 static int put(sk_reader_tar_out *t, const void *p, size_t n, sk_error *err)
 {
+    if (!t->buf) return sk_write_all(t->fd, p, n, t->name, err);
     if (t->len + n > OUT_CAP) SK_GUARD(flush(t, err));
     if (n > OUT_CAP / 2) return sk_write_all(t->fd, p, n, t->name, err);
     memcpy(t->buf + t->len, p, n);
@@ -83,6 +85,18 @@ int sk_reader_tar_out_add(sk_reader_tar_out *t, const sk_reader_sample *s, sk_er
         if (pad) SK_GUARD(put(t, zeros, pad, err));
     }
     return SK_OK;
+}
+
+int sk_reader_write_tar(const sk_reader_sample *s, int fd, const char *fd_name, sk_error *err)
+{
+    sk_reader_tar_out direct = {fd, (char *)fd_name, NULL, 0};
+    return sk_reader_tar_out_add(&direct, s, err);
+}
+
+int sk_reader_write_tar_end(int fd, const char *fd_name, sk_error *err)
+{
+    sk_reader_tar_out direct = {fd, (char *)fd_name, NULL, 0};
+    return sk_reader_tar_out_finish(&direct, err);
 }
 
 int sk_reader_tar_out_finish(sk_reader_tar_out *t, sk_error *err)
