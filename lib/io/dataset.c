@@ -140,7 +140,7 @@ static int add_prefix(struct out *o, const char *u, const sk_ds_opts *opt, sk_er
         return sk_error_set(err, rc, "%s: %scannot list its shards: %s", u,
                             opt->flags & SK_DS_LISTING ? "" : "no manifest.json, and ", le.msg);
     if (n == 0)
-        rc = sk_error_set(err, SK_E_NOTFOUND, "%s: %sno .tar, .tar.zst or .tar.gz objects under it", u,
+        rc = sk_error_set(err, SK_E_NOTFOUND, "%s: %sno .tar, .tar.zst, .tar.gz, .tgz, .tar.bz2 or .tar.xz objects under it", u,
                           opt->flags & SK_DS_LISTING ? "" : "no manifest.json and ");
     for (size_t i = 0; !rc && i < n; i++) rc = push(o, urls[i], NULL, NULL, err);
     sk_shard_list_free(urls, n);

@@ -59,3 +59,14 @@ void sk_shard_list_free(char **names, size_t n)
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
 }
+
+int sk_is_shard_name(const char *n)
+{
+    static const char *const ends[] = {".tar", ".tar.zst", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz"};
+    size_t len = strlen(n);
+    for (size_t i = 0; i < SK_ARRAY_LEN(ends); i++) {
+        size_t k = strlen(ends[i]);
+        if (len > k && !strcmp(n + len - k, ends[i])) return 1;
+    }
+    return 0;
+}

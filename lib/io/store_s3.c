@@ -165,17 +165,6 @@ int sk_s3_load_manifest(sk_s3 *s3, const char *url, sk_manifest **m, sk_error *e
 
 /* ------------------------------------------------ a prefix's shards */
 
-int sk_s3_is_shard_name(const char *n)
-{
-    static const char *const ends[] = {".tar", ".tar.zst", ".tar.gz", ".tgz"};
-    size_t len = strlen(n);
-    for (size_t i = 0; i < sizeof ends / sizeof *ends; i++) {
-        size_t k = strlen(ends[i]);
-        if (len > k && !strcmp(n + len - k, ends[i])) return 1;
-    }
-    return 0;
-}
-
 struct shard_list {
     const char *prefix; /* the key prefix listed */
     size_t plen;
@@ -192,7 +181,7 @@ static int on_object(void *ud, const sk_s3_object *obj)
      * a dot name or one that is not a shard's is no shard of this prefix. */
     if (strncmp(obj->key, l->prefix, l->plen)) return 0;
     const char *name = obj->key + l->plen;
-    if (!*name || name[0] == '.' || strchr(name, '/') || !sk_s3_is_shard_name(name)) return 0;
+    if (!*name || name[0] == '.' || strchr(name, '/') || !sk_is_shard_name(name)) return 0;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
         char **k = realloc(l->keys, cap * sizeof *k);

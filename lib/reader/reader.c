@@ -148,13 +148,6 @@ static int add_shard(sk_reader *r, const char *url, const char *index, int64_t s
     return SK_OK;
 }
 
-static int is_shard_name(const char *n)
-{
-    size_t len = strlen(n);
-    return (len > 4 && !strcmp(n + len - 4, ".tar")) ||
-           (len > 8 && !strcmp(n + len - 8, ".tar.zst"));
-}
-
 /* .tar.gz and the other filters libarchive reads (as index and get do). */
 static int is_filtered_name(const char *n)
 {
@@ -190,7 +183,7 @@ static int need_s3(sk_reader *r, sk_error *err)
 static int keep_shard(const char *name, const char *path)
 {
     (void)path;
-    return is_shard_name(name);
+    return sk_is_shard_name(name);
 }
 
 /* What the user typed, through the one resolver (io/dataset.c): a shard, a
@@ -199,7 +192,7 @@ static int add_url(sk_reader *r, const char *url, sk_error *err)
 {
     if (sk_reader_is_remote(url)) SK_GUARD(need_s3(r, err));
     sk_ds_opts o = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = r->s3,
-                    .keep = keep_shard, .dir_wants = "no .tar or .tar.zst in it"};
+                    .keep = keep_shard, .dir_wants = "no .tar, .tar.zst, .tar.gz, .tgz, .tar.bz2 or .tar.xz in it"};
     sk_ds_shard *list = NULL;
     size_t n = 0;
     int rc = sk_ds_resolve(url, &o, &list, &n, err);

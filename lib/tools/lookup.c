@@ -140,22 +140,11 @@ static int add_shard(sk_dataset *ds, char *path, char *index_path, sk_error *err
     return SK_OK;
 }
 
-static int is_shard_name(const char *n)
-{
-    static const char *const sfx[] = {".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.bz2", ".tar.xz"};
-    size_t len = strlen(n);
-    for (size_t i = 0; i < SK_ARRAY_LEN(sfx); i++) {
-        size_t k = strlen(sfx[i]);
-        if (len > k && !strcmp(n + len - k, sfx[i])) return 1;
-    }
-    return 0;
-}
-
 /* A shard of a listed directory: a tar, compressed or not, with an index. */
 static int keep_indexed_shard(const char *name, const char *path)
 {
     char *ip;
-    if (!is_shard_name(name) || asprintf(&ip, "%s.idx", path) < 0) return 0;
+    if (!sk_is_shard_name(name) || asprintf(&ip, "%s.idx", path) < 0) return 0;
     int has = access(ip, F_OK) == 0;
     free(ip);
     return has;

@@ -11,7 +11,7 @@ LIB=$(dirname "$SK_BIN")/libshardkit.so
 [ -e "$LIB" ] || skip "no $LIB"
 
 step "sk_ext_lower == str.lower() (surrogateescape) on every code point and on hostile strings"
-python3 - "$LIB" <<'EOF2' || die "sk_ext_lower differs from Python's str.lower()"
+pylib - "$LIB" <<'EOF2' || die "sk_ext_lower differs from Python's str.lower()"
 import ctypes, random, sys
 lib = ctypes.CDLL(sys.argv[1])
 f = lib.sk_ext_lower

@@ -231,3 +231,16 @@ PY
     assert_no_tmp "$dir"
     SHARDS=$n
 }
+
+# pylib ARGS...: python3 for scripts that load $SK_BIN's libshardkit.so with
+# ctypes.  Under make check-asan the library wants the ASan runtime first in
+# the process, so it is preloaded (and Python's own allocations are not
+# reported as leaks).
+pylib()
+{
+    if nm -D "$(dirname "$SK_BIN")/libshardkit.so" 2>/dev/null | grep -q __asan_init; then
+        LD_PRELOAD="$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" python3 "$@"
+    else
+        python3 "$@"
+    fi
+}

@@ -109,7 +109,7 @@ python3 -c "import json,sys; m=json.load(open(sys.argv[1])); assert [s['url'] fo
 ls -A "$T" | grep -q evil && die "something was written locally"
 
 step "errors: nothing under a prefix, several buckets, no client for a local manifest"
-expect_fail 1 "s3://dset/none/: no .tar, .tar.zst or .tar.gz objects under it" "${I[@]}" s3://dset/none/
+expect_fail 1 "s3://dset/none/: no .tar, .tar.zst, .tar.gz, .tgz, .tar.bz2 or .tar.xz objects under it" "${I[@]}" s3://dset/none/
 aws s3 cp --quiet "$T/p/t-000.tar" s3://other/t.tar
 expect_fail 2 "several buckets" "${I[@]}" s3://dset/p/t-000.tar s3://other/t.tar
 expect_fail 2 "local and s3:// shards" "${I[@]}" s3://other/t.tar "$T/loc/p/t-000.tar"

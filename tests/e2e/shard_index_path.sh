@@ -14,7 +14,7 @@ tmpdir T
 cd "$T"
 LIB=$(dirname "$SK_BIN")/libshardkit.so
 [ -f "$LIB" ] || skip "no $LIB"
-LIAR="python3 $SK_ROOT/tests/e2e/lib/liar_index.py $LIB"
+LIAR="pylib $SK_ROOT/tests/e2e/lib/liar_index.py $LIB"
 
 # same_output DIR_WITH_INDEXES NAME... : shard through the indexes and
 # through copies without them; every output file must be identical

@@ -25,7 +25,8 @@ PY
 rss() { /usr/bin/time -f %M -o "$T/rss" "$SK_BIN" upload --dry-run "$1" s3://b/p/ >"$T/plan" || die "dry run of $1 failed"; cat "$T/rss"; }
 small=$(rss "$T/small"); big=$(rss "$T/big")
 [ "$(wc -l <"$T/plan")" -eq 100000 ] || die "the plan of the big tree does not have 100,000 items"
-[ $((big - small)) -lt 3072 ] || die "planning 100,000 files took $((big - small)) KiB more than 1,000 (small $small, big $big)"
+# (under AddressSanitizer freed memory sits in its quarantine: RSS says nothing)
+nm "$SK_BIN" 2>/dev/null | grep -q __asan_init || [ $((big - small)) -lt 3072 ] || die "planning 100,000 files took $((big - small)) KiB more than 1,000 (small $small, big $big)"
 
 step "order: data, then indexes, then manifests, each walked sorted"
 mkdir -p "$T/ds/a" "$T/ds/b"

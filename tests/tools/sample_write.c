@@ -93,6 +93,13 @@ static struct sample *make(uint64_t seed, size_t n, int big)
     return s;
 }
 
+static void free_samples(struct sample *s, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        for (size_t j = 0; j < s[k].n; j++) free((void *)s[k].m[j].data);
+    free(s);
+}
+
 static int mkdirs(char *path)
 {
     for (char *p = path + 1; *p; p++) {
@@ -200,7 +207,11 @@ int main(int argc, char **argv)
     size_t n = strtoull(argv[i + 1], NULL, 10);
     struct sample *s = make(strtoull(argv[i], NULL, 10), n, big);
     if (!s) return fprintf(stderr, "out of memory\n"), 1;
-    if (files) return write_files(files, s, n);
+    if (files) {
+        int frc = write_files(files, s, n);
+        free_samples(s, n);
+        return frc;
+    }
     o.pattern = argv[i + 2];
     sk_error err = SK_ERROR_INIT;
     sk_sample_writer *w = NULL;
@@ -217,9 +228,7 @@ int main(int argc, char **argv)
     if (!rc) rc = sk_sample_writer_finish(w, &st, &err);
     sk_sample_writer_close(w);
     sk_s3_free(s3);
-    for (size_t k = 0; k < n; k++)
-        for (size_t j = 0; j < s[k].n; j++) free((void *)s[k].m[j].data);
-    free(s);
+    free_samples(s, n);
     if (rc) return fprintf(stderr, "sample_write: %s\n", err.msg), 1;
     printf("samples=%llu shards=%llu resumed=%llu bytes=%llu\n", (unsigned long long)st.samples,
            (unsigned long long)st.shards, (unsigned long long)st.shards_resumed,
