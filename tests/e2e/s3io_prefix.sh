@@ -54,7 +54,7 @@ expect_ok "$SK_BIN" get "${S[@]}" s3://dset/bare/ n00000/00000101 --ext jpg -o "
 cmp "$T/s3b.jpg" "$T/c/n00000/00000101.jpg" || die "get from a prefix without manifest differs"
 
 step "the Python binding reads a prefix without manifest like the directory"
-SHARDKIT_LIB=$(dirname "$SK_BIN")/libshardkit.so PYTHONPATH=$SK_ROOT/python python3 - "$A" "$T/ds" <<'PY' \
+SHARDKIT_LIB=$(dirname "$SK_BIN")/libshardkit.so PYTHONPATH=$SK_ROOT/python pylib - "$A" "$T/ds" <<'PY' \
     || die "the Python Reader differs on s3://dset/bare/"
 import sys, shardkit
 keys = lambda urls, **kw: [(s["__key__"], s["jpg"]) for s in shardkit.Reader(urls, **kw)]
