@@ -128,7 +128,7 @@ int cmd_sagemaker_write(cmd_sagemaker *sm, const char *manifest, const char *pat
                         int parts, sk_s3 *s3, sk_error *err);
 /* Before a run that writes local shards (pattern): 0, or the usage error
  * (exit 2) for a ManifestFile without --sagemaker-prefix. */
-int cmd_sagemaker_check(const cmd_sagemaker *sm, const char *usage, const char *pattern);
+int cmd_sagemaker_check(const cmd_sagemaker *sm, const char *usage, const char *pattern, int part, int parts);
 
 /* 1 when any of the n strings is an s3:// URL. */
 int cmd_any_s3(const char *const *s, size_t n);

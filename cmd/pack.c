@@ -213,13 +213,13 @@ int cmd_pack(int argc, char **argv)
     if (!o.pattern) return free(srcs), cmd_usage_error("pack", usage, "no output: give -o PATTERN");
     if (!nsrcs) return free(srcs), cmd_usage_error("pack", usage, "no SOURCE to pack");
     cmd_check_zst_pattern("pack", o.pattern, o.compress_level);
-    if (cmd_sagemaker_check(&sm, usage, o.pattern)) return free(srcs), SK_EXIT_USAGE;
     if (parts && !part) return free(srcs), cmd_usage_error("pack", usage, "--parts needs --part");
     if (part) {
         sk_error perr = SK_ERROR_INIT;
         if (sk_part_parse(part, (int)parts, &o.part, &o.parts, &perr))
             return free(srcs), cmd_usage_error("pack", usage, "%s", perr.msg);
     }
+    if (cmd_sagemaker_check(&sm, usage, o.pattern, o.part, o.parts)) return free(srcs), SK_EXIT_USAGE;
 
     if (sk_image_options_active(&images)) o.images = &images;
     o.warn = cmd_ui_warn;

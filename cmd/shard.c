@@ -220,12 +220,12 @@ int cmd_shard(int argc, char **argv)
     if (!o.pattern) BAD("no output: give -o PATTERN");
     if (optind >= argc) BAD("no INPUT shards");
     if (sm.out && !strcmp(o.pattern, "-")) BAD("--sagemaker-manifest: -o - writes no shards to list");
-    if (cmd_sagemaker_check(&sm, usage, o.pattern)) { rc = SK_EXIT_USAGE; goto out; }
     if (parts && !part) BAD("--parts needs --part");
     if (part) {
         sk_error perr = SK_ERROR_INIT;
         if (sk_part_parse(part, (int)parts, &o.part, &o.parts, &perr)) BAD("%s", perr.msg);
     }
+    if (cmd_sagemaker_check(&sm, usage, o.pattern, o.part, o.parts)) { rc = SK_EXIT_USAGE; goto out; }
     if (!!o.max_count + !!o.max_size + !!o.num_shards > 1 && o.num_shards)
         BAD("--num-shards does not combine with --max-size or --max-count");
     cmd_check_zst_pattern("shard", o.pattern, o.compress_level);

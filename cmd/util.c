@@ -271,9 +271,18 @@ int cmd_sagemaker_write(cmd_sagemaker *sm, const char *manifest, const char *pat
     return rc;
 }
 
-int cmd_sagemaker_check(const cmd_sagemaker *sm, const char *usage, const char *pattern)
+/* Before the run, not after it: the ManifestFile's name must take this
+ * part (one per part when --part is given), and local shards need the
+ * prefix SageMaker will read them under. */
+int cmd_sagemaker_check(const cmd_sagemaker *sm, const char *usage, const char *pattern, int part, int parts)
 {
-    if (!sm->out || sm->o.prefix || !strncmp(pattern, "s3://", 5)) return 0;
+    if (!sm->out) return 0;
+    char *name = NULL;
+    sk_error err = SK_ERROR_INIT;
+    if (sk_part_name(sm->out, part, parts, 1, &name, &err))
+        return cmd_usage_error(sm->tool, usage, "--sagemaker-manifest: %s", err.msg);
+    free(name);
+    if (sm->o.prefix || !strncmp(pattern, "s3://", 5)) return 0;
     return cmd_usage_error(sm->tool, usage, "--sagemaker-manifest: the shards are local and SageMaker "
                            "reads S3: give --sagemaker-prefix s3://BUCKET/PREFIX/ where they will be "
                            "uploaded");

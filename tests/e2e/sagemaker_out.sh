@@ -75,6 +75,8 @@ python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); assert m[0]=={"pref
     "$T/parts/sm-1.json" || die "--part: the part's ManifestFile is wrong"
 expect_fail 2 "{part}" "$SK_BIN" pack "$T/c" -o "$T/parts/q{part}/t-%03d.tar" --part 0/2 \
     --sagemaker-manifest "$T/parts/one.json" --sagemaker-prefix s3://smb/q/
+# refused before the run: no shard of the part is written
+[ ! -e "$T/parts/q0" ] || die "--part with a ManifestFile name without {part}: shards written before the refusal"
 set -- "$T"/parts/p*/manifest-*.json
 [ $# = 2 ] || die "not two part manifests: $*"
 expect_ok "$SK_BIN" index merge "$1" "$2" \
