@@ -83,9 +83,15 @@ int sk_key_ranges_ordered(const sk_key_range *r, const uint64_t *samples, size_t
 int sk_index_builder_key_range(const sk_index_builder *b, sk_key_range *out, sk_error *err);
 void sk_key_range_free(sk_key_range *r);
 
-/* manifest.c: sk_manifest_write, with (table = 1, what the public call
- * does) or without MANIFEST.lookup beside it (a scratch file on its way
- * to S3). */
+/* manifest.c: the manifest's JSON written to path (through sk_out), and
+ * what its lookup table needs to be tied to it: the file's length and
+ * CRC32C, and whether the key ranges went in. */
+int sk_manifest_write_json(sk_manifest *m, const char *path, uint64_t *file_len, uint32_t *file_crc,
+                           int *with_ranges, sk_error *err);
+/* manifest_table.c: sk_manifest_write, with (table = 1, what the public
+ * call does) or without MANIFEST.lookup beside it (a scratch file on its
+ * way to S3).  Here, above manifest.c, so that the JSON writer does not
+ * call back into the table. */
 int sk_manifest_write_to(sk_manifest *m, const char *path, int table, sk_error *err);
 /* manifest_table.c: PATH.lookup, the binary table of the manifest just
  * written to PATH (file_len bytes, CRC32C file_crc), when it lists at

@@ -191,12 +191,8 @@ json_t *sk_json_str(const char *s)
     return j;
 }
 
-int sk_manifest_write(sk_manifest *m, const char *path, sk_error *err)
-{
-    return sk_manifest_write_to(m, path, 1, err);
-}
-
-int sk_manifest_write_to(sk_manifest *m, const char *path, int table, sk_error *err)
+int sk_manifest_write_json(sk_manifest *m, const char *path, uint64_t *file_len, uint32_t *file_crc,
+                           int *with_ranges, sk_error *err)
 {
     json_t *root = json_object(), *shards = json_array(), *exts = json_object();
     json_t *opts = NULL;
@@ -250,10 +246,9 @@ int sk_manifest_write_to(sk_manifest *m, const char *path, int table, sk_error *
     if (!text) { rc = sk_error_set(err, SK_E_NOMEM, "%s: cannot format manifest", path); goto cleanup; }
     struct iovec iov[2] = {{text, strlen(text)}, {(void *)"\n", 1}};
     rc = sk_out_write_iov(path, iov, 2, err);
-    if (!rc && table)
-        rc = sk_manifest_table_write(m, path, iov[0].iov_len + 1,
-                                     sk_crc32c(sk_crc32c(0, text, iov[0].iov_len), "\n", 1),
-                                     ranges, err);
+    if (file_len) *file_len = iov[0].iov_len + 1;
+    if (file_crc) *file_crc = sk_crc32c(sk_crc32c(0, text, iov[0].iov_len), "\n", 1);
+    if (with_ranges) *with_ranges = ranges;
 cleanup:
     free(text);
     json_decref(root);

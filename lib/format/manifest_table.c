@@ -97,6 +97,20 @@ out:
 }
 
 /* Reads a whole small file; 0 when it is not there or not readable. */
+int sk_manifest_write_to(sk_manifest *m, const char *path, int table, sk_error *err)
+{
+    uint64_t len = 0;
+    uint32_t crc = 0;
+    int ranges = 0;
+    SK_GUARD(sk_manifest_write_json(m, path, &len, &crc, &ranges, err));
+    return table ? sk_manifest_table_write(m, path, len, crc, ranges, err) : SK_OK;
+}
+
+int sk_manifest_write(sk_manifest *m, const char *path, sk_error *err)
+{
+    return sk_manifest_write_to(m, path, 1, err);
+}
+
 static int slurp(const char *path, size_t max, unsigned char **out, size_t *len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -718,7 +718,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     pthread_t *threads = NULL;
     int nthreads = 0, rc;
     if (sk_image_options_active(p->o.images) && p->stream_fd < 0)
-        return sk_pack_run_images(p, stats, err);
+        return sk_pack_run_images(p, sk_pack_run, stats, err);
     clock_gettime(CLOCK_MONOTONIC, &p->t0);
     p->last_progress = p->t0;
     out.zlevel = p->o.compress_level; /* 0: plain tar */

@@ -23,6 +23,7 @@
 
 struct packer {
     sk_pack *p;
+    sk_pack_run_fn run; /* pack's own run, writing the one tar stream */
     sk_pack_stats st;
     sk_error err;
     int rc;
@@ -38,7 +39,7 @@ static void *pack_thread(void *arg)
     sigaddset(&pipe_sig, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
     k->err = (sk_error)SK_ERROR_INIT;
-    k->rc = sk_pack_run(k->p, &k->st, &k->err);
+    k->rc = k->run(k->p, &k->st, &k->err);
     close(k->p->stream_fd); /* the end of the stream, also after a failure */
     k->p->stream_fd = -1;
     return NULL;
@@ -75,7 +76,7 @@ static int pipe_open(void *ctx, sk_in_stream *s, const char *url, sk_error *err)
     return SK_OK;
 }
 
-int sk_pack_run_images(sk_pack *p, sk_pack_stats *stats, sk_error *err)
+int sk_pack_run_images(sk_pack *p, sk_pack_run_fn run, sk_pack_stats *stats, sk_error *err)
 {
     int fds[2];
     SK_FAIL_IF(pipe2(fds, O_CLOEXEC) != 0, err, SK_E_IO, "cannot make a pipe: %s", strerror(errno));
@@ -107,7 +108,7 @@ int sk_pack_run_images(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     p->o.max_count = 0;
     p->o.compress_level = 0;
     p->o.resume = 0;
-    struct packer k = {.p = p};
+    struct packer k = {.p = p, .run = run};
     pthread_t th;
     if (pthread_create(&th, NULL, pack_thread, &k) != 0) {
         close(fds[0]), close(fds[1]);

@@ -151,8 +151,12 @@ int sk_pack_add_index_records(sk_pack *p, sk_shard_out *out, uint32_t s, uint64_
 /* Keeps a writer's extension counts for the manifest (freed with p). */
 int sk_pack_add_tally(sk_pack *p, sk_manifest *m);
 
-/* pack_images.c: the run with images resized (sk_pack_run calls it). */
-int sk_pack_run_images(sk_pack *p, sk_pack_stats *stats, sk_error *err);
+/* pack_images.c: the run with images resized (sk_pack_run calls it).  run
+ * is pack's own run, started on a thread to write one tar stream into the
+ * resizing reshard: passed in, so that this file sits above pack.c and
+ * nothing calls back into it. */
+typedef int (*sk_pack_run_fn)(sk_pack *p, sk_pack_stats *stats, sk_error *err);
+int sk_pack_run_images(sk_pack *p, sk_pack_run_fn run, sk_pack_stats *stats, sk_error *err);
 
 /* pack_pos.c */
 /* Spread mode: the planned shards still to do, by --jobs threads. */
