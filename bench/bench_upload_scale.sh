@@ -25,29 +25,24 @@ measure() { # prints "wall cpu"
 
 echo "| objects | client | wall s | CPU s | CPU µs/object | objects/s |"
 echo "| ---: | --- | ---: | ---: | ---: | ---: |"
+# row N LABEL SRC DST_BUCKET CLIENT: one transfer of N objects from SRC (a
+# directory or an s3:// prefix) into a fresh bucket, timed, as a table row
+row() {
+    local n=$1 label=$2 src=$3 bucket=$4 client=$5 w c
+    "$AWS" --endpoint-url "$MOTO_URL" s3 mb "s3://$bucket" >/dev/null
+    if [ "$client" = shardkit ]; then
+        read -r w c < <(measure "$SK_BIN" upload --endpoint-url "$MOTO_URL" "$src" "s3://$bucket/p/")
+    else
+        read -r w c < <(measure "$AWS" --endpoint-url "$MOTO_URL" s3 sync "$src" "s3://$bucket/p/")
+    fi
+    awk -v n="$n" -v cl="$label" -v w="$w" -v c="$c" \
+        'BEGIN {printf "| %d | %s | %.2f | %.2f | %.0f | %.0f |\n", n, cl, w, c, c / n * 1e6, n / w}'
+}
 for n in $SCALE; do
     mkdir -p "$t/d$n"
     for i in $(seq 1 "$n"); do printf '%064d' "$i" >"$t/d$n/f$i.bin"; done
-    for client in shardkit aws; do
-        "$AWS" --endpoint-url "$MOTO_URL" s3 mb "s3://b$n$client" >/dev/null
-        if [ $client = shardkit ]; then
-            read -r w c < <(measure "$SK_BIN" upload --endpoint-url "$MOTO_URL" "$t/d$n" "s3://b$n$client/p/")
-        else
-            read -r w c < <(measure "$AWS" --endpoint-url "$MOTO_URL" s3 sync "$t/d$n" "s3://b$n$client/p/")
-        fi
-        awk -v n="$n" -v cl="$client" -v w="$w" -v c="$c" \
-            'BEGIN {printf "| %d | %s | %.2f | %.2f | %.0f | %.0f |\n", n, cl, w, c, c / n * 1e6, n / w}'
-    done
+    for client in shardkit aws; do row "$n" "$client" "$t/d$n" "b$n$client" "$client"; done
     # bucket to bucket on the same endpoint: server-side copies, so the
     # client's cost is the listing, the requests and their bookkeeping
-    for client in shardkit aws; do
-        "$AWS" --endpoint-url "$MOTO_URL" s3 mb "s3://c$n$client" >/dev/null
-        if [ $client = shardkit ]; then
-            read -r w c < <(measure "$SK_BIN" upload --endpoint-url "$MOTO_URL" "s3://b${n}shardkit/p/" "s3://c$n$client/p/")
-        else
-            read -r w c < <(measure "$AWS" --endpoint-url "$MOTO_URL" s3 sync "s3://b${n}shardkit/p/" "s3://c$n$client/p/")
-        fi
-        awk -v n="$n" -v cl="$client copy" -v w="$w" -v c="$c" \
-            'BEGIN {printf "| %d | %s | %.2f | %.2f | %.0f | %.0f |\n", n, cl, w, c, c / n * 1e6, n / w}'
-    done
+    for client in shardkit aws; do row "$n" "$client copy" "s3://b${n}shardkit/p/" "c$n$client" "$client"; done
 done
