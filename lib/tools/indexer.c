@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------ pread source */
@@ -83,6 +84,24 @@ static int pread_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *g
 #define FAST_S3_MIN ((uint64_t)4 << 20) /* bytes of shard a GET must pass over */
 #define HDR_GAP (4u * SK_TAR_BLOCK) /* a skip this short (a small member's data)
                                      * does not end a run */
+
+/* Cold cache (docs/index.md, "Cold"): each window is first read with
+ * RWF_NOWAIT, which costs nothing when the page cache holds it (warm: one
+ * pread per run, as before) and fails when it does not.  From the first
+ * miss on, a shard whose header runs lie closer together than COLD_DENSE
+ * on average is read ahead: posix_fadvise(WILLNEED) keeps COLD_AHEAD bytes
+ * past the walk requested, in COLD_CHUNK steps, so the disk streams the
+ * file with many requests in flight while the walk still copies only
+ * headers.  Without it each window's miss is a synchronous read (the
+ * kernel's own readahead follows a walk with gaps only in part), and the
+ * walk was slower than the full index's plain sequential read.  Where runs
+ * are far apart (big members: video), one read per run costs less than
+ * reading the data between them, so nothing is read ahead: the kernel
+ * reads what the window asks for. */
+#define COLD_AHEAD ((uint64_t)32 << 20)
+#define COLD_CHUNK ((uint64_t)4 << 20)
+#define COLD_DENSE ((uint64_t)512 << 10)
+#define COLD_RUNS 8 /* runs seen before their spacing decides */
 struct hdr_src {
     int fd;
     const char *path;
@@ -98,6 +117,12 @@ struct hdr_src {
     uint64_t used_end; /* end of the furthest read served from the window */
     size_t runs[HDR_RUNS]; /* lengths of the last runs, a ring */
     unsigned run_i;
+    /* cold cache (local files only) */
+    uint64_t size;   /* the file's, to tell a short read at its end from a miss */
+    uint64_t ra_end; /* read ahead (WILLNEED) up to here */
+    uint64_t nruns;  /* runs ended so far, for their mean spacing */
+    int no_nowait;   /* RWF_NOWAIT refused (an old kernel, a file system without it) */
+    int cold;        /* a window was not in the page cache */
 };
 
 /* A run ended (the walk skips more than HDR_GAP): its length sizes the
@@ -110,6 +135,50 @@ static void hdr_run_end(struct hdr_src *h, uint64_t next)
     for (unsigned i = 0; i < HDR_RUNS; i++) w = h->runs[i] > w ? h->runs[i] : w;
     h->want = w < HDR_WIN_MIN ? HDR_WIN_MIN : w;
     h->run_off = h->used_end = next;
+    h->nruns++;
+}
+
+/* Cold: keeps COLD_AHEAD bytes past pos requested from the disk, when the
+ * runs seen so far are dense enough for reading everything to pay. */
+static void hdr_read_ahead(struct hdr_src *h, uint64_t pos)
+{
+    if (h->nruns < COLD_RUNS || pos / h->nruns > COLD_DENSE) return;
+    uint64_t to = pos < h->size && h->size - pos > COLD_AHEAD ? pos + COLD_AHEAD : h->size;
+    if (h->ra_end < pos) h->ra_end = pos;
+    while (h->ra_end < to && (to - h->ra_end >= COLD_CHUNK || to == h->size)) {
+        uint64_t n = to - h->ra_end < COLD_CHUNK ? to - h->ra_end : COLD_CHUNK;
+        /* advice only: a failure costs speed, not correctness */
+        (void)posix_fadvise(h->fd, (off_t)h->ra_end, (off_t)n, POSIX_FADV_WILLNEED);
+        h->ra_end += n;
+    }
+}
+
+/* A window from the local file: tried without waiting first (see
+ * COLD_AHEAD); a miss switches the shard to reading ahead, and the rest of
+ * the window is read as usual. */
+static int hdr_pread(struct hdr_src *h, uint64_t pos, size_t n, size_t *got, sk_error *err)
+{
+    size_t have = 0;
+    if (h->cold) {
+        hdr_read_ahead(h, pos);
+    } else if (!h->no_nowait) {
+        struct iovec v = {h->win, n};
+        ssize_t k = preadv2(h->fd, &v, 1, (off_t)pos, RWF_NOWAIT);
+        if (k >= 0 && ((size_t)k == n || pos + (uint64_t)k >= h->size)) {
+            *got = (size_t)k;
+            return SK_OK;
+        }
+        if (k > 0) have = (size_t)k;
+        if (k < 0 && (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)) {
+            h->no_nowait = 1;
+        } else if (k >= 0 || errno == EAGAIN) {
+            h->cold = 1;
+            hdr_read_ahead(h, pos);
+        }
+    }
+    SK_GUARD(sk_stream_pread(h->fd, pos + have, h->win + have, n - have, got, h->path, err));
+    *got += have;
+    return SK_OK;
 }
 
 /* Makes the window hold at least n bytes at pos (fewer only at the end of
@@ -137,7 +206,7 @@ static int hdr_fill(struct hdr_src *h, uint64_t pos, size_t n, sk_error *err)
                             "ranged GETs", h->path);
     }
     SK_GUARD(h->read_at ? h->read_at(h->read_ctx, pos, h->win, w, &h->win_len, err)
-                        : sk_stream_pread(h->fd, pos, h->win, w, &h->win_len, h->path, err));
+                        : hdr_pread(h, pos, w, &h->win_len, err));
     h->win_off = pos;
     return SK_OK;
 }
@@ -552,7 +621,7 @@ static int build(const char *shard, const sk_build_opts *o, sk_build_stats *st, 
         src.ctx = &hs;
         src.read_at = hdr_read_at;
         src.peek_at = hdr_peek_at;
-        src.size = s.file_size;
+        src.size = hs.size = s.file_size;
         info.flags |= SK_INDEX_NO_CRC;
     } else {
         src.ctx = &sm;
