@@ -34,7 +34,9 @@ static void test_matches_definition_all_paths(void **state)
     size_t n = 3 * 4096 * 3 + 77;
     unsigned char *buf = malloc(n + 8);
     for (size_t i = 0; i < n + 8; i++) buf[i] = (unsigned char)(i * 2654435761u >> 13);
-    size_t lens[] = {1, 7, 8, 9, 100, 4095, 12288, 12289, 3 * 4096 * 2 + 5, n};
+    /* each round size alone, each just missed, and all three in one call */
+    size_t lens[] = {1, 7, 8, 9, 100, 767, 768, 769, 3071, 3072, 3 * 1024 + 3 * 256 + 5, 4095,
+                     12287, 12288, 12289, 12288 + 3072 + 768 + 7, 15000, 3 * 4096 * 2 + 5, n};
     for (size_t a = 0; a < 8; a++)
         for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
             assert_int_equal(sk_crc32c(0, buf + a, lens[i]), crc_bitwise(buf + a, lens[i]));
