@@ -5,7 +5,9 @@
 # moto_server (SK_S3_SERVER=rgw: a RADOS gateway), then copied bucket to
 # bucket by each, for N in BENCH_SCALE (default "2000 8000").  Prints client
 # CPU seconds (user+sys) per object and objects/s; the per-object CPU of
-# shardkit should stay flat as N grows.  Env: SK_BIN (or BUILD), BENCH_SCALE.
+# shardkit should stay flat as N grows (a last line says how flat, and
+# shardkit's objects/s against the aws cli's).  One run per row.
+# Env: SK_BIN (or BUILD), BENCH_SCALE (the issue's sizes: "4000 32000 128000").
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SK_BIN=${SK_BIN:-$ROOT/${BUILD:-build}/shardkit}
@@ -37,6 +39,7 @@ row() {
     fi
     awk -v n="$n" -v cl="$label" -v w="$w" -v c="$c" \
         'BEGIN {printf "| %d | %s | %.2f | %.2f | %.0f | %.0f |\n", n, cl, w, c, c / n * 1e6, n / w}'
+    echo "$n|$label|$w|$c" >>"$t/rows"
 }
 for n in $SCALE; do
     mkdir -p "$t/d$n"
@@ -46,3 +49,21 @@ for n in $SCALE; do
     # client's cost is the listing, the requests and their bookkeeping
     for client in shardkit aws; do row "$n" "$client copy" "s3://b${n}shardkit/p/" "c$n$client" "$client"; done
 done
+# The issue's two targets, from the rows above: shardkit's CPU per object
+# flat (largest / smallest across the sizes, target <= 1.25) and its
+# objects/s against the aws cli's at each size (target >= 2).
+echo
+awk -F'|' '
+    { w[$1, $2] = $3; c[$1, $2] = $4 / $1; if (!($1 in seen)) { seen[$1] = 1; ns[++k] = $1 } }
+    END {
+        for (m = 0; m < 2; m++) {
+            sk = m ? "shardkit copy" : "shardkit"; aw = m ? "aws copy" : "aws"
+            lo = hi = c[ns[1], sk]; line = ""
+            for (i = 1; i <= k; i++) {
+                v = c[ns[i], sk]; if (v < lo) lo = v; if (v > hi) hi = v
+                line = line sprintf(" %d: %.2fx", ns[i], w[ns[i], aw] / w[ns[i], sk])
+            }
+            printf "%s: CPU per object largest / smallest %.2f (target <= 1.25); objects/s vs %s:%s (target >= 2)\n",
+                sk, hi / lo, aw, line
+        }
+    }' "$t/rows"

@@ -16,7 +16,9 @@
 #
 # Environment (all optional): SK_ROOT, BUILD, SK_BIN, SK_TOOLS as bench/run
 # sets them; BENCH_DIR (default /tmp/shardkit-bench) holds corpora and
-# outputs; BENCH_RUNS (default 3) timed runs per command; BENCH_SEED (0).
+# outputs; BENCH_RUNS (default 3) timed runs per command; BENCH_SEED (0);
+# GNU_TIME ($SK_TOOLS/bench_time gives the same figures to the microsecond),
+# BENCH_CPU_FMT (printf format of M_CPU, default %.2f).
 
 # shellcheck shell=bash disable=SC2034  # sets globals (M_*, C_*) for callers
 SK_ROOT=${SK_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
@@ -27,6 +29,7 @@ BENCH_DIR=${BENCH_DIR:-/tmp/shardkit-bench}
 BENCH_RUNS=${BENCH_RUNS:-3}
 BENCH_SEED=${BENCH_SEED:-0}
 GNU_TIME=${GNU_TIME:-/usr/bin/time}
+BENCH_CPU_FMT=${BENCH_CPU_FMT:-%.2f}   # M_CPU's printf format
 
 bench_die() { echo "bench: $*" >&2; exit 1; }
 
@@ -94,7 +97,7 @@ median() {
 measure() {
     local label=$1; shift
     local base=$BENCH_DIR/out safe=${label//[^A-Za-z0-9_.-]/_}
-    local walls=() cpus=() rsss=() i tf out args a
+    local walls=() cpus=() rsss=() i tf out args a w u s r
     mkdir -p "$base"
     [ -x "$GNU_TIME" ] || bench_die "GNU time not found at $GNU_TIME (scripts/deps installs the 'time' package)"
     tf=$base/$safe.time
@@ -117,7 +120,7 @@ measure() {
         # GNU time may put a status line first; the figures are on the last.
         read -r w u s r < <(tail -1 "$tf")
         walls+=("$w")
-        cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN {printf "%.2f", u + s}')")
+        cpus+=("$(awk -v u="$u" -v s="$s" -v f="$BENCH_CPU_FMT" 'BEGIN {printf f, u + s}')")
         rsss+=("$(awk -v r="$r" 'BEGIN {printf "%.1f", r / 1024}')")
     done
     M_WALL=$(median "${walls[@]}")
@@ -133,4 +136,32 @@ fmt_rate() {
 # fmt_ratio A B: A/B to two decimals, "n/a" when A is empty or B zero or empty.
 fmt_ratio() {
     awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b + 0 <= 0) print "n/a"; else printf "%.2f", a / b }'
+}
+
+# interleave ROUNDS CASE...: ROUNDS rounds, each running every CASE once, in
+# turn, so that load from other jobs on a shared machine falls on all cases
+# alike (rather than on whichever ran during a busy minute).  For each CASE
+# it calls the caller's function run_case CASE, which runs one `measure`
+# (BENCH_RUNS is 1 while it runs) and may prepare untimed state first.  Sets
+# I_WALL[CASE], I_CPU[CASE], I_RSS[CASE] (medians over the rounds) and
+# I_WALLS[CASE] (every round's wall); returns 1 when a case failed.
+declare -gA I_WALL=() I_CPU=() I_RSS=() I_WALLS=()
+interleave() {
+    # names of their own: run_case's code runs in this function's scope
+    local il_rounds=$1 il_round il_case il_runs=$BENCH_RUNS; shift
+    local -A il_w=() il_u=() il_m=()
+    for ((il_round = 1; il_round <= il_rounds; il_round++)); do
+        for il_case in "$@"; do
+            BENCH_RUNS=1
+            run_case "$il_case" || { BENCH_RUNS=$il_runs; echo "bench: case $il_case failed" >&2; return 1; }
+            BENCH_RUNS=$il_runs
+            il_w[$il_case]+="$M_WALL " il_u[$il_case]+="$M_CPU " il_m[$il_case]+="$M_RSS "
+        done
+    done
+    for il_case in "$@"; do
+        # shellcheck disable=SC2086  # split: one figure per round
+        I_WALL[$il_case]=$(median ${il_w[$il_case]}) I_CPU[$il_case]=$(median ${il_u[$il_case]})
+        # shellcheck disable=SC2086
+        I_RSS[$il_case]=$(median ${il_m[$il_case]}) I_WALLS[$il_case]=${il_w[$il_case]% }
+    done
 }
