@@ -6,6 +6,9 @@
 # (env SK_BIN, BUILD, SK_ROOT).  Cache: ${BENCH_DIR:-/tmp/shardkit-bench}.
 # Wall and CPU (user+sys, GNU time) medians.  SK_OLD_BIN=path adds another
 # shardkit's --fast to the interleaved rounds (an A/B of two builds).
+# Cold rows: each timed run starts with the shards evicted from the page
+# cache (tests/tools/dropcache: posix_fadvise DONTNEED, this set's pages
+# only, untimed); COLD=0 leaves them out.
 #   SAMPLES=100000 SHARDS=8 LOOKUPS=100000 BENCH_RUNS=5 bench/bench_index.sh
 set -eu
 SK_ROOT=${SK_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -64,6 +67,10 @@ print(n)'
 RUNS=${BENCH_RUNS:-3}
 OLD=${SK_OLD_BIN:-}
 fast=() fast1=() old=() full=() tartf=() py=()
+cfast=() cold_old=() cfull=() ctartf=()
+COLD=${COLD:-1} DROP=$TOOLS/dropcache
+[ "$COLD" = 0 ] || [ -x "$DROP" ] || { echo "cold rows need $DROP (make)"; COLD=0; }
+drop() { "$DROP" shard-*.tar; }
 # Fresh output, as bench/lib.sh does it: the last run's indexes and manifest
 # deleted and synced, untimed (replacing a file on ext4 starts a flush of
 # its replacement).
@@ -75,6 +82,12 @@ for ((r = 0; r < RUNS; r++)); do
     fresh; full+=("$(t "$SK_BIN" index -q "$pattern")")
     sync; tartf+=("$(t sh -c 'for f in shard-*.tar; do tar tf "$f"; done')")
     py+=("$(t python3 -c "$PYSCAN")")
+    [ "$COLD" = 0 ] && continue
+    fresh; drop; cfast+=("$(t "$SK_BIN" index --fast -q "$pattern")")
+    [ -z "$OLD" ] || { fresh; drop; cold_old+=("$(t "$OLD" index --fast -q "$pattern")"); }
+    fresh; drop; cfull+=("$(t "$SK_BIN" index -q "$pattern")")
+    drop; ctartf+=("$(t sh -c 'for f in shard-*.tar; do tar tf "$f"; done')")
+    cat shard-*.tar > /dev/null  # warm again for the next round
 done
 fast=$(median $(wall "${fast[@]}")) fast1=$(median $(wall "${fast1[@]}")) full=$(median $(wall "${full[@]}"))
 tartf=$(median $(wall "${tartf[@]}")) pyscan=$(median $(wall "${py[@]}"))
@@ -86,10 +99,23 @@ row "shardkit index --fast -j 1 (one thread)" "${fast1[@]}"
 row "shardkit index (reads data: member + shard CRC32C)" "${full[@]}"
 row "tar tf (GNU tar 1.34)" "${tartf[@]}"
 row "Python tarfile scan" "${py[@]}"
+if [ "$COLD" != 0 ]; then
+    row "cold: shardkit index --fast" "${cfast[@]}"
+    [ -z "$OLD" ] || row "cold: $OLD index --fast" "${cold_old[@]}"
+    row "cold: shardkit index (reads data)" "${cfull[@]}"
+    row "cold: tar tf" "${ctartf[@]}"
+fi
 [ -z "$OLD" ] || echo "speedup of --fast over $OLD: $(echo "scale=2; $(median $(wall "${old[@]}")) / $fast" | bc)x"
 echo "speedup of --fast: $(echo "scale=1; $tartf / $fast" | bc)x over tar tf, $(echo "scale=1; $pyscan / $fast" | bc)x over Python"
 echo "speedup of --fast -j 1: $(echo "scale=1; $tartf / $fast1" | bc)x over tar tf, $(echo "scale=1; $pyscan / $fast1" | bc)x over Python"
 echo "speedup of default: $(echo "scale=1; $tartf / $full" | bc)x over tar tf, $(echo "scale=1; $pyscan / $full" | bc)x over Python"
+# the issue's two rows: --fast against tar tf, page cache warm and cold
+echo "index --fast / tar tf, warm: $(echo "scale=2; $tartf / $fast" | bc)x"
+if [ "$COLD" != 0 ]; then
+    cf=$(median $(wall "${cfast[@]}")) ct=$(median $(wall "${ctartf[@]}")) cu=$(median $(wall "${cfull[@]}"))
+    echo "index --fast / tar tf, cold: $(echo "scale=2; $ct / $cf" | bc)x (full index cold: $(echo "scale=2; $ct / $cu" | bc)x)"
+    [ -z "$OLD" ] || echo "cold speedup of --fast over $OLD: $(echo "scale=2; $(median $(wall "${cold_old[@]}")) / $cf" | bc)x"
+fi
 # a small index for the O(1) open figure
 mkdir -p small && (cd small && [ -f s.tar ] || { printf a > a.txt; tar -cf s.tar a.txt; }) && "$SK_BIN" index -q --no-manifest small/s.tar
 "$TOOLS/bench_lookup" manifest.json "$LOOKUPS" small/s.tar.idx "$last.idx"

@@ -100,7 +100,7 @@ static int pread_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *g
  * reads what the window asks for. */
 #define COLD_AHEAD ((uint64_t)32 << 20)
 #define COLD_CHUNK ((uint64_t)4 << 20)
-#define COLD_DENSE ((uint64_t)512 << 10)
+#define COLD_DENSE ((uint64_t)256 << 10)
 #define COLD_RUNS 8 /* runs seen before their spacing decides */
 struct hdr_src {
     int fd;
