@@ -124,6 +124,9 @@ int cmd_cat(int argc, char **argv)
     if (!keys && isatty(STDOUT_FILENO))
         return cmd_usage_error("cat", usage,
                                "stdout is a terminal: redirect the tar stream, or use --keys");
+    /* cat is the consumer's pipe: read local plain shards on this thread,
+     * as `cat` does (no handoff between cores), write from the ring */
+    o.read_inline = 1;
     sk_error err = SK_ERROR_INIT;
     sk_reader *r;
     sk_s3 *s3 = NULL;
@@ -137,6 +140,7 @@ int cmd_cat(int argc, char **argv)
     }
     sk_reader_tar_out *out = NULL;
     int rc = keys ? SK_OK : sk_reader_tar_out_open(&out, STDOUT_FILENO, "stdout", &err);
+    if (out) sk_reader_tar_out_bind(out, r); /* samples written from the reader's ring */
     uint64_t n = 0;
     for (uint64_t e = 0; !rc && e < epochs && n < limit; e++) {
         if (e && (rc = sk_reader_start_epoch(r, o.epoch + e, &err))) break;

@@ -854,6 +854,14 @@ typedef struct sk_reader_options {
                                 each (a SageMaker Pipe channel with
                                 RecordWrapperType=RecordIO): unwrapped as they
                                 stream, read from the start, indexes unused */
+    int read_inline;         /* 1: local uncompressed shards are read on the
+                                calling thread when a sample needs their bytes,
+                                in small reads, not by a thread per shard
+                                (prefetch then only opens them): no handoff,
+                                and the bytes are still in this core's cache
+                                when they are used.  For a consumer slower
+                                than the disk (`shardkit cat` into a pipe).
+                                s3:// and compressed shards keep their thread */
 } sk_reader_options;
 /* Defaults: every field as documented above, struct_size included. */
 SK_API void sk_reader_options_init_sized(sk_reader_options *o, size_t size);
@@ -945,6 +953,16 @@ SK_API int sk_reader_tar_out_open(sk_reader_tar_out **out, int fd, const char *f
 SK_API int sk_reader_tar_out_add(sk_reader_tar_out *t, const sk_reader_sample *s, sk_error *err);
 SK_API int sk_reader_tar_out_finish(sk_reader_tar_out *t, sk_error *err);
 SK_API void sk_reader_tar_out_free(sk_reader_tar_out *t);
+/* Lets t write samples of r (the ones sk_reader_next returns, without a
+ * shuffle buffer) from r's own ring buffer instead of copying them: a
+ * member stored with the very header t writes (any shard `shardkit pack`
+ * wrote) goes out as its stored bytes, so the stream is the same, one copy
+ * fewer.  r then keeps those bytes until t writes them (at about 1 MiB,
+ * before r moves to another shard or closes, and at finish).  A write
+ * failing while r moves on is reported by t's next call.  free unbinds
+ * (dropping what t held); closing r first writes what t held.  r NULL
+ * unbinds. */
+SK_API void sk_reader_tar_out_bind(sk_reader_tar_out *t, sk_reader *r);
 
 /* ------------------------------------------------------------------ shard */
 /* Existing shards -> new shards: another size or count, a seeded global

@@ -12,7 +12,7 @@
  * returned" and "where the stream was": the buffer's history is replayed
  * from sample counts without reading data.
  */
-#include "reader/reader_io.h"
+#include "reader/reader_raw.h"
 #include "io/io.h"
 #include "format/tar.h"
 
@@ -61,11 +61,6 @@ struct owned {
     sk_reader_sample s;
 };
 
-struct mem {
-    uint64_t hdr, data, size;
-    size_t ext_off, ext_len; /* in the cursor's names */
-};
-
 /* Walks one shard's stream: tar headers through the ring, members grouped
  * into samples.  The entry that ends a sample (the next key) is kept as
  * pending, its header parsed but its data not yet asked for. */
@@ -81,13 +76,21 @@ struct cursor {
     char *pname;
     size_t pname_len, pname_cap;
     uint64_t phdr, pdata, psize;
-    struct mem *m;
+    struct sk_reader_mem *m;
     size_t nm, cap_m;
     char *names;
     size_t names_len, names_cap;
     sk_reader_member *members;
     size_t cap_members;
     sk_reader_sample view;
+    int view_ok; /* view is the sample cursor_next last made, read from st */
+    const unsigned char *raw; /* the view's bytes in the ring, from m[0].hdr */
+    size_t raw_len;
+    /* The reader's cursor only: who may still hold bytes it is done with
+     * (sk_reader_tar_out writing them from the ring), and how far the
+     * cursor itself would release. */
+    const sk_reader_holder *hold;
+    uint64_t rel;
 };
 
 struct sk_reader {
@@ -113,6 +116,7 @@ struct sk_reader {
     sk_reader_stats stats;
     int failed;
     sk_error ferr;
+    sk_reader_holder holder; /* cur.hold points here when set */
 };
 
 static void warnf(sk_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -218,8 +222,43 @@ static int cur_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got
     return SK_OK;
 }
 
+/* Releases the ring up to pos, or less when the holder still holds bytes
+ * before it. */
+static void cur_release(struct cursor *c, uint64_t pos)
+{
+    c->rel = pos;
+    if (c->hold) {
+        uint64_t h = c->hold->held(c->hold->ctx, c->st);
+        if (h < pos) pos = h;
+    }
+    sk_reader_stream_release(c->st, pos);
+}
+
+/* Bytes up to end are about to be asked for: when what the holder holds
+ * would make that window wider than the ring, it writes them out first
+ * (the ring grows only for a sample that needs it, as without a holder). */
+static void cur_make_room(struct cursor *c, uint64_t end)
+{
+    if (!c->hold) return;
+    uint64_t h = c->hold->held(c->hold->ctx, c->st);
+    if (h == UINT64_MAX || end - h <= sk_reader_stream_cap(c->st)) return;
+    c->hold->let_go(c->hold->ctx);
+    sk_reader_stream_release(c->st, c->rel);
+}
+
+/* Header blocks lent from the ring, not copied (sk_tar_src.peek_at). */
+static int cur_peek_at(void *ctx, uint64_t pos, size_t n, const unsigned char **p, size_t *got,
+                       sk_error *err)
+{
+    struct cursor *c = ctx;
+    return sk_reader_stream_need(c->st, pos, n, p, got, err);
+}
+
 static void cursor_end(struct cursor *c)
 {
+    /* the holder writes what it holds of this stream before it goes */
+    if (c->st && c->hold) c->hold->let_go(c->hold->ctx);
+    c->view_ok = 0;
     sk_reader_stream_close(c->st);
     c->st = NULL;
     if (c->tr_init) sk_tar_reader_release(&c->tr);
@@ -256,7 +295,8 @@ static void cursor_begin(struct cursor *c, sk_reader_stream *st, size_t shard, c
     c->st = st;
     c->shard = shard;
     c->url = url;
-    sk_tar_src src = {.ctx = c, .read_at = cur_read_at, .size = UINT64_MAX, .name = url};
+    sk_tar_src src = {.ctx = c, .read_at = cur_read_at, .peek_at = cur_peek_at, .size = UINT64_MAX,
+                      .name = url};
     /* a stream's shards back to back are all read, as GNU tar
      * --ignore-zeros does */
     sk_tar_reader_init(&c->tr, &src, stream ? SK_TAR_IGNORE_ZEROS : 0);
@@ -298,6 +338,7 @@ static int add_member(struct cursor *c, const char *name, size_t ext_off, size_t
                c->url, name, (unsigned long long)hdr);
     const unsigned char *p;
     size_t avail;
+    cur_make_room(c, data + size);
     SK_GUARD(sk_reader_stream_need(c->st, data, (size_t)size, &p, &avail, err));
     SK_FAIL_IF(avail < size, err, SK_E_CORRUPT,
                "%s: truncated at offset %llu, inside member '%s' (header at offset %llu, %zu of "
@@ -305,7 +346,7 @@ static int add_member(struct cursor *c, const char *name, size_t ext_off, size_t
                c->url, (unsigned long long)(data + avail), name, (unsigned long long)hdr, avail,
                (unsigned long long)size);
     SK_GUARD(sk_grow((void **)&c->m, &c->cap_m, c->nm + 1, sizeof *c->m, err));
-    struct mem *m = &c->m[c->nm];
+    struct sk_reader_mem *m = &c->m[c->nm];
     SK_GUARD(names_add(c, name + ext_off, name_len - ext_off, 1, &m->ext_off, &m->ext_len, err));
     m->hdr = hdr;
     m->data = data;
@@ -336,9 +377,10 @@ static int next_entry(struct cursor *c, sk_tar_entry *e, size_t *key_len, size_t
 static int cursor_next(struct cursor *c, int *got, sk_error *err)
 {
     *got = 0;
+    c->view_ok = 0;
     if (c->done) return SK_OK;
     /* What the previous sample held is free now, up to the pending header. */
-    sk_reader_stream_release(c->st, c->has_pending ? c->phdr : c->tr.pos);
+    cur_release(c, c->has_pending ? c->phdr : c->tr.pos);
     c->nm = 0;
     c->names_len = 0;
     sk_tar_entry e;
@@ -350,7 +392,7 @@ static int cursor_next(struct cursor *c, int *got, sk_error *err)
             c->done = 1;
             return SK_OK;
         }
-        sk_reader_stream_release(c->st, e.header_offset);
+        cur_release(c, e.header_offset);
         size_t k;
         SK_GUARD(names_add(c, e.name, kl, 0, &k, NULL, err));
         SK_GUARD(add_member(c, e.name, eo, e.name_len, e.header_offset, e.data_offset, e.size, err));
@@ -392,14 +434,21 @@ static int cursor_next(struct cursor *c, int *got, sk_error *err)
         c->members = q;
         c->cap_members = c->nm;
     }
-    /* Pointers only now: the ring may have grown while the sample was read. */
+    /* Pointers only now: the ring may have grown while the sample was read.
+     * One look at the whole sample, through its last member's padding
+     * (present unless the stream ends inside it): every member's data was
+     * there when add_member asked, and stays until released. */
+    const struct sk_reader_mem *last = &c->m[c->nm - 1];
+    uint64_t data_end = last->data + last->size;
+    sk_reader_stream_peek(c->st, first_hdr, (size_t)(last->data + sk_tar_pad(last->size) - first_hdr),
+                          &c->raw, &c->raw_len);
+    SK_FAIL_IF(c->raw_len < data_end - first_hdr, err, SK_E_USAGE,
+               "%s: sample at offset %llu left the ring before it was handed out", c->url,
+               (unsigned long long)first_hdr);
     for (size_t i = 0; i < c->nm; i++) {
-        const unsigned char *p;
-        size_t a;
-        SK_GUARD(sk_reader_stream_need(c->st, c->m[i].data, (size_t)c->m[i].size, &p, &a, err));
         c->members[i].ext = c->names + c->m[i].ext_off;
         c->members[i].ext_len = c->m[i].ext_len;
-        c->members[i].data = p;
+        c->members[i].data = c->raw + (c->m[i].data - first_hdr);
         c->members[i].size = c->m[i].size;
     }
     c->view.key = c->names;
@@ -410,6 +459,7 @@ static int cursor_next(struct cursor *c, int *got, sk_error *err)
     c->view.offset = first_hdr;
     c->view.nmembers = c->nm;
     c->view.members = c->members;
+    c->view_ok = 1;
     *got = 1;
     return SK_OK;
 }
@@ -501,6 +551,7 @@ static int open_stream(sk_reader *r, size_t s, const struct start *at, sk_reader
         .zstd = is_zstd_name(r->sh[s].url),
         .filtered = is_filtered_name(r->sh[s].url),
         .recordio = r->o.recordio,
+        .inline_read = r->o.read_inline,
         .sniff = is_stream(r, r->sh[s].url), /* no name to go by */
         .buffer_size = r->o.buffer_size,
         .max_window = r->o.max_sample + 2 * SK_TAR_HEADER_MAX,
@@ -840,7 +891,9 @@ int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
 void sk_reader_close(sk_reader *r)
 {
     if (!r) return;
-    close_streams(r);
+    close_streams(r); /* a holder writes what it holds here */
+    if (r->cur.hold) r->holder.detach(r->holder.ctx);
+    r->cur.hold = NULL;
     cursor_free(&r->cur);
     for (size_t i = 0; i < r->nsh; i++) {
         free(r->sh[i].url);
@@ -899,6 +952,24 @@ int sk_reader_next(sk_reader *r, const sk_reader_sample **out, sk_error *err)
         for (size_t i = 0; i < (*out)->nmembers; i++) r->stats.bytes += (*out)->members[i].size;
     }
     return SK_OK;
+}
+
+int sk_reader_raw_of(const sk_reader *r, const sk_reader_sample *s, sk_reader_raw *raw)
+{
+    const struct cursor *c = &r->cur;
+    if (s != &c->view || !c->view_ok || !c->st || c->nm != s->nmembers) return 0;
+    raw->st = c->st;
+    raw->p = c->raw;
+    raw->pos = c->m[0].hdr;
+    raw->len = c->raw_len;
+    raw->m = c->m;
+    return 1;
+}
+
+void sk_reader_set_holder(sk_reader *r, const sk_reader_holder *h)
+{
+    if (h) r->holder = *h;
+    r->cur.hold = h ? &r->holder : NULL;
 }
 
 int sk_reader_start_epoch(sk_reader *r, uint64_t epoch, sk_error *err)

@@ -467,6 +467,8 @@ struct sk_reader_stream {
     uint64_t grows;
     int cache_state;
     int remote; /* a stream: take whatever it has, up to the ring's room */
+    int inl;    /* no producer thread: need reads (opts.inline_read) */
+    int inl_opened;
     /* producer-only */
     src s;
     sk_zdec zd;
@@ -579,6 +581,37 @@ static void *producer(void *arg)
     return NULL;
 }
 
+/* Inline reading: the consumer's own thread reads, in chunks small enough
+ * that the bytes are still in its cache when they are parsed and written
+ * out (a thread reading a quarter ring ahead hands them over from another
+ * core's cache, or from memory: the copies then cost twice what `cat`'s
+ * do).  Called with the lock held; nothing else touches the stream. */
+#ifndef INL_CHUNK
+#define INL_CHUNK (256u << 10)
+#endif
+static void inl_fill(sk_reader_stream *st, uint64_t end)
+{
+    sk_error err = SK_ERROR_INIT;
+    int rc = SK_OK, cache_state;
+    if (!st->inl_opened) {
+        st->inl_opened = 1;
+        rc = src_open(&st->s, &st->o, &cache_state, &err);
+    }
+    while (!rc && !st->eof && st->head < end) {
+        size_t used = (size_t)(st->head - st->base), free_ = st->cap - used;
+        if (!free_) return; /* need and skip_to ask for no more than the ring */
+        size_t n = free_ < INL_CHUNK ? free_ : INL_CHUNK, got = 0;
+        rc = produce(st, st->ring + (size_t)(st->head % st->cap), n, &got, &err);
+        if (!rc && !got) st->eof = 1;
+        st->head += got;
+    }
+    if (rc) {
+        st->rc = rc;
+        st->err = err;
+        st->eof = 1;
+    }
+}
+
 int sk_reader_stream_open(sk_reader_stream **out, const sk_reader_stream_opts *o, sk_error *err)
 {
     *out = NULL;
@@ -600,6 +633,12 @@ int sk_reader_stream_open(sk_reader_stream **out, const sk_reader_stream_opts *o
     }
     pthread_mutex_init(&st->mu, NULL);
     pthread_cond_init(&st->cv, NULL);
+    st->inl = o->inline_read && !st->remote && !o->zstd && !o->filtered && !o->recordio &&
+              !o->sniff;
+    if (st->inl) {
+        *out = st;
+        return SK_OK;
+    }
     int e = pthread_create(&st->th, NULL, producer, st);
     if (e) {
         munmap(st->ring, 2 * st->cap);
@@ -617,11 +656,13 @@ int sk_reader_stream_open(sk_reader_stream **out, const sk_reader_stream_opts *o
 void sk_reader_stream_close(sk_reader_stream *st)
 {
     if (!st) return;
-    pthread_mutex_lock(&st->mu);
-    st->stop = 1;
-    pthread_cond_broadcast(&st->cv);
-    pthread_mutex_unlock(&st->mu);
-    pthread_join(st->th, NULL);
+    if (!st->inl) {
+        pthread_mutex_lock(&st->mu);
+        st->stop = 1;
+        pthread_cond_broadcast(&st->cv);
+        pthread_mutex_unlock(&st->mu);
+        pthread_join(st->th, NULL);
+    }
     if (st->s.close) st->s.close(st->s.ctx);
     sk_zdec_free(&st->zd);
     if (st->la) sk_la.read_free(st->la);
@@ -676,6 +717,7 @@ int sk_reader_stream_need(sk_reader_stream *st, uint64_t pos, size_t n, const un
         }
         if ((rc = grow(st, (size_t)want, err))) goto out;
     }
+    if (st->inl) inl_fill(st, pos + n);
     while (st->head < pos + n && !st->eof) {
         st->cwait = 1;
         if (st->pwait) pthread_cond_broadcast(&st->cv);
@@ -692,6 +734,24 @@ int sk_reader_stream_need(sk_reader_stream *st, uint64_t pos, size_t n, const un
 out:
     pthread_mutex_unlock(&st->mu);
     return rc;
+}
+
+void sk_reader_stream_peek(sk_reader_stream *st, uint64_t pos, size_t n, const unsigned char **p,
+                           size_t *avail)
+{
+    pthread_mutex_lock(&st->mu);
+    *p = st->ring + (size_t)(pos % st->cap);
+    *avail = pos < st->base || st->head <= pos ? 0
+             : st->head - pos < n                ? (size_t)(st->head - pos)
+                                                 : n;
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* Only the consumer's thread changes cap (grow, from need), so it reads it
+ * without the lock. */
+size_t sk_reader_stream_cap(const sk_reader_stream *st)
+{
+    return st->cap;
 }
 
 void sk_reader_stream_release(sk_reader_stream *st, uint64_t pos)
@@ -713,6 +773,7 @@ int sk_reader_stream_skip_to(sk_reader_stream *st, uint64_t pos, uint64_t *reach
     int rc = SK_OK;
     pthread_mutex_lock(&st->mu);
     while (st->base < pos) {
+        if (st->inl && st->head == st->base) inl_fill(st, pos);
         while (st->head == st->base && !st->eof) pthread_cond_wait(&st->cv, &st->mu);
         if (st->head == st->base) {
             if (st->rc) {

@@ -31,6 +31,8 @@ typedef struct sk_reader_stream_opts {
                             RecordWrapperType=RecordIO): unwrapped first */
     int sniff;           /* a stream: gzip/bzip2/xz or zstd told by its first
                             bytes (after unwrapping), not by its name */
+    int inline_read;     /* a local file read without a thread: need reads
+                            it on the caller's thread (plain tar only) */
     sk_s3 *s3;             /* client for s3:// sources */
     const char *cache_dir; /* remote sources: cache here */
     uint64_t cache_size;
@@ -49,6 +51,12 @@ void sk_reader_stream_close(sk_reader_stream *st);
  * SK_E_INPUT when pos+n-released > max_window. */
 int sk_reader_stream_need(sk_reader_stream *st, uint64_t pos, size_t n, const unsigned char **p,
                           size_t *avail, sk_error *err);
+/* Like need, but neither waits nor grows the ring: *avail of the n bytes
+ * at pos are there now (pos at or after the released bytes). */
+void sk_reader_stream_peek(sk_reader_stream *st, uint64_t pos, size_t n, const unsigned char **p,
+                           size_t *avail);
+/* The ring's size now (any window up to it is one pointer). */
+size_t sk_reader_stream_cap(const sk_reader_stream *st);
 /* The consumer no longer needs bytes before pos. */
 void sk_reader_stream_release(sk_reader_stream *st, uint64_t pos);
 /* Discards bytes up to pos without keeping them (resuming inside a
