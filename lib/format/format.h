@@ -15,6 +15,10 @@ int sk_index_builder_range(const sk_index_builder *b, uint64_t i, uint64_t *offs
                            uint64_t *span);
 void sk_index_builder_set_stored(sk_index_builder *b, uint64_t i, uint64_t stored_offset,
                                  uint64_t stored_span);
+/* Members recorded so far, and a member's CRC32C set afterwards (pack's
+ * stream mode records a sample when it is placed, before it is read). */
+uint64_t sk_index_builder_members(const sk_index_builder *b);
+void sk_index_builder_set_crc(sk_index_builder *b, uint64_t member, uint32_t crc32c);
 /* sk_index_from_memory over a malloc'd copy the index then owns (freed by
  * sk_index_close, or here when the bytes are refused). */
 int sk_index_adopt(sk_index **out, void *data, size_t size, const char *name, sk_error *err);

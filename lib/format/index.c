@@ -183,6 +183,16 @@ int sk_index_add_sample_members(sk_index_builder *b, const char *key, size_t key
     return SK_OK;
 }
 
+uint64_t sk_index_builder_members(const sk_index_builder *b)
+{
+    return b->nmembers;
+}
+
+void sk_index_builder_set_crc(sk_index_builder *b, uint64_t member, uint32_t crc32c)
+{
+    if (member < b->nmembers) sk_put_le32(b->members + member * IDX_MEMBER + 16, crc32c);
+}
+
 int sk_index_builder_range(const sk_index_builder *b, uint64_t i, uint64_t *offset,
                            uint64_t *span)
 {

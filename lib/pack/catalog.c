@@ -24,9 +24,13 @@ void sk_catalog_init(sk_catalog *c)
     memset(c, 0, sizeof *c);
 }
 
+struct sk_swalk;
+static void sw_free(sk_catalog *c, uint16_t src, struct sk_swalk *w);
+
 void sk_catalog_release(sk_catalog *c)
 {
     for (size_t i = 0; i < c->nsrcs; i++) {
+        sw_free(c, (uint16_t)i, c->srcs[i].lazy);
         if (c->srcs[i].fd >= 0) close(c->srcs[i].fd);
         free(c->srcs[i].label);
         free(c->srcs[i].bucket), free(c->srcs[i].prefix); /* s3io */
@@ -321,6 +325,381 @@ int sk_catalog_add_dir(sk_catalog *c, const char *dir, sk_error *err)
     int rc = add_source(c, fd, 0, dir, &src, err);
     if (rc) { close(fd); return rc; }
     return walk_root(c, src, fd, "", err);
+}
+
+/* ------------------------------------------------- the walk in key order */
+
+/* A directory source can be walked lazily, in the catalog's own order, a
+ * window of items at a time (sk_catalog_next_window), so a run over
+ * millions of files never holds all their names: only the entries of the
+ * directories on the current path, one level each.
+ *
+ * Why one directory at a time gives the global order: an item's key is
+ * "dir/" + the basename up to its first dot, compared bytewise.  Every key
+ * under a subdirectory "s" starts with "s/", so the keys of that subtree
+ * are contiguous in the order, and where they fall among the directory's
+ * own files is decided by comparing "s/" with each file's key (a key has
+ * no '/', so it can neither equal "s/" nor continue it).  So a directory's
+ * entries are sorted on that token (a file's key, a subdirectory's name
+ * and '/'), then extension and name as item_cmp does, and a subdirectory
+ * is listed when the walk reaches it.  Several sources are merged on
+ * their next items. */
+enum { SW_FILE, SW_SIZED, SW_DIR };
+
+struct swent {
+    uint64_t size;  /* SW_SIZED: a regular file reached through a symbolic link */
+    uint32_t name;  /* offset in the level's names; a directory's ends in '/' */
+    uint16_t len;   /* name length ('/' excluded) */
+    uint16_t tok;   /* bytes compared first: key, or directory name and '/' */
+    uint8_t kind;
+};
+
+struct swlevel {
+    int fd;              /* this directory (the source's own at the root) */
+    size_t rel_len;      /* "a/b/": its path from the source, in the walker's rel */
+    char *names;
+    size_t nlen, ncap;
+    struct swent *e;
+    size_t n, cap, next;
+    dev_t dev;
+    ino_t ino;
+    uint32_t dir_id;     /* interned in window dir_gen */
+    uint64_t dir_gen;
+};
+
+struct sk_swalk {
+    struct swlevel *lv;
+    size_t depth, cap;
+    int started;
+    char rel[SK_TAR_NAME_MAX + 2];
+};
+
+/* A file's extension: what follows its key's dot (nothing for a name
+ * with no key, which add_item refuses when the walk reaches it). */
+static size_t swent_ext(const struct swent *e, const char *name, const char **ext)
+{
+    size_t at = e->tok < e->len ? (size_t)e->tok + 1 : e->len;
+    *ext = name + at;
+    return (size_t)e->len - at;
+}
+
+static int swent_cmp(const void *pa, const void *pb, void *ctx)
+{
+    const struct swent *a = pa, *b = pb;
+    const char *names = ctx, *na = names + a->name, *nb = names + b->name, *xa, *xb;
+    size_t n = a->tok < b->tok ? a->tok : b->tok;
+    int d = memcmp(na, nb, n);
+    if (d) return d;
+    if (a->tok != b->tok) return a->tok < b->tok ? -1 : 1;
+    /* the same key: two files (a directory's token ends in '/', a key never does) */
+    size_t la = swent_ext(a, na, &xa), lb = swent_ext(b, nb, &xb);
+    d = sk_ext_cmp(xa, la, xb, lb);
+    return d ? d : strcmp(na, nb);
+}
+
+static int sw_add_ent(struct swlevel *L, const char *name, size_t len, int kind, uint64_t size,
+                      sk_error *err)
+{
+    size_t need = L->nlen + len + 2;
+    SK_FAIL_IF(need > UINT32_MAX, err, SK_E_NOMEM, "over 4 GiB of names in one directory");
+    SK_GUARD(sk_grow((void **)&L->names, &L->ncap, need, 1, err));
+    SK_GUARD(sk_grow((void **)&L->e, &L->cap, L->n + 1, sizeof *L->e, err));
+    struct swent *e = &L->e[L->n++];
+    e->name = (uint32_t)L->nlen;
+    e->len = (uint16_t)len;
+    e->kind = (uint8_t)kind;
+    e->size = size;
+    memcpy(L->names + L->nlen, name, len);
+    if (kind == SW_DIR) {
+        L->names[L->nlen + len] = '/';
+        L->names[L->nlen + len + 1] = 0;
+        e->tok = (uint16_t)(len + 1);
+        L->nlen += len + 2;
+    } else {
+        size_t key_len, ext_off;
+        L->names[L->nlen + len] = 0;
+        /* a name with no key sorts on the whole name; add_item refuses it */
+        e->tok = sk_sample_split(name, len, &key_len, &ext_off) == SK_OK ? (uint16_t)key_len
+                                                                          : (uint16_t)len;
+        L->nlen += len + 1;
+    }
+    return SK_OK;
+}
+
+/* Lists directory L (its fd open, rel its path) into sorted entries, with
+ * the same checks and warnings as walk() makes of each entry. */
+static int sw_list(sk_catalog *c, uint16_t src, struct sk_swalk *w, struct swlevel *L,
+                   sk_error *err)
+{
+    const char *rel = w->rel;
+    size_t rel_len = L->rel_len;
+    int fd2 = dup(L->fd);
+    DIR *d = fd2 >= 0 ? fdopendir(fd2) : NULL;
+    if (!d) {
+        if (fd2 >= 0) close(fd2);
+        return sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s: cannot read directory: %s",
+                                  c->srcs[src].label, (int)rel_len, rel, strerror(errno));
+    }
+    int rc = SK_OK;
+    struct dirent *de;
+    errno = 0;
+    while (!rc && (de = readdir(d))) {
+        const char *name = de->d_name;
+        if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
+        size_t nl = strlen(name);
+        struct stat st;
+        if (nl > UINT16_MAX - 2) { /* longer than any file system's; add_item words it */
+            rc = sk_catalog_problem(c, err, SK_E_INPUT, "%s/%.*s%s: a component longer than %d bytes",
+                                    c->srcs[src].label, (int)rel_len, rel, name, SK_NAME_COMPONENT_MAX);
+            continue;
+        }
+        if (de->d_type == DT_REG) { /* sized when opened */
+            rc = sw_add_ent(L, name, nl, SW_FILE, 0, err);
+            continue;
+        }
+        if (fstatat(L->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            rc = sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s%s: %s", c->srcs[src].label,
+                                    (int)rel_len, rel, name, strerror(errno));
+            continue;
+        }
+        if (S_ISLNK(st.st_mode)) {
+            if (!c->follow_symlinks) {
+                warn(c, "%s/%.*s%s: symbolic link skipped (use --follow-symlinks)",
+                     c->srcs[src].label, (int)rel_len, rel, name);
+                continue;
+            }
+            if (fstatat(L->fd, name, &st, 0) != 0) {
+                rc = sk_catalog_problem(c, err, SK_E_INPUT, "%s/%.*s%s: broken symbolic link: %s",
+                                        c->srcs[src].label, (int)rel_len, rel, name,
+                                        strerror(errno));
+                continue;
+            }
+        }
+        if (S_ISREG(st.st_mode)) {
+            rc = sw_add_ent(L, name, nl, SW_SIZED, (uint64_t)st.st_size, err);
+        } else if (S_ISDIR(st.st_mode)) {
+            if (rel_len + nl + 1 > SK_TAR_NAME_MAX) {
+                rc = sk_catalog_problem(c, err, SK_E_INPUT, "%s/%.*s%s: path too long",
+                                        c->srcs[src].label, (int)rel_len, rel, name);
+                continue;
+            }
+            rc = sw_add_ent(L, name, nl, SW_DIR, 0, err);
+        } else {
+            warn(c, "%s/%.*s%s: not a regular file (device, socket or fifo) skipped",
+                 c->srcs[src].label, (int)rel_len, rel, name);
+        }
+        errno = 0;
+    }
+    if (!rc && errno)
+        rc = sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s: reading directory failed: %s",
+                                c->srcs[src].label, (int)rel_len, rel, strerror(errno));
+    closedir(d);
+    if (!rc && L->n > 1) qsort_r(L->e, L->n, sizeof *L->e, swent_cmp, L->names);
+    return rc;
+}
+
+/* Pushes directory fd (ours to close unless it is the source's) as the
+ * next level, at path w->rel[0..rel_len), and lists it. */
+static int sw_push(sk_catalog *c, uint16_t src, struct sk_swalk *w, int fd, size_t rel_len,
+                   sk_error *err)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        if (fd != c->srcs[src].fd) close(fd);
+        return sk_error_set(err, SK_E_IO, "%s/%.*s: %s", c->srcs[src].label, (int)rel_len, w->rel,
+                            strerror(e));
+    }
+    for (size_t i = 0; i < w->depth; i++)
+        if (w->lv[i].dev == st.st_dev && w->lv[i].ino == st.st_ino) {
+            close(fd); /* never the root's: the root has no parent to lead back to */
+            return sk_catalog_problem(c, err, SK_E_INPUT,
+                                      "%s/%.*s: symbolic link loop (leads back to a parent)",
+                                      c->srcs[src].label, (int)rel_len - 1, w->rel);
+        }
+    if (w->depth == w->cap) { /* new levels start empty: their buffers grow as used */
+        size_t cap = w->cap ? w->cap * 2 : 8;
+        struct swlevel *lv = realloc(w->lv, cap * sizeof *lv);
+        if (!lv) {
+            if (fd != c->srcs[src].fd) close(fd);
+            return sk_error_set(err, SK_E_NOMEM, "out of memory");
+        }
+        memset(lv + w->cap, 0, (cap - w->cap) * sizeof *lv);
+        w->lv = lv;
+        w->cap = cap;
+    }
+    struct swlevel *L = &w->lv[w->depth];
+    /* a level's buffers are kept for the next directory at that depth */
+    L->fd = fd;
+    L->rel_len = rel_len;
+    L->nlen = L->n = L->next = 0;
+    L->dev = st.st_dev;
+    L->ino = st.st_ino;
+    L->dir_gen = 0;
+    w->depth++;
+    return sw_list(c, src, w, L, err);
+}
+
+static void sw_pop(sk_catalog *c, uint16_t src, struct sk_swalk *w)
+{
+    struct swlevel *L = &w->lv[--w->depth];
+    if (L->fd >= 0 && L->fd != c->srcs[src].fd) close(L->fd);
+    L->fd = -1;
+}
+
+/* The walker's next file (NULL when it is done), descending into the
+ * directories it passes on the way. */
+static int sw_head(sk_catalog *c, uint16_t src, struct sk_swalk *w, struct swent **out,
+                   sk_error *err)
+{
+    *out = NULL;
+    if (!w->started) {
+        w->started = 1;
+        SK_GUARD(sw_push(c, src, w, c->srcs[src].fd, 0, err));
+    }
+    while (w->depth) {
+        struct swlevel *L = &w->lv[w->depth - 1];
+        if (L->next == L->n) {
+            sw_pop(c, src, w);
+            continue;
+        }
+        struct swent *e = &L->e[L->next];
+        if (e->kind != SW_DIR) {
+            *out = e;
+            return SK_OK;
+        }
+        L->next++;
+        /* rel becomes this directory's path, "a/b/" */
+        memcpy(w->rel + L->rel_len, L->names + e->name, (size_t)e->len + 1);
+        size_t rl = L->rel_len + e->len + 1;
+        int sub = openat(L->fd, L->names + e->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (sub < 0) {
+            SK_GUARD(sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s: cannot open directory: %s",
+                                        c->srcs[src].label, (int)rl - 1, w->rel, strerror(errno)));
+            continue;
+        }
+        SK_GUARD(sw_push(c, src, w, sub, rl, err));
+    }
+    return SK_OK;
+}
+
+static void sw_free(sk_catalog *c, uint16_t src, struct sk_swalk *w)
+{
+    if (!w) return;
+    while (w->depth) sw_pop(c, src, w);
+    for (size_t i = 0; i < w->cap; i++) free(w->lv[i].names), free(w->lv[i].e);
+    free(w->lv);
+    free(w);
+}
+
+int sk_catalog_add_dir_lazy(sk_catalog *c, const char *dir, sk_error *err)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    SK_FAIL_IF(fd < 0, err, SK_E_IO, "%s: cannot open directory: %s", dir, strerror(errno));
+    uint16_t src;
+    int rc = add_source(c, fd, 0, dir, &src, err);
+    if (rc) { close(fd); return rc; }
+    c->srcs[src].lazy = calloc(1, sizeof *c->srcs[src].lazy);
+    SK_FAIL_IF(!c->srcs[src].lazy, err, SK_E_NOMEM, "out of memory");
+    return SK_OK;
+}
+
+int sk_catalog_all_lazy(const sk_catalog *c)
+{
+    for (size_t i = 0; i < c->nsrcs; i++)
+        if (!c->srcs[i].lazy) return 0;
+    return c->nsrcs > 0;
+}
+
+int sk_catalog_walk_lazy(sk_catalog *c, sk_error *err)
+{
+    for (size_t i = 0; i < c->nsrcs; i++) {
+        if (!c->srcs[i].lazy) continue;
+        sw_free(c, (uint16_t)i, c->srcs[i].lazy);
+        c->srcs[i].lazy = NULL;
+        SK_GUARD(walk_root(c, (uint16_t)i, c->srcs[i].fd, "", err));
+    }
+    return SK_OK;
+}
+
+/* Compares "a1" + "a2" with "b1" + "b2" bytewise. */
+static int cmp2(const char *a1, size_t an1, const char *a2, size_t an2, const char *b1,
+                size_t bn1, const char *b2, size_t bn2)
+{
+    const char *as[2] = {a1, a2}, *bs[2] = {b1, b2};
+    size_t an[2] = {an1, an2}, bn[2] = {bn1, bn2};
+    int ai = 0, bi = 0;
+    size_t ao = 0, bo = 0;
+    for (;;) {
+        while (ai < 2 && ao == an[ai]) ai++, ao = 0;
+        while (bi < 2 && bo == bn[bi]) bi++, bo = 0;
+        if (ai == 2 || bi == 2) return ai == bi ? 0 : ai == 2 ? -1 : 1;
+        size_t n = an[ai] - ao < bn[bi] - bo ? an[ai] - ao : bn[bi] - bo;
+        int d = memcmp(as[ai] + ao, bs[bi] + bo, n);
+        if (d) return d;
+        ao += n;
+        bo += n;
+    }
+}
+
+/* item_cmp for the next files of two walkers (sources sa < sb). */
+static int sw_head_cmp(const struct sk_swalk *a, const struct swent *ea, const struct sk_swalk *b,
+                       const struct swent *eb)
+{
+    const struct swlevel *la = &a->lv[a->depth - 1], *lb = &b->lv[b->depth - 1];
+    const char *na = la->names + ea->name, *nb = lb->names + eb->name;
+    int d = cmp2(a->rel, la->rel_len, na, ea->tok, b->rel, lb->rel_len, nb, eb->tok);
+    const char *xa, *xb;
+    if (!d) {
+        size_t xl = swent_ext(ea, na, &xa), yl = swent_ext(eb, nb, &xb);
+        d = sk_ext_cmp(xa, xl, xb, yl);
+    }
+    return d ? d : -1; /* then by source: a's is the lower */
+}
+
+int sk_catalog_next_window(sk_catalog *c, size_t max_items, sk_error *err)
+{
+    /* the previous window's items and names go; sources stay */
+    c->nitems = c->nsamples = 0;
+    c->arena_len = c->ndirs = 0;
+    if (c->dir_hash) memset(c->dir_hash, 0, c->hash_cap * sizeof *c->dir_hash);
+    c->window_gen++;
+    c->presorted = 1;
+    char last[SK_TAR_NAME_MAX + 1];
+    size_t last_len = 0;
+    for (;;) {
+        struct sk_swalk *bw = NULL;
+        struct swent *be = NULL;
+        uint16_t bs = 0;
+        for (size_t i = 0; i < c->nsrcs; i++) {
+            struct sk_swalk *w = c->srcs[i].lazy;
+            struct swent *e;
+            if (!w) continue;
+            SK_GUARD(sw_head(c, (uint16_t)i, w, &e, err));
+            if (e && (!bw || sw_head_cmp(bw, be, w, e) > 0)) bw = w, be = e, bs = (uint16_t)i;
+        }
+        if (!bw) break;
+        struct swlevel *L = &bw->lv[bw->depth - 1];
+        const char *name = L->names + be->name;
+        /* a window ends between samples: at the first new key past max_items */
+        if (c->nitems >= max_items &&
+            cmp2(last, last_len, "", 0, bw->rel, L->rel_len, name, be->tok) != 0)
+            break;
+        if (L->dir_gen != c->window_gen) {
+            SK_GUARD(intern_dir(c, bw->rel, L->rel_len, &L->dir_id, err));
+            L->dir_gen = c->window_gen;
+        }
+        size_t before = c->nitems;
+        SK_GUARD(add_item(c, bs, L->dir_id, name, be->size, 0, err));
+        L->next++;
+        if (c->nitems == before) continue; /* skipped */
+        sk_item *it = &c->items[before];
+        if (be->kind == SW_FILE) it->flags |= SK_ITEM_UNSIZED;
+        memcpy(last, bw->rel, L->rel_len);
+        memcpy(last + L->rel_len, name, it->key_end);
+        last_len = L->rel_len + it->key_end;
+    }
+    return SK_OK;
 }
 
 /* Member names never climb out of the dataset: "..", empty and "."
@@ -858,6 +1237,8 @@ static int merge_runs(sk_catalog *c, size_t *bounds, size_t n, sk_error *err)
 /* Sizes every item and sorts them by item_cmp. */
 static int size_and_sort(sk_catalog *c, sk_error *err)
 {
+    if (c->defer_sizes) /* sized as they open: nothing to stat, nothing dropped here */
+        return c->presorted ? SK_OK : sort_items(c, c->jobs > 0 ? c->jobs : 1, err);
     int n = c->jobs > 0 ? c->jobs : 1;
     if (n > 16) n = 16;
     if ((size_t)n > c->nitems / 1024 + 1) n = (int)(c->nitems / 1024 + 1);
@@ -882,7 +1263,7 @@ static int size_and_sort(sk_catalog *c, sk_error *err)
         }
         dropped |= z[t].dropped;
     }
-    if (!dropped) return sort_items(c, c->jobs > 0 ? c->jobs : 1, err);
+    if (!dropped) return c->presorted ? SK_OK : sort_items(c, c->jobs > 0 ? c->jobs : 1, err);
     /* in skip mode, drop what vanished, with a warning each, in walk order */
     size_t o = 0;
     for (size_t i = 0; i < c->nitems; i++) {
@@ -894,7 +1275,7 @@ static int size_and_sort(sk_catalog *c, sk_error *err)
         c->items[o++] = c->items[i];
     }
     c->nitems = o;
-    return sort_items(c, c->jobs > 0 ? c->jobs : 1, err);
+    return c->presorted ? SK_OK : sort_items(c, c->jobs > 0 ? c->jobs : 1, err);
 }
 
 int sk_catalog_group(sk_catalog *c, sk_error *err)

@@ -32,6 +32,8 @@ typedef struct sk_source {
     int keyed;          /* S3: each item's object key is its own (in the arena
                            at the item's spool_off), not prefix + member name */
     uint64_t spool_len; /* spool sources of sk_catalog_add_bytes: bytes written */
+    struct sk_swalk *lazy; /* a directory not walked yet: sk_catalog_next_window
+                              walks it in key order, a window at a time */
 } sk_source;
 
 typedef void (*sk_warn_fn)(void *ctx, const char *msg);
@@ -57,6 +59,9 @@ typedef struct sk_catalog {
     int jobs;          /* threads for sizes and sorting (sk_catalog_group) */
     int defer_sizes;   /* group leaves walked files SK_ITEM_UNSIZED: the
                           caller learns their sizes as it opens them */
+    int presorted;     /* items came in order (sk_catalog_next_window): group
+                          does not sort them */
+    uint64_t window_gen; /* which window the directory ids belong to */
     sk_warn_fn warn;
     void *warn_ctx;
     /* s3io: the client for S3 sources and sinks, and the fetcher */
@@ -70,6 +75,19 @@ void sk_catalog_init(sk_catalog *c);
 void sk_catalog_release(sk_catalog *c);
 /* Every regular file under dir, named relative to it. */
 int sk_catalog_add_dir(sk_catalog *c, const char *dir, sk_error *err);
+/* The same, walked later: in key order, a window at a time, by
+ * sk_catalog_next_window (or all at once by sk_catalog_walk_lazy). */
+int sk_catalog_add_dir_lazy(sk_catalog *c, const char *dir, sk_error *err);
+/* Whether every source is such a directory (and there is one at least). */
+int sk_catalog_all_lazy(const sk_catalog *c);
+/* Walks every directory still to walk now, as sk_catalog_add_dir would. */
+int sk_catalog_walk_lazy(sk_catalog *c, sk_error *err);
+/* Replaces the items with the next ones in key order from the directories
+ * still to walk: max_items or a little more (a window ends between two
+ * samples), none when all are walked.  Sources stay; sk_catalog_group
+ * then groups the window without sorting it.  Memory: the window and, per
+ * directory level being walked, that directory's entries. */
+int sk_catalog_next_window(sk_catalog *c, size_t max_items, sk_error *err);
 /* Paths read from list (NUL- or newline-separated), relative to root;
  * a listed directory is walked. */
 int sk_catalog_add_list(sk_catalog *c, FILE *list, const char *list_name, const char *root,

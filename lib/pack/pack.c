@@ -121,6 +121,7 @@ void sk_pack_free(sk_pack *p)
     free(p->slots);
     free(p->order);
     free(p->sbytes);
+    for (size_t i = 0; p->shards && i < p->nshards; i++) sk_key_range_free(&p->shards[i].range);
     free(p->shards);
     free(p->pending);
     for (size_t i = 0; i < p->ext_tallies_n; i++) sk_manifest_free(p->ext_tallies[i]);
@@ -138,7 +139,8 @@ void sk_pack_free(sk_pack *p)
 
 int sk_pack_add_dir(sk_pack *p, const char *dir, sk_error *err)
 {
-    return sk_catalog_add_dir(&p->cat, dir, err);
+    /* walked when the run starts: a window at a time in stream mode */
+    return sk_catalog_add_dir_lazy(&p->cat, dir, err);
 }
 
 int sk_pack_add_list(sk_pack *p, FILE *list, const char *list_name, const char *root,
@@ -724,6 +726,10 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     out.zlevel = p->o.compress_level; /* 0: plain tar */
 
     p->cat.defer_sizes = sk_pack_stream_eligible(p);
+    /* in key order from directories alone, stream mode walks them as it
+     * writes; otherwise they are walked whole now */
+    p->windowed = p->cat.defer_sizes && !p->o.shuffle && sk_catalog_all_lazy(&p->cat);
+    if (!p->windowed && (rc = sk_catalog_walk_lazy(&p->cat, err))) goto cleanup;
     if ((rc = plan(p, err))) goto cleanup;
     /* where the manifest goes, and the output directory */
     const char *slash = strrchr(p->o.pattern, '/');
@@ -799,7 +805,10 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
         /* the plan knows every key of a shard that holds all it planned
          * (--skip-errors may have left some out: no range then) */
         if ((sp->done || sp->written == sp->count) && sp->count &&
-            (rc = shard_key_range(p, sp, man, man->nshards - 1, err)))
+            (rc = sp->range.first ? sk_manifest_set_key_range(man, man->nshards - 1, sp->range.first,
+                                                              sp->range.first_len, sp->range.last,
+                                                              sp->range.last_len, err)
+                                  : shard_key_range(p, sp, man, man->nshards - 1, err)))
             goto cleanup;
         p->st.shards++;
     }

@@ -10,6 +10,7 @@
 
 #include "pack/catalog.h"
 #include "io/writer.h"
+#include "format/format.h"
 
 #include <pthread.h>
 #include <time.h>
@@ -47,6 +48,7 @@ struct shard_plan {
     int done;         /* kept from an earlier run (--resume) */
     uint64_t written; /* samples written (fewer than count if all skipped) */
     sk_index_shard_info info;
+    sk_key_range range; /* stream mode: its keys' range, from its index */
 };
 
 /* A reader's open directory: consecutive samples mostly share one, and
@@ -87,6 +89,10 @@ struct sk_pack {
     /* the run's lock (sk_out_lock on the manifest), from sk_pack_new */
     int lock_fd;
     char lock_path[4200];
+    /* the inputs are directories walked in key order a window at a time
+     * while writing (stream mode, pack_pos.c): memory does not grow with
+     * the number of files */
+    int windowed;
     /* --jobs 1: the writer fills slots itself (pack.c, fill_inline) */
     int inline_fill;
     struct dir_cache inline_dc;
