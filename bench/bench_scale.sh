@@ -123,7 +123,7 @@ rows=$W/rows.$$
 add_row() { # op anchor-label case anchor-case unit
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$n" "${I_WALL[$3]}" "${I_CPU[$3]}" "${I_RSS[$3]}" \
         "${I_WALL[$4]}" "${I_CPU[$4]}" "${I_RSS[$4]}" "$5" >>"$rows"
-    echo "  $1 (N=$n): shardkit ${I_WALLS[$3]} s, anchor ${I_WALLS[$4]} s" >&2
+    echo "  $1 (N=$n): shardkit ${I_WALLS[$3]} s, anchor ${I_WALLS[$4]} s; row: $(tail -1 "$rows")" >&2
 }
 
 status=0

@@ -73,7 +73,7 @@ make_corpus() {
 # corpus_stats DIR: sets C_FILES and C_BYTES (regular files below DIR).
 corpus_stats() {
     read -r C_FILES C_BYTES < <(find "$1" -type f -printf '%s\n' |
-        awk '{n++; b+=$1} END {printf "%d %d\n", n, b}')
+        awk '{n++; b+=$1} END {printf "%d %.0f\n", n, b}')   # mawk: %d stops at 2^31-1
 }
 
 # warm_cache DIR: one untimed read of every file, so that every tool and run
