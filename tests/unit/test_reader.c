@@ -527,27 +527,38 @@ static void test_write_tar(void **state)
 
 /* sk_reader_tar_out: the bytes sk_reader_write_tar writes, in large writes,
  * into a file and into a pipe; with a member over the buffer (the big
- * sample of test_big_sample, written unbuffered) between small ones. */
-static void tar_out_one(const char *shard, const char *dir, size_t buffer_size)
+ * sample of test_big_sample, written unbuffered) between small ones.  And
+ * bound to the reader (sk_reader_tar_out_bind: members written from the
+ * ring when their stored bytes are the ones written), with the shard read
+ * by a thread or inline, the reader closed before or after finish: the
+ * same bytes. */
+static void tar_out_one(const char *shard, const char *dir, size_t buffer_size, int inl,
+                        int close_first)
 {
-    char want[700], got[700], piped[700], cmd[2400];
+    char want[700], got[700], piped[700], bound[700], cmd[3000];
     snprintf(want, sizeof want, "%s/want.tar", dir);
     snprintf(got, sizeof got, "%s/got.tar", dir);
     snprintf(piped, sizeof piped, "%s/piped.tar", dir);
+    snprintf(bound, sizeof bound, "%s/bound.tar", dir);
     sk_reader_options o;
     sk_reader_options_init(&o);
     o.rank = o.worker = 0;
     o.world_size = o.num_workers = 1;
     o.buffer_size = buffer_size;
+    o.read_inline = inl;
     snprintf(cmd, sizeof cmd, "cat > %s", piped);
-    FILE *fw = fopen(want, "wb"), *fg = fopen(got, "wb"), *fp = popen(cmd, "w");
+    FILE *fw = fopen(want, "wb"), *fg = fopen(got, "wb"), *fb = fopen(bound, "wb"),
+         *fp = popen(cmd, "w");
     assert_non_null(fw);
     assert_non_null(fg);
+    assert_non_null(fb);
     assert_non_null(fp);
-    sk_reader_tar_out *tg, *tp;
+    sk_reader_tar_out *tg, *tp, *tb;
     OK(sk_reader_tar_out_open(&tg, fileno(fg), got, E));
     OK(sk_reader_tar_out_open(&tp, fileno(fp), "pipe", E));
+    OK(sk_reader_tar_out_open(&tb, fileno(fb), bound, E));
     sk_reader *r = open_with(&o, shard);
+    sk_reader_tar_out_bind(tb, r);
     const sk_reader_sample *s;
     size_t n = 0;
     while (1) {
@@ -556,20 +567,34 @@ static void tar_out_one(const char *shard, const char *dir, size_t buffer_size)
         OK(sk_reader_write_tar(s, fileno(fw), want, E));
         OK(sk_reader_tar_out_add(tg, s, E));
         OK(sk_reader_tar_out_add(tp, s, E));
+        OK(sk_reader_tar_out_add(tb, s, E));
         n++;
     }
     assert_true(n > 2);
+    if (close_first) sk_reader_close(r); /* writes what tb holds of the ring */
     OK(sk_reader_write_tar_end(fileno(fw), want, E));
     OK(sk_reader_tar_out_finish(tg, E));
     OK(sk_reader_tar_out_finish(tp, E));
+    OK(sk_reader_tar_out_finish(tb, E));
     sk_reader_tar_out_free(tg);
     sk_reader_tar_out_free(tp);
-    sk_reader_close(r);
+    sk_reader_tar_out_free(tb);
+    if (!close_first) sk_reader_close(r);
     fclose(fw);
     fclose(fg);
+    fclose(fb);
     assert_int_equal(pclose(fp), 0);
-    snprintf(cmd, sizeof cmd, "cmp -s %s %s && cmp -s %s %s", want, got, want, piped);
-    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "cmp %s %s && cmp %s %s && cmp %s %s", want, got, want, piped, want,
+             bound);
+    if (system(cmd)) fail_msg("%s (buffer %zu, inline %d): tar_out differs", shard, buffer_size, inl);
+}
+
+static void tar_out_all(const char *shard, const char *dir)
+{
+    for (int inl = 0; inl < 2; inl++) {
+        tar_out_one(shard, dir, 0, inl, 0);
+        tar_out_one(shard, dir, 64 << 10, inl, inl); /* a ring smaller than some samples */
+    }
 }
 
 static void test_tar_out(void **state)
@@ -577,9 +602,108 @@ static void test_tar_out(void **state)
     (void)state;
     char p[600];
     snprintf(p, sizeof p, "%s/out/train-000002.tar", root);
-    tar_out_one(p, root, 0);
+    tar_out_all(p, root);
     snprintf(p, sizeof p, "%s/big/out-0.tar", root); /* test_big_sample's */
-    tar_out_one(p, root, 256 << 10);
+    tar_out_one(p, root, 256 << 10, 0, 0);
+    tar_out_one(p, root, 256 << 10, 1, 1);
+}
+
+/* Offset of the header of member name in a tar file written by pack (one
+ * header block per member, names under 100 bytes). */
+static long member_at(const char *path, const char *name)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char b[512];
+    long at = 0, found = -1;
+    while (fread(b, 1, sizeof b, f) == sizeof b) {
+        if (!memcmp(b, name, strlen(name) + 1) && !memcmp(b + 257, "ustar", 5)) {
+            found = at;
+            break;
+        }
+        at += 512;
+    }
+    fclose(f);
+    assert_true(found >= 0);
+    return found;
+}
+
+/* The bound tar_out on shards whose members are partly not as cat writes
+ * them: pax headers for long, non-ASCII and non-UTF-8 names, zero-size
+ * members, an uppercase extension (lowercased on output), a member of
+ * 600 KB (between half the output buffer and all of it), padding that is
+ * not zero, and foreign tars (Python's GNU and pax formats: other header
+ * fields, long names as 'L' entries, directories and metadata members
+ * between samples).  Whatever the shard holds, the stream is the one
+ * sk_reader_write_tar writes member by member. */
+static void test_tar_out_crafted(void **state)
+{
+    (void)state;
+    char dir[512], in[600], p[1200], cmd[3000];
+    snprintf(dir, sizeof dir, "%s/craft", root);
+    snprintf(in, sizeof in, "%s/in", dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", in);
+    assert_int_equal(system(cmd), 0);
+    static const char *const small[] = {
+        "k0.txt", "k0.bin", /* .bin empty */
+        "llllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllll"
+        "llllllllllllllllllllllllllllllllllllllllllllllllllllll.txt",
+        "k2.TXT", "k2.bin", "k4\xc3\xa9.txt", "k5\xff.txt", "k6.txt", "k7.txt", "k8.txt"};
+    for (size_t i = 0; i < sizeof small / sizeof *small; i++) {
+        snprintf(p, sizeof p, "%s/%s", in, small[i]);
+        write_file(p, small[i], strstr(small[i], ".bin") ? 0 : strlen(small[i]));
+    }
+    size_t mid = 600000;
+    unsigned char *buf = malloc(mid);
+    for (size_t i = 0; i < mid; i++) buf[i] = (unsigned char)(i * 131 + 7);
+    snprintf(p, sizeof p, "%s/k3.bin", in);
+    write_file(p, buf, mid);
+    free(buf);
+    char pat[600];
+    snprintf(pat, sizeof pat, "%s/p-%%d.tar", dir);
+    sk_pack_options po = {0};
+    po.pattern = pat;
+    po.jobs = 1;
+    sk_pack *pk;
+    sk_pack_stats pst;
+    OK(sk_pack_new(&pk, &po, E));
+    OK(sk_pack_add_dir(pk, in, E));
+    OK(sk_pack_run(pk, &pst, E));
+    sk_pack_free(pk);
+    char packed[600];
+    snprintf(packed, sizeof packed, "%s/p-0.tar", dir);
+    tar_out_all(packed, dir);
+
+    /* k6.txt's padding made non-zero (no checksum covers it) */
+    snprintf(p, sizeof p, "%s/pad.tar", dir);
+    snprintf(cmd, sizeof cmd, "cp %s %s", packed, p);
+    assert_int_equal(system(cmd), 0);
+    long at = member_at(p, "k6.txt");
+    FILE *f = fopen(p, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, at + 512 + 6, SEEK_SET), 0);
+    for (int i = 0; i < 512 - 6; i++) fputc(0xaa, f);
+    fclose(f);
+    tar_out_all(p, dir);
+
+    /* foreign tars */
+    for (int fmt = 0; fmt < 2; fmt++) {
+        snprintf(p, sizeof p, "%s/f%d.tar", dir, fmt);
+        snprintf(cmd, sizeof cmd,
+                 "python3 -c 'import io, sys, tarfile\n"
+                 "t = tarfile.open(sys.argv[1], \"w\", format=tarfile.%s)\n"
+                 "def add(n, b, kind=tarfile.REGTYPE):\n"
+                 "    i = tarfile.TarInfo(n); i.size = len(b); i.type = kind; i.mtime = 7\n"
+                 "    t.addfile(i, io.BytesIO(b) if kind == tarfile.REGTYPE else None)\n"
+                 "add(\"a.txt\", b\"aa\"); add(\"a.bin\", bytes(600000))\n"
+                 "add(\"d\", b\"\", tarfile.DIRTYPE); add(\"__meta__\", b\"m\")\n"
+                 "add(\"x\" * 120 + \".txt\", b\"long\"); add(\"b.TXT\", b\"\"); add(\"b.bin\", b\"b\")\n"
+                 "add(\"c.txt\", b\"c\" * 513)\n"
+                 "t.close()' %s",
+                 fmt ? "PAX_FORMAT" : "GNU_FORMAT", p);
+        assert_int_equal(system(cmd), 0);
+        tar_out_all(p, dir);
+    }
 }
 
 int main(void)
@@ -596,6 +720,7 @@ int main(void)
         cmocka_unit_test(test_big_sample),
         cmocka_unit_test(test_write_tar),
         cmocka_unit_test(test_tar_out),
+        cmocka_unit_test(test_tar_out_crafted),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
