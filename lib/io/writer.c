@@ -105,18 +105,21 @@ static int z_flush(sk_shard_out *o, int final, sk_error *err)
     return SK_OK;
 }
 
-/* Resets o for a new shard, keeping the index builder, the level and the
- * compression context. */
+/* Resets o for a new shard, keeping the index builder, the level, the
+ * compression context and the gather buffer. */
 static int reset(sk_shard_out *o, sk_error *err)
 {
     sk_index_builder *keep = o->index;
     struct sk_zout *z = o->z;
-    int zlevel = o->zlevel;
+    int zlevel = o->zlevel, gather = o->gather;
+    unsigned char *gbuf = o->gbuf;
     sk_sink_opts sink_opts = o->sink_opts;
     if (o->sink) o->sink->ops->abort(o->sink);
     free(o->path);
     memset(o, 0, sizeof *o);
     o->zlevel = zlevel;
+    o->gather = gather;
+    o->gbuf = gbuf;
     o->sink_opts = sink_opts;
     o->index = keep ? keep : sk_index_builder_new();
     SK_FAIL_IF(!o->index, err, SK_E_NOMEM, "out of memory");
@@ -176,6 +179,35 @@ static int z_append(sk_shard_out *o, const struct iovec *iov, int iovcnt, uint64
     return z_flush(o, 0, err);
 }
 
+/* gather: writes the buffered bytes. */
+static int g_flush(sk_shard_out *o, sk_error *err)
+{
+    if (!o->glen) return SK_OK;
+    struct iovec one = {o->gbuf, o->glen};
+    o->glen = 0;
+    return o->sink->ops->write(o->sink, &one, 1, one.iov_len, err);
+}
+
+/* gather: appends iov to the buffer, writing it each time it fills (so
+ * every write but a shard's last is SK_GATHER bytes at a multiple of it). */
+static int g_append(sk_shard_out *o, const struct iovec *iov, int iovcnt, sk_error *err)
+{
+    if (!o->gbuf && !(o->gbuf = sk_xmalloc(SK_GATHER, err))) return SK_E_NOMEM;
+    for (int i = 0; i < iovcnt; i++) {
+        const unsigned char *p = iov[i].iov_base;
+        size_t left = iov[i].iov_len;
+        while (left) {
+            size_t k = left < SK_GATHER - o->glen ? left : SK_GATHER - o->glen;
+            memcpy(o->gbuf + o->glen, p, k);
+            o->glen += k;
+            p += k;
+            left -= k;
+            if (o->glen == SK_GATHER) SK_GUARD(g_flush(o, err));
+        }
+    }
+    return SK_OK;
+}
+
 int sk_shard_out_writev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t len,
                         uint32_t crc, sk_error *err)
 {
@@ -188,7 +220,8 @@ int sk_shard_out_writev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t
             need -= k;
         }
     }
-    SK_GUARD(o->sink->ops->write(o->sink, iov, iovcnt, len, err));
+    if (o->gather && o->sink->ops->pwrite) SK_GUARD(g_append(o, iov, iovcnt, err));
+    else SK_GUARD(o->sink->ops->write(o->sink, iov, iovcnt, len, err));
     o->crc = sk_crc32c_combine(o->crc, crc, len);
     o->bytes += len;
     return SK_OK;
@@ -197,8 +230,9 @@ int sk_shard_out_writev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t
 int sk_shard_out_pwritev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t off,
                          uint64_t len, sk_error *err)
 {
-    SK_FAIL_IF(!o->sink->ops->pwrite || o->z, err, SK_E_IO,
-               "%s: internal error: positional writes need a plain local file", o->path);
+    SK_FAIL_IF(!o->sink->ops->pwrite || o->z || o->glen, err, SK_E_IO,
+               "%s: internal error: positional writes need a plain local file, not gathered",
+               o->path);
     return o->sink->ops->pwrite(o->sink, iov, iovcnt, off, len, err);
 }
 
@@ -206,8 +240,9 @@ int sk_shard_out_set_written(sk_shard_out *o, uint64_t bytes, uint32_t crc,
                              uint32_t first_block_crc, sk_error *err)
 {
     /* finish appends the end-of-archive blocks at the file position */
-    SK_FAIL_IF(!o->sink->ops->truncate, err, SK_E_IO,
-               "%s: internal error: positional writes need a plain local file", o->path);
+    SK_FAIL_IF(!o->sink->ops->truncate || o->glen, err, SK_E_IO,
+               "%s: internal error: positional writes need a plain local file, not gathered",
+               o->path);
     SK_GUARD(o->sink->ops->truncate(o->sink, bytes, 0, err));
     o->bytes = bytes;
     o->crc = crc;
@@ -226,6 +261,7 @@ int sk_shard_out_truncate(sk_shard_out *o, uint64_t size, uint32_t crc, sk_error
     }
     SK_FAIL_IF(!o->sink->ops->truncate, err, SK_E_IO, "%s: a member failed mid-copy and cannot "
                "be taken back out of a shard being uploaded", o->path);
+    SK_GUARD(g_flush(o, err));
     SK_GUARD(o->sink->ops->truncate(o->sink, size, 1, err));
     o->bytes = size;
     o->crc = crc;
@@ -277,6 +313,7 @@ int sk_shard_out_finish(sk_shard_out *o, sk_index_shard_info *info, sk_error *er
     struct iovec iov = {(void *)eoa, sizeof eoa};
     SK_GUARD(sk_shard_out_writev(o, &iov, 1, sizeof eoa, sk_crc32c(0, eoa, sizeof eoa), err));
     if (o->z) SK_GUARD(z_finish(o, err));
+    SK_GUARD(g_flush(o, err));
     info->size = sk_shard_out_file_bytes(o);
     info->crc32c = o->crc;
     info->first_block_crc32c = o->first_block_crc;
@@ -290,6 +327,7 @@ void sk_shard_out_abort(sk_shard_out *o)
 {
     sk_sink *s = o->sink;
     o->sink = NULL;
+    o->glen = 0;
     if (s) s->ops->abort(s);
 }
 
@@ -298,6 +336,7 @@ void sk_shard_out_release(sk_shard_out *o)
     sk_shard_out_abort(o);
     sk_index_builder_free(o->index);
     z_free(o->z);
+    free(o->gbuf);
     free(o->path);
     memset(o, 0, sizeof *o);
 }

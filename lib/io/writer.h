@@ -32,7 +32,21 @@ typedef struct sk_shard_out {
     int zlevel;               /* zstd level 1..22, 0 = plain tar; kept by begin */
     int stream;               /* written to a caller's fd: no index, no rename */
     struct sk_zout *z;        /* compression state (zlevel > 0) */
+    int gather;               /* set by the owner, kept by begin: see below */
+    unsigned char *gbuf;      /* gather: bytes not yet written, glen of SK_GATHER */
+    size_t glen;
 } sk_shard_out;
+
+/* gather: plain shards written to a local file collect small appends in a
+ * buffer of SK_GATHER bytes and write it whole (at offsets that are
+ * multiples of it), for an owner that appends a small sample at a time
+ * (the sample writer): the kernel's cost of a buffered write is mostly per
+ * page cache page, and writes of 1 MiB get large pages where 15 KB writes
+ * get 4 KiB ones (a third of the system time on ext4, when memory allows),
+ * and one write call replaces dozens.  A write failure then surfaces at a
+ * later append or at finish, still naming the file.  Not with positional
+ * writes (pack's threads). */
+#define SK_GATHER (1u << 20)
 
 #define SK_ZFRAME_MIN (64u << 10)
 #define SK_ZFRAME_MAX (8u << 20)

@@ -64,6 +64,7 @@ struct sk_sample_writer {
     unsigned char *hdrs;
     size_t hdrs_cap;
     size_t *order;
+    uint32_t *crcs; /* the sorted members' CRC32C */
     size_t order_cap;
     sk_pack_stats st;
     struct timespec t0, last_progress;
@@ -121,6 +122,7 @@ int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in
     w->o.pattern = w->pattern;
     w->o.manifest = w->manifest;
     w->out.zlevel = w->o.compress_level;
+    w->out.gather = 1; /* a sample at a time: 1 MiB writes (io/writer.h) */
     sk_pack_manifest_path(w->pattern, w->manifest, w->mpath, sizeof w->mpath, w->mdir,
                           sizeof w->mdir);
     /* the shards' directory, and the run's lock, as pack takes them */
@@ -237,6 +239,9 @@ static int sort_members(sk_sample_writer *w, const char *key, size_t kl,
         size_t *o = realloc(w->order, n * sizeof *o);
         SK_FAIL_IF(!o, err, SK_E_NOMEM, "out of memory");
         w->order = o;
+        uint32_t *c = realloc(w->crcs, n * sizeof *c);
+        SK_FAIL_IF(!c, err, SK_E_NOMEM, "out of memory");
+        w->crcs = c;
         w->order_cap = n;
     }
     for (size_t i = 0; i < n; i++) {
@@ -445,7 +450,8 @@ static int write_sample(sk_sample_writer *w, const char *key, size_t kl, const s
     SK_GUARD(sk_index_add_sample(out->index, key, kl, off, span, off, span, err));
     for (size_t i = 0; i < n; i++) {
         const sk_sample_member *mm = &m[w->order[i]];
-        uint32_t crc = sk_crc32c(0, mm->data, (size_t)mm->size);
+        /* kept for the shard's CRC below, which then reads the data once */
+        uint32_t crc = w->crcs[i] = sk_crc32c(0, mm->data, (size_t)mm->size);
         SK_GUARD(sk_pack_index_member(out, w->man, mm->ext, ext_len(mm), off + at + hl[i],
                                       mm->size, (uint32_t)hl[i], crc, err));
         at += hl[i] + sk_tar_pad(mm->size);
@@ -467,7 +473,8 @@ static int write_sample(sk_sample_writer *w, const char *key, size_t kl, const s
             if (k == WIOV || len >= PIECE) SK_GUARD(flush(w, iov, &k, &len, &crc, err));
             const unsigned char *p = (const unsigned char *)mm->data + d;
             iov[k++] = (struct iovec){(void *)p, piece};
-            crc = sk_crc32c_combine(crc, sk_crc32c(0, p, piece), piece);
+            uint32_t pc = piece == mm->size ? w->crcs[i] : sk_crc32c(0, p, piece);
+            crc = sk_crc32c_combine(crc, pc, piece);
             len += piece;
             d += piece;
         }
@@ -641,5 +648,6 @@ void sk_sample_writer_close(sk_sample_writer *w)
     free(w->last_key);
     free(w->hdrs);
     free(w->order);
+    free(w->crcs);
     free(w);
 }

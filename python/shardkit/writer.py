@@ -18,7 +18,7 @@ import io
 import json
 import os
 import pickle
-from typing import Any, Callable, Dict, Mapping, Optional, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _lib
 from ._lib import PackOptions, PackStats, S3Config, SampleMember
@@ -130,8 +130,7 @@ class ShardWriter:
             if rc:
                 self.abort()
                 raise _lib.error_from(rc, err)
-        self._members = (SampleMember * 8)()
-        self._exts: Dict[str, bytes] = {}
+        self._plans: Dict[tuple, Tuple[List[str], List[SampleMember], Any]] = {}
         self.count = 0
         self.stats: Optional[Dict[str, Any]] = None
 
@@ -139,48 +138,60 @@ class ShardWriter:
 
     def write(self, sample: Mapping[str, Any]) -> None:
         """Writes one sample (see the class docstring)."""
-        if not self._w:
+        w = self._w
+        if not w:
             raise _lib.UsageError(_lib.SK_E_USAGE, "%s: the writer is closed" % self.pattern)
         try:
             key = sample["__key__"]
         except KeyError:
             raise _lib.UsageError(_lib.SK_E_USAGE, "sample has no __key__") from None
-        if isinstance(key, str):
+        if type(key) is str or isinstance(key, str):
             kb = key.encode("utf-8", "surrogateescape")
         elif isinstance(key, bytes):
             kb = key
         else:
             raise _lib.UsageError(_lib.SK_E_USAGE, "__key__ is a %s, not a str" %
                                   type(key).__name__)
-        ms = self._members
-        if len(sample) > len(ms):
-            # a new array, not a copy: ctypes keeps each member's bytes alive
-            # through the array that holds its pointer
-            self._members = ms = (SampleMember * (2 * len(sample)))()
-        n = 0
-        exts = self._exts
+        # The members' layout is made once per set of dict keys (a plan:
+        # which keys are members, a SampleMember array with their
+        # extensions filled in, a view of each element); a sample then sets
+        # only each member's data and size.  (ctypes keeps a sample's bytes
+        # alive through its plan's array until the next sample of that
+        # shape replaces them; close() drops them.)
+        shape = tuple(sample)
+        plan = self._plans.get(shape)
+        if plan is None:
+            plan = self._plan(shape)
+        names, views, ms = plan
         enc = self._encode
-        for ext, v in sample.items():
-            if ext[:1] == "_":
-                continue
+        for ext, m in zip(names, views):
+            v = sample[ext]
             if type(v) is not bytes:
                 if enc is None:
                     raise _lib.UsageError(_lib.SK_E_USAGE, "member '%s' of '%s' is a %s, not "
                                           "bytes (encoder=False)" % (ext, key,
                                                                      type(v).__name__))
                 v = enc(ext, v)
-            e = exts.get(ext)
-            if e is None:
-                e = exts[ext] = ext.encode("utf-8", "surrogateescape")
-            m = ms[n]
-            m.ext, m.ext_len, m.data, m.size = e, len(e), v, len(v)
-            n += 1
-        # (the member array keeps this sample's bytes alive until the next
-        # write replaces them; close() drops them)
-        rc = self._add(self._w, kb, len(kb), ms, n, self._errref)
+            m.data = v
+            m.size = len(v)
+        n = len(names)
+        rc = self._add(w, kb, len(kb), ms, n, self._errref)
         if rc:
             raise _lib.error_from(rc, self._err)
         self.count += 1
+
+    def _plan(self, shape: tuple) -> Tuple[List[str], List[SampleMember], Any]:
+        """The plan for samples whose dict keys are shape (see write)."""
+        names = [ext for ext in shape if ext[:1] != "_"]
+        ms = (SampleMember * max(len(names), 1))()
+        for ext, m in zip(names, ms):
+            e = ext.encode("utf-8", "surrogateescape")
+            m.ext, m.ext_len = e, len(e)
+        plan = (names, list(ms), ms)
+        if len(self._plans) >= 64:   # bounded: samples of ever new shapes
+            self._plans.clear()
+        self._plans[shape] = plan
+        return plan
 
     # ------------------------------------------------------------ lifetime
 
@@ -212,7 +223,7 @@ class ShardWriter:
         if getattr(self, "_w", None):
             self._lib.sk_sample_writer_close(self._w)
             self._w = None
-            self._members = (SampleMember * 1)()
+            self._plans = {}
         if getattr(self, "_s3", None):
             self._lib.sk_s3_free(self._s3)
             self._s3 = None

@@ -94,6 +94,25 @@ assert shardkit.encode_value("x.npy", 3) == b"3"
 print("ok")
 PY
 
+step "samples of many shapes (more than the writer keeps layouts for) read back"
+python3 - "$T" <<'PY' || die "shapes"
+import sys
+import shardkit
+T = sys.argv[1]
+want = []
+with shardkit.ShardWriter(T + "/shapes/s-%03d.tar") as w:
+    for i in range(300):
+        # 70 member sets, met in turn (each again after 70 others), key order varied
+        s = {"e%02d" % (i % 70): b"x%d" % i, "__key__": "s%04d" % i, "cls": i}
+        if i % 3 == 0:
+            s = dict(reversed(list(s.items())), _meta="skipped")
+        w.write(s)
+        want.append({"e%02d" % (i % 70): b"x%d" % i, "cls": b"%d" % i})
+got = [{k: v for k, v in s.items() if not k.startswith("__")} for s in shardkit.Dataset(T + "/shapes")]
+assert got == want, [(i, a, b) for i, (a, b) in enumerate(zip(got, want)) if a != b][:3]
+print("ok")
+PY
+
 step "hostile samples: the right Error, and the writer goes on"
 python3 - "$T" <<'PY' || die "hostile samples"
 import os, sys

@@ -7,7 +7,10 @@
  * after finish, a second writer on the same directory, pack-only options
  * and a failed write (sticky) are errors; close before finish publishes no
  * manifest and leaves no temporary file; a sample of 150 members (some
- * over the writer's 1 MiB piece), compressed, reads back unchanged. */
+ * over the writer's 1 MiB piece), compressed, reads back unchanged; plain
+ * shards written through the 1 MiB gather buffer (io/writer.h), with
+ * samples that fill it exactly, cross it, and pass it whole, verify (file,
+ * index and member CRC32Cs) and read back unchanged. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -379,6 +382,84 @@ static void test_many_members_read_back(void **state)
     free(big);
 }
 
+/* Sizes around the gather buffer (SK_GATHER, 1 MiB, io/writer.h): small
+ * samples, one that fills the buffer exactly, ones that cross its end, one
+ * of 3 MiB (several buffers), an empty one, one of many members; the
+ * shards must verify and read back unchanged. */
+static void test_gather_read_back(void **state)
+{
+    (void)state;
+    sk_sample_writer *w = open_writer(0, 5u << 20);
+    sk_error err = SK_ERROR_INIT;
+    enum { N = 40, M = 70 };
+    unsigned char *big = malloc(4u << 20);
+    assert_non_null(big);
+    for (size_t i = 0; i < 4u << 20; i++) big[i] = (unsigned char)(i * 2654435761u >> 11);
+    static uint64_t sizes[N];
+    static char keys[N][16];
+    static char exts[M][8];
+    static sk_sample_member many[M];
+    uint64_t at = 0; /* tar bytes so far, to make sample 3 end the buffer exactly */
+    for (int i = 0; i < N; i++) {
+        sizes[i] = (uint64_t)(15000 + i * 37);
+        if (i == 3) sizes[i] = (1u << 20) - at - 512; /* header + data: to 1 MiB exactly */
+        if (i == 7) sizes[i] = (1u << 20) - 100;            /* crosses the end */
+        if (i == 11) sizes[i] = 3u << 20;                   /* more than the buffer */
+        if (i == 12) sizes[i] = 0;
+        if (i == 20) sizes[i] = (1u << 20) + 1;
+        snprintf(keys[i], sizeof keys[i], "k%04d", i);
+        if (i == 30) { /* many small members: many iovecs in one append */
+            for (int k = 0; k < M; k++) {
+                snprintf(exts[k], sizeof exts[k], "m%03d", k);
+                many[k] = (sk_sample_member){exts[k], 0, big + k * 13, (uint64_t)(k * 977)};
+            }
+            assert_sk_ok(sk_sample_writer_add(w, keys[i], 0, many, M, &err), err);
+            continue;
+        }
+        sk_sample_member m = {"bin", 0, big + i, sizes[i]};
+        assert_sk_ok(sk_sample_writer_add(w, keys[i], 0, &m, 1, &err), err);
+        at += 512 + ((sizes[i] + 511) / 512) * 512;
+    }
+    sk_pack_stats st;
+    assert_sk_ok(sk_sample_writer_finish(w, &st, &err), err);
+    sk_sample_writer_close(w);
+    assert_true(st.shards >= 2);
+
+    char url[600];
+    snprintf(url, sizeof url, "%s/out/manifest.json", dir);
+    const char *urls[1] = {url};
+    sk_verify_options vo;
+    sk_verify_options_init(&vo);
+    sk_verify_stats vs;
+    assert_sk_ok(sk_verify(urls, 1, &vo, &vs, &err), err);
+    assert_int_equal(vs.errors, 0);
+    assert_int_equal(vs.samples, N);
+
+    sk_reader *r;
+    assert_sk_ok(sk_reader_open(&r, urls, 1, NULL, &err), err);
+    const sk_reader_sample *s;
+    for (int i = 0; i < N; i++) {
+        assert_sk_ok(sk_reader_next(r, &s, &err), err);
+        assert_non_null(s);
+        assert_string_equal(s->key, keys[i]);
+        if (i == 30) {
+            assert_int_equal(s->nmembers, M);
+            for (int k = 0; k < M; k++) {
+                assert_int_equal(s->members[k].size, many[k].size);
+                assert_memory_equal(s->members[k].data, many[k].data, many[k].size);
+            }
+            continue;
+        }
+        assert_int_equal(s->nmembers, 1);
+        assert_int_equal(s->members[0].size, sizes[i]);
+        if (sizes[i]) assert_memory_equal(s->members[0].data, big + i, sizes[i]);
+    }
+    assert_sk_ok(sk_reader_next(r, &s, &err), err);
+    assert_null(s);
+    sk_reader_close(r);
+    free(big);
+}
+
 /* Writes samples k0..k(n-1) (sample 3's data changed when alter) with
  * max_count 2; returns the stats. */
 static int write_run(int resume, uint64_t max_count, size_t n, int alter, sk_pack_stats *st,
@@ -482,6 +563,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lock_and_close_before_finish, setup, teardown),
         cmocka_unit_test_setup_teardown(test_options_and_sticky_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_members_read_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gather_read_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resume, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
