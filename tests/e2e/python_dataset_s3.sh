@@ -17,10 +17,7 @@ if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is 
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 90 >/dev/null || die "mkcorpus failed"
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/plain/t-%03d.tar" --max-count 40
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/zst/t-%03d.tar.zst" --max-count 40 --compress zstd
-moto_start auth
-A=$MOTO_URL
-aws() { command aws --endpoint-url "$A" "$@"; }
-aws s3 mb s3://dset >/dev/null
+s3_serve auth dset
 for d in plain zst; do
     for f in $(cd "$T/$d" && ls); do aws s3 cp --quiet "$T/$d/$f" "s3://dset/$d/$f" || die "upload of $f failed"; done
 done

@@ -12,10 +12,7 @@ at_exit moto_stop
 LIB=$(dirname "$SK_BIN")/libshardkit.so
 [ -f "$LIB" ] || skip "no $LIB"
 if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi
-moto_start auth
-A=$MOTO_URL
-aws() { command aws --endpoint-url "$A" "$@"; }
-aws s3 mb s3://out >/dev/null
+s3_serve auth out
 export SHARDKIT_LIB=$LIB PYTHONPATH=$SK_ROOT/python
 python3 - "$T" "$A" <<'PY' || die "ShardWriter to S3"
 import sys

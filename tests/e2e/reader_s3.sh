@@ -12,9 +12,7 @@ command -v zstd >/dev/null || { echo "needs zstd"; exit 77; }
 t=$(mktemp -d)
 trap 'moto_stop; rm -rf "$t"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-moto_start auth
-aws() { command aws --endpoint-url "$MOTO_URL" "$@"; }
-aws s3 mb s3://bkt >/dev/null
+s3_serve auth bkt
 proxy_start "$MOTO_URL" "$t/req.log"
 sk() { "$SK_BIN" cat --endpoint-url "$PROXY_URL" "$@"; }
 

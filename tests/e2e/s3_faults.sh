@@ -11,10 +11,7 @@ set -euo pipefail
 skip_unless_moto
 t=$(mktemp -d)
 trap 'moto_stop; rm -rf "$t"' EXIT
-moto_start
-A=$MOTO_URL
-aws() { command aws --endpoint-url "$A" "$@"; }
-aws s3 mb s3://bkt >/dev/null
+s3_serve bkt
 head -c 31000000 /dev/urandom >"$t/big.bin"
 head -c 3000 /dev/urandom >"$t/s1"
 head -c 4000 /dev/urandom >"$t/s2"

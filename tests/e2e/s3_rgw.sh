@@ -16,10 +16,7 @@ need cmp
 tmpdir T
 at_exit moto_stop
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 300 >/dev/null || die "mkcorpus failed"
-moto_start || die "the RADOS gateway did not start"
-A=$MOTO_URL
-aws() { command aws --endpoint-url "$A" "$@"; }
-aws s3 mb s3://rgw-data >/dev/null || die "create bucket failed"
+s3_serve rgw-data
 E=(--endpoint-url "$A")
 
 step "pack into the bucket (multipart shards) equals pack to disk"

@@ -10,10 +10,8 @@ set -euo pipefail
 skip_unless_moto
 t=$(mktemp -d)
 trap 'moto_stop; rm -rf "$t"' EXIT
-moto_start auth
-aws() { command aws --endpoint-url "$MOTO_URL" "$@"; }
+s3_serve auth bkt
 sk() { "$SK_BIN" upload --endpoint-url "$MOTO_URL" "$@"; }
-aws s3 mb s3://bkt >/dev/null
 
 head -c 23000000 /dev/urandom >"$t/big.bin"
 echo "hello" >"$t/small.txt"

@@ -7,9 +7,7 @@ set -euo pipefail
 skip_unless_moto
 t=$(mktemp -d)
 trap 'moto_stop; rm -rf "$t"' EXIT
-moto_start
-aws() { command aws --endpoint-url "$MOTO_URL" "$@"; }
-aws s3 mb s3://bkt >/dev/null
+s3_serve bkt
 mkdir -p "$t/d"
 for i in $(seq 1 600); do echo "file $i" > "$t/d/f$i.txt"; done
 ( ulimit -n 128; "$SK_BIN" upload --endpoint-url "$MOTO_URL" --json "$t/d" s3://bkt/many/ ) >"$t/out.json"

@@ -15,11 +15,7 @@ tmpdir T
 at_exit moto_stop
 C=$T/corpus
 "$SK_TOOLS/mkcorpus" "$C" --samples 800 --per-dir 100 >/dev/null || die "mkcorpus failed"
-moto_start
-A=$MOTO_URL
-aws() { command aws --endpoint-url "$A" "$@"; }
-aws s3 mb s3://src >/dev/null
-aws s3 mb s3://dst >/dev/null
+s3_serve src dst
 mkdir -p "$T/sub"
 cp -r "$C/n00000" "$T/sub/"
 expect_ok "$SK_BIN" upload --endpoint-url "$A" --concurrency 32 "$T/sub" s3://src/data/

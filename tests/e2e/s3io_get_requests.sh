@@ -15,9 +15,7 @@ tmpdir T
 at_exit moto_stop
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 60 --per-dir 20 >/dev/null || die "mkcorpus failed"
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/ds/s-%02d.tar" --max-count 5
-moto_start
-aws() { command aws --endpoint-url "$MOTO_URL" "$@"; }
-aws s3 mb s3://bkt >/dev/null
+s3_serve bkt
 aws s3 cp --quiet --recursive "$T/ds" s3://bkt/ds/ || die "upload failed"
 proxy_start "$MOTO_URL" "$T/log"
 G=("$SK_BIN" get --endpoint-url "$PROXY_URL")

@@ -25,11 +25,7 @@ for d in p z g; do
     mkdir -p "$T/loc/$d"
     cp "$T/$d"/* "$T/loc/$d/"
 done
-moto_start   # auth off: moto mis-signs listings with a percent-encoded prefix (DESIGN.md)
-A=$MOTO_URL
-aws() { command aws --endpoint-url "$A" "$@"; }
-aws s3 mb s3://dset >/dev/null
-aws s3 mb s3://other >/dev/null
+s3_serve dset other   # auth off: moto mis-signs listings with a percent-encoded prefix (DESIGN.md)
 for d in p z g; do
     aws s3 cp --quiet --recursive "$T/$d" "s3://dset/$d/" || die "upload of $d failed"
 done

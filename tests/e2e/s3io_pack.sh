@@ -19,11 +19,7 @@ at_exit moto_stop
 C=$T/corpus
 "$SK_TOOLS/mkcorpus" "$C" --samples 700 --per-dir 100 >/dev/null || die "mkcorpus failed"
 
-moto_start
-A=$MOTO_URL
-aws() { command aws --endpoint-url "$A" "$@"; }
-aws s3 mb s3://src >/dev/null
-aws s3 mb s3://dst >/dev/null
+s3_serve src dst
 step "upload the corpus (2100 objects)"
 expect_ok "$SK_BIN" upload --endpoint-url "$A" --concurrency 32 "$C" s3://src/data/
 

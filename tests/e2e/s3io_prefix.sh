@@ -13,10 +13,7 @@ tmpdir T
 at_exit moto_stop
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 120 >/dev/null || die "mkcorpus failed"
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/ds/t-%03d.tar" --max-count 50
-moto_start
-A=$MOTO_URL
-aws() { command aws --endpoint-url "$A" "$@"; }
-aws s3 mb s3://dset >/dev/null
+s3_serve dset
 aws s3 cp --quiet --recursive "$T/ds" s3://dset/with/ || die "upload failed"
 aws s3 cp --quiet --recursive "$T/ds" s3://dset/bare/ --exclude manifest.json || die "upload failed"
 aws s3 cp --quiet --recursive "$T/ds" s3://dset/noidx/ --exclude '*.idx' --exclude manifest.json || die "upload failed"

@@ -47,10 +47,7 @@ expect_ok "$SK_BIN" shard "$T/in/manifest.json" -o "$T/ref_n/o-%04d.tar" --num-s
 expect_ok "$SK_BIN" shard "$T/in/manifest.json" -o "$T/ref_z/o-%04d.tar.zst" --compress zstd --max-count 300
 
 step "1. auth on: s3:// manifest to s3://, multipart shards, byte-identical"
-moto_start auth
-A=$MOTO_URL
-aws() { command aws --endpoint-url "$A" "$@"; }
-aws s3 mb s3://skb >/dev/null
+s3_serve auth skb
 for f in $(cd "$T/in" && ls); do aws s3 cp --quiet "$T/in/$f" "s3://skb/in/$f" || die "upload of $f failed"; done
 expect_ok "$SK_BIN" shard --endpoint-url "$A" s3://skb/in/manifest.json -o s3://skb/out/o-%04d.tar \
     --max-size 8M --part-size 5MiB --json

@@ -22,11 +22,7 @@ at_exit moto_stop
 C=$T/corpus
 "$SK_TOOLS/mkcorpus" "$C" --samples 60 --per-dir 20 >/dev/null || die "mkcorpus failed"
 
-moto_start
-A=$MOTO_URL
-aws() { command aws --endpoint-url "$A" "$@"; }
-aws s3 mb s3://src >/dev/null
-aws s3 mb s3://masks >/dev/null
+s3_serve src masks
 expect_ok "$SK_BIN" upload --endpoint-url "$A" "$C" s3://src/data/
 sk() { "$SK_BIN" "$@" --endpoint-url "$A"; }
 

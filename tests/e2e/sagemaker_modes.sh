@@ -28,10 +28,7 @@ expect_ok "$SK_BIN" pack "$T/c" -o "$T/ds/train-%06d.tar" --max-size 256K -q \
     --sagemaker-manifest "$T/shards.manifest" --sagemaker-prefix s3://bkt/ds/
 "$SK_BIN" cat "$T/ds" >"$T/ref.tar" || die "reference cat failed"
 "$SK_BIN" cat --keys "$T/ds" | sort >"$T/ref.keys"
-moto_start
-A=$MOTO_URL
-aws() { command aws --endpoint-url "$A" "$@"; }
-aws s3 mb s3://bkt >/dev/null
+s3_serve bkt
 expect_ok "$SK_BIN" upload --endpoint-url "$A" "$T/ds" s3://bkt/ds/
 D=$T/opt/ml/input/data
 LIB=$(dirname "$SK_BIN")/libshardkit.so

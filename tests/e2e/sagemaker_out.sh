@@ -14,10 +14,7 @@ skip_unless_moto
 tmpdir T
 at_exit moto_stop
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 100 >/dev/null || die "mkcorpus failed"
-moto_start
-A=$MOTO_URL
-aws() { command aws --endpoint-url "$A" "$@"; }
-aws s3 mb s3://smb >/dev/null
+s3_serve smb
 S=(--endpoint-url "$A")
 # SageMaker's expansion of a ManifestFile: prefix + key, one object each
 expand() { python3 -c '

@@ -41,10 +41,7 @@ n=$(ls "$T/ds"/*.tar | wc -l)
 "$SK_BIN" cat "$T/ds" >"$T/ref.tar" || die "reference cat failed"
 "$SK_BIN" cat --keys "$T/ds" >"$T/ref.keys"
 
-moto_start
-A=$MOTO_URL
-aws() { command aws --endpoint-url "$A" "$@"; }
-aws s3 mb s3://chan >/dev/null
+s3_serve chan
 # the channel's objects: only the shards (as a ManifestFile or a prefix of
 # shards gives them), in key order
 for f in "$T/ds"/*.tar; do aws s3 cp --quiet "$f" "s3://chan/raw/$(basename "$f")"; done

@@ -10,9 +10,7 @@ skip_unless_moto
 need python3
 tmpdir T
 at_exit moto_stop
-moto_start
-aws() { command aws --endpoint-url "$MOTO_URL" "$@"; }
-aws s3 mb s3://bkt >/dev/null
+s3_serve bkt
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 20 >/dev/null || die mkcorpus
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/ds/s-%02d.tar"
 # a local shard the hostile manifest points at (it exists: reading it would succeed)

@@ -59,9 +59,7 @@ expect_fail 1 "nosuch: No such file or directory" "$SK_BIN" upload --dry-run "$T
 
 command -v moto_server >/dev/null 2>&1 && command -v aws >/dev/null 2>&1 || { echo "upload_stream: ok (no moto: S3 steps skipped)"; exit 0; }
 at_exit moto_stop
-moto_start
-A=$MOTO_URL
-aws() { command aws --endpoint-url "$A" "$@"; }
+s3_serve
 aws s3 mb s3://src >/dev/null; aws s3 mb s3://dst >/dev/null
 
 step "a bucket copy of a dataset prefix arrives whole"

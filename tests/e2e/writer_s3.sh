@@ -16,10 +16,7 @@ W=$SK_TOOLS/sample_write
 tmpdir T
 at_exit moto_stop
 expect_ok "$W" --big --files "$T/src" 7 40
-moto_start
-A=$MOTO_URL
-aws() { command aws --endpoint-url "$A" "$@"; }
-aws s3 mb s3://dst >/dev/null
+s3_serve dst
 
 for mode in plain zstd; do
     if [ $mode = plain ]; then wo=""; po=""; suf=.tar; else wo="--compress 3"; po="--compress zstd:3"; suf=.tar.zst; fi

@@ -7,6 +7,10 @@
 #                       to the new key.
 #   moto_stop           stops them all; call it from the test's EXIT trap.
 #   skip_unless_moto    exits 77 when moto_server or aws is missing.
+#   s3_serve [auth] [BUCKET...]
+#                       the usual start of an S3 test: moto_start [auth], then
+#                       A=$MOTO_URL, aws() bound to A, and the buckets made;
+#                       ends the test with a message when any of it fails.
 #   kill_mid_upload BUCKET KEY CMD...
 #                       runs CMD (through a proxy_start proxy whose log is
 #                       $PROXY_LOG) in the background and SIGKILLs it once
@@ -128,4 +132,16 @@ kill_mid_upload() {
         --key "$(dirname "$key")/manifest.json" >/dev/null 2>&1; then
         die "manifest written by a killed run"
     fi
+}
+
+s3_serve() {
+    local auth=
+    [ "${1:-}" = auth ] && { auth=auth; shift; }
+    moto_start $auth || { echo "FAIL: the S3 test server (${SK_S3_SERVER:-moto}) did not start" >&2; exit 1; }
+    A=$MOTO_URL
+    aws() { command aws --endpoint-url "$A" "$@"; }
+    local b
+    for b in "$@"; do
+        aws s3 mb "s3://$b" >/dev/null || { echo "FAIL: could not create bucket $b at $A" >&2; exit 1; }
+    done
 }
