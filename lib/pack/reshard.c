@@ -13,9 +13,10 @@
  * Without --shuffle only one sample is ever held in memory.
  *
  * Without filters, image work or --shuffle, a plain tar input with a sound
- * index is read through the index instead (direct_input: large preads, the
+ * index is read through the index instead (direct_input: 2 MiB batches of
+ * the file mapped private, or pread once headers must be rewritten; the
  * headers and CRC32Cs checked, no libarchive), each sample written from
- * the read buffer; plain output goes out in megabyte writes from a second
+ * the batch; plain output goes out in megabyte writes from a second
  * thread (io/outq.c).  Either way the output bytes are the same.
  */
 #include "core/internal.h"
@@ -35,6 +36,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -188,11 +190,18 @@ struct sview {
     int buf;        /* img lies in the output buffer ob[buf] (index-driven input), else -1 */
 };
 
-/* An output buffer: bytes on their way to the writer (outq.h). */
+/* An output buffer: bytes on their way to the writer (outq.h).  p is
+ * heap (the buffer's own memory) or, for index-driven input, a private
+ * mapping of the input (map, maplen): then cap == len, nothing is
+ * appended to it, and it is unmapped when the buffer is claimed again. */
 struct obuf {
     unsigned char *p;
     size_t cap, len;
     uint64_t seq; /* the last range queued from it */
+    unsigned char *heap;
+    size_t heap_cap;
+    void *map;
+    size_t maplen;
 };
 
 struct keyset { /* --keys: open addressing over key strings */
@@ -238,6 +247,7 @@ typedef struct rs {
     uint32_t pcrc;
     uint64_t opos;        /* bytes of the open shard, pending ones included */
     int direct;           /* inputs may be read through their indexes */
+    uint64_t rewrites;    /* headers and paddings direct_emit changed */
 } rs;
 
 static void warnf(rs *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -392,14 +402,48 @@ static int out_claim(rs *r, int i, size_t need, sk_error *err)
         r->pbuf = -1;
     }
     if (r->q) SK_GUARD(sk_outq_wait(r->q, b->seq, err));
+    if (b->map) munmap(b->map, b->maplen);
+    b->map = NULL;
     b->len = 0;
-    if (need > b->cap) {
+    if (need > b->heap_cap) {
         unsigned char *p = malloc(need);
         SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory (%zu bytes for one sample)", need);
-        free(b->p);
-        b->p = p;
-        b->cap = need;
+        free(b->heap);
+        b->heap = p;
+        b->heap_cap = need;
     }
+    b->p = b->heap;
+    b->cap = b->heap_cap;
+    return SK_OK;
+}
+
+/* Makes ob[i] the bytes [pos, pos + want) of fd, mapped private: pages
+ * the run does not write to (headers already as the output has them,
+ * padding already zero) stay the page cache's own, so the data is copied
+ * once, by the kernel's write, as cp copies it; a page written to is
+ * copied for this process alone, never into the input.  *mapped = 0:
+ * not mapped (the caller preads instead). */
+static int out_map(rs *r, int i, int fd, uint64_t pos, size_t want, int *mapped, sk_error *err)
+{
+    struct obuf *b = &r->ob[i];
+    *mapped = 0;
+    SK_GUARD(out_claim(r, i, 0, err));
+    long pg = sysconf(_SC_PAGESIZE);
+    uint64_t at = pos - pos % (uint64_t)(pg > 0 ? pg : 4096);
+    size_t len = (size_t)(pos - at) + want;
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, (off_t)at);
+    if (m == MAP_FAILED) return SK_OK;
+    /* every page now: a file cut short since fstat fails here (EFAULT)
+     * instead of raising SIGBUS later, and no fault per page afterwards */
+    if (madvise(m, len, MADV_POPULATE_READ)) {
+        munmap(m, len);
+        return SK_OK;
+    }
+    b->map = m;
+    b->maplen = len;
+    b->p = (unsigned char *)m + (pos - at);
+    b->cap = b->len = want;
+    *mapped = 1;
     return SK_OK;
 }
 
@@ -1145,8 +1189,9 @@ done:
  * the file with nothing between them), every member's data against the
  * CRC32C its index records, and what follows each sample (another
  * sample's member, or the end of the archive).  The output header is
- * built over the input one in the read buffer, and the sample is queued
- * for writing from there: its data is copied only by the kernel.
+ * built over the input one in the batch, and the sample is queued for
+ * writing from there: its data is copied only by the kernel, once when
+ * the batch is mapped (out_map), twice when it was pread.
  *
  * Where anything is not as the index says, or is beyond this reader (pax
  * or GNU long names, links, directories, meta members), reading goes on
@@ -1270,6 +1315,13 @@ static int direct_sample(const sk_index *ix, const sk_sample_ref *sr, const unsi
     return sr->member_count && at == sr->span;
 }
 
+static int all_zero(const unsigned char *p, size_t n)
+{
+    unsigned char acc = 0;
+    for (size_t i = 0; i < n; i++) acc |= p[i]; /* one plain loop: vectorized */
+    return !acc;
+}
+
 /* The checked sample at p: data CRC32Cs against the index, then the output
  * headers over the input ones, padding zeroed, and out it goes. */
 static int direct_emit(rs *r, const char *url, const sk_sample_ref *sr, unsigned char *p,
@@ -1292,9 +1344,19 @@ static int direct_emit(rs *r, const char *url, const sk_sample_ref *sr, unsigned
         memcpy(name, sr->key, sr->key_len);
         name[sr->key_len] = '.';
         memcpy(name + sr->key_len + 1, s->exts + m->ext_off + m->ext_len, m->ext_len);
-        sk_tar_header(d - SK_TAR_BLOCK, name, nl, m->size, r->o->mtime);
+        /* written only where they differ: a mapped page not written to is
+         * not copied (out_map) */
+        unsigned char h[SK_TAR_BLOCK];
+        sk_tar_header(h, name, nl, m->size, r->o->mtime);
+        if (memcmp(h, d - SK_TAR_BLOCK, SK_TAR_BLOCK)) {
+            memcpy(d - SK_TAR_BLOCK, h, SK_TAR_BLOCK);
+            r->rewrites++;
+        }
         size_t pad = (size_t)(sk_tar_pad(m->size) - m->size);
-        memset(d + m->size, 0, pad);
+        if (!all_zero(d + m->size, pad)) {
+            memset(d + m->size, 0, pad);
+            r->rewrites++;
+        }
         uint32_t piece = sk_crc32c_combine(sk_crc32c(0, d - SK_TAR_BLOCK, SK_TAR_BLOCK), c, m->size);
         piece = sk_crc32c(piece, d + m->size, pad);
         crc = i ? sk_crc32c_combine(crc, piece, SK_TAR_BLOCK + m->size + pad) : piece;
@@ -1327,6 +1389,11 @@ static int direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, 
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     uint64_t size = (uint64_t)sb.st_size, pos = 0, i = 0, n = sk_index_sample_count(ix);
     int no_crc = (sk_index_shard(ix)->flags & SK_INDEX_NO_CRC) != 0, end = 0, rc = SK_OK;
+    /* mapped while the headers are already the output's (a shardkit
+     * shard resharded with its own --mtime): then nothing is copied
+     * in; a batch that had to be rewritten sends the rest to pread,
+     * which copies once instead of a page at a time */
+    int use_map = 1;
     while (i < n && !end && !rc) {
         /* the next samples, as many as fit a batch (at least one) */
         uint64_t j = i, len = 0;
@@ -1337,11 +1404,18 @@ static int direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, 
         if (j == i) break;
         size_t want = (size_t)(size - pos < len + SK_TAR_BLOCK ? size - pos : len + SK_TAR_BLOCK), got;
         r->cur ^= 1;
-        if ((rc = out_claim(r, r->cur, want, err))) break;
+        int mapped = 0;
+        uint64_t rewrites = r->rewrites;
+        if (use_map && (rc = out_map(r, r->cur, fd, pos, want, &mapped, err))) break;
         struct obuf *b = &r->ob[r->cur];
-        if ((rc = sk_stream_pread(fd, pos, b->p, want, &got, url, err))) break;
-        if (got < want) break; /* shorter than its index: libarchive says how */
-        b->len = got;
+        if (mapped) {
+            got = want;
+        } else {
+            if ((rc = out_claim(r, r->cur, want, err))) break;
+            if ((rc = sk_stream_pread(fd, pos, b->p, want, &got, url, err))) break;
+            if (got < want) break; /* shorter than its index: libarchive says how */
+            b->len = got;
+        }
         for (uint64_t k = i; k < j && !rc; k++) {
             sk_index_sample(ix, k, &sr, NULL);
             unsigned char *p = b->p + (sr.offset - pos);
@@ -1357,6 +1431,7 @@ static int direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, 
         }
         /* the batch goes to the writer now, not when the next one needs a buffer */
         if (!rc && r->q) rc = out_flush(r, err);
+        if (mapped && r->rewrites != rewrites) use_map = 0;
         pos += len;
         i = j;
     }
@@ -1616,8 +1691,10 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
 cleanup:
     sk_outq_free(r.q); /* before the abort: nothing writes to a removed file */
     if (rc && r.open && !r.rix) sk_shard_out_abort(&r.out);
-    free(r.ob[0].p);
-    free(r.ob[1].p);
+    for (int i = 0; i < 2; i++) {
+        if (r.ob[i].map) munmap(r.ob[i].map, r.ob[i].maplen);
+        free(r.ob[i].heap);
+    }
     img_pool_free(r.pool);
     sk_out_unlock(lockpath, lock_fd);
     if (r.rix) sk_index_close(r.rix);
