@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import struct
 import threading
 from typing import Any, Dict, Iterator, List, Optional, Set, Union
 
@@ -23,6 +24,62 @@ from ._lib import Hit, MemberRef, S3Config
 
 _c = ctypes
 Sample = Dict[str, Any]
+
+# sk_hit and sk_member_ref read in one struct call each (a ctypes field
+# access per value costs as much as the rest of a lookup)
+_HIT = struct.Struct("=QQQQQQQQQQII")
+_MEMBER = struct.Struct("=QQQQII")
+assert _HIT.size == _c.sizeof(Hit) and _MEMBER.size == _c.sizeof(MemberRef)
+
+# bumped in a forked child (a DataLoader worker): a dataset opened before
+# the fork opens anew in the child (see _handle); cheaper than asking the
+# kernel for the pid on every lookup
+_fork_gen = 0
+
+
+def _forked() -> None:
+    global _fork_gen
+    _fork_gen += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
+
+#: samples up to this span are read into a thread's reused buffer
+_KEEP_BUF = 4 << 20
+
+
+class _Thread(threading.local):
+    """A thread's work space for lookups: made once per thread, not per
+    call (the sk_error alone is 1 KiB)."""
+
+    def __init__(self) -> None:
+        self.err = _lib._Error()
+        self.eref = _c.byref(self.err)
+        self.hit = Hit()
+        self.href = _c.byref(self.hit)
+        self.nm = 0
+        self.members: Any = None
+        self.mmv: Any = None
+        self.cap = 0
+        self.buf: Any = None
+        self.mv: Any = None
+
+    def room(self, n: int, span: int) -> Any:
+        """Makes room for n members and span bytes; returns a buffer of
+        this call's own when span is too big to keep (else None)."""
+        if n > self.nm:
+            self.nm = max(n, 16)
+            self.members = (MemberRef * self.nm)()
+            self.mmv = memoryview(self.members).cast("B")
+        if span > self.cap:
+            cap = max(span, 256 << 10)
+            buf = (_c.c_char * cap)()
+            if cap > _KEEP_BUF:    # a big sample: this call's buffer only
+                return buf
+            self.cap, self.buf = cap, buf
+            self.mv = memoryview(buf).cast("B")
+        return None
 
 #: open every index in O(1): skip its body checksum (records are still
 #: bounds-checked as they are read)
@@ -59,8 +116,10 @@ class Dataset:
         self._lock = threading.Lock()
         self._warm: Set[int] = set()
         self._len: Optional[int] = None
-        self._pid = os.getpid()
-        self._tls = threading.local()
+        self._gen = _fork_gen
+        self._tls = _Thread()
+        self._exts: Dict[int, str] = {}   # an index's extension (by address) -> str
+        self._urls: Dict[int, str] = {}   # shard position -> its path
         # samples up to this span are read in one call into one buffer
         self._whole_max = 64 << 20
         err = _lib._Error()
@@ -115,14 +174,11 @@ class Dataset:
     # ------------------------------------------------------------- lookups
 
     def _err(self) -> "_lib._Error":
-        """This thread's sk_error (1 KiB; made once per thread, not per call)."""
-        e = getattr(self._tls, "err", None)
-        if e is None:
-            e = self._tls.err = _lib._Error()
-        return e
+        """This thread's sk_error."""
+        return self._tls.err
 
     def _handle(self) -> ctypes.c_void_p:
-        if self._pid != os.getpid():
+        if self._gen != _fork_gen:
             # a forked child (a DataLoader worker): the parent's S3 client
             # thread and lock did not come along, so open anew; the
             # inherited handles are dropped, not closed (that would wait
@@ -216,6 +272,51 @@ class Dataset:
             d[ext] = mbuf.raw[:size] if size else b""
         return d
 
+    def _fast(self, t: _Thread, at: bool, where: Any) -> Sample:
+        """The whole sample at an ordinal (at) or key: one call for the
+        record, one that reads all members into the thread's buffer, the
+        records read with struct, extension names and shard paths cached.
+        Falls back to _sample for what it does not cover."""
+        ds = self._handle()
+        lib = self._lib
+        with self._lock:
+            if at:
+                rc = lib.sk_dataset_at(ds, where, t.href, t.eref)
+            else:
+                rc = lib.sk_dataset_find(ds, where, len(where), t.href, t.eref)
+        if rc:
+            raise _lib.error_from(rc, t.err, _lib.SampleIndexError if at else
+                                  _lib.KeyNotFoundError)
+        (shard, path, gord, ordinal, key, key_len, _off, span, soff, _ss, _first,
+         n) = _HIT.unpack_from(t.hit)
+        if span > self._whole_max or shard not in self._warm:
+            return self._sample(t.hit)
+        own = t.room(n, span)
+        buf, cap = (own, len(own)) if own is not None else (t.buf, t.cap)
+        rc = lib.sk_dataset_read_sample(ds, t.href, buf, cap, t.members, n, t.eref)
+        if rc:
+            if rc != _lib.SK_E_USAGE:
+                raise _lib.error_from(rc, t.err)
+            return self._sample(t.hit)   # the index's sizes are odd: member by member
+        url = self._urls.get(shard)
+        if url is None:
+            url = self._urls[shard] = _c.string_at(path).decode("utf-8", "surrogateescape")
+        d: Sample = {"__key__": _c.string_at(key, key_len).decode("utf-8", "surrogateescape"),
+                     "__url__": url, "__index__": gord, "__ordinal__": ordinal}
+        mv = t.mv if own is None else memoryview(own).cast("B")
+        names = self._exts
+        pos = 0
+        for ext, ext_len, _do, size, _hl, _crc in _MEMBER.iter_unpack(t.mmv[:n * _MEMBER.size]):
+            name = names.get(ext)
+            if name is None:
+                if len(names) > 4096:
+                    names.clear()
+                name = names[ext] = _c.string_at(ext, ext_len).decode("utf-8",
+                                                                      "surrogateescape")
+            d[name] = mv[pos:pos + size].tobytes()
+            pos += size
+        return d
+
     def _sample(self, h: Hit, exts: Optional[Set[str]] = None) -> Sample:
         if h.shard in self._warm:
             return self._read(h, exts)
@@ -230,17 +331,24 @@ class Dataset:
     def __getitem__(self, i: Union[int, slice]) -> Any:
         """The sample at global ordinal i (negative: from the end); a slice
         gives a list.  SampleIndexError (an IndexError) when out of range."""
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        i = int(i)
+        if type(i) is not int:
+            if isinstance(i, slice):
+                return [self[j] for j in range(*i.indices(len(self)))]
+            i = int(i)
         if i < 0:
             i += len(self)
-        return self._sample(self._at(i))
+            if i < 0:
+                raise _lib.SampleIndexError(_lib.SK_E_NOTFOUND, "%s: no sample #%d" %
+                                            (self.url, i))
+        return self._fast(self._tls, True, i)
 
     def get(self, key: Union[str, bytes], exts: Optional[List[str]] = None) -> Sample:
         """The sample with this key; exts limits the members read.
         KeyNotFoundError (a KeyError) when no sample has it."""
-        return self._sample(self._find(key), set(exts) if exts is not None else None)
+        if exts is None:
+            k = key.encode("utf-8", "surrogateescape") if isinstance(key, str) else bytes(key)
+            return self._fast(self._tls, False, k)
+        return self._sample(self._find(key), set(exts))
 
     def read(self, i: int, exts: Optional[List[str]] = None) -> Sample:
         """ds[i] with only the members whose extension is in exts read."""

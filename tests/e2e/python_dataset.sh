@@ -94,6 +94,37 @@ for kind in ("plain", "zst"):
 print("ok")
 PY
 
+step "big samples (past the reused buffer), a forked child, numpy-style ordinals"
+python3 - "$T" <<'PY' || die "big samples / fork"
+import os, sys
+import shardkit
+T = sys.argv[1]
+big = bytes(range(256)) * (5 << 12)          # 5 MiB: more than a thread's kept buffer
+with shardkit.ShardWriter(T + "/big/b-%03d.tar") as w:
+    for i in range(6):
+        w.write({"__key__": "k%d" % i, "bin": big[i:] if i % 2 else b"x%d" % i, "cls": i})
+ds = shardkit.Dataset(T + "/big")
+for rep in range(2):                          # cold, then warm (the one-call path)
+    for i in (1, 0, 3, 2, 5, 4):
+        s = ds[i]
+        assert s["bin"] == (big[i:] if i % 2 else b"x%d" % i) and s["cls"] == b"%d" % i, i
+        assert s["__key__"] == "k%d" % i and s["__index__"] == i and s["__url__"].endswith("b-000.tar")
+        assert ds.get("k%d" % i) == s
+class Ordinal:
+    def __index__(self): return 3
+    def __int__(self): return 3
+assert ds[Ordinal()]["__key__"] == "k3" and ds[True]["__key__"] == "k1"
+# a dataset opened before a fork reads in the child (opened anew there)
+pid = os.fork()
+if pid == 0:
+    ok = ds[5]["bin"] == big[5:] and ds.get("k2")["bin"] == b"x2"
+    os._exit(0 if ok else 1)
+_, st = os.waitpid(pid, 0)
+assert os.WEXITSTATUS(st) == 0, st
+assert ds[4]["bin"] == b"x4"
+print("ok")
+PY
+
 step "hostile: out of range, missing key, corrupt index, foreign index, damaged member"
 cp -r "$T/plain" "$T/bad"
 python3 - "$T" <<'PY' || die "hostile cases"
