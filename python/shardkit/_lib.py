@@ -16,10 +16,9 @@ Where the library is looked for, first hit wins:
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import threading
-from typing import Dict, List, Optional, Type
+from typing import Dict, Iterator, Optional, Type
 
 _c = ctypes
 P = ctypes.POINTER
@@ -240,14 +239,16 @@ _lib: Optional[ctypes.CDLL] = None
 _lib_path: Optional[str] = None
 
 
-def _candidates(path: Optional[str]) -> List[str]:
+def _candidates(path: Optional[str]) -> Iterator[str]:
+    """The places to try, in order.  A generator: the system's lookup
+    (find_library runs ldconfig, gcc and ld in subprocesses: a tenth of a
+    second or more) happens only when nothing before it loaded."""
     here = os.path.dirname(os.path.abspath(__file__))
-    out: List[str] = []
     if path:
-        out.append(os.fspath(path))
+        yield os.fspath(path)
     env = os.environ.get("SHARDKIT_LIB")
     if env:
-        out.append(env)
+        yield env
     prefix_lib = os.path.normpath(os.path.join(here, "..", "..", ".."))
     tree = os.path.normpath(os.path.join(here, "..", "..", "build"))
     dirs = [prefix_lib]
@@ -261,11 +262,11 @@ def _candidates(path: Optional[str]) -> List[str]:
         for name in ("libshardkit.so.0", "libshardkit.so"):
             p = os.path.join(d, name)
             if os.path.isfile(p):
-                out.append(p)
+                yield p
+    import ctypes.util
     sysname = ctypes.util.find_library("shardkit")
     if sysname:
-        out.append(sysname)
-    return out
+        yield sysname
 
 
 def _declare(lib: ctypes.CDLL) -> None:
