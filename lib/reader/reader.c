@@ -117,6 +117,7 @@ struct sk_reader {
     int failed;
     sk_error ferr;
     sk_reader_holder holder; /* cur.hold points here when set */
+    sk_reader_spare spare;   /* a closed shard's ring, for the next one */
 };
 
 static void warnf(sk_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -552,6 +553,7 @@ static int open_stream(sk_reader *r, size_t s, const struct start *at, sk_reader
         .filtered = is_filtered_name(r->sh[s].url),
         .recordio = r->o.recordio,
         .inline_read = r->o.read_inline,
+        .spare = &r->spare,
         .sniff = is_stream(r, r->sh[s].url), /* no name to go by */
         .buffer_size = r->o.buffer_size,
         .max_window = r->o.max_sample + 2 * SK_TAR_HEADER_MAX,
@@ -895,6 +897,7 @@ void sk_reader_close(sk_reader *r)
     if (r->cur.hold) r->holder.detach(r->holder.ctx);
     r->cur.hold = NULL;
     cursor_free(&r->cur);
+    sk_reader_spare_free(&r->spare);
     for (size_t i = 0; i < r->nsh; i++) {
         free(r->sh[i].url);
         free(r->sh[i].index);

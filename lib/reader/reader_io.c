@@ -624,8 +624,16 @@ int sk_reader_stream_open(sk_reader_stream **out, const sk_reader_stream_opts *o
     st->base = st->head = o->tar_base;
     st->cache_state = -1;
     st->remote = sk_reader_is_remote(o->url);
-    if (!st->url || !(st->ring = ring_map(st->cap))) {
+    sk_reader_spare *sp = o->spare;
+    if (sp && sp->ring && sp->cap == st->cap) { /* the last shard's ring */
+        st->ring = sp->ring;
+        sp->ring = NULL;
+    } else {
+        st->ring = ring_map(st->cap);
+    }
+    if (!st->url || !st->ring) {
         int e = errno;
+        if (st->ring) munmap(st->ring, 2 * st->cap);
         free(st->url);
         free(st);
         return sk_error_set(err, SK_E_NOMEM, "%s: cannot map a %zu-byte ring buffer: %s", o->url,
@@ -667,11 +675,23 @@ void sk_reader_stream_close(sk_reader_stream *st)
     sk_zdec_free(&st->zd);
     if (st->la) sk_la.read_free(st->la);
     free(st->zin);
-    munmap(st->ring, 2 * st->cap);
+    sk_reader_spare *sp = st->o.spare;
+    if (sp && !sp->ring && st->cap == page_round(st->o.buffer_size ? st->o.buffer_size : (4u << 20))) {
+        sp->ring = st->ring; /* not a grown one: that size was one sample's */
+        sp->cap = st->cap;
+    } else {
+        munmap(st->ring, 2 * st->cap);
+    }
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->cv);
     free(st->url);
     free(st);
+}
+
+void sk_reader_spare_free(sk_reader_spare *sp)
+{
+    if (sp->ring) munmap(sp->ring, 2 * sp->cap);
+    sp->ring = NULL;
 }
 
 /* Regrows the ring to hold want bytes from base, keeping what it holds.

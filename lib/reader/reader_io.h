@@ -18,6 +18,16 @@
  * longer needs.  Positions are in the (decompressed) tar stream. */
 typedef struct sk_reader_stream sk_reader_stream;
 
+/* A ring a closed stream leaves for the next one (the reader's, one shard
+ * after another): its pages are already mapped and faulted in, where a new
+ * ring costs a page fault and a zeroed page every 4 KiB. */
+typedef struct sk_reader_spare {
+    unsigned char *ring;
+    size_t cap;
+} sk_reader_spare;
+/* Unmaps the spare ring, if any. */
+void sk_reader_spare_free(sk_reader_spare *sp);
+
 typedef struct sk_reader_stream_opts {
     const char *url;
     uint64_t raw_offset; /* where to start reading the stored bytes */
@@ -33,6 +43,8 @@ typedef struct sk_reader_stream_opts {
                             bytes (after unwrapping), not by its name */
     int inline_read;     /* a local file read without a thread: need reads
                             it on the caller's thread (plain tar only) */
+    sk_reader_spare *spare; /* rings of buffer_size taken from and left here;
+                               NULL: none */
     sk_s3 *s3;             /* client for s3:// sources */
     const char *cache_dir; /* remote sources: cache here */
     uint64_t cache_size;
