@@ -3,8 +3,11 @@
 # `shardkit verify` on one corpus packed into 64 MB shards (BENCH_SAMPLES,
 # default 10000 samples, about 250 MB):
 #   - reshard MB/s against a Python tarfile re-writer (bench/tarfile_reshard.py)
-#     and against `cp` of the same bytes (the limit);
-#   - --shuffle reshard against plain reshard (target: at most 2.5x the time);
+#     and against `cp` of the same bytes (the limit; target: at most 1.5x
+#     the wall time), cp, plain and --shuffle run in turn (interleave),
+#     wall ratios round by round;
+#   - --shuffle reshard against plain reshard (target: at most 2.5x the
+#     time), with its peak RSS;
 #   - verify (headers; --deep) MB/s against `tar tf` of every shard;
 #   - verify --jpeg -j 1 against djpeg on the same images, per core
 #     (djpeg runs once per image, so its figure includes a process start);
@@ -30,21 +33,42 @@ mkdir -p "$BENCH_DIR/tmp"
 echo "input: ${#shards[@]} shards, $mb MB, $samples samples ($(nproc) cores)"
 echo
 row() { printf '| %s | %.2f s | %s MB/s | %.2f s | %.0f MiB |\n' "$1" "$M_WALL" "$(fmt_rate "$bytes" "$M_WALL" 1e6)" "$M_CPU" "$M_RSS"; }
-echo "| reshard (64M shards) | wall | MB/s | CPU | peak RSS |"
+# cp, plain shard and shard --shuffle run in turn, one run each per round
+# (interleave in lib.sh), so the machine's drift (other jobs, writeback)
+# hits the three alike; the wall ratios are taken round by round and their
+# medians printed.  At least 9 rounds (BENCH_RUNS, if more).
+run_case() {
+    case $1 in
+    cp) measure shard-cp cp "${shards[@]}" @OUT@/ ;;
+    plain) measure shard-plain "$SK_BIN" shard "$in/manifest.json" -o @OUT@/s-%06d.tar --max-size 64M -q ;;
+    shuffle) measure shard-shuffle "$SK_BIN" shard "$in/manifest.json" -o @OUT@/s-%06d.tar --max-size 64M -q \
+        --shuffle --seed 1 --tmp-dir "$BENCH_DIR/tmp" ;;
+    esac
+}
+# round_ratios A B: the median of A's wall / B's wall, round by round, and the rounds
+round_ratios() {
+    local -a a b r=()
+    read -ra a <<<"${I_WALLS[$1]}"
+    read -ra b <<<"${I_WALLS[$2]}"
+    for ((k = 0; k < ${#a[@]}; k++)); do r+=("$(fmt_ratio "${a[k]}" "${b[k]}")"); done
+    echo "$(median "${r[@]}")x (rounds: ${r[*]})"
+}
+rounds=$((BENCH_RUNS > 9 ? BENCH_RUNS : 9))
+interleave "$rounds" cp plain shuffle || exit 1
+echo "| reshard (64M shards), $rounds rounds in turn, medians | wall | MB/s | CPU | peak RSS |"
 echo "| --- | --- | --- | --- | --- |"
-measure shard-cp cp "${shards[@]}" @OUT@/; row "cp of the same bytes (limit)"; cp_wall=$M_WALL
-measure shard-plain "$SK_BIN" shard "$in/manifest.json" -o @OUT@/s-%06d.tar --max-size 64M -q
-row "shardkit shard"; plain_wall=$M_WALL
-measure shard-shuffle "$SK_BIN" shard "$in/manifest.json" -o @OUT@/s-%06d.tar --max-size 64M -q \
-    --shuffle --seed 1 --tmp-dir "$BENCH_DIR/tmp"
-row "shardkit shard --shuffle"; shuffle_wall=$M_WALL
+M_WALL=${I_WALL[cp]} M_CPU=${I_CPU[cp]} M_RSS=${I_RSS[cp]}; row "cp of the same bytes (limit)"
+M_WALL=${I_WALL[plain]} M_CPU=${I_CPU[plain]} M_RSS=${I_RSS[plain]}; row "shardkit shard"; plain_wall=$M_WALL
+M_WALL=${I_WALL[shuffle]} M_CPU=${I_CPU[shuffle]} M_RSS=${I_RSS[shuffle]}; row "shardkit shard --shuffle"
 measure shard-zstd "$SK_BIN" shard "$in/manifest.json" -o @OUT@/s-%06d.tar.zst --max-size 64M -q --compress zstd:3
 row "shardkit shard --compress zstd:3"; zstd_wall=$M_WALL
 zbytes=$(cat "$M_OUT"/*.tar.zst | wc -c)
 BENCH_RUNS=1 measure shard-python python3 "$SK_ROOT/bench/tarfile_reshard.py" "${shards[@]}" -o @OUT@/s-%06d.tar --max-size 67108864
 row "Python tarfile re-writer (1 run)"; py_wall=$M_WALL
 echo
-echo "shuffle / plain: $(fmt_ratio "$shuffle_wall" "$plain_wall")x (target <= 2.5x); plain vs Python: $(fmt_ratio "$py_wall" "$plain_wall")x faster; plain / cp: $(fmt_ratio "$plain_wall" "$cp_wall")x"
+echo "plain / cp, round by round: wall $(round_ratios plain cp), target <= 1.5x; CPU $(fmt_ratio "${I_CPU[plain]}" "${I_CPU[cp]}")x (medians)"
+echo "shuffle / plain, round by round: wall $(round_ratios shuffle plain), target <= 2.5x; CPU $(fmt_ratio "${I_CPU[shuffle]}" "${I_CPU[plain]}")x; shuffle peak RSS ${I_RSS[shuffle]} MiB"
+echo "plain vs Python: $(fmt_ratio "$py_wall" "$plain_wall")x faster"
 echo
 echo "| verify | wall | MB/s | CPU | peak RSS |"
 echo "| --- | --- | --- | --- | --- |"
