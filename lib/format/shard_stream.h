@@ -44,6 +44,9 @@ typedef struct sk_stream {
     const char *path;  /* for messages */
     uint32_t file_crc; /* of every file byte read so far */
     uint64_t file_read;
+    /* a cold file is read ahead (shard_stream.c, file_read) */
+    uint64_t ra_end;
+    int cold, no_nowait;
     unsigned char *in; /* compressed input */
     struct archive *a;
     sk_zdec z;    /* SK_STREAM_ZSTD */
