@@ -4,8 +4,12 @@
 # of webdataset.ShardWriter (bench/tarfile_writer.py), shardkit.Dataset
 # random access against a wids-style tarfile reader, shardkit.Reader against
 # tarfile streaming iteration; the real webdataset / wids packages as well
-# when they can be imported.  Samples/s, peak RSS, ratios from the same run.
-# Env: BENCH_SAMPLES (default 20000), BENCH_RUNS (3), BENCH_DIR,
+# when they can be imported.  Each pair runs interleaved (bench/lib.sh
+# interleave: a round runs every case once, in turn, so load from other
+# jobs falls on all alike); medians of wall and CPU seconds, samples/s,
+# peak RSS, ratios from the same run.  For the real packages on PYTHONPATH
+# give Debian's python3 first on PATH (their numpy).
+# Env: BENCH_SAMPLES (default 20000), BENCH_RUNS (rounds, 3), BENCH_DIR,
 # BENCH_RANDOM (random reads, default BENCH_SAMPLES).
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -26,44 +30,49 @@ fi
 shards=("$S"/train-*.tar)
 warm_cache "$C"
 warm_cache "$S"
-echo "corpus $N samples; shard set ${#shards[@]} shards; $(nproc) cores; python $(python3 -c 'import sys; print(sys.version.split()[0])'); $BENCH_RUNS runs, medians" >&2
+echo "corpus $N samples; shard set ${#shards[@]} shards; $(nproc) cores; python $(python3 -c 'import sys; print(sys.version.split()[0])'); $BENCH_RUNS interleaved rounds, medians" >&2
 has() { python3 -c "import $1" 2>/dev/null; }
 
-row() { # label count seconds rss
-    printf '| %s | %s | %s | %s |\n' "$1" "$3" "$(fmt_rate "$2" "$3")" "$4"
+row() { # label count case
+    printf '| %s | %s | %s | %s | %s |\n' "$1" "${I_WALL[$3]}" "${I_CPU[$3]}" "$(fmt_rate "$2" "${I_WALL[$3]}")" "${I_RSS[$3]}"
 }
-echo "| Python ($N samples) | wall s | samples/s | peak RSS MiB |"
-echo "| --- | --- | --- | --- |"
+# one timed run of a case (bench/lib.sh interleave runs them in turn)
+run_case() {
+    case $1 in
+    sk-write) measure py_sk_write python3 "$PB" write "$C" "$N" -o "@OUT@/train-%06d.tar" --max-size 64M ;;
+    tar-write) measure py_tar_write python3 "$PB" write-tar "$C" "$N" -o "@OUT@/train-%06d.tar" --max-size 64M ;;
+    wds-write) measure py_wds_write python3 "$PB" write-wds "$C" "$N" -o "@OUT@/train-%06d.tar" --max-size 64M ;;
+    sk-random) measure py_sk_random python3 "$PB" random "$S" "$R" 1 ;;
+    tar-random) measure py_tar_random python3 "$PB" random-tar "$S" "$R" 1 ;;
+    wids-random) measure py_wids_random python3 "$PB" random-wids "$S/wids.json" "$R" 1 ;;
+    sk-seq) measure py_sk_seq python3 "$PB" seq "$S" ;;
+    tar-seq) measure py_tar_seq python3 "$PB" seq-tar "${shards[@]}" ;;
+    wds-seq) measure py_wds_seq python3 "$PB" seq-wds "${shards[@]}" ;;
+    esac
+}
+wds=; has webdataset && wds=1
+wids=; has wids && wids=1
+[ -z "$wids" ] || "$SK_BIN" index "${shards[@]}" --wids >/dev/null 2>&1 || bench_die "index --wids failed"
+echo "| Python ($N samples; medians of $BENCH_RUNS interleaved rounds) | wall s | cpu s | samples/s | peak RSS MiB |"
+echo "| --- | --- | --- | --- | --- |"
 # writers: N samples from memory (1,000 samples' members loaded, cycled)
-measure py_sk_write python3 "$PB" write "$C" "$N" -o "@OUT@/train-%06d.tar" --max-size 64M
-w_sk=$M_WALL; row "shardkit.ShardWriter from memory (shards, .idx, manifest)" "$N" "$M_WALL" "$M_RSS"
-measure py_tar_write python3 "$PB" write-tar "$C" "$N" -o "@OUT@/train-%06d.tar" --max-size 64M
-w_tar=$M_WALL; row "tarfile re-creation of webdataset.ShardWriter (no index)" "$N" "$M_WALL" "$M_RSS"
-w_wds=
-if has webdataset; then
-    measure py_wds_write python3 "$PB" write-wds "$C" "$N" -o "@OUT@/train-%06d.tar" --max-size 64M
-    w_wds=$M_WALL; row "webdataset.ShardWriter (real)" "$N" "$M_WALL" "$M_RSS"
-fi
-measure py_sk_random python3 "$PB" random "$S" "$R" 1
-r_sk=$M_WALL; row "shardkit.Dataset, $R random ordinals" "$R" "$M_WALL" "$M_RSS"
-measure py_tar_random python3 "$PB" random-tar "$S" "$R" 1
-r_tar=$M_WALL; row "wids-style tarfile index, $R random ordinals" "$R" "$M_WALL" "$M_RSS"
-r_wids=
-if has wids; then
-    "$SK_BIN" index "${shards[@]}" --wids >/dev/null 2>&1 || bench_die "index --wids failed"
-    measure py_wids_random python3 "$PB" random-wids "$S/wids.json" "$R" 1
-    r_wids=$M_WALL; row "wids.ShardListDataset (real), $R random ordinals" "$R" "$M_WALL" "$M_RSS"
-fi
-measure py_sk_seq python3 "$PB" seq "$S"
-s_sk=$M_WALL; row "shardkit.Reader, in order" "$N" "$M_WALL" "$M_RSS"
-measure py_tar_seq python3 "$PB" seq-tar "${shards[@]}"
-s_tar=$M_WALL; row "tarfile streaming iteration" "$N" "$M_WALL" "$M_RSS"
-s_wds=
-if has webdataset; then
-    measure py_wds_seq python3 "$PB" seq-wds "${shards[@]}"
-    s_wds=$M_WALL; row "webdataset.WebDataset (real)" "$N" "$M_WALL" "$M_RSS"
-fi
+interleave "$BENCH_RUNS" sk-write tar-write ${wds:+wds-write} || exit 1
+row "shardkit.ShardWriter from memory (shards, .idx, manifest)" "$N" sk-write
+row "tarfile re-creation of webdataset.ShardWriter (no index)" "$N" tar-write
+[ -z "$wds" ] || row "webdataset.ShardWriter (real)" "$N" wds-write
+interleave "$BENCH_RUNS" sk-random tar-random ${wids:+wids-random} || exit 1
+row "shardkit.Dataset, $R random ordinals" "$R" sk-random
+row "wids-style tarfile index, $R random ordinals" "$R" tar-random
+[ -z "$wids" ] || row "wids.ShardListDataset (real), $R random ordinals" "$R" wids-random
+interleave "$BENCH_RUNS" sk-seq tar-seq ${wds:+wds-seq} || exit 1
+row "shardkit.Reader, in order" "$N" sk-seq
+row "tarfile streaming iteration" "$N" tar-seq
+[ -z "$wds" ] || row "webdataset.WebDataset (real)" "$N" wds-seq
+ratio() { # case anchor: "Xx (cpu Yx)"
+    echo "$(fmt_ratio "${I_WALL[$2]}" "${I_WALL[$1]}")x (cpu $(fmt_ratio "${I_CPU[$2]}" "${I_CPU[$1]}")x)"
+}
 echo
-echo "writer: $(fmt_ratio "$w_tar" "$w_sk")x the tarfile re-creation${w_wds:+, $(fmt_ratio "$w_wds" "$w_sk")x webdataset.ShardWriter};" \
-     "random access: $(fmt_ratio "$r_tar" "$r_sk")x the wids-style reader${r_wids:+, $(fmt_ratio "$r_wids" "$r_sk")x wids};" \
-     "sequential: $(fmt_ratio "$s_tar" "$s_sk")x tarfile${s_wds:+, $(fmt_ratio "$s_wds" "$s_sk")x webdataset}"
+echo "writer: $(ratio sk-write tar-write) the tarfile re-creation${wds:+, $(ratio sk-write wds-write) webdataset.ShardWriter};" \
+     "random access: $(ratio sk-random tar-random) the wids-style reader${wids:+, $(ratio sk-random wids-random) wids};" \
+     "sequential: $(ratio sk-seq tar-seq) tarfile${wds:+, $(ratio sk-seq wds-seq) webdataset}" \
+     "(medians of wall and cpu seconds; load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)"

@@ -277,7 +277,9 @@ class Dataset:
         record, one that reads all members into the thread's buffer, the
         records read with struct, extension names and shard paths cached.
         Falls back to _sample for what it does not cover."""
-        ds = self._handle()
+        ds = self._ds
+        if self._gen != _fork_gen or not ds:
+            ds = self._handle()
         lib = self._lib
         with self._lock:
             if at:
@@ -291,7 +293,7 @@ class Dataset:
          n) = _HIT.unpack_from(t.hit)
         if span > self._whole_max or shard not in self._warm:
             return self._sample(t.hit)
-        own = t.room(n, span)
+        own = t.room(n, span) if n > t.nm or span > t.cap else None
         buf, cap = (own, len(own)) if own is not None else (t.buf, t.cap)
         rc = lib.sk_dataset_read_sample(ds, t.href, buf, cap, t.members, n, t.eref)
         if rc:
