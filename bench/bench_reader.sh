@@ -3,9 +3,12 @@
 # member's bytes through the library) on a benchmark shard set packed with
 # `shardkit pack`: samples/s and MB/s locally against Python's tarfile
 # iteration grouping members into samples (the core of WebDataset's reader)
-# and `tar xOf` of every shard to /dev/null; then from a local moto_server
-# against `curl` of the same objects to /dev/null.  Peak RSS of each.
-# Env: BENCH_SAMPLES (default 20000), BENCH_RUNS (3), BENCH_DIR.
+# and `tar xOf` of every shard to /dev/null; Pipe mode (`shardkit cat |
+# wc -c` and `| sha256sum` against `cat` of the shards through the same
+# pipe: CPU and wall ratios); then from a local moto_server against `curl`
+# of the same objects to /dev/null.  Peak RSS of each.
+# Env: BENCH_SAMPLES (default 20000), BENCH_RUNS (3), BENCH_PIPE_ROUNDS
+# (11), BENCH_DIR.
 set -eu
 . "$(dirname "$0")/lib.sh"
 N=${BENCH_SAMPLES:-20000}
@@ -58,6 +61,37 @@ tar_wall=$M_WALL
 row "tar xOf shards > /dev/null (GNU tar)" "$M_WALL" "$M_RSS"
 echo
 echo "shardkit vs Python: $(fmt_ratio "$py_wall" "$sk_wall")x samples/s; vs GNU tar: $(fmt_ratio "$tar_wall" "$sk_wall")x MB/s"
+
+# Pipe mode: `shardkit cat DIR | consumer` against `cat SHARDS | consumer`,
+# whole pipelines through the same pipe (the shell waits for both
+# processes, so both are counted), taking turns round by round.  `wc -c`
+# only reads, so the producer's costs show the most; sha256sum does work.
+# Targets (issue 15): CPU at most 1.3x and wall at most 1.1x of `cat`'s.
+pipe_rounds=${BENCH_PIPE_ROUNDS:-11}
+run_case() {
+    case $1 in
+    cat-wc) measure pipe_cat_wc sh -c 'cat "$@" | wc -c' sh "${shards[@]}" ;;
+    sk-wc) measure pipe_sk_wc sh -c '"$0" cat "$1" | wc -c' "$SK_BIN" "$S" ;;
+    cat-sha) measure pipe_cat_sha sh -c 'cat "$@" | sha256sum' sh "${shards[@]}" ;;
+    sk-sha) measure pipe_sk_sha sh -c '"$0" cat "$1" | sha256sum' "$SK_BIN" "$S" ;;
+    esac
+}
+pipe_time=$GNU_TIME pipe_fmt=$BENCH_CPU_FMT
+# CPU to the microsecond: a pipeline of this set is a fraction of a second
+[ -x "$SK_TOOLS/bench_time" ] && GNU_TIME=$SK_TOOLS/bench_time BENCH_CPU_FMT=%.4f
+interleave "$pipe_rounds" cat-wc sk-wc cat-sha sk-sha || bench_die "pipe mode failed"
+GNU_TIME=$pipe_time BENCH_CPU_FMT=$pipe_fmt
+echo
+echo "| Pipe mode ($N samples, $mb MB; $pipe_rounds rounds, medians; load $(cut -d' ' -f1-3 /proc/loadavg)) | wall s | CPU s (both processes) | vs cat: wall | vs cat: CPU |"
+echo "| --- | --- | --- | --- | --- |"
+for pc in wc sha; do
+    cons=$([ $pc = wc ] && echo "wc -c" || echo sha256sum)
+    printf '| cat shards \\| %s | %.3f | %.3f | 1 | 1 |\n' "$cons" "${I_WALL[cat-$pc]}" "${I_CPU[cat-$pc]}"
+    printf '| shardkit cat DIR \\| %s | %.3f | %.3f | %s | %s |\n' "$cons" "${I_WALL[sk-$pc]}" "${I_CPU[sk-$pc]}" \
+        "$(fmt_ratio "${I_WALL[sk-$pc]}" "${I_WALL[cat-$pc]}")" "$(fmt_ratio "${I_CPU[sk-$pc]}" "${I_CPU[cat-$pc]}")"
+done
+echo
+echo "Pipe mode vs cat, | wc -c: $(fmt_ratio "${I_CPU[sk-wc]}" "${I_CPU[cat-wc]}")x CPU (target 1.3x), $(fmt_ratio "${I_WALL[sk-wc]}" "${I_WALL[cat-wc]}")x wall (target 1.1x); | sha256sum: $(fmt_ratio "${I_CPU[sk-sha]}" "${I_CPU[cat-sha]}")x CPU, $(fmt_ratio "${I_WALL[sk-sha]}" "${I_WALL[cat-sha]}")x wall"
 
 # From S3 (moto on 127.0.0.1), when moto is installed.
 if command -v moto_server >/dev/null && command -v aws >/dev/null; then
