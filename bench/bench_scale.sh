@@ -250,7 +250,8 @@ for n in $scale; do cached+="$(label "$n") ${cache[$n]:-?}, "; done
 echo "ratio: shardkit / anchor (below 1: shardkit faster or cheaper); growth: log(t2/t1) / log(N2/N1) against" \
      "the row above (1.00 linear, 0 constant); get: $LOOP calls in a row, per call; medians of" \
      "interleaved rounds (${rounds_used%, }); cache: ${cached%, }."
-[[ " $ops " == *" upload "* ]] && echo "upload: to ${SK_S3_SERVER:-moto} on 127.0.0.1, up to $(label "$upload_max") samples ($((3 * upload_max)) objects)."
+[[ " $ops " == *" upload "* ]] && echo "upload: to ${SK_S3_SERVER:-moto} on 127.0.0.1, up to $(label "$upload_max") samples" \
+    "($((3 * upload_max)) objects), ${BENCH_UPLOAD_RUNS:-the same} round(s); per sample = 3 objects."
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load average" \
      "$(cut -d' ' -f1-3 /proc/loadavg) at the end; $("$SK_BIN" --version 2>/dev/null || echo 'shardkit ?'); $(tar --version | head -1)"
 echo "bench_scale: $(( $(date +%s) - started )) s in all" >&2
