@@ -23,6 +23,13 @@ size_t sk_tar_header_size(const char *name, size_t name_len, uint64_t size);
 /* Writes them to dst (at least sk_tar_header_size bytes); returns the count. */
 size_t sk_tar_header(unsigned char *dst, const char *name, size_t name_len,
                      uint64_t size, uint64_t mtime);
+/* 1 when stored[0..len) is exactly the header sk_tar_header writes for
+ * (name, size, mtime).  A plain ustar header (a short ASCII name) is
+ * checked field by field without writing one - it is asked for every
+ * member `shardkit cat` writes from its ring - others are written and
+ * compared. */
+int sk_tar_header_matches(const unsigned char *stored, size_t len, const char *name,
+                          size_t name_len, uint64_t size, uint64_t mtime);
 /* 1 when s[0..n) is well-formed UTF-8. */
 int sk_utf8_valid(const char *s, size_t n);
 

@@ -12,6 +12,7 @@
 #include "format/tar.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #define USTAR_MAX_SIZE 077777777777ULL
 
@@ -155,4 +156,35 @@ size_t sk_tar_header(unsigned char *dst, const char *name, size_t n,
         fallback[fl++] = (unsigned char)name[i] < 0x80 && name[i] ? name[i] : '_';
     ustar_block(dst + SK_TAR_BLOCK + padded, fallback, fl, 0, size, mtime, '0');
     return SK_TAR_BLOCK + padded + SK_TAR_BLOCK;
+}
+
+int sk_tar_header_matches(const unsigned char *stored, size_t len, const char *name, size_t n,
+                          uint64_t size, uint64_t mtime)
+{
+    if (n > 100 || size > USTAR_MAX_SIZE || !is_ascii(name, n)) { /* pax, or a split name */
+        unsigned char *h = malloc(SK_TAR_HEADER_MAX);
+        int same = h && sk_tar_header(h, name, n, size, mtime) == len && !memcmp(h, stored, len);
+        free(h);
+        return same;
+    }
+    /* ustar_block's fields: name, mode, uid, gid, size, mtime, the
+     * checksum, type '0', an empty link name, magic "ustar\0" "00", and
+     * nothing else (empty uname, gname, devices, prefix) */
+    static const unsigned char zeros[SK_TAR_BLOCK];
+    static const char ids[24] = "0000644\0" "0000000\0" "0000000";
+    unsigned char num[24], sum_f[8];
+    if (len != SK_TAR_BLOCK || memcmp(stored, name, n) || memcmp(stored + n, zeros, 100 - n) ||
+        memcmp(stored + 100, ids, 24))
+        return 0;
+    octal(num, 12, size);
+    octal(num + 12, 12, mtime & 077777777777ULL);
+    if (memcmp(stored + 124, num, 24) || stored[156] != '0' || memcmp(stored + 157, zeros, 100) ||
+        memcmp(stored + 257, "ustar\0" "00", 8) || memcmp(stored + 265, zeros, SK_TAR_BLOCK - 265))
+        return 0;
+    unsigned sum = 8 * ' ' + '0' + 'u' + 's' + 't' + 'a' + 'r' + '0' + '0';
+    for (size_t i = 0; i < n; i++) sum += (unsigned char)name[i];
+    for (size_t i = 0; i < 24; i++) sum += (unsigned char)ids[i] + num[i];
+    octal(sum_f, 7, sum);
+    sum_f[7] = ' ';
+    return !memcmp(stored + 148, sum_f, 8);
 }

@@ -155,19 +155,20 @@ int sk_reader_tar_out_add(sk_reader_tar_out *t, const sk_reader_sample *s, sk_er
         name[s->key_len] = '.';
         memcpy(name + s->key_len + 1, m->ext, m->ext_len);
         size_t nl = s->key_len + 1 + m->ext_len;
-        size_t hl = sk_tar_header(hdr, name, nl, m->size, 0);
         size_t pad = (size_t)(sk_tar_pad(m->size) - m->size);
         if (from_ring) {
             /* the stored header, data and padding are these bytes */
             const struct sk_reader_mem *rm = &raw.m[i];
             uint64_t end = rm->data + rm->size + pad;
-            if (rm->size == m->size && rm->data - rm->hdr == hl && end - raw.pos <= raw.len &&
-                !memcmp(raw.p + (rm->hdr - raw.pos), hdr, hl) &&
+            if (rm->size == m->size && end - raw.pos <= raw.len &&
+                sk_tar_header_matches(raw.p + (rm->hdr - raw.pos), (size_t)(rm->data - rm->hdr),
+                                      name, nl, m->size, 0) &&
                 all_zero(raw.p + (rm->data + rm->size - raw.pos), pad)) {
                 SK_GUARD(put_span(t, raw.st, rm->hdr, (size_t)(end - rm->hdr), err));
                 continue;
             }
         }
+        size_t hl = sk_tar_header(hdr, name, nl, m->size, 0);
         SK_GUARD(put(t, hdr, hl, err));
         SK_GUARD(put(t, m->data, (size_t)m->size, err));
         if (pad) SK_GUARD(put(t, zeros, pad, err));

@@ -380,6 +380,46 @@ static void test_header_size_matches_written(void **state)
     assert_int_equal(sk_tar_pad(513), 1024);
 }
 
+/* sk_tar_header_matches (what `shardkit cat` asks of every stored header
+ * it would write from the ring): 1 for the header sk_tar_header writes,
+ * whatever its kind; 0 when any one byte differs, for another name, size or
+ * mtime, or another length. */
+static void test_header_matches(void **state)
+{
+    (void)state;
+    char name[600];
+    uint64_t sizes[] = {0, 1, 511, 600000, 077777777777ULL, 077777777777ULL + 1};
+    size_t lens[] = {1, 5, 99, 100, 101, 150, 300};
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+        size_t n = lens[li];
+        for (int kind = 0; kind < 3; kind++) {
+            for (size_t i = 0; i < n; i++) name[i] = (char)('a' + i % 26);
+            if (kind == 1) name[n / 2] = '\xe9'; /* pax: not ASCII (nor UTF-8) */
+            if (kind == 2 && n > 2) name[n - 2] = '.';
+            for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+                size_t len;
+                unsigned char *b = header(name, n, sizes[si], 0, &len);
+                assert_true(sk_tar_header_matches(b, len, name, n, sizes[si], 0));
+                assert_false(sk_tar_header_matches(b, len, name, n, sizes[si] + 1, 0));
+                assert_false(sk_tar_header_matches(b, len, name, n, sizes[si], 1));
+                assert_false(sk_tar_header_matches(b, len - 1, name, n, sizes[si], 0));
+                name[0] ^= 1;
+                assert_false(sk_tar_header_matches(b, len, name, n, sizes[si], 0));
+                name[0] ^= 1;
+                if (n > 1) assert_false(sk_tar_header_matches(b, len, name, n - 1, sizes[si], 0));
+                for (size_t i = 0; i < len; i += (len > 512 ? 7 : 1)) {
+                    b[i] ^= 0x20;
+                    if (sk_tar_header_matches(b, len, name, n, sizes[si], 0))
+                        fail_msg("name length %zu, size %llu: byte %zu changed, still matches", n,
+                                 (unsigned long long)sizes[si], i);
+                    b[i] ^= 0x20;
+                }
+                free(b);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -392,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_pax_record_length_digits),
         cmocka_unit_test(test_pax_huge_size),
         cmocka_unit_test(test_header_size_matches_written),
+        cmocka_unit_test(test_header_matches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
