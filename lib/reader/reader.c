@@ -777,7 +777,9 @@ static int pull(sk_reader *r, const sk_reader_sample **v, sk_error *err)
     *v = NULL;
     while (r->pos < r->norder) {
         int got = 0, rc = SK_OK;
-        sk_error e = SK_ERROR_INIT;
+        sk_error e; /* set by whatever fails; 1 KiB, so not cleared per sample */
+        e.code = 0;
+        e.msg[0] = 0;
         if (!r->opened) rc = position(r, r->pos, 0, &e);
         if (!rc && r->cur.st && !r->cur.size_checked) {
             r->cur.size_checked = 1;

@@ -591,7 +591,9 @@ static void *producer(void *arg)
 #endif
 static void inl_fill(sk_reader_stream *st, uint64_t end)
 {
-    sk_error err = SK_ERROR_INIT;
+    if (st->head >= end || st->eof) return; /* the common case: bytes there */
+    sk_error err; /* set by whatever fails (1 KiB: not cleared per call) */
+    err.code = 0;
     int rc = SK_OK, cache_state;
     if (!st->inl_opened) {
         st->inl_opened = 1;
