@@ -12,12 +12,13 @@
  * --shuffle-mem, else a file) and is written after the scatter pass.
  * Without --shuffle only one sample is ever held in memory.
  *
- * Without filters, image work or --shuffle, a plain tar input with a sound
- * index is read through the index instead (direct_input: 2 MiB batches of
- * the file mapped private, or pread once headers must be rewritten; the
- * headers and CRC32Cs checked, no libarchive), each sample written from
- * the batch; plain output goes out in megabyte writes from a second
- * thread (io/outq.c).  Either way the output bytes are the same.
+ * Without filters or image work (--shuffle or not), a plain tar input
+ * with a sound index is read through the index instead (direct_input:
+ * 2 MiB batches of the file mapped private, or pread once headers must be
+ * rewritten; the headers and CRC32Cs checked, no libarchive), each sample
+ * written from the batch (or into its shuffle bucket); plain output goes
+ * out in megabyte writes from a second thread (io/outq.c).  Either way
+ * the output bytes are the same.
  */
 #include "core/internal.h"
 #include "pack/part.h"
@@ -188,6 +189,7 @@ struct sview {
     uint32_t crc;   /* of img, when has_crc */
     int has_crc;
     int buf;        /* img lies in the output buffer ob[buf] (index-driven input), else -1 */
+    size_t elen;    /* bytes of exts (serialize) */
 };
 
 /* An output buffer: bytes on their way to the writer (outq.h).  p is
@@ -372,7 +374,7 @@ static int keep_sample(const rs *r, const char *key, size_t klen)
 
 static void view_of(const struct samp *s, struct sview *v)
 {
-    *v = (struct sview){s->key, s->klen, s->m, s->nm, s->exts, s->img, s->len, s->crc, 1, -1};
+    *v = (struct sview){s->key, s->klen, s->m, s->nm, s->exts, s->img, s->len, s->crc, 1, -1, s->elen};
 }
 
 /* Queues the pending range. */
@@ -663,7 +665,7 @@ static int emit(rs *r, const struct sview *v, sk_error *err)
 /* key_len u32, nm u32, ext pool len u32, image len u64, key, members
  * (nm x 32 bytes), ext pool, image. */
 
-static int serialize(rs *r, const struct samp *s, sk_error *err)
+static int serialize(rs *r, const struct sview *s, sk_error *err)
 {
     /* the image is not copied here: addv copies it once, into the bucket */
     size_t need = 20 + s->klen + s->nm * 32 + s->elen;
@@ -686,7 +688,7 @@ static int serialize(rs *r, const struct samp *s, sk_error *err)
         sk_put_le32(p + 28, m->ext_len);
     }
     memcpy(p, s->exts, s->elen);
-    struct iovec v[2] = {{r->rec, need}, {s->img, s->len}};
+    struct iovec v[2] = {{r->rec, need}, {(void *)s->img, s->len}};
     return sk_shuffler_addv(r->shuf, v, 2, err);
 }
 
@@ -719,6 +721,7 @@ static int emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *
     v.img = p + elen;
     v.has_crc = 0;
     v.buf = -1;
+    v.elen = elen;
     return emit(r, &v, err);
 }
 
@@ -1012,10 +1015,9 @@ static int sample_done(rs *r, struct samp *s, int counting, sk_error *err)
 /* A sample that is kept goes into the shuffle, or out. */
 static int emit_sample(rs *r, struct samp *s, sk_error *err)
 {
-    if (r->shuf) return serialize(r, s, err);
     struct sview v;
     view_of(s, &v);
-    return emit(r, &v, err);
+    return r->shuf ? serialize(r, &v, err) : emit(r, &v, err);
 }
 
 struct la_ctx {
@@ -1361,9 +1363,11 @@ static int direct_emit(rs *r, const char *url, const sk_sample_ref *sr, unsigned
         piece = sk_crc32c(piece, d + m->size, pad);
         crc = i ? sk_crc32c_combine(crc, piece, SK_TAR_BLOCK + m->size + pad) : piece;
     }
-    struct sview v = {sr->key, sr->key_len, s->m, s->nm, s->exts, p, (size_t)sr->span, crc, 1, buf};
+    struct sview v = {sr->key, sr->key_len, s->m, s->nm, s->exts, p, (size_t)sr->span, crc, 1, buf,
+                      s->elen};
     r->st.samples_in++;
-    int rc = emit(r, &v, err);
+    /* --shuffle: into a bucket, the same record read_input's sample makes */
+    int rc = r->shuf ? serialize(r, &v, err) : emit(r, &v, err);
     s->nm = s->elen = 0;
     return rc;
 }
@@ -1643,17 +1647,18 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
     if (!opts->compress_level && !sk_is_s3_url(opts->pattern) &&
         (rc = sk_outq_new(&r.q, &r.out, sysconf(_SC_NPROCESSORS_ONLN) > 1, err)))
         goto cleanup;
-    /* without filters, image work or shuffle each sample passes whole:
-     * shards with a sound index are read through it (direct_input) */
+    /* without filters or image work each sample passes whole: shards
+     * with a sound index are read through it (direct_input), into the
+     * shuffle's buckets too */
     r.direct = !opts->nselect && !opts->ndrop && !opts->nrename && !opts->keys_file &&
-               !opts->parts && !r.pool && !opts->shuffle;
+               !opts->parts && !r.pool;
     if (opts->shuffle) {
         /* scatter: every sample into a random bucket */
         if ((rc = sk_shuffler_new(&r.shuf, opts->tmp_dir, opts->seed, opts->shuffle_mem,
                                   r.st.bytes_in_total, err)))
             goto cleanup;
         for (size_t i = 0; i < nin && !rc; i++) {
-            rc = read_input(&r, in[i], &s, 0, 0, err);
+            rc = take_input(&r, in[i], &s, err);
             r.st.inputs_done++;
             progress(&r, 0);
         }

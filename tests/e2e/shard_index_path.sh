@@ -7,7 +7,7 @@
 # names); and an index that lies is caught: offsets, sizes, extensions or
 # sample boundaries that disagree with the tar change nothing in the
 # output, a CRC32C that disagrees with the member's bytes fails the run
-# and names the member.  The index path maps the input (private) and
+# and names the member (with --shuffle too).  The index path maps the input (private) and
 # copies in only what it must change: checked with strace when it is
 # installed (no bulk pread while the headers are already the output's;
 # pread from the second batch on once they are not), and the input is
@@ -104,4 +104,11 @@ assert_contains "$ERR" "l-crc/i-001.tar" "the shard's name"
 assert_contains "$ERR" "its index records" "the cause"
 [ ! -e oc/manifest.json ] || die "a manifest was written after the CRC32C mismatch"
 assert_no_tmp oc
+
+step "--shuffle reads through the index too: the same bytes, and its CRC32C is checked"
+MT="--shuffle --seed 3" same_output in i-000.tar i-001.tar i-002.tar
+MT="--shuffle --seed 4 --mtime 9" same_output big b-000.tar b-001.tar
+expect_fail 1 "CRC32C" "$SK_BIN" shard in/i-000.tar l-crc/i-001.tar -o ocs/s-%03d.tar --shuffle
+assert_contains "$ERR" "l-crc/i-001.tar" "the shard's name"
+[ ! -e ocs/manifest.json ] || die "a manifest was written after the CRC32C mismatch"
 echo ok
