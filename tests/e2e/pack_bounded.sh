@@ -91,4 +91,16 @@ a0/w.jpg
 ab.jpg
 W
 diff "$T/want" "$T/first" || die "the first members are not in key order"
+step "a bad name past the first window stops the run where the walk meets it"
+# (the walk reaches it after shards were written: they stay, whole and the
+# same as without it; the shard being written is removed; no manifest)
+expect_ok "$SK_BIN" pack "$T/A" -o "$T/good/s-%03d.tar" --max-size 200K -q
+mkdir -p "$T/A/zzz"
+printf x >"$T/A/zzz/noext"
+expect_fail 1 "zzz/noext: no sample key" "$SK_BIN" pack "$T/A" -o "$T/bad/s-%03d.tar" --max-size 200K -q
+[ ! -e "$T/bad/manifest.json" ] || die "a failed run wrote a manifest"
+assert_no_tmp "$T/bad"
+n=$(ls "$T/bad" | grep -c '\.tar$' || true)
+[ "$n" -ge 1 ] || die "no shard was completed before the bad name"
+for f in "$T"/bad/*; do cmp "$f" "$T/good/${f##*/}" || die "${f##*/} differs from the run without the bad name"; done
 echo "pack_bounded: ok"
