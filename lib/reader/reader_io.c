@@ -589,8 +589,18 @@ static void *producer(void *arg)
 #ifndef INL_CHUNK
 #define INL_CHUNK (256u << 10)
 #endif
+static unsigned char *ring_take(sk_reader_stream *st);
+
 static void inl_fill(sk_reader_stream *st, uint64_t end)
 {
+    /* A prefetched shard gets its ring when it is first read: by then the
+     * shard before it has left its ring, already faulted in, as the spare. */
+    if (!st->ring && !(st->ring = ring_take(st))) {
+        st->rc = sk_error_set(&st->err, SK_E_NOMEM, "%s: cannot map a %zu-byte ring buffer: %s",
+                              st->url, st->cap, strerror(errno));
+        st->eof = 1;
+        return;
+    }
     if (st->head >= end || st->eof) return; /* the common case: bytes there */
     sk_error err; /* set by whatever fails (1 KiB: not cleared per call) */
     err.code = 0;
@@ -614,6 +624,19 @@ static void inl_fill(sk_reader_stream *st, uint64_t end)
     }
 }
 
+/* A ring of st->cap bytes: the spare one when it has that size (the last
+ * shard's), else a new mapping. */
+static unsigned char *ring_take(sk_reader_stream *st)
+{
+    sk_reader_spare *sp = st->o.spare;
+    if (sp && sp->ring && sp->cap == st->cap) {
+        unsigned char *r = sp->ring;
+        sp->ring = NULL;
+        return r;
+    }
+    return ring_map(st->cap);
+}
+
 int sk_reader_stream_open(sk_reader_stream **out, const sk_reader_stream_opts *o, sk_error *err)
 {
     *out = NULL;
@@ -626,14 +649,10 @@ int sk_reader_stream_open(sk_reader_stream **out, const sk_reader_stream_opts *o
     st->base = st->head = o->tar_base;
     st->cache_state = -1;
     st->remote = sk_reader_is_remote(o->url);
-    sk_reader_spare *sp = o->spare;
-    if (sp && sp->ring && sp->cap == st->cap) { /* the last shard's ring */
-        st->ring = sp->ring;
-        sp->ring = NULL;
-    } else {
-        st->ring = ring_map(st->cap);
-    }
-    if (!st->url || !st->ring) {
+    st->inl = o->inline_read && !st->remote && !o->zstd && !o->filtered && !o->recordio &&
+              !o->sniff;
+    if (st->url && !st->inl) st->ring = ring_take(st); /* inline: at the first read */
+    if (!st->url || (!st->inl && !st->ring)) {
         int e = errno;
         if (st->ring) munmap(st->ring, 2 * st->cap);
         free(st->url);
@@ -643,8 +662,6 @@ int sk_reader_stream_open(sk_reader_stream **out, const sk_reader_stream_opts *o
     }
     pthread_mutex_init(&st->mu, NULL);
     pthread_cond_init(&st->cv, NULL);
-    st->inl = o->inline_read && !st->remote && !o->zstd && !o->filtered && !o->recordio &&
-              !o->sniff;
     if (st->inl) {
         *out = st;
         return SK_OK;
@@ -678,7 +695,10 @@ void sk_reader_stream_close(sk_reader_stream *st)
     if (st->la) sk_la.read_free(st->la);
     free(st->zin);
     sk_reader_spare *sp = st->o.spare;
-    if (sp && !sp->ring && st->cap == page_round(st->o.buffer_size ? st->o.buffer_size : (4u << 20))) {
+    if (!st->ring) {
+        /* an inline stream never read */
+    } else if (sp && !sp->ring &&
+               st->cap == page_round(st->o.buffer_size ? st->o.buffer_size : (4u << 20))) {
         sp->ring = st->ring; /* not a grown one: that size was one sample's */
         sp->cap = st->cap;
     } else {
@@ -708,8 +728,10 @@ static int grow(sk_reader_stream *st, size_t want, sk_error *err)
     SK_FAIL_IF(!r, err, SK_E_NOMEM, "%s: cannot grow the ring buffer to %zu bytes: %s", st->url,
                cap, strerror(errno));
     size_t used = (size_t)(st->head - st->base);
-    memcpy(r + (size_t)(st->base % cap), st->ring + (size_t)(st->base % st->cap), used);
-    munmap(st->ring, 2 * st->cap);
+    if (st->ring) { /* (an inline stream not read yet has none) */
+        memcpy(r + (size_t)(st->base % cap), st->ring + (size_t)(st->base % st->cap), used);
+        munmap(st->ring, 2 * st->cap);
+    }
     st->ring = r;
     st->cap = cap;
     st->grows++;
@@ -746,7 +768,7 @@ int sk_reader_stream_need(sk_reader_stream *st, uint64_t pos, size_t n, const un
         pthread_cond_wait(&st->cv, &st->mu);
     }
     st->cwait = 0;
-    if (st->head < pos + n && st->rc) {
+    if ((st->head < pos + n || !st->ring) && st->rc) {
         rc = st->rc;
         if (err) *err = st->err;
         goto out;
