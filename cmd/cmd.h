@@ -32,7 +32,10 @@ int cmd_parse_u64(const char *s, uint64_t *out);
  * into *level; 0 on success. */
 int cmd_parse_compress(const char *s, int *level);
 /* Warns on stderr when compressing to a pattern not ending in .zst. */
-void cmd_check_zst_pattern(const char *tool, const char *pattern, int level);
+/* --compress not given (*level < 0): zstd (level 3) when the names end in
+ * .zst, as tar -a reads a suffix, else none; given: warns when zstd data
+ * gets names without .zst (the library refuses the reverse). */
+void cmd_check_zst_pattern(const char *tool, const char *pattern, int *level);
 
 /* The S3 options of the tools that read or write s3:// URLs (pack, shard,
  * verify): rows for a getopt table, usage lines, and one parser, so that

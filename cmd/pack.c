@@ -117,6 +117,7 @@ enum { SRC_DIR, SRC_LIST, SRC_ARCHIVE, SRC_S3, SRC_MANIFEST };
 int cmd_pack(int argc, char **argv)
 {
     sk_pack_options o = {0};
+    o.compress_level = -1; /* not given: the names' suffix decides */
     cmd_ui ui = {"pack", 0};
     cmd_sagemaker sm = {0};
     const char *root = NULL, *part = NULL;
@@ -212,7 +213,7 @@ int cmd_pack(int argc, char **argv)
     }
     if (!o.pattern) return free(srcs), cmd_usage_error("pack", usage, "no output: give -o PATTERN");
     if (!nsrcs) return free(srcs), cmd_usage_error("pack", usage, "no SOURCE to pack");
-    cmd_check_zst_pattern("pack", o.pattern, o.compress_level);
+    cmd_check_zst_pattern("pack", o.pattern, &o.compress_level);
     if (parts && !part) return free(srcs), cmd_usage_error("pack", usage, "--parts needs --part");
     if (part) {
         sk_error perr = SK_ERROR_INIT;

@@ -122,6 +122,7 @@ static int split_list(char *s, const char ***list, size_t *n)
 int cmd_shard(int argc, char **argv)
 {
     sk_shard_options o = {0};
+    o.compress_level = -1; /* not given: the names' suffix decides */
     const char *part = NULL;
     uint64_t parts = 0;
     cmd_ui ui = {"shard", 0};
@@ -228,7 +229,7 @@ int cmd_shard(int argc, char **argv)
     if (cmd_sagemaker_check(&sm, usage, o.pattern, o.part, o.parts)) { rc = SK_EXIT_USAGE; goto out; }
     if (!!o.max_count + !!o.max_size + !!o.num_shards > 1 && o.num_shards)
         BAD("--num-shards does not combine with --max-size or --max-count");
-    cmd_check_zst_pattern("shard", o.pattern, o.compress_level);
+    cmd_check_zst_pattern("shard", o.pattern, &o.compress_level);
     o.select = sel;
     o.drop = drop;
     o.rename_from = from;

@@ -108,10 +108,15 @@ int cmd_parse_compress(const char *s, int *level)
     return 0;
 }
 
-void cmd_check_zst_pattern(const char *tool, const char *pattern, int level)
+void cmd_check_zst_pattern(const char *tool, const char *pattern, int *level)
 {
     size_t n = strlen(pattern);
-    if (level && strcmp(pattern, "-") && (n < 4 || strcmp(pattern + n - 4, ".zst")))
+    int zst_name = n >= 4 && !strcmp(pattern + n - 4, ".zst");
+    if (*level < 0) {
+        *level = zst_name ? 3 : 0;
+        return;
+    }
+    if (*level && strcmp(pattern, "-") && !zst_name)
         fprintf(stderr, "shardkit %s: warning: --compress zstd writes zstd data, but the "
                 "shard names (%s) do not end in .zst\n", tool, pattern);
 }

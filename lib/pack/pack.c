@@ -72,6 +72,7 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
     *out = NULL;
     SK_FAIL_IF(!opts->pattern, err, SK_E_USAGE, "no output pattern");
     SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
+    SK_GUARD(sk_pack_check_suffix(opts->pattern, opts->compress_level, err));
     sk_pack *p = calloc(1, sizeof *p);
     SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
     p->o = *opts;

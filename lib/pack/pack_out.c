@@ -26,6 +26,26 @@ void sk_pack_warn_oversized(const sk_pack_options *o, const char *name, uint64_t
     o->warn(o->ctx, msg);
 }
 
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+int sk_pack_check_suffix(const char *pattern, int compress_level, sk_error *err)
+{
+    static const char *const unwritten[] = {".gz", ".tgz", ".bz2", ".xz"};
+    if (!pattern || !strcmp(pattern, "-")) return SK_OK;
+    SK_FAIL_IF(!compress_level && ends_with(pattern, ".zst"), err, SK_E_USAGE,
+               "%s: the names end in .zst but compression is off (--compress none, "
+               "compress_level 0): readers would take plain tar for zstd", pattern);
+    for (size_t i = 0; i < sizeof unwritten / sizeof *unwritten; i++)
+        SK_FAIL_IF(ends_with(pattern, unwritten[i]), err, SK_E_USAGE,
+                   "%s: shardkit writes .tar shards (or .tar.zst with compression), not %s",
+                   pattern, unwritten[i] + 1);
+    return SK_OK;
+}
+
 /* The pattern's basename only: no machine paths in the manifest. */
 char *sk_pack_options_json(const char *pattern_tmpl, const sk_pack_options *po)
 {

@@ -26,6 +26,11 @@ static inline int sk_pack_rolls(const sk_pack_options *o, uint64_t bytes, uint64
 /* The warning for a sample bigger than max_size alone (name: its first
  * member), when it is. */
 void sk_pack_warn_oversized(const sk_pack_options *o, const char *name, uint64_t b);
+/* Refuses (SK_E_USAGE) a pattern whose suffix names a compression the run
+ * will not write: .zst with compress_level 0, or .gz/.tgz/.bz2/.xz (only
+ * .tar and .tar.zst are written).  Readers -- ours, tar -a, WebDataset --
+ * tell a shard's format by its name. */
+int sk_pack_check_suffix(const char *pattern, int compress_level, sk_error *err);
 /* The options that shaped the output, as the manifest records them
  * (pattern_tmpl: the caller's pattern, {part} unexpanded).  NULL when out
  * of memory. */

@@ -22,6 +22,7 @@
  */
 #include "core/internal.h"
 #include "pack/part.h"
+#include "pack/pack_out.h"
 #include "format/image.h"
 #include "io/io.h"
 #include "core/shuffle.h"
@@ -1600,6 +1601,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
     if (!r.to_stdout) {
         char probe[4200];
         SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
+        SK_GUARD(sk_pack_check_suffix(opts->pattern, opts->compress_level, err));
     }
     if (!ninputs) return sk_error_set(err, SK_E_USAGE, "no input shards");
     if ((rc = expand_inputs(opts->s3, inputs, ninputs, &in, &nin, err))) goto cleanup;

@@ -55,7 +55,8 @@ def encode_value(ext: str, value: Any) -> bytes:
 
 class ShardWriter:
     """Writes samples into shards named by pattern (printf style, one
-    integer field: "out/train-%06d.tar", ".tar.zst" with compress_level),
+    integer field: "out/train-%06d.tar"; names ending in ".tar.zst" get zstd
+    at compress_level, 3 unless given),
     a new shard before one would pass max_size bytes or max_count samples,
     and manifest.json beside them (or manifest=) when closed.
 
@@ -78,7 +79,7 @@ class ShardWriter:
 
     def __init__(self, pattern: Union[str, "os.PathLike[str]"], max_size: Optional[int] = None,
                  max_count: Optional[int] = None, *, manifest: Optional[str] = None,
-                 start: int = 0, compress_level: int = 0, mtime: int = 0,
+                 start: int = 0, compress_level: Optional[int] = None, mtime: int = 0,
                  s3_endpoint: Optional[str] = None, part_size: int = 0,
                  encoder: Union[bool, Callable[[str, Any], bytes]] = True,
                  maxsize: Optional[float] = None, maxcount: Optional[int] = None,
@@ -108,6 +109,8 @@ class ShardWriter:
         o.max_size = int(max_size or 0)
         o.max_count = int(max_count or 0)
         o.start = int(start)
+        if compress_level is None:  # as `pack -o NAME.tar.zst`: the suffix decides
+            compress_level = 3 if self.pattern.endswith(".zst") else 0
         o.compress_level = int(compress_level)
         o.mtime = int(mtime)
         err = _lib._Error()

@@ -162,6 +162,15 @@ assert len(shardkit.Dataset(T + "/x/x-{000..001}.tar")) == 4
 expect(shardkit.UsageError, 1, [], lambda: shardkit.ShardWriter(T + "/y/no-field.tar"))
 open(T + "/file", "w").close()
 expect(shardkit.Error, None or 2, [], lambda: shardkit.ShardWriter(T + "/file/sub/s-%03d.tar"))
+# a name ending in .zst gets zstd unless told otherwise; told none, or a
+# compression the writer does not write: refused before any file is made
+with shardkit.ShardWriter(T + "/z/z-%03d.tar.zst") as w:
+    w.write({"__key__": "k", "txt": "v"})
+assert open(T + "/z/z-000.tar.zst", "rb").read(4) == b"\x28\xb5\x2f\xfd"
+expect(shardkit.UsageError, 1, ["end in .zst"],
+       lambda: shardkit.ShardWriter(T + "/z2/z-%03d.tar.zst", compress_level=0))
+expect(shardkit.UsageError, 1, ["not gz"], lambda: shardkit.ShardWriter(T + "/z3/z-%03d.tar.gz"))
+assert not os.path.exists(T + "/z2") and not os.path.exists(T + "/z3")
 print("ok")
 PY
 assert_no_tmp "$T/h"
