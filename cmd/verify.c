@@ -33,6 +33,8 @@ static const char usage[] =
     "                           --image-ext as pack/shard took them); implies --jpeg\n"
     "  -j, --jobs N             JPEG decoding threads (default: number of cores)\n"
     "      --json               one JSON object per problem, then a summary object\n"
+    "      --key-mem SIZE       memory for the duplicate-key check (default 64M); past\n"
+    "                           it, sorted key runs go to temp files in $TMPDIR\n"
     "  -q, --quiet              print problems only, no summary line\n"
     "  -h, --help               this text\n"
     "S3 (for s3:// targets):\n"
@@ -41,7 +43,7 @@ static const char usage[] =
     "Exit status: 0 sound (warnings allowed), 1 a problem was found, 2 usage or\n"
     "I/O error.\n";
 
-enum { OPT_DEEP = 256, OPT_JPEG, OPT_REQUIRE, OPT_JSON };
+enum { OPT_DEEP = 256, OPT_JPEG, OPT_REQUIRE, OPT_JSON, OPT_KEY_MEM };
 
 static const struct option options[] = {
     {"deep", no_argument, NULL, OPT_DEEP},
@@ -50,6 +52,7 @@ static const struct option options[] = {
     {"require", required_argument, NULL, OPT_REQUIRE},
     {"jobs", required_argument, NULL, 'j'},
     {"json", no_argument, NULL, OPT_JSON},
+    {"key-mem", required_argument, NULL, OPT_KEY_MEM},
     CMD_S3_CLIENT_OPTIONS,
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -109,6 +112,10 @@ int cmd_verify(int argc, char **argv)
             o.jobs = (int)v;
             break;
         case OPT_JSON: json = 1; break;
+        case OPT_KEY_MEM:
+            if (cmd_parse_size(optarg, &o.key_mem) || !o.key_mem)
+                return free(req), cmd_usage_error("verify", usage, "--key-mem '%s': want a size such as 64M", optarg);
+            break;
         case 'q': quiet = 1; break;
         case 'h': free(req); fputs(usage, stdout); return SK_EXIT_OK;
         default:

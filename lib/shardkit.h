@@ -1074,6 +1074,10 @@ typedef struct sk_verify_options {
     /* With image_size set: image members (image_ext) must have a size the
      * --image-size rule gives ("image" problems); implies SK_VERIFY_JPEG. */
     const sk_image_options *images;
+    /* Memory for the duplicate-key check across the run (0: 64 MiB): past
+     * it, sorted runs of key records go to unlinked temp files in $TMPDIR
+     * and are merged, so a dataset of any size verifies in bounded memory. */
+    uint64_t key_mem;
 } sk_verify_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_verify_options_init_sized(sk_verify_options *o, size_t size);

@@ -17,6 +17,26 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+int sk_scratch_fd(const char *dir, const char *what, sk_error *err)
+{
+    if (!dir || !*dir) dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0) return fd;
+    char path[4200];
+    if ((size_t)snprintf(path, sizeof path, "%s/.shardkit-scratch-XXXXXX", dir) >= sizeof path) {
+        sk_error_set(err, SK_E_USAGE, "%s: directory name too long for %s", dir, what);
+        return -1;
+    }
+    fd = mkostemp(path, O_CLOEXEC);
+    if (fd < 0) {
+        sk_error_set(err, SK_E_IO, "%s: cannot create %s: %s", dir, what, strerror(errno));
+        return -1;
+    }
+    unlink(path);
+    return fd;
+}
+
 int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *err)
 {
     const unsigned char *p = buf;

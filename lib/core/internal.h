@@ -113,6 +113,11 @@ int sk_ext_check(const char *ext, size_t len, const char *what, sk_error *err);
 int sk_name_strip(const char *name, size_t len, size_t *skip);
 
 /* fsutil.c */
+/* A private scratch file with no name: in dir (NULL or "": $TMPDIR, else
+ * /tmp), O_TMPFILE where the file system has it, else mkstemp and an
+ * unlink at once -- nothing is left behind, even by a killed run.  Returns
+ * the fd, or -1 with err naming the directory and what it was for. */
+int sk_scratch_fd(const char *dir, const char *what, sk_error *err);
 int sk_write_all(int fd, const void *buf, size_t n, const char *path, sk_error *err);
 /* Writes every buffer of iov in order (writev, resumed after short writes);
  * iov is consumed. */

@@ -123,14 +123,8 @@ static void bset_free(sk_shuffler *s, struct bset *set)
 static int bucket_writev(sk_shuffler *s, struct bucket *b, struct iovec *iov, int n,
                          sk_error *err)
 {
-    if (b->fd < 0) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/.shardkit-shuffle-XXXXXX", s->dir);
-        b->fd = mkstemp(path);
-        SK_FAIL_IF(b->fd < 0, err, SK_E_IO, "%s: cannot create a shuffle bucket: %s", path,
-                   strerror(errno));
-        unlink(path); /* nothing is left behind, whatever happens */
-    }
+    if (b->fd < 0 && (b->fd = sk_scratch_fd(s->dir, "a shuffle bucket", err)) < 0)
+        return err && err->code ? err->code : SK_E_IO;
     while (n > 0) {
         ssize_t k = writev(b->fd, iov, n > IOV_MAX ? IOV_MAX : n);
         if (k < 0 && errno == EINTR) continue;

@@ -806,16 +806,7 @@ int sk_catalog_add_list(sk_catalog *c, FILE *list, const char *list_name, const 
 
 static int spool_open(sk_catalog *c, sk_error *err)
 {
-    const char *dir = c->tmp_dir ? c->tmp_dir : getenv("TMPDIR");
-    if (!dir || !*dir) dir = "/tmp";
-    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd >= 0) return fd;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/shardkit-spool-XXXXXX", dir);
-    fd = mkstemp(path);
-    SK_FAIL_IF(fd < 0, err, SK_E_IO, "%s: cannot create spool file: %s", dir, strerror(errno));
-    unlink(path);
-    return fd;
+    return sk_scratch_fd(c->tmp_dir, "a spool file", err);
 }
 
 int sk_catalog_add_archive(sk_catalog *c, const char *path, sk_error *err)

@@ -24,6 +24,7 @@
 #include "format/shard_stream.h"
 #include "format/tar.h"
 #include "format/image.h"
+#include "tools/keysort.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -49,14 +50,6 @@ struct vsample {
     uint32_t key_off, key_len, first, count;
 };
 
-struct keyrec { /* for duplicates across the whole run */
-    char *key;
-    size_t len;
-    uint32_t shard;
-    uint64_t offset;
-    char *exts; /* the run's extensions, ",a,b," */
-};
-
 struct jpegjob {
     uint64_t data_offset, size, sample_offset;
     uint32_t sample;
@@ -70,8 +63,9 @@ typedef struct vstate {
     /* every shard's name, for the key records */
     char **shards;
     size_t nshards, cap_shards;
-    struct keyrec *keys;
-    size_t nkeys, cap_keys;
+    sk_keysort *keys; /* every sample's key, for duplicates across the run */
+    char *ebuf;       /* one sample's extensions, ",a,b," */
+    size_t cap_ebuf;
     /* the current shard */
     struct vsample *s;
     size_t ns, cap_s;
@@ -144,18 +138,10 @@ static int close_sample(vstate *v, uint32_t shard, sk_error *err)
             problem(v, 0, "missing", name, s->offset, key, s->key_len,
                     "sample has no '%s' member", want);
     }
-    SK_GUARD(sk_grow((void **)&v->keys, &v->cap_keys, v->nkeys + 1, sizeof *v->keys, err));
-    struct keyrec *k = &v->keys[v->nkeys];
     size_t elen = 2;
     for (uint32_t j = 0; j < s->count; j++) elen += v->m[s->first + j].ext_len + 1;
-    k->key = strndup(key, s->key_len);
-    k->exts = malloc(elen);
-    SK_FAIL_IF(!k->key || !k->exts, err, SK_E_NOMEM, "out of memory");
-    v->nkeys++;
-    k->len = s->key_len;
-    k->shard = shard;
-    k->offset = s->offset;
-    char *p = k->exts;
+    SK_GUARD(sk_grow((void **)&v->ebuf, &v->cap_ebuf, elen, 1, err));
+    char *p = v->ebuf;
     *p++ = ',';
     for (uint32_t j = 0; j < s->count; j++) {
         const struct vmember *m = &v->m[s->first + j];
@@ -164,7 +150,8 @@ static int close_sample(vstate *v, uint32_t shard, sk_error *err)
         *p++ = ',';
     }
     *p = 0;
-    return SK_OK;
+    sk_keyrec k = {key, s->key_len, shard, s->offset, v->ebuf};
+    return sk_keysort_add(v->keys, &k, err);
 }
 
 static int add_entry(vstate *v, uint32_t shard, const sk_tar_entry *e, sk_error *err)
@@ -762,17 +749,6 @@ out:
 
 /* --------------------------------------------------------- across shards */
 
-static int keyrec_cmp(const void *a, const void *b)
-{
-    const struct keyrec *x = a, *y = b;
-    size_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->key, y->key, n);
-    if (c) return c;
-    if (x->len != y->len) return x->len < y->len ? -1 : 1;
-    if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
-    return x->offset < y->offset ? -1 : x->offset > y->offset;
-}
-
 static int exts_overlap(const char *a, const char *b)
 {
     for (const char *p = a + 1; *p; p = strchr(p, ',') + 1) {
@@ -788,24 +764,23 @@ static int exts_overlap(const char *a, const char *b)
     return 0;
 }
 
-static void check_keys(vstate *v)
+/* Called with each key record in sorted order: equal neighbours are the
+ * same key twice. */
+static void check_key(void *ctx, const sk_keyrec *a, const sk_keyrec *b)
 {
-    if (v->nkeys > 1) qsort(v->keys, v->nkeys, sizeof *v->keys, keyrec_cmp);
-    for (size_t i = 1; i < v->nkeys; i++) {
-        const struct keyrec *a = &v->keys[i - 1], *b = &v->keys[i];
-        if (a->len != b->len || memcmp(a->key, b->key, a->len)) continue;
-        if (a->shard == b->shard && !exts_overlap(a->exts, b->exts))
-            problem(v, 0, "split", v->shards[b->shard], b->offset, b->key, b->len,
-                    "members of this sample are not adjacent (another run at offset %llu); a "
-                    "WebDataset reader sees two samples", (unsigned long long)a->offset);
-        else if (a->shard == b->shard)
-            problem(v, 0, "duplicate", v->shards[b->shard], b->offset, b->key, b->len,
-                    "duplicate key (also at offset %llu)", (unsigned long long)a->offset);
-        else
-            problem(v, 0, "duplicate", v->shards[b->shard], b->offset, b->key, b->len,
-                    "duplicate key (also in %s at offset %llu)", v->shards[a->shard],
-                    (unsigned long long)a->offset);
-    }
+    vstate *v = ctx;
+    if (!a || a->len != b->len || memcmp(a->key, b->key, a->len)) return;
+    if (a->shard == b->shard && !exts_overlap(a->exts, b->exts))
+        problem(v, 0, "split", v->shards[b->shard], b->offset, b->key, b->len,
+                "members of this sample are not adjacent (another run at offset %llu); a "
+                "WebDataset reader sees two samples", (unsigned long long)a->offset);
+    else if (a->shard == b->shard)
+        problem(v, 0, "duplicate", v->shards[b->shard], b->offset, b->key, b->len,
+                "duplicate key (also at offset %llu)", (unsigned long long)a->offset);
+    else
+        problem(v, 0, "duplicate", v->shards[b->shard], b->offset, b->key, b->len,
+                "duplicate key (also in %s at offset %llu)", v->shards[a->shard],
+                (unsigned long long)a->offset);
 }
 
 /* ----------------------------------------------------------------- entry */
@@ -836,7 +811,7 @@ int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opt
     SK_GUARD(sk_options_take(&o, sizeof o, opts, NULL, "sk_verify_options", err));
     if (o.images && o.images->image_size) o.flags |= SK_VERIFY_JPEG; /* the size check reads them */
     vstate v = {.o = &o};
-    int rc = SK_OK;
+    int rc = sk_keysort_new(&v.keys, o.key_mem, err);
     for (size_t i = 0; i < n && !rc; i++) {
         /* the one resolver (io/dataset.c): brace patterns, manifests, a
          * directory or an s3:// prefix (its manifest, else its shards) */
@@ -853,13 +828,10 @@ int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opt
         }
         sk_ds_free(list, k);
     }
-    if (!rc) check_keys(&v);
-    for (size_t i = 0; i < v.nkeys; i++) {
-        free(v.keys[i].key);
-        free(v.keys[i].exts);
-    }
+    if (!rc) rc = sk_keysort_each(v.keys, check_key, &v, err);
     for (size_t i = 0; i < v.nshards; i++) free(v.shards[i]);
-    free(v.keys);
+    sk_keysort_free(v.keys);
+    free(v.ebuf);
     free(v.shards);
     free(v.s);
     free(v.m);
