@@ -216,6 +216,52 @@ size_t sk_item_name(const sk_catalog *c, const sk_item *it, char *buf)
 
 /* ----------------------------------------------------------------- walk */
 
+enum ent_kind { ENT_SKIP, ENT_FILE, ENT_DIR };
+
+/* What entry name of directory dirfd (rel, its path) is to pack, with the
+ * checks and warnings both walks make: a regular file (*sized: st_size is
+ * set; a d_type of DT_REG is taken without a stat), a directory (st: its
+ * identity), or nothing (warned, or reported through sk_catalog_problem,
+ * whose result is returned). */
+static int classify(sk_catalog *c, uint16_t src, int dirfd, const char *rel, size_t rel_len,
+                    const char *name, unsigned char d_type, struct stat *st, int *sized,
+                    enum ent_kind *kind, sk_error *err)
+{
+    *kind = ENT_SKIP;
+    *sized = 0;
+    if (d_type == DT_REG) {
+        *kind = ENT_FILE;
+        return SK_OK;
+    }
+    if (fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) != 0)
+        return sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s%s: %s", c->srcs[src].label,
+                                  (int)rel_len, rel, name, strerror(errno));
+    if (S_ISLNK(st->st_mode)) {
+        if (!c->follow_symlinks) {
+            warn(c, "%s/%.*s%s: symbolic link skipped (use --follow-symlinks)",
+                 c->srcs[src].label, (int)rel_len, rel, name);
+            return SK_OK;
+        }
+        if (fstatat(dirfd, name, st, 0) != 0)
+            return sk_catalog_problem(c, err, SK_E_INPUT, "%s/%.*s%s: broken symbolic link: %s",
+                                      c->srcs[src].label, (int)rel_len, rel, name,
+                                      strerror(errno));
+    }
+    if (S_ISREG(st->st_mode)) {
+        *kind = ENT_FILE;
+        *sized = 1;
+    } else if (S_ISDIR(st->st_mode)) {
+        if (rel_len + strlen(name) + 1 > SK_TAR_NAME_MAX)
+            return sk_catalog_problem(c, err, SK_E_INPUT, "%s/%.*s%s: path too long",
+                                      c->srcs[src].label, (int)rel_len, rel, name);
+        *kind = ENT_DIR;
+    } else {
+        warn(c, "%s/%.*s%s: not a regular file (device, socket or fifo) skipped",
+             c->srcs[src].label, (int)rel_len, rel, name);
+    }
+    return SK_OK;
+}
+
 struct ancestor { dev_t dev; ino_t ino; const struct ancestor *up; };
 
 static int walk(sk_catalog *c, uint16_t src, int dirfd, char *rel, size_t rel_len,
@@ -233,69 +279,43 @@ static int walk(sk_catalog *c, uint16_t src, int dirfd, char *rel, size_t rel_le
     int rc = SK_OK;
     struct dirent *de;
     errno = 0;
-    while (!rc && (de = readdir(d))) {
+    while (!rc && (errno = 0, de = readdir(d))) {
         const char *name = de->d_name;
         if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
         struct stat st;
-        if (de->d_type == DT_REG) {
-            /* sized later, by several threads at once (size_items) */
+        int sized;
+        enum ent_kind kind;
+        rc = classify(c, src, dirfd, rel, rel_len, name, de->d_type, &st, &sized, &kind, err);
+        if (rc || kind == ENT_SKIP) continue;
+        if (kind == ENT_FILE) {
+            /* unsized: sized later, by several threads at once (size_items) */
             size_t before = c->nitems;
-            rc = add_item(c, src, dir_id, name, 0, 0, err);
-            if (c->nitems > before) c->items[c->nitems - 1].flags |= SK_ITEM_UNSIZED;
+            rc = add_item(c, src, dir_id, name, sized ? (uint64_t)st.st_size : 0, 0, err);
+            if (!sized && c->nitems > before) c->items[c->nitems - 1].flags |= SK_ITEM_UNSIZED;
             continue;
         }
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-            rc = sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s%s: %s", c->srcs[src].label,
-                                    (int)rel_len, rel, name, strerror(errno));
+        int loop = 0;
+        for (const struct ancestor *a = up; a; a = a->up)
+            if (a->dev == st.st_dev && a->ino == st.st_ino) loop = 1;
+        if (loop) {
+            rc = sk_catalog_problem(c, err, SK_E_INPUT,
+                                    "%s/%.*s%s: symbolic link loop (leads back to a parent)",
+                                    c->srcs[src].label, (int)rel_len, rel, name);
             continue;
         }
-        if (S_ISLNK(st.st_mode)) {
-            if (!c->follow_symlinks) {
-                warn(c, "%s/%.*s%s: symbolic link skipped (use --follow-symlinks)",
-                     c->srcs[src].label, (int)rel_len, rel, name);
-                continue;
-            }
-            if (fstatat(dirfd, name, &st, 0) != 0) {
-                rc = sk_catalog_problem(c, err, SK_E_INPUT, "%s/%.*s%s: broken symbolic link: %s",
-                                        c->srcs[src].label, (int)rel_len, rel, name,
-                                        strerror(errno));
-                continue;
-            }
+        size_t nl = strlen(name);
+        int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (sub < 0) {
+            rc = sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s%s: cannot open directory: %s",
+                                    c->srcs[src].label, (int)rel_len, rel, name,
+                                    strerror(errno));
+            continue;
         }
-        if (S_ISREG(st.st_mode)) {
-            rc = add_item(c, src, dir_id, name, (uint64_t)st.st_size, 0, err);
-        } else if (S_ISDIR(st.st_mode)) {
-            int loop = 0;
-            for (const struct ancestor *a = up; a; a = a->up)
-                if (a->dev == st.st_dev && a->ino == st.st_ino) loop = 1;
-            if (loop) {
-                rc = sk_catalog_problem(c, err, SK_E_INPUT,
-                                        "%s/%.*s%s: symbolic link loop (leads back to a parent)",
-                                        c->srcs[src].label, (int)rel_len, rel, name);
-                continue;
-            }
-            size_t nl = strlen(name);
-            if (rel_len + nl + 1 > SK_TAR_NAME_MAX) {
-                rc = sk_catalog_problem(c, err, SK_E_INPUT, "%s/%.*s%s: path too long",
-                                        c->srcs[src].label, (int)rel_len, rel, name);
-                continue;
-            }
-            int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            if (sub < 0) {
-                rc = sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s%s: cannot open directory: %s",
-                                        c->srcs[src].label, (int)rel_len, rel, name,
-                                        strerror(errno));
-                continue;
-            }
-            memcpy(rel + rel_len, name, nl);
-            rel[rel_len + nl] = '/';
-            struct ancestor me = {st.st_dev, st.st_ino, up};
-            rc = walk(c, src, sub, rel, rel_len + nl + 1, &me, err);
-            close(sub);
-        } else {
-            warn(c, "%s/%.*s%s: not a regular file (device, socket or fifo) skipped",
-                 c->srcs[src].label, (int)rel_len, rel, name);
-        }
+        memcpy(rel + rel_len, name, nl);
+        rel[rel_len + nl] = '/';
+        struct ancestor me = {st.st_dev, st.st_ino, up};
+        rc = walk(c, src, sub, rel, rel_len + nl + 1, &me, err);
+        close(sub);
         errno = 0;
     }
     if (!rc && errno)
@@ -443,7 +463,7 @@ static int sw_list(sk_catalog *c, uint16_t src, struct sk_swalk *w, struct swlev
     int rc = SK_OK;
     struct dirent *de;
     errno = 0;
-    while (!rc && (de = readdir(d))) {
+    while (!rc && (errno = 0, de = readdir(d))) {
         const char *name = de->d_name;
         if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
         size_t nl = strlen(name);
@@ -453,41 +473,15 @@ static int sw_list(sk_catalog *c, uint16_t src, struct sk_swalk *w, struct swlev
                                     c->srcs[src].label, (int)rel_len, rel, name, SK_NAME_COMPONENT_MAX);
             continue;
         }
-        if (de->d_type == DT_REG) { /* sized when opened */
-            rc = sw_add_ent(L, name, nl, SW_FILE, 0, err);
-            continue;
-        }
-        if (fstatat(L->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-            rc = sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s%s: %s", c->srcs[src].label,
-                                    (int)rel_len, rel, name, strerror(errno));
-            continue;
-        }
-        if (S_ISLNK(st.st_mode)) {
-            if (!c->follow_symlinks) {
-                warn(c, "%s/%.*s%s: symbolic link skipped (use --follow-symlinks)",
-                     c->srcs[src].label, (int)rel_len, rel, name);
-                continue;
-            }
-            if (fstatat(L->fd, name, &st, 0) != 0) {
-                rc = sk_catalog_problem(c, err, SK_E_INPUT, "%s/%.*s%s: broken symbolic link: %s",
-                                        c->srcs[src].label, (int)rel_len, rel, name,
-                                        strerror(errno));
-                continue;
-            }
-        }
-        if (S_ISREG(st.st_mode)) {
-            rc = sw_add_ent(L, name, nl, SW_SIZED, (uint64_t)st.st_size, err);
-        } else if (S_ISDIR(st.st_mode)) {
-            if (rel_len + nl + 1 > SK_TAR_NAME_MAX) {
-                rc = sk_catalog_problem(c, err, SK_E_INPUT, "%s/%.*s%s: path too long",
-                                        c->srcs[src].label, (int)rel_len, rel, name);
-                continue;
-            }
+        int sized;
+        enum ent_kind kind;
+        rc = classify(c, src, L->fd, rel, rel_len, name, de->d_type, &st, &sized, &kind, err);
+        if (rc || kind == ENT_SKIP) continue;
+        if (kind == ENT_FILE) /* unsized: sized when opened */
+            rc = sw_add_ent(L, name, nl, sized ? SW_SIZED : SW_FILE,
+                            sized ? (uint64_t)st.st_size : 0, err);
+        else
             rc = sw_add_ent(L, name, nl, SW_DIR, 0, err);
-        } else {
-            warn(c, "%s/%.*s%s: not a regular file (device, socket or fifo) skipped",
-                 c->srcs[src].label, (int)rel_len, rel, name);
-        }
         errno = 0;
     }
     if (!rc && errno)
