@@ -262,6 +262,42 @@ static int classify(sk_catalog *c, uint16_t src, int dirfd, const char *rel, siz
     return SK_OK;
 }
 
+/* Opens directory fd for listing, on a duplicate so that fd stays the
+ * caller's (both walks list, then open subdirectories relative to fd). */
+static int list_open(sk_catalog *c, uint16_t src, int fd, const char *rel, size_t rel_len,
+                     DIR **out, sk_error *err)
+{
+    int fd2 = dup(fd);
+    *out = fd2 >= 0 ? fdopendir(fd2) : NULL;
+    if (*out) return SK_OK;
+    if (fd2 >= 0) close(fd2);
+    return sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s: cannot read directory: %s",
+                              c->srcs[src].label, (int)rel_len, rel, strerror(errno));
+}
+
+/* The next entry but "." and "..".  errno is cleared before each readdir,
+ * so that NULL with errno set is a read failure, whatever the loop's body
+ * (a problem skipped under --on-error skip) left in errno. */
+static struct dirent *list_next(DIR *d)
+{
+    struct dirent *de;
+    while ((errno = 0, de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) break;
+    return de;
+}
+
+/* Closes the listing; a loop that ended on a readdir failure (rc still OK,
+ * errno set by list_next) becomes that failure, named. */
+static int list_close(sk_catalog *c, uint16_t src, DIR *d, const char *rel, size_t rel_len,
+                      int rc, sk_error *err)
+{
+    if (!rc && errno)
+        rc = sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s: reading directory failed: %s",
+                                c->srcs[src].label, (int)rel_len, rel, strerror(errno));
+    closedir(d);
+    return rc;
+}
+
 struct ancestor { dev_t dev; ino_t ino; const struct ancestor *up; };
 
 static int walk(sk_catalog *c, uint16_t src, int dirfd, char *rel, size_t rel_len,
@@ -269,19 +305,12 @@ static int walk(sk_catalog *c, uint16_t src, int dirfd, char *rel, size_t rel_le
 {
     uint32_t dir_id;
     SK_GUARD(intern_dir(c, rel, rel_len, &dir_id, err));
-    int fd2 = dup(dirfd);
-    DIR *d = fd2 >= 0 ? fdopendir(fd2) : NULL;
-    if (!d) {
-        if (fd2 >= 0) close(fd2);
-        return sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s: cannot read directory: %s",
-                                  c->srcs[src].label, (int)rel_len, rel, strerror(errno));
-    }
+    DIR *d;
+    SK_GUARD(list_open(c, src, dirfd, rel, rel_len, &d, err));
     int rc = SK_OK;
     struct dirent *de;
-    errno = 0;
-    while (!rc && (errno = 0, de = readdir(d))) {
+    while (!rc && (de = list_next(d))) {
         const char *name = de->d_name;
-        if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
         struct stat st;
         int sized;
         enum ent_kind kind;
@@ -316,12 +345,8 @@ static int walk(sk_catalog *c, uint16_t src, int dirfd, char *rel, size_t rel_le
         struct ancestor me = {st.st_dev, st.st_ino, up};
         rc = walk(c, src, sub, rel, rel_len + nl + 1, &me, err);
         close(sub);
-        errno = 0;
     }
-    if (!rc && errno)
-        rc = sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s: reading directory failed: %s",
-                                c->srcs[src].label, (int)rel_len, rel, strerror(errno));
-    closedir(d);
+    rc = list_close(c, src, d, rel, rel_len, rc, err);
     return rc;
 }
 
@@ -453,19 +478,12 @@ static int sw_list(sk_catalog *c, uint16_t src, struct sk_swalk *w, struct swlev
 {
     const char *rel = w->rel;
     size_t rel_len = L->rel_len;
-    int fd2 = dup(L->fd);
-    DIR *d = fd2 >= 0 ? fdopendir(fd2) : NULL;
-    if (!d) {
-        if (fd2 >= 0) close(fd2);
-        return sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s: cannot read directory: %s",
-                                  c->srcs[src].label, (int)rel_len, rel, strerror(errno));
-    }
+    DIR *d;
+    SK_GUARD(list_open(c, src, L->fd, rel, rel_len, &d, err));
     int rc = SK_OK;
     struct dirent *de;
-    errno = 0;
-    while (!rc && (errno = 0, de = readdir(d))) {
+    while (!rc && (de = list_next(d))) {
         const char *name = de->d_name;
-        if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
         size_t nl = strlen(name);
         struct stat st;
         if (nl > UINT16_MAX - 2) { /* longer than any file system's; add_item words it */
@@ -482,12 +500,8 @@ static int sw_list(sk_catalog *c, uint16_t src, struct sk_swalk *w, struct swlev
                             sized ? (uint64_t)st.st_size : 0, err);
         else
             rc = sw_add_ent(L, name, nl, SW_DIR, 0, err);
-        errno = 0;
     }
-    if (!rc && errno)
-        rc = sk_catalog_problem(c, err, SK_E_IO, "%s/%.*s: reading directory failed: %s",
-                                c->srcs[src].label, (int)rel_len, rel, strerror(errno));
-    closedir(d);
+    rc = list_close(c, src, d, rel, rel_len, rc, err);
     if (!rc && L->n > 1) qsort_r(L->e, L->n, sizeof *L->e, swent_cmp, L->names);
     return rc;
 }

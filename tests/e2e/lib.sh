@@ -155,6 +155,29 @@ idx_size()
     od -An -t u8 -j 16 -N 8 "$1" | tr -d ' '
 }
 
+# empty_tree DIR NDIRS: NDIRS directories DIR/d0000... holding 100 empty
+# files f000.bin... each: the trees the bounded-memory tests compare.
+empty_tree()
+{
+    python3 - "$1" "$2" <<'PY'
+import os, sys
+for d in range(int(sys.argv[2])):
+    p = f"{sys.argv[1]}/d{d:04d}"
+    os.makedirs(p)
+    for f in range(100):
+        open(f"{p}/f{f:03d}.bin", "w").close()
+PY
+}
+
+# rss_grew_within KIB SMALL BIG WHAT: peak RSS BIG (KiB) must stay under
+# SMALL + KIB.  Not checked under AddressSanitizer: its freed memory sits
+# in a quarantine, so RSS says nothing there.
+rss_grew_within()
+{
+    nm "$SK_BIN" 2>/dev/null | grep -q __asan_init && return 0
+    [ $(($3 - $2)) -lt "$1" ] || die "$4 took $(($3 - $2)) KiB more (small $2 KiB, big $3 KiB)"
+}
+
 assert_no_tmp()
 {
     local left
