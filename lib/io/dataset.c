@@ -99,11 +99,17 @@ static int add_manifest(struct out *o, const char *path, const sk_ds_opts *opt, 
     return rc;
 }
 
+static int keep_shard_name(const char *name, const char *path)
+{
+    (void)path;
+    return sk_is_shard_name(name);
+}
+
 static int add_dir(struct out *o, const char *dir, const sk_ds_opts *opt, sk_error *err)
 {
     char *mf, **names;
     size_t n;
-    SK_GUARD(sk_shard_list_dir(dir, opt->keep, &mf, &names, &n, err));
+    SK_GUARD(sk_shard_list_dir(dir, opt->keep ? opt->keep : keep_shard_name, &mf, &names, &n, err));
     if (mf) {
         int rc = add_manifest(o, mf, opt, err);
         free(mf);
@@ -112,7 +118,8 @@ static int add_dir(struct out *o, const char *dir, const sk_ds_opts *opt, sk_err
     int rc = SK_OK;
     if (n == 0)
         rc = sk_error_set(err, SK_E_NOTFOUND, "%s: no manifest.json and %s", dir,
-                          opt->dir_wants ? opt->dir_wants : "no shards in it");
+                          opt->dir_wants ? opt->dir_wants
+                                         : "no .tar, .tar.zst, .tar.gz, .tgz, .tar.bz2 or .tar.xz in it");
     for (size_t i = 0; !rc && i < n; i++) rc = push(o, names[i], NULL, NULL, err);
     sk_shard_list_free(names, n);
     return rc;

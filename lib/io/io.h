@@ -39,8 +39,10 @@ typedef struct sk_ds_shard {
 typedef struct sk_ds_opts {
     unsigned flags;                                  /* SK_DS_* */
     sk_s3 *s3;                                       /* for s3:// manifests (NULL: refused) */
-    int (*keep)(const char *name, const char *path); /* a directory's shards (SK_DS_DIR) */
-    const char *dir_wants; /* the error's words for an empty directory, e.g. "no .tar in it" */
+    /* a directory's shards (SK_DS_DIR); NULL: the names sk_is_shard_name
+     * takes, as an s3:// prefix's listing keeps */
+    int (*keep)(const char *name, const char *path);
+    const char *dir_wants; /* the error's words for an empty directory (NULL: the shard names) */
     /* when set, a manifest that cannot be read as one (corrupt, not JSON,
      * mismatched) is handed to it and skipped instead of failing */
     void (*bad_manifest)(void *ctx, const char *path, const sk_error *why);

@@ -34,6 +34,7 @@
 #include "format/libarchive.h"
 #include <jansson.h>
 #include <pthread.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1461,7 +1462,10 @@ static int take_input(rs *r, const char *url, struct samp *s, sk_error *err)
 
 /* ---------------------------------------------------------------- inputs */
 
-/* Expands the user's inputs (brace patterns; manifests -> their shards). */
+/* Expands the user's inputs: brace patterns; a manifest, a directory or an
+ * s3:// prefix become their shards (a directory's or prefix's manifest.json
+ * when there is one, else the shards listed in it), as every reading tool
+ * takes them. */
 static int expand_inputs(sk_s3 *s3, const char *const *in, size_t n, char ***out, size_t *nout,
                          sk_error *err)
 {
@@ -1469,7 +1473,7 @@ static int expand_inputs(sk_s3 *s3, const char *const *in, size_t n, char ***out
     size_t cnt = 0, cap = 0;
     int rc = SK_OK;
     for (size_t i = 0; i < n && !rc; i++) { /* the one resolver (io/dataset.c) */
-        sk_ds_opts ro = {.flags = SK_DS_MANIFEST, .s3 = s3};
+        sk_ds_opts ro = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = s3};
         sk_ds_shard *ds = NULL;
         size_t k = 0;
         rc = sk_ds_resolve(in[i], &ro, &ds, &k, err);
@@ -1489,6 +1493,67 @@ static int expand_inputs(sk_s3 *s3, const char *const *in, size_t n, char ***out
     }
     *out = list;
     *nout = cnt;
+    return SK_OK;
+}
+
+struct file_id {
+    dev_t dev;
+    ino_t ino;
+    size_t input;
+};
+
+static int file_id_cmp(const void *pa, const void *pb)
+{
+    const struct file_id *x = pa, *y = pb;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* Refuses, before anything is written, a run whose output names include
+ * one of its inputs: a finished shard (and its .idx) is renamed over its
+ * final name, so `shard ds/ -o ds/s-%03d.tar` would replace inputs it had
+ * not read yet and leave a dataset of duplicates.  Local inputs are
+ * matched by file identity against the files in the output directory that
+ * the pattern names (so "./ds/s-000.tar", a symbolic or hard link to it
+ * are all caught); s3:// URLs as text. */
+static int refuse_own_inputs(const char *pattern, uint64_t start, char *const *in, size_t n,
+                             sk_error *err)
+{
+    const char *problem = NULL;
+    uint64_t k;
+    if (sk_is_s3_url(pattern)) {
+        for (size_t i = 0; i < n && !problem; i++)
+            if (sk_shard_number(pattern, in[i], &k) && k >= start) problem = in[i];
+    } else {
+        const char *slash = strrchr(pattern, '/');
+        char odir[4200];
+        snprintf(odir, sizeof odir, "%.*s", slash ? (int)(slash - pattern) + 1 : 1,
+                 slash ? pattern : ".");
+        const char *obase = slash ? slash + 1 : pattern;
+        struct file_id *ids = sk_xmalloc((n ? n : 1) * sizeof *ids, err);
+        if (!ids) return SK_E_NOMEM;
+        size_t m = 0;
+        struct stat st;
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(in[i], "-") && !sk_is_s3_url(in[i]) && !stat(in[i], &st))
+                ids[m++] = (struct file_id){st.st_dev, st.st_ino, i};
+        qsort(ids, m, sizeof *ids, file_id_cmp);
+        DIR *d = m ? opendir(odir) : NULL; /* none there yet: nothing to replace */
+        struct dirent *de;
+        while (d && !problem && (de = readdir(d))) {
+            if (!sk_shard_number(obase, de->d_name, &k) || k < start ||
+                fstatat(dirfd(d), de->d_name, &st, 0))
+                continue;
+            struct file_id key = {st.st_dev, st.st_ino, 0};
+            const struct file_id *hit = bsearch(&key, ids, m, sizeof *ids, file_id_cmp);
+            if (hit) problem = in[hit->input];
+        }
+        if (d) closedir(d);
+        free(ids);
+    }
+    SK_FAIL_IF(problem, err, SK_E_USAGE,
+               "%s: an input of this run is also one of its output names (%s): write the new "
+               "shards to another directory or pattern", problem, pattern);
     return SK_OK;
 }
 
@@ -1605,6 +1670,8 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
     }
     if (!ninputs) return sk_error_set(err, SK_E_USAGE, "no input shards");
     if ((rc = expand_inputs(opts->s3, inputs, ninputs, &in, &nin, err))) goto cleanup;
+    if (!r.to_stdout && (rc = refuse_own_inputs(opts->pattern, opts->start, in, nin, err)))
+        goto cleanup;
     r.st.inputs = nin;
     for (size_t i = 0; i < nin && !rc; i++) { /* for the ETA and the shuffle's buckets */
         uint64_t size;

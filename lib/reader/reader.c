@@ -185,19 +185,12 @@ static int need_s3(sk_reader *r, sk_error *err)
     return sk_s3_new(&r->s3, &cfg, err);
 }
 
-static int keep_shard(const char *name, const char *path)
-{
-    (void)path;
-    return sk_is_shard_name(name);
-}
-
 /* What the user typed, through the one resolver (io/dataset.c): a shard, a
  * brace pattern, a directory, a manifest, an s3:// prefix, '-' or a FIFO. */
 static int add_url(sk_reader *r, const char *url, sk_error *err)
 {
     if (sk_reader_is_remote(url)) SK_GUARD(need_s3(r, err));
-    sk_ds_opts o = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = r->s3,
-                    .keep = keep_shard, .dir_wants = "no .tar, .tar.zst, .tar.gz, .tgz, .tar.bz2 or .tar.xz in it"};
+    sk_ds_opts o = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = r->s3};
     sk_ds_shard *list = NULL;
     size_t n = 0;
     int rc = sk_ds_resolve(url, &o, &list, &n, err);
