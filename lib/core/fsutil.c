@@ -103,6 +103,35 @@ char *sk_dir_of(const char *path)
     return strndup(path, (size_t)(sl - path));
 }
 
+int sk_path_within(const char *path, const char *dir)
+{
+    struct stat d, st, up;
+    char p[4200];
+    if (stat(dir, &d) || !S_ISDIR(d.st_mode)) return 0;
+    snprintf(p, sizeof p, "%s", *path ? path : ".");
+    /* an output directory not made yet: its nearest existing ancestor */
+    while (stat(p, &st)) {
+        char *sl = strrchr(p, '/');
+        if (!sl) {
+            snprintf(p, sizeof p, ".");
+            if (stat(p, &st)) return 0;
+            break;
+        }
+        if (sl == p) sl[1] = 0;
+        else *sl = 0;
+    }
+    /* then up through "..", to the root (its own parent) */
+    for (size_t depth = 0; depth < 2048; depth++) {
+        if (st.st_dev == d.st_dev && st.st_ino == d.st_ino) return 1;
+        size_t n = strlen(p);
+        if (n + 4 >= sizeof p) return 0;
+        memcpy(p + n, "/..", 4);
+        if (stat(p, &up) || (up.st_dev == st.st_dev && up.st_ino == st.st_ino)) return 0;
+        st = up;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------ output files */
 
 struct sk_out {

@@ -145,5 +145,8 @@ int sk_mkdirs(const char *dir, sk_error *err);
 /* The directory part of path: "." when it has none, "/" for the root;
  * caller frees (NULL when out of memory). */
 char *sk_dir_of(const char *path);
+/* 1 when path, or the nearest of its ancestors that exists, is dir or lies
+ * below it (by file identity: links and "." or ".." spellings included). */
+int sk_path_within(const char *path, const char *dir);
 
 #endif /* SK_INTERNAL_H */

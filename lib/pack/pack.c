@@ -140,6 +140,20 @@ void sk_pack_free(sk_pack *p)
 
 int sk_pack_add_dir(sk_pack *p, const char *dir, sk_error *err)
 {
+    /* Shards written inside a directory being walked would be packed into
+     * later shards (and the run's lock and temporary files met as inputs):
+     * refused before anything is written, as GNU tar skips its own archive. */
+    const char *outs[] = {p->o.pattern, p->o.manifest};
+    for (size_t i = 0; i < SK_ARRAY_LEN(outs); i++) {
+        if (!outs[i] || !strcmp(outs[i], "-") || sk_is_s3_url(outs[i]) || p->stream_fd >= 0) continue;
+        char *odir = sk_dir_of(outs[i]);
+        SK_FAIL_IF(!odir, err, SK_E_NOMEM, "out of memory");
+        int inside = sk_path_within(odir, dir);
+        free(odir);
+        SK_FAIL_IF(inside, err, SK_E_USAGE,
+                   "%s: the output %s is inside this input directory, so shards would be packed "
+                   "into later ones: write the output outside it", dir, outs[i]);
+    }
     /* walked when the run starts: a window at a time in stream mode */
     return sk_catalog_add_dir_lazy(&p->cat, dir, err);
 }
