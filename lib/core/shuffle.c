@@ -1,7 +1,13 @@
 /*
  * shuffle.c - bounded-memory uniform shuffle through buckets (see shuffle.h
- * for the method).  A record is its length (8 bytes, little-endian) and its
- * bytes, the same in memory and on disk.
+ * for the method).  A record is its length and its weight (8 bytes each,
+ * little-endian) and its bytes, the same in memory and on disk.
+ *
+ * The bucket rules (how many sub-buckets, whether a bucket is split again)
+ * count each record as 8 + its weight bytes, the size a record of weight
+ * bytes would have had before weights existed: a record that stands for a
+ * sample's bytes without holding them (a reference into an input) is
+ * shuffled exactly as that sample's bytes would be.
  *
  * Where a bucket lives does not change the output: labels, bucket count
  * and the Fisher-Yates streams depend only on the seed, the budget and the
@@ -31,6 +37,7 @@
  * small samples do not cost a syscall each. */
 #define WBUF (1u << 20)
 #define MAX_IOV 64
+#define RHDR 16 /* a record's length and weight */
 
 struct chunk {
     struct chunk *next;
@@ -43,7 +50,9 @@ struct bucket {
     int fd;                    /* on disk: the file (-1 until the first write) */
     unsigned char *wbuf;       /* on disk: pending appends */
     size_t wfill;
-    uint64_t bytes, count;
+    uint64_t bytes;  /* what the bucket rules count: 8 + weight per record */
+    uint64_t stored; /* what it holds: 16 + length per record */
+    uint64_t count;
 };
 
 /* A level of buckets: [0, nmem) in memory, [nmem, nb) on disk. */
@@ -207,17 +216,19 @@ static struct chunk *chunk_alloc(size_t n, sk_error *err)
 }
 
 /* Appends the record made of iov[1..n) (iov[0] is left for the length
- * header, len is the record's size) to bucket i of set. */
+ * and weight header, len is the record's size) to bucket i of set. */
 static int put(sk_shuffler *s, struct bset *set, size_t i, struct iovec *iov, int n, size_t len,
-               sk_error *err)
+               uint64_t weight, sk_error *err)
 {
     struct bucket *b = &set->b[i];
-    unsigned char h[8];
-    size_t need = 8 + len;
+    unsigned char h[RHDR];
+    size_t need = RHDR + len;
     sk_put_le64(h, len);
+    sk_put_le64(h + 8, weight);
     iov[0].iov_base = h;
-    iov[0].iov_len = 8;
-    b->bytes += need;
+    iov[0].iov_len = RHDR;
+    b->bytes += 8 + weight;
+    b->stored += need;
     b->count++;
     if (i < set->nmem && !(b->tail && b->tail->cap - b->tail->fill >= need)) {
         size_t bytes = chunk_bytes(s->ccap, need);
@@ -294,7 +305,8 @@ void sk_shuffler_free(sk_shuffler *s)
     free(s);
 }
 
-int sk_shuffler_addv(sk_shuffler *s, const struct iovec *iov, int n, sk_error *err)
+int sk_shuffler_addw(sk_shuffler *s, const struct iovec *iov, int n, uint64_t weight,
+                     sk_error *err)
 {
     struct iovec v[MAX_IOV + 1];
     size_t len = 0;
@@ -304,9 +316,14 @@ int sk_shuffler_addv(sk_shuffler *s, const struct iovec *iov, int n, sk_error *e
         len += iov[k].iov_len;
     }
     size_t i = (size_t)sk_uniform_below(&s->label_state, s->top.nb);
-    SK_GUARD(put(s, &s->top, i, v, n + 1, len, err));
+    SK_GUARD(put(s, &s->top, i, v, n + 1, len, weight ? weight : len, err));
     s->count++;
     return SK_OK;
+}
+
+int sk_shuffler_addv(sk_shuffler *s, const struct iovec *iov, int n, sk_error *err)
+{
+    return sk_shuffler_addw(s, iov, n, 0, err);
 }
 
 int sk_shuffler_add(sk_shuffler *s, const void *rec, size_t len, sk_error *err)
@@ -335,7 +352,7 @@ static int read_at(int fd, uint64_t off, void *buf, size_t n, const char *dir, s
 
 struct rec {
     const unsigned char *p;
-    uint64_t len;
+    uint64_t len, weight;
 };
 
 /* Indexes the records of one contiguous run of bucket bytes. */
@@ -343,13 +360,14 @@ static int index_run(const unsigned char *p, uint64_t n, struct rec *r, uint64_t
                      uint64_t max, const char *dir, sk_error *err)
 {
     for (uint64_t off = 0; off < n;) {
-        SK_FAIL_IF(*nr >= max || n - off < 8 || sk_get_le64(p + off) > n - off - 8, err,
+        SK_FAIL_IF(*nr >= max || n - off < RHDR || sk_get_le64(p + off) > n - off - RHDR, err,
                    SK_E_IO, "%s: a shuffle bucket is damaged", dir);
         uint64_t len = sk_get_le64(p + off);
-        r[*nr].p = p + off + 8;
+        r[*nr].p = p + off + RHDR;
         r[*nr].len = len;
+        r[*nr].weight = sk_get_le64(p + off + 8);
         ++*nr;
-        off += 8 + len;
+        off += RHDR + len;
     }
     return SK_OK;
 }
@@ -372,8 +390,9 @@ static int drain_bucket(sk_shuffler *s, struct bucket *b, int in_mem, int depth,
         b->wbuf = NULL;
         if (rc) return rc;
     }
-    /* the same rule whether or not the bucket was spilled (an in-memory
-     * one is never above the budget), so the output does not depend on it */
+    /* the same rule whether or not the bucket was spilled, so the output
+     * does not depend on it (a bucket in memory is above the budget only
+     * by the weight of references) */
     if (b->bytes <= s->mem || b->count == 1 || depth >= MAX_DEPTH) {
         struct rec *r = sk_xmalloc(b->count * sizeof *r, err);
         if (!r) return SK_E_NOMEM;
@@ -385,12 +404,12 @@ static int drain_bucket(sk_shuffler *s, struct bucket *b, int in_mem, int depth,
         } else {
             /* mapped, not read: the records are emitted straight from the
              * page cache, with no copy into a buffer of ours */
-            map = mmap(NULL, (size_t)b->bytes, PROT_READ, MAP_PRIVATE | MAP_POPULATE, b->fd, 0);
+            map = mmap(NULL, (size_t)b->stored, PROT_READ, MAP_PRIVATE | MAP_POPULATE, b->fd, 0);
             if (map == MAP_FAILED)
                 rc = sk_error_set(err, SK_E_IO, "%s: cannot map a shuffle bucket: %s", s->dir,
                                   strerror(errno));
             else
-                rc = index_run(map, b->bytes, r, &n, b->count, s->dir, err);
+                rc = index_run(map, b->stored, r, &n, b->count, s->dir, err);
         }
         if (!rc && n != b->count)
             rc = sk_error_set(err, SK_E_IO, "%s: a shuffle bucket is damaged", s->dir);
@@ -401,23 +420,36 @@ static int drain_bucket(sk_shuffler *s, struct bucket *b, int in_mem, int depth,
             r[j] = t;
         }
         for (uint64_t i = 0; !rc && i < n; i++) rc = emit(ctx, r[i].p, (size_t)r[i].len, err);
-        if (map != MAP_FAILED) munmap(map, (size_t)b->bytes);
+        if (map != MAP_FAILED) munmap(map, (size_t)b->stored);
         free(r);
         bucket_release(s, b);
         return rc;
     }
-    /* too big for memory (only ever a file): split it into sub-buckets the
-     * same way, reading it in pieces so it is never held whole */
+    /* too big for memory (a file, or references that stand for more than
+     * the budget): split it into sub-buckets the same way, reading a file
+     * in pieces so it is never held whole */
     uint64_t fill = s->mem / 2 ? s->mem / 2 : 1, k = (b->bytes + fill - 1) / fill;
     size_t nsub = k < 2 ? 2 : k > MAX_BUCKETS ? MAX_BUCKETS : (size_t)k;
     struct bset sub;
     SK_GUARD(bset_init(&sub, nsub, err));
-    unsigned char h[8], *rec = NULL;
+    unsigned char h[RHDR], *rec = NULL;
     size_t cap = 0;
-    for (uint64_t off = 0; !rc && off < b->bytes;) {
-        if ((rc = read_at(b->fd, off, h, 8, s->dir, err))) break;
+    for (struct chunk *c = in_mem ? b->head : NULL; c && !rc; c = c->next)
+        for (size_t off = 0; !rc && off < c->fill;) {
+            if (c->fill - off < RHDR || sk_get_le64(c->data + off) > c->fill - off - RHDR) {
+                rc = sk_error_set(err, SK_E_IO, "%s: a shuffle bucket is damaged", s->dir);
+                break;
+            }
+            size_t len = (size_t)sk_get_le64(c->data + off);
+            struct iovec v[2] = {{0}, {c->data + off + RHDR, len}};
+            rc = put(s, &sub, (size_t)sk_uniform_below(&st, nsub), v, 2, len,
+                     sk_get_le64(c->data + off + 8), err);
+            off += RHDR + len;
+        }
+    for (uint64_t off = 0; !in_mem && !rc && off < b->stored;) {
+        if ((rc = read_at(b->fd, off, h, RHDR, s->dir, err))) break;
         uint64_t len = sk_get_le64(h);
-        if (b->bytes - off < 8 || len > b->bytes - off - 8) {
+        if (b->stored - off < RHDR || len > b->stored - off - RHDR) {
             rc = sk_error_set(err, SK_E_IO, "%s: a shuffle bucket is damaged", s->dir);
             break;
         }
@@ -427,10 +459,10 @@ static int drain_bucket(sk_shuffler *s, struct bucket *b, int in_mem, int depth,
             rec = p;
             cap = len;
         }
-        if ((rc = read_at(b->fd, off + 8, rec, len, s->dir, err))) break;
+        if ((rc = read_at(b->fd, off + RHDR, rec, len, s->dir, err))) break;
         struct iovec v[2] = {{0}, {rec, len}};
-        rc = put(s, &sub, (size_t)sk_uniform_below(&st, nsub), v, 2, len, err);
-        off += 8 + len;
+        rc = put(s, &sub, (size_t)sk_uniform_below(&st, nsub), v, 2, len, sk_get_le64(h + 8), err);
+        off += RHDR + len;
     }
     free(rec);
     bucket_release(s, b); /* its space goes back now */

@@ -33,6 +33,12 @@ int sk_shuffler_add(sk_shuffler *s, const void *rec, size_t len, sk_error *err);
 /* Appends one record gathered from n (at most 64) pieces, copied once:
  * the caller need not assemble it first. */
 int sk_shuffler_addv(sk_shuffler *s, const struct iovec *iov, int n, sk_error *err);
+/* The same, for a record that stands for weight bytes it does not hold
+ * (a reference to a sample in an input): the buckets are chosen, split
+ * and shuffled as for a record of weight bytes, so references are put in
+ * the order the records they stand for would be.  0: its own length. */
+int sk_shuffler_addw(sk_shuffler *s, const struct iovec *iov, int n, uint64_t weight,
+                     sk_error *err);
 uint64_t sk_shuffler_count(const sk_shuffler *s);
 /* Calls emit with every record once, in shuffled order. */
 typedef int (*sk_shuffle_emit)(void *ctx, const unsigned char *rec, size_t len, sk_error *err);

@@ -16,12 +16,15 @@
  * with a sound index is read through the index instead (direct_input:
  * 2 MiB batches of the file mapped private, or pread once headers must be
  * rewritten; the headers and CRC32Cs checked, no libarchive), each sample
- * written from the batch (or into its shuffle bucket); plain output goes
- * out in megabyte writes from a second thread (io/outq.c).  Either way
- * the output bytes are the same.
+ * written from the batch; plain output goes out in megabyte writes from a
+ * second thread (io/outq.c).  With --shuffle such an input's samples go
+ * into the buckets as references (input, offset: direct_refs), weighing
+ * what their bytes would, and are read when the drain writes them
+ * (emit_ref).  Either way the output bytes are the same.
  */
 #include "core/internal.h"
 #include "pack/part.h"
+#include "pack/infiles.h"
 #include "pack/pack_out.h"
 #include "format/image.h"
 #include "io/io.h"
@@ -51,6 +54,8 @@
 #define OUT_BUF (2u << 20)
 /* The index-driven reader reads this much of a shard per pread. */
 #define BATCH (2u << 20)
+/* Bytes a reader may hold of one name: a ustar prefix, '/', and name. */
+#define PLAIN_NAME (155 + 1 + 100 + 1)
 
 /* ------------------------------------------------------------ input streams */
 
@@ -252,6 +257,10 @@ typedef struct rs {
     uint64_t opos;        /* bytes of the open shard, pending ones included */
     int direct;           /* inputs may be read through their indexes */
     uint64_t rewrites;    /* headers and paddings direct_emit changed */
+    /* --shuffle of inputs read through their indexes: the buckets hold
+     * references (input, offset), the inputs stay open for the drain */
+    sk_infiles *inf;
+    uint32_t in_no;       /* the input direct_input is reading, in inf */
 } rs;
 
 static void warnf(rs *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -694,17 +703,129 @@ static int serialize(rs *r, const struct sview *s, sk_error *err)
     return sk_shuffler_addv(r->shuf, v, 2, err);
 }
 
+/* A reference record: the key length with REF_BIT set, then as above but
+ * in place of the image the input's number (u32) and the sample's offset
+ * in it (u64); the image length field is the sample's span.  It weighs
+ * what the record of its bytes would (serialize), so the shuffle puts it
+ * where that record would go: the output is the same bytes. */
+#define REF_BIT 0x80000000u
+
+static int serialize_ref(rs *r, const struct sview *s, uint64_t offset, sk_error *err)
+{
+    size_t meta = 20 + s->klen + s->nm * 32 + s->elen;
+    SK_FAIL_IF(s->klen >= REF_BIT, err, SK_E_INPUT, "'%.*s...': key too long", 64, s->key);
+    SK_GUARD(sk_grow((void **)&r->rec, &r->rec_cap, meta + 12, 1, err));
+    unsigned char *p = r->rec;
+    sk_put_le32(p, (uint32_t)s->klen | REF_BIT);
+    sk_put_le32(p + 4, (uint32_t)s->nm);
+    sk_put_le32(p + 8, (uint32_t)s->elen);
+    sk_put_le64(p + 12, s->len);
+    p += 20;
+    memcpy(p, s->key, s->klen);
+    p += s->klen;
+    for (size_t i = 0; i < s->nm; i++, p += 32) {
+        const struct memb *m = &s->m[i];
+        sk_put_le64(p, m->data_off);
+        sk_put_le64(p + 8, m->size);
+        sk_put_le32(p + 16, m->hlen);
+        sk_put_le32(p + 20, m->crc);
+        sk_put_le32(p + 24, m->ext_off);
+        sk_put_le32(p + 28, m->ext_len);
+    }
+    memcpy(p, s->exts, s->elen);
+    p += s->elen;
+    sk_put_le32(p, r->in_no);
+    sk_put_le64(p + 4, offset);
+    struct iovec v = {r->rec, meta + 12};
+    return sk_shuffler_addw(r->shuf, &v, 1, meta + s->len, err);
+}
+
+/* need bytes at the end of the buffer being filled (plain output: they
+ * are then queued from there by out_add), else in a scratch buffer. */
+static int out_reserve(rs *r, size_t need, unsigned char **p, sk_error *err)
+{
+    struct obuf *b = &r->ob[r->cur];
+    if (!r->q) {
+        SK_GUARD(out_claim(r, r->cur, need, err));
+        *p = b->p;
+        return SK_OK;
+    }
+    if (b->map || b->len + need > b->cap) {
+        SK_GUARD(out_flush(r, err));
+        r->cur ^= 1;
+        SK_GUARD(out_claim(r, r->cur, need > OUT_BUF ? need : OUT_BUF, err));
+        b = &r->ob[r->cur];
+    }
+    *p = b->p + b->len;
+    b->len += need;
+    return SK_OK;
+}
+
+/* Writes the sample a reference record names: its bytes read from the
+ * input (pread, into the output buffer), each member's data checked
+ * against the CRC32C its index records (or, for an index without them,
+ * the one the scatter computed: a file changed in between fails the run),
+ * the output headers written over the input ones. */
+static int emit_ref(rs *r, struct sview *v, uint32_t no, uint64_t off, sk_error *err)
+{
+    int fd;
+    const char *path;
+    unsigned char *p;
+    size_t got;
+    SK_GUARD(sk_infiles_fd(r->inf, no, &fd, &path, err));
+    SK_GUARD(out_reserve(r, v->len, &p, err));
+    SK_GUARD(sk_stream_pread(fd, off, p, v->len, &got, path, err));
+    SK_FAIL_IF(got < v->len, err, SK_E_INPUT, "%s: ends at offset %llu, inside sample '%.*s' "
+               "(offset %llu, %zu bytes) that was read whole before: the shard was cut short "
+               "during the run", path, (unsigned long long)(off + got), (int)v->klen, v->key,
+               (unsigned long long)off, v->len);
+    uint32_t crc = 0;
+    for (size_t i = 0; i < v->nm; i++) {
+        const struct memb *m = &v->m[i];
+        SK_FAIL_IF(m->hlen != SK_TAR_BLOCK || m->data_off < SK_TAR_BLOCK ||
+                       m->data_off > v->len || sk_tar_pad(m->size) > v->len - m->data_off ||
+                       m->ext_off + 2 * (uint64_t)m->ext_len > v->elen ||
+                       v->klen + 1 + m->ext_len >= PLAIN_NAME,
+                   err, SK_E_IO, "shuffle record damaged");
+        unsigned char *d = p + m->data_off;
+        uint32_t c = sk_crc32c(0, d, m->size);
+        SK_FAIL_IF(c != m->crc, err, SK_E_MISMATCH, "%s: member '%.*s.%.*s' (data at offset %llu): "
+                   "CRC32C %08x, its index records %08x: the shard or its index is damaged, or "
+                   "the shard changed during the run",
+                   path, (int)v->klen, v->key, (int)m->ext_len, v->exts + m->ext_off + m->ext_len,
+                   (unsigned long long)(off + m->data_off), c, m->crc);
+        char name[PLAIN_NAME];
+        size_t nl = v->klen + 1 + m->ext_len;
+        memcpy(name, v->key, v->klen);
+        name[v->klen] = '.';
+        memcpy(name + v->klen + 1, v->exts + m->ext_off + m->ext_len, m->ext_len);
+        sk_tar_header(d - SK_TAR_BLOCK, name, nl, m->size, r->o->mtime);
+        size_t pad = (size_t)(sk_tar_pad(m->size) - m->size);
+        memset(d + m->size, 0, pad);
+        uint32_t piece = sk_crc32c_combine(sk_crc32c(0, d - SK_TAR_BLOCK, SK_TAR_BLOCK), c, m->size);
+        piece = sk_crc32c(piece, d + m->size, pad);
+        crc = i ? sk_crc32c_combine(crc, piece, SK_TAR_BLOCK + m->size + pad) : piece;
+    }
+    v->img = p;
+    v->crc = crc;
+    v->has_crc = 1;
+    v->buf = r->q ? r->cur : -1;
+    return emit(r, v, err);
+}
+
 static int emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *err)
 {
     rs *r = ctx;
     struct sview v;
     SK_FAIL_IF(len < 20, err, SK_E_IO, "shuffle record damaged");
-    v.klen = sk_get_le32(p);
+    uint32_t kf = sk_get_le32(p);
+    int ref = (kf & REF_BIT) != 0;
+    v.klen = kf & ~REF_BIT;
     v.nm = sk_get_le32(p + 4);
     size_t elen = sk_get_le32(p + 8);
     v.len = (size_t)sk_get_le64(p + 12);
-    SK_FAIL_IF(20 + v.klen + v.nm * 32 + elen + v.len != len, err, SK_E_IO,
-               "shuffle record damaged");
+    SK_FAIL_IF(20 + v.klen + v.nm * 32 + elen + (ref ? 12 : v.len) != len || (ref && !r->inf), err,
+               SK_E_IO, "shuffle record damaged");
     p += 20;
     v.key = (const char *)p;
     p += v.klen;
@@ -724,6 +845,7 @@ static int emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *
     v.has_crc = 0;
     v.buf = -1;
     v.elen = elen;
+    if (ref) return emit_ref(r, &v, sk_get_le32(p + elen), sk_get_le64(p + elen + 4), err);
     return emit(r, &v, err);
 }
 
@@ -1203,8 +1325,6 @@ done:
  * is byte for byte what libarchive alone gives.  Only a CRC32C mismatch is
  * an error: the member's bytes are not what was indexed. */
 
-/* Bytes a reader may hold of one name: a ustar prefix, '/', and name. */
-#define PLAIN_NAME (155 + 1 + 100 + 1)
 
 /* An octal field as libarchive's tar_atol8 reads it (leading blanks, then
  * digits), but only a plain one: at least a digit, then NUL or space. */
@@ -1278,9 +1398,11 @@ static int ends_sample(const unsigned char *p, uint64_t rem, const char *key, si
 }
 
 /* Checks the sample sr at p (sr->span bytes) against its index; its
- * members go to s->m and s->exts (m->crc: what the index records). */
+ * members go to s->m and s->exts (m->crc: what the index records).  Only
+ * the header blocks are read: hv, when not NULL, holds them one after the
+ * other (member u's at hv + u * 512) and p is not used. */
 static int direct_sample(const sk_index *ix, const sk_sample_ref *sr, const unsigned char *p,
-                         struct samp *s)
+                         const unsigned char *hv, struct samp *s)
 {
     uint64_t at = 0;
     s->nm = s->elen = 0;
@@ -1294,7 +1416,8 @@ static int direct_sample(const sk_index *ix, const sk_sample_ref *sr, const unsi
             sr->span - at < SK_TAR_BLOCK || mr.size > sr->span - at - SK_TAR_BLOCK ||
             sk_tar_pad(mr.size) > sr->span - at - SK_TAR_BLOCK)
             return 0;
-        if (!(nl = plain_header(p + at, name, &size)) || size != mr.size ||
+        if (!(nl = plain_header(hv ? hv + (size_t)u * SK_TAR_BLOCK : p + at, name, &size)) ||
+            size != mr.size ||
             !plain_name(name, nl, &kl, &eo) || kl != sr->key_len || memcmp(name, sr->key, kl) ||
             sk_ext_cmp(name + eo, nl - eo, mr.ext, mr.ext_len) || mr.ext_len != nl - eo ||
             sk_tar_header_size(name, nl, size) != SK_TAR_BLOCK)
@@ -1343,6 +1466,7 @@ static int direct_emit(rs *r, const char *url, const sk_sample_ref *sr, unsigned
                                 s->exts + m->ext_off + m->ext_len,
                                 (unsigned long long)(sr->offset + m->data_off), c, m->crc);
         m->crc = c;
+        if (r->shuf) continue; /* a reference: emit_ref writes the headers */
         char name[PLAIN_NAME];
         size_t nl = sr->key_len + 1 + m->ext_len;
         memcpy(name, sr->key, sr->key_len);
@@ -1368,9 +1492,73 @@ static int direct_emit(rs *r, const char *url, const sk_sample_ref *sr, unsigned
     struct sview v = {sr->key, sr->key_len, s->m, s->nm, s->exts, p, (size_t)sr->span, crc, 1, buf,
                       s->elen};
     r->st.samples_in++;
-    /* --shuffle: into a bucket, the same record read_input's sample makes */
-    int rc = r->shuf ? serialize(r, &v, err) : emit(r, &v, err);
+    /* --shuffle: a reference into a bucket, weighing what read_input's
+     * record of the sample would */
+    int rc = r->shuf ? serialize_ref(r, &v, sr->offset, err) : emit(r, &v, err);
     s->nm = s->elen = 0;
+    return rc;
+}
+
+/* --shuffle of a shard whose index records CRC32Cs: the scatter reads only
+ * the header blocks (one pread each, and the block after each sample),
+ * checks them as direct_input does and puts a reference to each sample in
+ * the shuffle; the data is read once, when the drain writes it (emit_ref,
+ * which checks each member against its index's CRC32C then).  *from and
+ * the fallback to libarchive as for direct_input. */
+static int direct_refs(rs *r, const char *url, int fd, const sk_index *ix, uint64_t size,
+                       struct samp *s, uint64_t *from, sk_error *err)
+{
+    static const unsigned char zero[SK_TAR_BLOCK];
+    uint64_t pos = 0, n = sk_index_sample_count(ix);
+    unsigned char *hv = NULL, next[SK_TAR_BLOCK];
+    size_t hcap = 0, got;
+    int have_next = 0, end = 0, rc = SK_OK;
+    sk_sample_ref sr;
+    for (uint64_t i = 0; i < n && !end && !rc; i++) {
+        if (sk_index_sample(ix, i, &sr, NULL) || sr.offset != pos || sr.span > size - pos ||
+            !sr.member_count || (rc = sk_grow((void **)&hv, &hcap,
+                                              (size_t)sr.member_count * SK_TAR_BLOCK, 1, err)))
+            break;
+        /* each member's header where the index puts it, while it lies in
+         * the sample (direct_sample refuses the first that does not) */
+        uint64_t at = 0;
+        int ok = 1;
+        for (uint32_t u = 0; u < sr.member_count && ok && !rc; u++) {
+            sk_member_ref mr;
+            if (sk_index_member(ix, (uint64_t)sr.first_member + u, &mr, NULL) ||
+                sr.span - at < SK_TAR_BLOCK || mr.size > sr.span - at - SK_TAR_BLOCK ||
+                sk_tar_pad(mr.size) > sr.span - at - SK_TAR_BLOCK)
+                break;
+            unsigned char *h = hv + (size_t)u * SK_TAR_BLOCK;
+            if (!u && have_next) memcpy(h, next, SK_TAR_BLOCK);
+            else if (!(rc = sk_stream_pread(fd, pos + at, h, SK_TAR_BLOCK, &got, url, err)))
+                ok = got == SK_TAR_BLOCK;
+            at += SK_TAR_BLOCK + sk_tar_pad(mr.size);
+        }
+        if (rc) break;
+        /* the block after the sample: the next one's first header, or the end */
+        uint64_t tail = size - pos - sr.span;
+        have_next = 0;
+        if (ok && tail >= SK_TAR_BLOCK) {
+            if ((rc = sk_stream_pread(fd, pos + sr.span, next, SK_TAR_BLOCK, &got, url, err))) break;
+            have_next = got == SK_TAR_BLOCK;
+            ok = have_next;
+        }
+        if (!ok || !direct_sample(ix, &sr, NULL, hv, s) ||
+            !ends_sample(tail >= SK_TAR_BLOCK ? next : zero, tail, sr.key, sr.key_len, &end)) {
+            s->nm = s->elen = 0;
+            break; /* libarchive from this sample on */
+        }
+        struct sview v = {sr.key, sr.key_len, s->m, s->nm, s->exts, NULL, (size_t)sr.span, 0, 0,
+                          -1, s->elen};
+        r->st.samples_in++;
+        rc = serialize_ref(r, &v, sr.offset, err);
+        s->nm = s->elen = 0;
+        pos += sr.span;
+        progress(r, 0);
+    }
+    free(hv);
+    *from = end ? UINT64_MAX : pos;
     return rc;
 }
 
@@ -1393,8 +1581,21 @@ static int direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, 
         return SK_OK;
     }
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    int kept = 0; /* --shuffle: fd is r->inf's, for the drain */
+    if (r->inf) {
+        int rc = sk_infiles_add(r->inf, url, fd, &r->in_no, err);
+        if (rc) {
+            sk_index_close(ix);
+            return rc;
+        }
+        kept = 1;
+    }
     uint64_t size = (uint64_t)sb.st_size, pos = 0, i = 0, n = sk_index_sample_count(ix);
     int no_crc = (sk_index_shard(ix)->flags & SK_INDEX_NO_CRC) != 0, end = 0, rc = SK_OK;
+    if (r->shuf && !no_crc) { /* without CRC32Cs to check the drain by: read it all now */
+        rc = direct_refs(r, url, fd, ix, size, s, from, err);
+        goto out;
+    }
     /* mapped while the headers are already the output's (a shardkit
      * shard resharded with its own --mtime): then nothing is copied
      * in; a batch that had to be rewritten sends the rest to pread,
@@ -1426,7 +1627,7 @@ static int direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, 
             sk_index_sample(ix, k, &sr, NULL);
             unsigned char *p = b->p + (sr.offset - pos);
             uint64_t tail = got - (sr.offset - pos) - sr.span;
-            if (!direct_sample(ix, &sr, p, s) ||
+            if (!direct_sample(ix, &sr, p, NULL, s) ||
                 !ends_sample(p + sr.span, tail, sr.key, sr.key_len, &end)) {
                 s->nm = s->elen = 0;
                 *from = sr.offset;
@@ -1445,7 +1646,8 @@ static int direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, 
 out: /* libarchive counts what it reads */
     r->st.bytes_in += *from == UINT64_MAX ? size : *from;
     sk_index_close(ix);
-    close(fd);
+    if (kept) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL); /* the drain reads at random */
+    else close(fd);
     return rc;
 }
 
@@ -1722,9 +1924,11 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
     r.direct = !opts->nselect && !opts->ndrop && !opts->nrename && !opts->keys_file &&
                !opts->parts && !r.pool;
     if (opts->shuffle) {
-        /* scatter: every sample into a random bucket */
+        /* scatter: every sample into a random bucket (a reference to it
+         * when read through its index) */
         if ((rc = sk_shuffler_new(&r.shuf, opts->tmp_dir, opts->seed, opts->shuffle_mem,
-                                  r.st.bytes_in_total, err)))
+                                  r.st.bytes_in_total, err)) ||
+            (r.direct && (rc = sk_infiles_new(&r.inf, 0, err))))
             goto cleanup;
         for (size_t i = 0; i < nin && !rc; i++) {
             rc = take_input(&r, in[i], &s, err);
@@ -1774,6 +1978,7 @@ cleanup:
     if (r.rix) sk_index_close(r.rix);
     sk_shard_out_release(&r.out);
     sk_shuffler_free(r.shuf);
+    sk_infiles_free(r.inf);
     sk_manifest_free(r.man);
     keyset_free(&r.keys);
     for (size_t i = 0; i < nin; i++) free(in[i]);

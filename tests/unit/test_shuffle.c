@@ -1,7 +1,9 @@
 /* test_shuffle.c - the bucket shuffle emits every record exactly once,
  * the same order for the same seed, another for another seed, also when
  * the memory budget forces many buckets and recursive splits, and for
- * records of mixed sizes with some buckets in memory and some in files. */
+ * records of mixed sizes with some buckets in memory and some in files;
+ * and records that weigh what they stand for (references) come out in the
+ * order the records they stand for would, whatever the budget. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -135,6 +137,63 @@ static void test_mixed_sizes_partial_spill(void **state)
     assert_memory_equal(a, c, sizeof a);
 }
 
+/* Records of sizes len(i), added as their bytes (mode 0), as 4-byte
+ * references weighing len(i) (mode 1), or alternately (mode 2). */
+static size_t wlen(uint32_t i) { return 4 + (i * 7919u) % (i % 10 ? 900 : 19000); }
+
+static int collect_any(void *ctx, const unsigned char *rec, size_t len, sk_error *err)
+{
+    struct order *g = ctx;
+    (void)err;
+    uint32_t i = sk_get_le32(rec);
+    assert_true(len == 4 || len == wlen(i));
+    g->order[g->n++] = i;
+    return SK_OK;
+}
+
+static void weighed(uint64_t seed, uint64_t mem, uint64_t hint, int mode, uint32_t *order)
+{
+    enum { M = 600 };
+    static unsigned char rec[20000];
+    sk_shuffler *s;
+    sk_error err = SK_ERROR_INIT;
+    assert_sk_ok(sk_shuffler_new(&s, NULL, seed, mem, hint, &err), err);
+    for (uint32_t i = 0; i < M; i++) {
+        size_t len = wlen(i);
+        sk_put_le32(rec, i);
+        struct iovec v = {rec, mode == 1 || (mode == 2 && i % 2) ? 4 : len};
+        assert_sk_ok(sk_shuffler_addw(s, &v, 1, len, &err), err);
+    }
+    struct order g = {order, 0};
+    assert_sk_ok(sk_shuffler_drain(s, collect_any, &g, &err), err);
+    sk_shuffler_free(s);
+    assert_int_equal(g.n, M);
+}
+
+static void test_weights_order_as_bytes(void **state)
+{
+    (void)state;
+    /* (budget, size hint): all in memory; partly spilled; no hint and a
+     * small budget, so buckets are split again (by weight: references
+     * held in memory are split too) */
+    static const uint64_t cfg[][2] = {{64 << 20, 1 << 20}, {256 << 10, 1 << 20}, {16 << 10, 0},
+                                      {4 << 10, 0}};
+    static uint32_t a[600], b[600], c[600];
+    for (size_t k = 0; k < sizeof cfg / sizeof cfg[0]; k++)
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            weighed(seed, cfg[k][0], cfg[k][1], 0, a);
+            weighed(seed, cfg[k][0], cfg[k][1], 1, b);
+            weighed(seed, cfg[k][0], cfg[k][1], 2, c);
+            assert_memory_equal(a, b, sizeof a);
+            assert_memory_equal(a, c, sizeof a);
+        }
+    /* and add() is addw() of its own length */
+    static uint32_t d[600];
+    mixed(5, 0, d);
+    weighed(5, 256 << 10, 1 << 20, 0, a);
+    assert_memory_equal(a, d, sizeof a);
+}
+
 static void test_uniform_below(void **state)
 {
     (void)state;
@@ -149,6 +208,7 @@ int main(void)
         cmocka_unit_test(test_permutation_deterministic),
         cmocka_unit_test(test_small_memory_recursion),
         cmocka_unit_test(test_mixed_sizes_partial_spill),
+        cmocka_unit_test(test_weights_order_as_bytes),
         cmocka_unit_test(test_uniform_below),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
