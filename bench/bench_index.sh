@@ -8,7 +8,11 @@
 # shardkit's --fast to the interleaved rounds (an A/B of two builds).
 # Cold rows: each timed run starts with the shards evicted from the page
 # cache (tests/tools/dropcache: posix_fadvise DONTNEED, this set's pages
-# only, untimed); COLD=0 leaves them out.
+# only, untimed); COLD=0 leaves them out.  Two more cold rows bound what
+# any reader can do on this disk: every byte read, all shards at once
+# (parallel cat: the disk's best streaming rate), and the header runs
+# alone with every offset known in advance (tests/tools/hdrreads, which
+# no walk knows: the floor of a header-only read).
 #   SAMPLES=100000 SHARDS=8 LOOKUPS=100000 BENCH_RUNS=5 bench/bench_index.sh
 set -eu
 SK_ROOT=${SK_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -67,7 +71,7 @@ print(n)'
 RUNS=${BENCH_RUNS:-3}
 OLD=${SK_OLD_BIN:-}
 fast=() fast1=() old=() full=() tartf=() py=()
-cfast=() cold_old=() cfull=() ctartf=()
+cfast=() cold_old=() cfull=() ctartf=() ccat=() chdr=()
 COLD=${COLD:-1} DROP=$TOOLS/dropcache
 [ "$COLD" = 0 ] || [ -x "$DROP" ] || { echo "cold rows need $DROP (make)"; COLD=0; }
 drop() { "$DROP" shard-*.tar; }
@@ -87,6 +91,9 @@ for ((r = 0; r < RUNS; r++)); do
     [ -z "$OLD" ] || { fresh; drop; cold_old+=("$(t "$OLD" index --fast -q "$pattern")"); }
     fresh; drop; cfull+=("$(t "$SK_BIN" index -q "$pattern")")
     drop; ctartf+=("$(t sh -c 'for f in shard-*.tar; do tar tf "$f"; done')")
+    drop; ccat+=("$(t sh -c 'for f in shard-*.tar; do cat "$f" & done; wait')")
+    fresh; "$SK_BIN" index --fast -q "$pattern"   # the runs for hdrreads
+    drop; chdr+=("$(t "$TOOLS/hdrreads" shard-*.tar)")
     cat shard-*.tar > /dev/null  # warm again for the next round
 done
 fast=$(median $(wall "${fast[@]}")) fast1=$(median $(wall "${fast1[@]}")) full=$(median $(wall "${full[@]}"))
@@ -104,6 +111,8 @@ if [ "$COLD" != 0 ]; then
     [ -z "$OLD" ] || row "cold: $OLD index --fast" "${cold_old[@]}"
     row "cold: shardkit index (reads data)" "${cfull[@]}"
     row "cold: tar tf" "${ctartf[@]}"
+    row "cold: cat, all shards at once (every byte)" "${ccat[@]}"
+    row "cold: header runs only, offsets known (hdrreads)" "${chdr[@]}"
 fi
 [ -z "$OLD" ] || echo "speedup of --fast over $OLD: $(echo "scale=2; $(median $(wall "${old[@]}")) / $fast" | bc)x"
 echo "speedup of --fast: $(echo "scale=1; $tartf / $fast" | bc)x over tar tf, $(echo "scale=1; $pyscan / $fast" | bc)x over Python"
@@ -115,6 +124,8 @@ if [ "$COLD" != 0 ]; then
     cf=$(median $(wall "${cfast[@]}")) ct=$(median $(wall "${ctartf[@]}")) cu=$(median $(wall "${cfull[@]}"))
     echo "index --fast / tar tf, cold: $(echo "scale=2; $ct / $cf" | bc)x (full index cold: $(echo "scale=2; $ct / $cu" | bc)x)"
     [ -z "$OLD" ] || echo "cold speedup of --fast over $OLD: $(echo "scale=2; $(median $(wall "${cold_old[@]}")) / $cf" | bc)x"
+    # the best any reader could do here, as a ratio to tar tf
+    echo "cold bounds over tar tf: every byte at the disk's best $(echo "scale=2; $ct / $(median $(wall "${ccat[@]}"))" | bc)x, header runs only with known offsets $(echo "scale=2; $ct / $(median $(wall "${chdr[@]}"))" | bc)x"
 fi
 # a small index for the O(1) open figure
 mkdir -p small && (cd small && [ -f s.tar ] || { printf a > a.txt; tar -cf s.tar a.txt; }) && "$SK_BIN" index -q --no-manifest small/s.tar

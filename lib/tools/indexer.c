@@ -75,7 +75,13 @@ static int pread_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *g
  * of slack used to be read too), and varying ones what the longest recent
  * sample needed; a run longer than that reads on with a doubled window (up
  * to 64 KiB, reached only when members are tiny).  Not mmap: it measured
- * twice as slow (fault-around maps, and later unmaps, mostly data pages). */
+ * twice as slow (fault-around maps, and later unmaps, mostly data pages).
+ * Tried again (2026-11-27) as a mapping of the whole shard walked where
+ * mincore said its pages were cached, with the next header prefetched
+ * while a member was indexed: 1.22x the CPU of this path (-j 1, the
+ * benchmark shards).  The copy's cache misses move to the walker's first
+ * touch of each header, and mincore, page faults and munmap come on top;
+ * docs/benchmarks.md, "index --fast on a quiet machine". */
 #define HDR_WIN_MIN 1024u
 #define HDR_WIN_START 4096u
 #define HDR_WIN_MAX (64u << 10)
