@@ -478,6 +478,37 @@ SK_API int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *bu
  * buf.  SK_E_USAGE when max_members or cap is too small for the members. */
 SK_API int sk_dataset_read_sample(sk_dataset *ds, const sk_hit *h, void *buf, size_t cap,
                                   sk_member_ref *members, size_t max_members, sk_error *err);
+/* Looks a sample up and reads it in one call (for bindings, where each
+ * call costs, and for threads: like every lookup and read above, it may
+ * run on one dataset from several threads at once; a dataset whose
+ * indexes and shards are open takes no lock).  key != NULL: the sample
+ * with this key (key_len bytes), as sk_dataset_find; key == NULL: the
+ * sample at a global ordinal, as sk_dataset_at.  buf (aligned as malloc
+ * aligns) receives, in order: the member records (member_count
+ * sk_member_refs, as sk_dataset_member gives them, but each ext pointing
+ * at its copy in buf); the key and a NUL; each extension and a NUL; zeros
+ * up to a multiple of 8 bytes; the members' data back to back, each
+ * checked against its CRC32C (SK_E_MISMATCH).  *out (struct_size as
+ * sk_get_result_init sets it) gets hit, need and pointers into buf.  need
+ * is set whenever the sample was found: the bytes of buf that serve it
+ * best (a plain shard's sample is then one read of its span; with less,
+ * but room for the records, names and data, it is read member by
+ * member).  Below that minimum: SK_E_USAGE, nothing read from the shard
+ * and nothing written past cap; grow buf to need and call again.  An
+ * index record pointing past the end of its plain shard is SK_E_CORRUPT,
+ * and need stays 0. */
+typedef struct sk_get_result {
+    size_t struct_size;           /* sizeof, set by sk_get_result_init; 0: this version's */
+    sk_hit hit;                   /* where the sample is */
+    size_t need;                  /* bytes of buf for this sample (see above) */
+    const sk_member_ref *members; /* in buf: hit.sample.member_count records */
+    const char *key;              /* in buf: hit.sample.key_len bytes and a NUL */
+    const unsigned char *data;    /* in buf: the members' data, in order */
+} sk_get_result;
+SK_API void sk_get_result_init_sized(sk_get_result *f, size_t size);
+#define sk_get_result_init(f) sk_get_result_init_sized((f), sizeof *(f))
+SK_API int sk_dataset_get(sk_dataset *ds, const char *key, size_t key_len, uint64_t ordinal,
+                            void *buf, size_t cap, sk_get_result *out, sk_error *err);
 /* Writes the sample as a one-sample tar (members named key.ext, verified
  * data, end blocks) to fd. */
 SK_API int sk_dataset_write_tar(sk_dataset *ds, const sk_hit *h, int fd, const char *fd_name,

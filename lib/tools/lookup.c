@@ -16,6 +16,14 @@
  * serves offsets into another file; except for a plain s3:// shard listed
  * by a manifest, where each member's GET brings its own tar header, checked
  * against the index instead (read_s3_member): one request per member.
+ *
+ * Threads: every lookup and read may run at once on one dataset.  What is
+ * opened lazily (an index, a shard's range reader, a .tar.zst seek table,
+ * the sample counts) is opened under the dataset's mutex and published
+ * through a flag stored with release order; a reader that loads the flag
+ * (acquire) and sees it set uses the object without the lock, so a warm
+ * dataset takes no lock at all.  Everything else a lookup touches (index
+ * maps, the shard table) is read-only once opened.
  */
 #include "core/internal.h"
 #include "io/io.h"
@@ -24,6 +32,8 @@
 
 #include "format/libarchive.h"
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -90,9 +100,12 @@ struct shard {
     uint32_t crc;
     int known;         /* first_ordinal/samples known (manifest or opened) */
     int from_manifest; /* bytes/crc come from a manifest */
+    /* the flags below are set once, under the dataset's mutex, with
+     * release order, after what they announce is complete (see the top) */
     sk_index *ix;
+    int ix_ok;         /* ix is open and agrees with the manifest */
     sk_range_reader rr;
-    int rr_open;
+    int rr_open;       /* rr is open (and, but for read_s3_member's shards, proven) */
     sk_zstd_frame *frames;
     size_t nframes;
     int frames_loaded;
@@ -100,11 +113,15 @@ struct shard {
     int keys_checked;  /* the claim equals the index's first and last key */
 };
 
+#define LOAD(flag) __atomic_load_n(&(flag), __ATOMIC_ACQUIRE)
+#define PUBLISH(flag) __atomic_store_n(&(flag), 1, __ATOMIC_RELEASE)
+
 struct sk_dataset {
     struct shard *s;
     size_t n, cap;
     unsigned flags;
-    int counted;
+    pthread_mutex_t mu; /* taken only to open something lazily */
+    int counted;        /* every shard's first_ordinal and samples known */
     sk_s3 *s3; /* the caller's, for s3:// manifests, indexes and shards */
     sk_range_open_fn range_open; /* local shards (NULL: default_open) */
     void *range_open_ctx;
@@ -165,6 +182,7 @@ void sk_dataset_close(sk_dataset *ds)
     }
     free(ds->ranged);
     free(ds->s);
+    pthread_mutex_destroy(&ds->mu);
     free(ds);
 }
 
@@ -207,6 +225,7 @@ int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned f
     SK_FAIL_IF(!ds, err, SK_E_NOMEM, "out of memory");
     ds->flags = flags;
     ds->s3 = s3;
+    pthread_mutex_init(&ds->mu, NULL);
     /* the one resolver (io/dataset.c): an s3:// prefix means its manifest
      * (a listing would not say which objects are shards of one dataset) */
     sk_ds_opts ro = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX | SK_DS_LOOKUP, .s3 = s3,
@@ -242,9 +261,10 @@ int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned f
     return SK_OK;
 }
 
-static int ensure_index(sk_dataset *ds, struct shard *s, sk_error *err)
+/* Opens the shard's index; the caller holds ds->mu. */
+static int open_index(sk_dataset *ds, struct shard *s, sk_error *err)
 {
-    if (s->ix) return SK_OK;
+    if (s->ix_ok) return SK_OK;
     SK_GUARD(sk_is_s3_url(s->index_path) ? sk_s3_load_index(ds->s3, s->index_path, &s->ix, err)
                                          : sk_index_open(&s->ix, s->index_path, ds->flags, err));
     const sk_index_shard_info *in = sk_index_shard(s->ix);
@@ -265,17 +285,27 @@ static int ensure_index(sk_dataset *ds, struct shard *s, sk_error *err)
             return rc;
         }
     }
+    PUBLISH(s->ix_ok);
     return SK_OK;
 }
 
-/* Opens the shard and proves the index was built from it. */
-static int ensure_shard(const sk_dataset *ds, struct shard *s, sk_error *err)
+static int ensure_index(sk_dataset *ds, struct shard *s, sk_error *err)
+{
+    if (LOAD(s->ix_ok)) return SK_OK;
+    pthread_mutex_lock(&ds->mu);
+    int rc = open_index(ds, s, err);
+    pthread_mutex_unlock(&ds->mu);
+    return rc;
+}
+
+/* Opens the shard and proves the index was built from it; the caller
+ * holds ds->mu. */
+static int open_shard(const sk_dataset *ds, struct shard *s, sk_error *err)
 {
     if (s->rr_open) return SK_OK;
     SK_GUARD(sk_is_s3_url(s->path) ? s3_range_open(ds->s3, &s->rr, s->path, UINT64_MAX, err)
                                    : (ds->range_open ? ds->range_open : default_open)(
                                          ds->range_open_ctx, &s->rr, s->path, err));
-    s->rr_open = 1;
     const sk_index_shard_info *in = sk_index_shard(s->ix);
     unsigned char b[SK_TAR_BLOCK];
     size_t got = 0;
@@ -294,23 +324,38 @@ static int ensure_shard(const sk_dataset *ds, struct shard *s, sk_error *err)
                           s->path, s->index_path);
     if (rc) {
         if (s->rr.close) s->rr.close(s->rr.ctx);
-        s->rr_open = 0;
+        memset(&s->rr, 0, sizeof s->rr);
+        return rc;
     }
+    PUBLISH(s->rr_open);
+    return SK_OK;
+}
+
+static int ensure_shard(sk_dataset *ds, struct shard *s, sk_error *err)
+{
+    if (LOAD(s->rr_open)) return SK_OK;
+    pthread_mutex_lock(&ds->mu);
+    int rc = open_shard(ds, s, err);
+    pthread_mutex_unlock(&ds->mu);
     return rc;
 }
 
 int sk_dataset_samples(sk_dataset *ds, uint64_t *count, sk_error *err)
 {
-    if (!ds->counted) {
+    if (!LOAD(ds->counted)) {
+        int rc = SK_OK;
+        pthread_mutex_lock(&ds->mu);
         uint64_t total = 0;
-        for (size_t i = 0; i < ds->n; i++) {
-            SK_GUARD(ensure_index(ds, &ds->s[i], err));
+        for (size_t i = 0; !ds->counted && !rc && i < ds->n; i++) {
+            if ((rc = open_index(ds, &ds->s[i], err))) break;
             ds->s[i].first_ordinal = total;
             ds->s[i].samples = sk_index_sample_count(ds->s[i].ix);
             ds->s[i].known = 1;
             total += ds->s[i].samples;
         }
-        ds->counted = 1;
+        if (!rc) PUBLISH(ds->counted);
+        pthread_mutex_unlock(&ds->mu);
+        if (rc) return rc;
     }
     *count = ds->n ? ds->s[ds->n - 1].first_ordinal + ds->s[ds->n - 1].samples : 0;
     return SK_OK;
@@ -333,7 +378,7 @@ static int check_key_range(struct shard *s, sk_error *err)
 {
     const char *f, *l;
     size_t fl, ll;
-    if (s->keys_checked) return SK_OK;
+    if (LOAD(s->keys_checked)) return SK_OK; /* a pure check: racing threads agree */
     SK_GUARD(sk_index_key_bounds(s->ix, &f, &fl, &l, &ll, err));
     SK_FAIL_IF(sk_key_cmp(f, fl, s->keys.first, s->keys.first_len) ||
                    sk_key_cmp(l, ll, s->keys.last, s->keys.last_len),
@@ -343,7 +388,7 @@ static int check_key_range(struct shard *s, sk_error *err)
                s->index_path, (int)(fl > 200 ? 200 : fl), f, (int)(ll > 200 ? 200 : ll), l,
                (int)(s->keys.first_len > 200 ? 200 : s->keys.first_len), s->keys.first,
                (int)(s->keys.last_len > 200 ? 200 : s->keys.last_len), s->keys.last);
-    s->keys_checked = 1;
+    PUBLISH(s->keys_checked);
     return SK_OK;
 }
 
@@ -389,7 +434,7 @@ int sk_dataset_find(sk_dataset *ds, const char *key, size_t key_len, sk_hit *out
         int rc = sk_index_find(s->ix, key, key_len, &ord, NULL);
         if (rc == SK_E_NOTFOUND) continue;
         if (rc) return sk_index_find(s->ix, key, key_len, &ord, err);
-        if (!ds->counted) {
+        if (!LOAD(ds->counted)) {
             uint64_t n;
             SK_GUARD(sk_dataset_samples(ds, &n, err));
         }
@@ -459,8 +504,8 @@ static la_ssize_t cread_cb(struct archive *a, void *ctx, const void **out)
 
 /* Reads n bytes at tar position off of a compressed shard: decompress from
  * the stored range's start (d_start in the tar stream), discarding up to off. */
-static int read_compressed(struct shard *s, const sk_sample_ref *sr, uint64_t off, void *buf,
-                           size_t n, sk_error *err)
+static int read_compressed(sk_dataset *ds, struct shard *s, const sk_sample_ref *sr, uint64_t off,
+                           void *buf, size_t n, sk_error *err)
 {
     const sk_index_shard_info *in = sk_index_shard(s->ix);
     uint64_t d = 0;
@@ -469,11 +514,15 @@ static int read_compressed(struct shard *s, const sk_sample_ref *sr, uint64_t of
     SK_FAIL_IF(c.end > s->rr.size || c.end < c.pos, err, SK_E_CORRUPT,
                "%s: index points past the end of the shard", s->index_path);
     if ((in->flags & SK_INDEX_ZSTD) && sr->stored_offset != 0) {
-        if (!s->frames_loaded) {
+        if (!LOAD(s->frames_loaded)) {
             sk_tar_src f = {.ctx = s->rr.ctx, .read_at = s->rr.read_at, .size = s->rr.size,
                             .name = s->path};
-            SK_GUARD(sk_zstd_seek_table(&f, &s->frames, &s->nframes, err));
-            s->frames_loaded = 1;
+            int rc = SK_OK;
+            pthread_mutex_lock(&ds->mu);
+            if (!s->frames_loaded && !(rc = sk_zstd_seek_table(&f, &s->frames, &s->nframes, err)))
+                PUBLISH(s->frames_loaded);
+            pthread_mutex_unlock(&ds->mu);
+            SK_GUARD(rc);
         }
         size_t lo = 0, hi = s->nframes;
         while (lo < hi) {
@@ -578,9 +627,13 @@ static int read_s3_member(sk_dataset *ds, struct shard *s, const sk_sample_ref *
                    m->size > in->size - m->data_offset || len > SIZE_MAX,
                err, SK_E_CORRUPT, "%s: index points past the end of the shard (member at %llu)",
                s->index_path, (unsigned long long)m->data_offset);
-    if (!s->rr_open) {
-        SK_GUARD(s3_range_open(ds->s3, &s->rr, s->path, in->size, err));
-        s->rr_open = 1;
+    if (!LOAD(s->rr_open)) {
+        int rc = SK_OK;
+        pthread_mutex_lock(&ds->mu);
+        if (!s->rr_open && !(rc = s3_range_open(ds->s3, &s->rr, s->path, in->size, err)))
+            PUBLISH(s->rr_open);
+        pthread_mutex_unlock(&ds->mu);
+        SK_GUARD(rc);
     }
     unsigned char *b = sk_xmalloc(len ? (size_t)len : 1, err);
     if (!b) return SK_E_NOMEM;
@@ -625,7 +678,7 @@ int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size
         SK_GUARD(read_s3_member(ds, s, &h->sample, &m, buf, err));
     } else if (!plain) {
         SK_GUARD(ensure_shard(ds, s, err));
-        SK_GUARD(read_compressed(s, &h->sample, m.data_offset, buf, (size_t)m.size, err));
+        SK_GUARD(read_compressed(ds, s, &h->sample, m.data_offset, buf, (size_t)m.size, err));
     } else {
         SK_GUARD(ensure_shard(ds, s, err));
         SK_FAIL_IF(m.data_offset > s->rr.size || m.size > s->rr.size - m.data_offset, err,
@@ -718,6 +771,129 @@ int sk_dataset_read_sample(sk_dataset *ds, const sk_hit *h, void *buf, size_t ca
         pos += (size_t)members[i].size;
     }
     return SK_OK;
+}
+
+/* ------------------------------------------- lookup and read in one call */
+
+void sk_get_result_init_sized(sk_get_result *f, size_t size)
+{
+    memset(f, 0, size);
+    f->struct_size = size;
+}
+
+#define ROUND8(n) (((n) + 7) & ~(uint64_t)7)
+
+struct get_sizes {
+    uint64_t total; /* the members' data */
+    uint64_t whole; /* one read of the span (0: that path does not apply) */
+    uint64_t exts;  /* the extensions, each with a NUL */
+};
+
+/* The sample's member records (into table when it is not NULL) and what
+ * they need (read_span's test decides `whole`).  A plain shard's members
+ * must lie inside the shard the index describes, and no extension may
+ * hold a NUL (the names are NUL-separated in buf): a lying record is
+ * SK_E_CORRUPT here, before any caller sizes a buffer from it. */
+static int get_sizes(sk_dataset *ds, const sk_hit *h, sk_member_ref *table, struct get_sizes *z,
+                     sk_error *err)
+{
+    struct shard *s = &ds->s[h->shard];
+    const sk_sample_ref *sr = &h->sample;
+    const sk_index_shard_info *in = sk_index_shard(s->ix);
+    int plain = !(in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP));
+    int span_ok = plain && !(s->from_manifest && sk_is_s3_url(s->path));
+    int kl = (int)(sr->key_len > 200 ? 200 : sr->key_len);
+    memset(z, 0, sizeof *z);
+    SK_FAIL_IF(plain && (sr->offset > in->size || sr->span > in->size - sr->offset), err,
+               SK_E_CORRUPT, "%s: index points past the end of the shard (sample '%.*s' at %llu, "
+               "%llu bytes; the shard has %llu)", s->index_path, kl, sr->key,
+               (unsigned long long)sr->offset, (unsigned long long)sr->span,
+               (unsigned long long)in->size);
+    for (uint32_t i = 0; i < sr->member_count; i++) {
+        sk_member_ref m;
+        SK_GUARD(sk_index_member(s->ix, (uint64_t)sr->first_member + i, &m, err));
+        SK_FAIL_IF(plain && (m.data_offset > in->size || m.size > in->size - m.data_offset), err,
+                   SK_E_CORRUPT, "%s: index points past the end of the shard (member '%.*s.%.*s' "
+                   "at %llu, %llu bytes; the shard has %llu)", s->index_path, kl, sr->key,
+                   (int)m.ext_len, m.ext, (unsigned long long)m.data_offset,
+                   (unsigned long long)m.size, (unsigned long long)in->size);
+        SK_FAIL_IF(m.size > UINT64_MAX / 2 - z->total, err, SK_E_CORRUPT,
+                   "%s: member sizes of sample '%.*s' overflow", s->index_path, kl, sr->key);
+        SK_FAIL_IF(memchr(m.ext, 0, m.ext_len) != NULL, err, SK_E_CORRUPT,
+                   "%s: an extension of sample '%.*s' holds a NUL byte", s->index_path, kl,
+                   sr->key);
+        z->total += m.size;
+        z->exts += (uint64_t)m.ext_len + 1;
+        if (m.data_offset < sr->offset || m.data_offset - sr->offset > sr->span ||
+            m.size > sr->span - (m.data_offset - sr->offset))
+            span_ok = 0; /* an odd index: the member path judges it */
+        if (table) table[i] = m;
+    }
+    z->whole = span_ok ? sr->span : 0;
+    return SK_OK;
+}
+
+int sk_dataset_get(sk_dataset *ds, const char *key, size_t key_len, uint64_t ordinal, void *buf,
+                   size_t cap, sk_get_result *out, sk_error *err)
+{
+    size_t have = out->struct_size ? out->struct_size : sizeof *out;
+    SK_FAIL_IF(have < offsetof(sk_get_result, data) + sizeof out->data, err, SK_E_USAGE,
+               "sk_get_result of %zu bytes (struct_size); this library needs %zu at least", have,
+               offsetof(sk_get_result, data) + sizeof out->data);
+    if (have > sizeof *out) have = sizeof *out;
+    SK_FAIL_IF((!buf && cap) || ((uintptr_t)buf % alignof(sk_member_ref)), err, SK_E_USAGE,
+               "sk_dataset_get: the buffer must be aligned as malloc aligns");
+    sk_get_result f;
+    memset(&f, 0, sizeof f);
+    f.struct_size = out->struct_size;
+    int rc = key ? sk_dataset_find(ds, key, key_len, &f.hit, err)
+                 : sk_dataset_at(ds, ordinal, &f.hit, err);
+    const sk_sample_ref *sr = &f.hit.sample;
+    /* buf: the member records; the key and a NUL; each extension and a NUL;
+     * zeros to a multiple of 8; the data */
+    uint64_t table = (uint64_t)sr->member_count * sizeof(sk_member_ref);
+    struct get_sizes z = {0, 0, 0};
+    if (!rc) rc = get_sizes(ds, &f.hit, table <= cap ? (sk_member_ref *)buf : NULL, &z, err);
+    uint64_t names = table + sr->key_len + 1, data_off = ROUND8(names + z.exts);
+    if (!rc) {
+        uint64_t best = data_off + (z.whole > z.total ? z.whole : z.total);
+        f.need = best > SIZE_MAX ? SIZE_MAX : (size_t)best;
+        if (data_off > cap || z.total > cap - data_off)
+            rc = sk_error_set(err, SK_E_USAGE,
+                              "buffer of %zu bytes for sample '%.*s' (it needs %zu)", cap,
+                              (int)(sr->key_len > 200 ? 200 : sr->key_len), sr->key, f.need);
+    }
+    if (!rc) {
+        unsigned char *b = buf, *data = b + data_off;
+        sk_member_ref *ms = (sk_member_ref *)buf;
+        memcpy(b + table, sr->key, sr->key_len);
+        b[table + sr->key_len] = 0;
+        unsigned char *e = b + names;
+        for (uint32_t i = 0; i < sr->member_count; i++) {
+            memcpy(e, ms[i].ext, ms[i].ext_len); /* the records then point here */
+            e[ms[i].ext_len] = 0;
+            ms[i].ext = (const char *)e;
+            e += ms[i].ext_len + 1;
+        }
+        memset(e, 0, (size_t)(data - e));
+        int r = z.whole && z.whole <= cap - data_off
+                    ? read_span(ds, &ds->s[f.hit.shard], &f.hit, data, cap - data_off, ms, err)
+                    : 0;
+        if (r < 0) rc = -r;
+        size_t pos = 0;
+        for (uint32_t i = 0; !rc && !r && i < sr->member_count; i++) {
+            rc = sk_dataset_read(ds, &f.hit, i, data + pos, (size_t)ms[i].size, err);
+            pos += (size_t)ms[i].size;
+        }
+        if (!rc) {
+            f.members = ms;
+            f.key = (const char *)b + table;
+            f.data = data;
+        }
+    }
+    memcpy(out, &f, have);
+    out->struct_size = f.struct_size;
+    return rc;
 }
 
 int sk_dataset_write_tar(sk_dataset *ds, const sk_hit *h, int fd, const char *fd_name,

@@ -190,6 +190,12 @@ class Hit(_c.Structure):
                 ("global_ordinal", _c.c_uint64), ("sample", SampleRef)]
 
 
+class GetResult(_c.Structure):
+    # sk_get_result (sk_dataset_get): struct_size, the hit, need, pointers into the buffer
+    _fields_ = [("struct_size", _c.c_size_t), ("hit", Hit), ("need", _c.c_size_t),
+                ("members", _c.c_void_p), ("key", _c.c_void_p), ("data", _c.c_void_p)]
+
+
 class S3Config(_c.Structure):
     _fields_ = [("struct_size", _c.c_size_t),
                 ("endpoint_url", _c.c_char_p), ("region", _c.c_char_p),
@@ -298,6 +304,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "sk_dataset_read": ([vp, P(Hit), _c.c_uint32, vp, sz, E], i),
         "sk_pack_options_init_sized": ([P(PackOptions), sz], None),
         "sk_dataset_read_sample": ([vp, P(Hit), vp, sz, P(MemberRef), sz, E], i),
+        "sk_dataset_get": ([vp, _c.c_char_p, sz, u64, vp, sz, P(GetResult), E], i),
     }
     # the sample writer came later: a library without it still serves the rest
     writer = {

@@ -3,13 +3,13 @@ samples through the .idx sidecars (sk_dataset_*, the lookup `shardkit get`
 uses): by global ordinal or by key, each member one pread (or one ranged
 GET on S3) checked against its CRC32C.
 
-Thread safety: libshardkit's sk_dataset opens a shard's index and the
-shard itself lazily, on first use, and is not safe for concurrent calls
-while it does.  So lookups (ordinal or key -> record) run under a lock,
-and so does every read from a shard until one read through it has
-completed (the shard is then open, its index proven to belong to it and,
-for .tar.zst, its seek table loaded); after that, reads from it run
-without the lock, in parallel (ctypes releases the GIL during the call).
+A whole sample (ds[i], ds.get(key)) is one C call, sk_dataset_get: the
+lookup, the read of the sample's span and the CRC32C checks, into a buffer
+the thread keeps, with the member records, the key and the extensions in
+front of the data; Python then reads the records with one struct call and
+slices the data.  libshardkit opens indexes and shards lazily under a lock of its own
+and takes none once they are open, so no call here holds a Python lock
+(ctypes releases the GIL during each call): threads read in parallel.
 """
 from __future__ import annotations
 
@@ -20,16 +20,18 @@ import threading
 from typing import Any, Dict, Iterator, List, Optional, Set, Union
 
 from . import _lib
-from ._lib import Hit, MemberRef, S3Config
+from ._lib import GetResult, Hit, MemberRef, S3Config
 
 _c = ctypes
 Sample = Dict[str, Any]
 
-# sk_hit and sk_member_ref read in one struct call each (a ctypes field
-# access per value costs as much as the rest of a lookup)
-_HIT = struct.Struct("=QQQQQQQQQQII")
-_MEMBER = struct.Struct("=QQQQII")
-assert _HIT.size == _c.sizeof(Hit) and _MEMBER.size == _c.sizeof(MemberRef)
+# what a lookup needs of sk_get_result (shard, global ordinal, ordinal,
+# key_len, member_count, need, key, data) and of each sk_member_ref (size):
+# one struct call each (a ctypes field access per value costs as much as
+# the rest)
+_RESULT = struct.Struct("=8xQ8xQQ8xQ32x4xIQ8xQQ")
+_SIZE = struct.Struct("=24xQ8x")
+assert _SIZE.size == _c.sizeof(MemberRef) and _RESULT.size == _c.sizeof(GetResult)
 
 # bumped in a forked child (a DataLoader worker): a dataset opened before
 # the fork opens anew in the child (see _handle); cheaper than asking the
@@ -45,7 +47,8 @@ def _forked() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forked)
 
-#: samples up to this span are read into a thread's reused buffer
+#: a thread keeps a buffer up to this size; a sample needing more gets one
+#: of its own for the call
 _KEEP_BUF = 4 << 20
 
 
@@ -56,30 +59,17 @@ class _Thread(threading.local):
     def __init__(self) -> None:
         self.err = _lib._Error()
         self.eref = _c.byref(self.err)
-        self.hit = Hit()
-        self.href = _c.byref(self.hit)
-        self.nm = 0
-        self.members: Any = None
-        self.mmv: Any = None
-        self.cap = 0
-        self.buf: Any = None
-        self.mv: Any = None
+        self.res = GetResult()
+        self.res.struct_size = _c.sizeof(GetResult)
+        self.rref = _c.byref(self.res)
+        self.keep(256 << 10)
 
-    def room(self, n: int, span: int) -> Any:
-        """Makes room for n members and span bytes; returns a buffer of
-        this call's own when span is too big to keep (else None)."""
-        if n > self.nm:
-            self.nm = max(n, 16)
-            self.members = (MemberRef * self.nm)()
-            self.mmv = memoryview(self.members).cast("B")
-        if span > self.cap:
-            cap = max(span, 256 << 10)
-            buf = (_c.c_char * cap)()
-            if cap > _KEEP_BUF:    # a big sample: this call's buffer only
-                return buf
-            self.cap, self.buf = cap, buf
-            self.mv = memoryview(buf).cast("B")
-        return None
+    def keep(self, cap: int) -> None:
+        """A buffer of cap bytes for this thread's lookups."""
+        self.cap = cap
+        self.buf: Any = (_c.c_char * cap)()
+        self.base = _c.addressof(self.buf)
+        self.mv: Any = memoryview(self.buf).cast("B")
 
 #: open every index in O(1): skip its body checksum (records are still
 #: bounds-checked as they are read)
@@ -113,14 +103,14 @@ class Dataset:
         self.s3_endpoint = s3_endpoint
         self._libpath = lib
         self._lib = _lib.load_library(lib)
-        self._lock = threading.Lock()
-        self._warm: Set[int] = set()
+        self._get_fn = self._lib.sk_dataset_get
         self._len: Optional[int] = None
         self._gen = _fork_gen
         self._tls = _Thread()
         self._exts: Dict[int, str] = {}   # an index's extension (by address) -> str
+        self._names: Dict[bytes, List[str]] = {}  # a sample's extensions (as in buf) -> names
         self._urls: Dict[int, str] = {}   # shard position -> its path
-        # samples up to this span are read in one call into one buffer
+        # samples needing up to this are read in one call into one buffer
         self._whole_max = 64 << 20
         err = _lib._Error()
         enc = os.fsencode(self.url)
@@ -195,9 +185,8 @@ class Dataset:
         if self._len is None:
             n = _c.c_uint64()
             err = self._err()
-            with self._lock:
-                _lib.check(self._lib.sk_dataset_samples(self._handle(), _c.byref(n),
-                                                        _c.byref(err)), err)
+            _lib.check(self._lib.sk_dataset_samples(self._handle(), _c.byref(n),
+                                                    _c.byref(err)), err)
             self._len = n.value
         return self._len
 
@@ -207,8 +196,7 @@ class Dataset:
         if ordinal < 0:
             raise _lib.SampleIndexError(_lib.SK_E_NOTFOUND, "%s: no sample #%d" %
                                         (self.url, ordinal))
-        with self._lock:
-            rc = self._lib.sk_dataset_at(self._handle(), ordinal, _c.byref(h), _c.byref(err))
+        rc = self._lib.sk_dataset_at(self._handle(), ordinal, _c.byref(h), _c.byref(err))
         _lib.check(rc, err, _lib.SampleIndexError)
         return h
 
@@ -216,8 +204,7 @@ class Dataset:
         k = key.encode("utf-8", "surrogateescape") if isinstance(key, str) else bytes(key)
         h = Hit()
         err = self._err()
-        with self._lock:
-            rc = self._lib.sk_dataset_find(self._handle(), k, len(k), _c.byref(h), _c.byref(err))
+        rc = self._lib.sk_dataset_find(self._handle(), k, len(k), _c.byref(h), _c.byref(err))
         _lib.check(rc, err, _lib.KeyNotFoundError)
         return h
 
@@ -231,38 +218,37 @@ class Dataset:
             out.append(m)
         return out
 
+    def _url(self, shard: int, path: Any) -> str:
+        url = self._urls.get(shard)
+        if url is None:
+            url = self._urls[shard] = _c.string_at(path).decode("utf-8", "surrogateescape")
+        return url
+
+    def _ext(self, ext: int, ext_len: int) -> str:
+        """An extension's name, by the address of its bytes in the index
+        (mapped while the dataset is open): decoded once."""
+        name = self._exts.get(ext)
+        if name is None:
+            if len(self._exts) > 4096:
+                self._exts.clear()
+            name = self._exts[ext] = _c.string_at(ext, ext_len).decode("utf-8",
+                                                                        "surrogateescape")
+        return name
+
     def _read(self, h: Hit, exts: Optional[Set[str]] = None) -> Sample:
-        ds = self._ds   # _at or _find has just checked it (and the process)
+        """The members of a sample found before (those in exts), member by
+        member: one buffer each."""
+        ds = self._handle()
         err = self._err()
         d: Sample = {
             "__key__": _c.string_at(h.sample.key, h.sample.key_len).decode("utf-8",
                                                                            "surrogateescape"),
-            "__url__": h.shard_path.decode("utf-8", "surrogateescape"),
+            "__url__": self._url(h.shard, h.shard_path),
             "__index__": h.global_ordinal,
             "__ordinal__": h.sample.ordinal,
         }
-        n = h.sample.member_count
-        if exts is None and h.sample.span <= self._whole_max:
-            # the whole sample in one call: its members' data, back to back,
-            # fit in the sample's span (headers and padding included)
-            cap = int(h.sample.span)
-            buf = (_c.c_char * max(cap, 1))()
-            ms = (MemberRef * n)()
-            rc = self._lib.sk_dataset_read_sample(ds, _c.byref(h), buf, cap, ms, n,
-                                                  _c.byref(err))
-            if rc == 0:
-                mv = memoryview(buf).cast("B")
-                pos = 0
-                for m in ms:
-                    size = int(m.size)
-                    d[_c.string_at(m.ext, m.ext_len).decode("utf-8", "surrogateescape")] = \
-                        mv[pos:pos + size].tobytes()
-                    pos += size
-                return d
-            if rc != _lib.SK_E_USAGE:   # else the index's sizes are odd: member by member
-                raise _lib.error_from(rc, err)
         for i, m in enumerate(self._members(h)):
-            ext = _c.string_at(m.ext, m.ext_len).decode("utf-8", "surrogateescape")
+            ext = self._ext(m.ext, m.ext_len)
             if exts is not None and ext not in exts:
                 continue
             size = int(m.size)
@@ -272,62 +258,53 @@ class Dataset:
             d[ext] = mbuf.raw[:size] if size else b""
         return d
 
-    def _fast(self, t: _Thread, at: bool, where: Any) -> Sample:
-        """The whole sample at an ordinal (at) or key: one call for the
-        record, one that reads all members into the thread's buffer, the
-        records read with struct, extension names and shard paths cached.
-        Falls back to _sample for what it does not cover."""
+    def _get(self, key: Optional[bytes], ordinal: int) -> Sample:
+        """The whole sample with this key (key not None) or at this global
+        ordinal: one sk_dataset_get into the thread's buffer (grown, or a
+        buffer of this call's own, when the sample needs more).  The
+        buffer holds the member records, the key, the extensions (NUL
+        after each) and the data; the extensions' bytes map to their names
+        through a cache (most samples of a dataset share them)."""
+        t = self._tls
         ds = self._ds
         if self._gen != _fork_gen or not ds:
             ds = self._handle()
-        lib = self._lib
-        with self._lock:
-            if at:
-                rc = lib.sk_dataset_at(ds, where, t.href, t.eref)
-            else:
-                rc = lib.sk_dataset_find(ds, where, len(where), t.href, t.eref)
+        klen = len(key) if key is not None else 0
+        buf, cap, mv, base = t.buf, t.cap, t.mv, t.base
+        rc = self._get_fn(ds, key, klen, ordinal, buf, cap, t.rref, t.eref)
         if rc:
-            raise _lib.error_from(rc, t.err, _lib.SampleIndexError if at else
-                                  _lib.KeyNotFoundError)
-        (shard, path, gord, ordinal, key, key_len, _off, span, soff, _ss, _first,
-         n) = _HIT.unpack_from(t.hit)
-        if span > self._whole_max or shard not in self._warm:
-            return self._sample(t.hit)
-        own = t.room(n, span) if n > t.nm or span > t.cap else None
-        buf, cap = (own, len(own)) if own is not None else (t.buf, t.cap)
-        rc = lib.sk_dataset_read_sample(ds, t.href, buf, cap, t.members, n, t.eref)
-        if rc:
-            if rc != _lib.SK_E_USAGE:
+            need = t.res.need
+            if rc != _lib.SK_E_USAGE or need <= cap:
+                raise _lib.error_from(rc, t.err, _lib.KeyNotFoundError if key is not None
+                                      else _lib.SampleIndexError)
+            if need > self._whole_max:   # a huge sample: one buffer per member
+                return self._read(Hit.from_buffer_copy(t.res.hit))
+            if need <= _KEEP_BUF:
+                t.keep(max(need, 2 * cap))
+                buf, cap, mv, base = t.buf, t.cap, t.mv, t.base
+            else:   # this call's own
+                cap = need
+                buf = (_c.c_char * cap)()
+                mv, base = memoryview(buf).cast("B"), _c.addressof(buf)
+            rc = self._get_fn(ds, key, klen, ordinal, buf, cap, t.rref, t.eref)
+            if rc:
                 raise _lib.error_from(rc, t.err)
-            return self._sample(t.hit)   # the index's sizes are odd: member by member
+        shard, gord, ordinal, key_len, n, _need, kp, dp = _RESULT.unpack_from(t.res)
         url = self._urls.get(shard)
         if url is None:
-            url = self._urls[shard] = _c.string_at(path).decode("utf-8", "surrogateescape")
-        d: Sample = {"__key__": _c.string_at(key, key_len).decode("utf-8", "surrogateescape"),
+            url = self._url(shard, t.res.hit.shard_path)
+        ko, pos = kp - base, dp - base
+        d: Sample = {"__key__": str(mv[ko:ko + key_len], "utf-8", "surrogateescape"),
                      "__url__": url, "__index__": gord, "__ordinal__": ordinal}
-        mv = t.mv if own is None else memoryview(own).cast("B")
-        names = self._exts
-        pos = 0
-        for ext, ext_len, _do, size, _hl, _crc in _MEMBER.iter_unpack(t.mmv[:n * _MEMBER.size]):
-            name = names.get(ext)
-            if name is None:
-                if len(names) > 4096:
-                    names.clear()
-                name = names[ext] = _c.string_at(ext, ext_len).decode("utf-8",
-                                                                      "surrogateescape")
+        raw = mv[ko + key_len + 1:pos].tobytes()
+        names = self._names.get(raw)
+        if names is None:
+            if len(self._names) > 1024:
+                self._names.clear()
+            names = self._names[raw] = str(raw, "utf-8", "surrogateescape").split("\0")[:n]
+        for name, (size,) in zip(names, _SIZE.iter_unpack(mv[:n * _SIZE.size])):
             d[name] = mv[pos:pos + size].tobytes()
             pos += size
-        return d
-
-    def _sample(self, h: Hit, exts: Optional[Set[str]] = None) -> Sample:
-        if h.shard in self._warm:
-            return self._read(h, exts)
-        with self._lock:
-            d = self._read(h, exts)
-            # a read at a stored offset past 0 has opened the shard and,
-            # for .tar.zst, loaded its seek table: nothing lazy is left
-            if h.sample.stored_offset != 0 and (exts is None or len(d) > 4):
-                self._warm.add(h.shard)
         return d
 
     def __getitem__(self, i: Union[int, slice]) -> Any:
@@ -342,22 +319,24 @@ class Dataset:
             if i < 0:
                 raise _lib.SampleIndexError(_lib.SK_E_NOTFOUND, "%s: no sample #%d" %
                                             (self.url, i))
-        return self._fast(self._tls, True, i)
+        return self._get(None, i)
 
     def get(self, key: Union[str, bytes], exts: Optional[List[str]] = None) -> Sample:
         """The sample with this key; exts limits the members read.
         KeyNotFoundError (a KeyError) when no sample has it."""
         if exts is None:
             k = key.encode("utf-8", "surrogateescape") if isinstance(key, str) else bytes(key)
-            return self._fast(self._tls, False, k)
-        return self._sample(self._find(key), set(exts))
+            return self._get(k, 0)
+        return self._read(self._find(key), set(exts))
 
     def read(self, i: int, exts: Optional[List[str]] = None) -> Sample:
         """ds[i] with only the members whose extension is in exts read."""
         i = int(i)
         if i < 0:
             i += len(self)
-        return self._sample(self._at(i), set(exts) if exts is not None else None)
+        if exts is None:
+            return self[i]
+        return self._read(self._at(i), set(exts))
 
     def index_of(self, key: Union[str, bytes]) -> int:
         """The global ordinal of the sample with this key."""
@@ -380,8 +359,7 @@ class Dataset:
         """Where sample i is, without reading it: key, shard url, ordinal,
         offset, span and each member's extension, size and CRC32C."""
         h = self._at(int(i) + (len(self) if int(i) < 0 else 0))
-        with self._lock:
-            ms = self._members(h)
+        ms = self._members(h)
         return {"key": _c.string_at(h.sample.key, h.sample.key_len).decode(
                     "utf-8", "surrogateescape"),
                 "url": h.shard_path.decode("utf-8", "surrogateescape"),

@@ -3,9 +3,11 @@
 # returns, by global ordinal and by key, exactly the sample `shardkit get`
 # returns, for plain and .tar.zst shards, through a manifest, a directory,
 # a brace pattern and one shard; many threads reading at random at once get
-# the same samples; and hostile cases raise the right shardkit.Error
-# subclass: an ordinal out of range, a missing key, a corrupt index, an
-# index of another shard, a damaged member, a missing dataset.
+# the same samples, by ordinal and by key at once; samples past a thread's
+# buffer grow it (or get their own); and hostile cases raise the right
+# shardkit.Error subclass: an ordinal out of range, a missing key, a
+# corrupt index, an index of another shard, a damaged member, a missing
+# dataset; sk_dataset_get refuses too small a buffer with the size needed.
 . "$(dirname "$0")/lib.sh"
 need python3
 tmpdir
@@ -84,7 +86,7 @@ for kind in ("plain", "zst"):
         rnd = random.Random(seed)
         for _ in range(300):
             i = rnd.randrange(len(ds))
-            s = ds[i]
+            s = ds[i] if i % 2 else ds.get(want[i])   # by ordinal and by key at once
             if s["__key__"] != want[i] or s["jpg"] != open("%s/c/%s.jpg" % (T, want[i]), "rb").read():
                 bad.append(i)
     th = [threading.Thread(target=work, args=(k,)) for k in range(8)]
@@ -114,6 +116,15 @@ class Ordinal:
     def __index__(self): return 3
     def __int__(self): return 3
 assert ds[Ordinal()]["__key__"] == "k3" and ds[True]["__key__"] == "k1"
+# a sample past the thread's first buffer (256 KiB) but under what it keeps
+# (4 MiB): the buffer grows, and serves the small samples after it
+with shardkit.ShardWriter(T + "/mid/m-%03d.tar") as w:
+    for i in range(4):
+        w.write({"__key__": "m%d" % i, "bin": big[:(1 << 20) + i] if i % 2 else b"m%d" % i})
+mid = shardkit.Dataset(T + "/mid")
+for i in (0, 1, 2, 3, 1, 0):
+    assert mid[i]["bin"] == (big[:(1 << 20) + i] if i % 2 else b"m%d" % i), i
+    assert mid.get("m%d" % i) == mid[i]
 # a dataset opened before a fork reads in the child (opened anew there)
 pid = os.fork()
 if pid == 0:
@@ -187,6 +198,20 @@ rc = ds._lib.sk_dataset_read_sample(ds._ds, ctypes.byref(h), buf, 64, ms, 1, cty
 assert rc == 1 and b"room for 1 members" in err.msg, (rc, err.msg)
 rc = ds._lib.sk_dataset_read_sample(ds._ds, ctypes.byref(h), buf, 64, ms, 3, ctypes.byref(err))
 assert rc == 1 and b"buffer of 64 bytes" in err.msg, (rc, err.msg)
+# the one-call lookup and read (sk_dataset_get): too small a buffer is
+# refused with the size it needs, and that size serves it
+res = _lib.GetResult()
+res.struct_size = ctypes.sizeof(res)
+rc = ds._lib.sk_dataset_get(ds._ds, None, 0, 7, buf, 64, ctypes.byref(res), ctypes.byref(err))
+assert rc == 1 and b"buffer of 64 bytes" in err.msg and res.need > 64, (rc, err.msg, res.need)
+big_enough = ctypes.create_string_buffer(res.need)
+rc = ds._lib.sk_dataset_get(ds._ds, b"n00000/00000007", 15, 0, big_enough, res.need,
+                            ctypes.byref(res), ctypes.byref(err))
+assert rc == 0 and res.hit.global_ordinal == 7, (rc, err.msg)
+assert ctypes.string_at(res.key) == b"n00000/00000007"
+rc = ds._lib.sk_dataset_get(ds._ds, None, 0, 1 << 40, big_enough, res.need, ctypes.byref(res),
+                            ctypes.byref(err))
+assert rc == 8 and res.need == 0, (rc, err.msg)
 # a closed dataset
 ds.close()
 expect(shardkit.UsageError, 1, ["closed"], lambda: ds[0])
