@@ -669,7 +669,8 @@ SK_API int sk_s3_writer_open(sk_s3_writer **out, sk_s3 *s3, const char *bucket, 
 /* Appends bytes; blocks only while max_parts_in_flight parts are unsent.
  * A failure is final: later calls fail too and abort() cleans up. */
 SK_API int sk_s3_writer_write(sk_s3_writer *w, const void *data, size_t len, sk_error *err);
-/* Sends what is left, completes the upload and confirms it with a HEAD;
+/* Sends what is left, completes the upload and confirms it (by the answer's
+ * CRC32C or MD5 ETag for a small single PUT, else a HEAD);
  * returns the object's size and CRC32C, then frees the writer. */
 SK_API int sk_s3_writer_finish(sk_s3_writer *w, uint64_t *size, uint32_t *crc32c, sk_error *err);
 /* Abandons the upload (AbortMultipartUpload: no orphaned parts) and frees
@@ -682,7 +683,9 @@ typedef struct sk_s3_xfer_opts {
     size_t struct_size; /* sizeof, set by sk_s3_xfer_opts_init; 0: this version's */
     uint64_t multipart_threshold; /* default 8 MiB */
     uint64_t part_size;           /* default 8 MiB; raised to keep <= 10,000 parts */
-    int max_parts_in_flight;      /* default: the client's concurrency */
+    int max_parts_in_flight;      /* default: the client's concurrency, of which at most 16
+                                     hold a part buffer (copies across endpoints,
+                                     sign_payload); set: both */
     int resume;                   /* 1: continue matching in-progress multipart uploads */
     int verify;                   /* 1: read every object back and compare CRC32C */
 } sk_s3_xfer_opts;
@@ -713,6 +716,15 @@ SK_API int sk_s3_xfer_add_file(sk_s3_xfer *x, const char *path, const char *buck
  * parallel part uploads). */
 SK_API int sk_s3_xfer_add_copy(sk_s3_xfer *x, sk_s3 *src, const char *src_bucket, const char *src_key,
                         const char *bucket, const char *key, sk_error *err);
+/* The same for a source described already (by a listing or a HEAD: its
+ * size, ETag and CRC32C, "" where unknown; the key is src_key): the copy
+ * starts without a HEAD of the source, which, one at a time on the
+ * caller's thread, set the pace of a copy of many small objects.  The
+ * copy is confirmed by its answer when that names the source's ETag or
+ * CRC32C, else by a HEAD compared with them. */
+SK_API int sk_s3_xfer_add_copy_known(sk_s3_xfer *x, sk_s3 *src, const char *src_bucket, const char *src_key,
+                                     const sk_s3_object *known, const char *bucket, const char *key,
+                                     sk_error *err);
 /* Runs everything queued to the end.  progress (may be NULL) is called
  * about every 200 ms with bytes done and bytes known so far.  Returns 0
  * when every transfer succeeded, else the first failure's code; after a
@@ -825,11 +837,14 @@ typedef struct sk_upload_item {
     const char *key;
     uint64_t size;
     int phase;
+    const sk_s3_object *obj; /* s3:// sources: the source as listed or HEADed (size, ETag,
+                                CRC32C where known), valid during the call; else NULL */
 } sk_upload_item;
 /* Streams the plan: calls each for every item in upload order (phase 0,
  * then 1, then 2), walking the sources once per phase so that memory stays
  * bounded by one directory's names or one S3 listing page however many
- * objects there are.  src_bucket is the s3:// source's bucket, or NULL.
+ * objects there are (a later phase's walk is left out when the first walk
+ * met nothing of it).  src_bucket is the s3:// source's bucket, or NULL.
  * The sources are checked (they exist; one s3:// source at most) before
  * the first call.  A non-zero return from each (which sets err) stops the
  * walk and is returned. */

@@ -31,6 +31,7 @@ struct walk {
     void *ud;
     const char *sbucket; /* the s3:// source's bucket, or NULL */
     uint64_t found;      /* items of any phase seen in this pass */
+    uint64_t later;      /* items of later phases seen in this pass: none, no more passes */
     sk_error *err;
 };
 
@@ -44,12 +45,13 @@ static int phase_of(const char *name)
     return 0;
 }
 
-static int emit(struct walk *w, const char *src, const char *key, uint64_t size)
+static int emit(struct walk *w, const char *src, const char *key, uint64_t size, const sk_s3_object *obj)
 {
     w->found++;
     int phase = phase_of(key);
+    if (phase > w->phase) w->later++;
     if (phase != w->phase) return SK_OK;
-    sk_upload_item it = {src, key, size, phase};
+    sk_upload_item it = {src, key, size, phase, obj};
     return w->each(w->ud, &it, w->sbucket, w->err);
 }
 
@@ -96,8 +98,10 @@ static int walk_dir(struct walk *w, const char *dir, const char *keyprefix)
     if (n > 1) qsort(names, n, sizeof *names, name_cmp); /* sorted: runs are reproducible */
     for (size_t i = 0; i < n; i++) {
         const char *name = names[i] + 1;
-        if (!rc && (unsigned char)names[i][0] == DT_REG && phase_of(name) != w->phase) {
+        int ph = phase_of(name);
+        if (!rc && (unsigned char)names[i][0] == DT_REG && ph != w->phase) {
             w->found++; /* another pass sends it */
+            if (ph > w->phase) w->later++;
             free(names[i]);
             continue;
         }
@@ -106,7 +110,7 @@ static int walk_dir(struct walk *w, const char *dir, const char *keyprefix)
         if (!rc && (!path || !key)) rc = sk_error_set(w->err, SK_E_NOMEM, "out of memory");
         if (!rc && !lstat(path, &st)) {
             if (S_ISDIR(st.st_mode)) rc = walk_dir(w, path, key);
-            else if (S_ISREG(st.st_mode)) rc = emit(w, path, key, (uint64_t)st.st_size);
+            else if (S_ISREG(st.st_mode)) rc = emit(w, path, key, (uint64_t)st.st_size, NULL);
         }
         free(path), free(key), free(names[i]);
     }
@@ -124,7 +128,7 @@ static int list_cb(void *ud, const sk_s3_object *o)
 {
     struct list_ctx *c = ud;
     char *key = join(c->dst_prefix, o->key + strlen(c->src_prefix));
-    c->rc = key ? emit(c->w, o->key, key, o->size) : sk_error_set(c->w->err, SK_E_NOMEM, "out of memory");
+    c->rc = key ? emit(c->w, o->key, key, o->size, o) : sk_error_set(c->w->err, SK_E_NOMEM, "out of memory");
     free(key);
     return c->rc;
 }
@@ -140,7 +144,7 @@ static int walk_s3(struct walk *w, const char *bucket, const char *sk, const cha
     if (!is_prefix && !(rc = sk_s3_head(s3, bucket, sk, &o, err))) {
         const char *base = strrchr(sk, '/') ? strrchr(sk, '/') + 1 : sk;
         char *key = dir_dst ? join(prefix, base) : strdup(prefix);
-        rc = key ? emit(w, sk, key, o.size) : sk_error_set(err, SK_E_NOMEM, "out of memory");
+        rc = key ? emit(w, sk, key, o.size, &o) : sk_error_set(err, SK_E_NOMEM, "out of memory");
         free(key);
     } else if (is_prefix || rc == SK_E_NOTFOUND) {
         char *dir = is_prefix ? (char *)sk : join(sk, "/");
@@ -174,7 +178,7 @@ int sk_upload_plan_each(const char *const *sources, size_t n, sk_s3 *src_s3, con
     if (n == 1 && sk_is_s3_url(sources[0])) SK_GUARD(sk_s3_parse_url(sources[0], &sbucket, &skey, err));
     int rc = SK_OK;
     for (int phase = 0; !rc && phase < 3; phase++) {
-        struct walk w = {phase, each, ud, sbucket, 0, err};
+        struct walk w = {phase, each, ud, sbucket, 0, 0, err};
         for (size_t i = 0; !rc && i < n; i++) {
             const char *a = sources[i];
             struct stat st;
@@ -187,10 +191,13 @@ int sk_upload_plan_each(const char *const *sources, size_t n, sk_s3 *src_s3, con
             } else {
                 const char *base = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
                 char *key = dir_dst ? join(prefix, base) : strdup(prefix);
-                rc = key ? emit(&w, a, key, (uint64_t)st.st_size) : sk_error_set(err, SK_E_NOMEM, "out of memory");
+                rc = key ? emit(&w, a, key, (uint64_t)st.st_size, NULL) : sk_error_set(err, SK_E_NOMEM, "out of memory");
                 free(key);
             }
         }
+        /* nothing of a later phase in this walk: no other walk has work
+         * (for an s3:// prefix, two listings fewer) */
+        if (!w.later) break;
     }
     free(sbucket), free(skey);
     return rc;
@@ -209,11 +216,13 @@ static int collect_one(void *ud, const sk_upload_item *it, const char *src_bucke
         return sk_error_set(err, SK_E_NOMEM, "out of memory");
     SK_GUARD(sk_grow((void **)&p->v, &p->cap, p->n + 1, sizeof *p->v, err));
     char *s = strdup(it->src), *k = strdup(it->key);
-    if (!s || !k) {
-        free(s), free(k);
+    sk_s3_object *c = it->obj ? malloc(sizeof *c) : NULL;
+    if (c) *c = *it->obj;
+    if (!s || !k || (it->obj && !c)) {
+        free(s), free(k), free(c);
         return sk_error_set(err, SK_E_NOMEM, "out of memory");
     }
-    p->v[p->n++] = (sk_upload_item){s, k, it->size, it->phase};
+    p->v[p->n++] = (sk_upload_item){s, k, it->size, it->phase, c};
     return SK_OK;
 }
 
@@ -245,7 +254,8 @@ const char *sk_upload_plan_source_bucket(const sk_upload_plan *p) { return p->sb
 void sk_upload_plan_free(sk_upload_plan *p)
 {
     if (!p) return;
-    for (size_t i = 0; i < p->n; i++) free((char *)p->v[i].src), free((char *)p->v[i].key);
+    for (size_t i = 0; i < p->n; i++)
+        free((char *)p->v[i].src), free((char *)p->v[i].key), free((sk_s3_object *)p->v[i].obj);
     free(p->v);
     free(p->sbucket);
     free(p);

@@ -14,9 +14,12 @@ With --cut-gets N every Nth GET answer with a body over 1 KiB is cut: its
 headers promise the whole body, half is sent, then the connection is reset
 (a mid-body network failure; the log line ends " cut", and with this option
 every GET's line ends with its Range header or "-").
+With --etag V every PUT answer names ETag "V" (header and CopyObjectResult),
+as an encrypted object's opaque ETag would; with --head-size N every HEAD
+answer claims N bytes (a server that lost some of what it was sent).
 Prints the port it listens on as its first line of stdout.
 """
-import argparse, http.client, http.server, socket, struct, sys, threading, time
+import argparse, http.client, http.server, re, socket, struct, sys, threading, time
 
 args = None
 lock = threading.Lock()
@@ -82,12 +85,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if args.delay and self.command == "PUT":
             time.sleep(args.delay)
+        etag = args.etag if self.command == "PUT" else None
+        if etag:
+            data = re.sub(rb"<ETag>[^<]*</ETag>", b"<ETag>&quot;" + etag.encode() + b"&quot;</ETag>", data)
         self.send_response(r.status)
         for k, v in r.getheaders():
             if k.lower() not in ("transfer-encoding", "connection", "content-length", "server", "date"):
-                self.send_header(k, v)
+                self.send_header(k, '"%s"' % etag if etag and k.lower() == "etag" else v)
         # a HEAD answer carries the object's length, not its (empty) body's
         clen = r.getheader("Content-Length") if self.command == "HEAD" else None
+        if self.command == "HEAD" and args.head_size is not None:
+            clen = str(args.head_size)
         self.send_header("Content-Length", clen or str(len(data)))
         self.end_headers()
         if cut:
@@ -113,6 +121,8 @@ def main():
     p.add_argument("--delay", type=float, default=0)
     p.add_argument("--cut-gets", type=int, default=0)
     p.add_argument("--log-key", action="store_true")
+    p.add_argument("--etag")
+    p.add_argument("--head-size", type=int)
     args = p.parse_args()
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
