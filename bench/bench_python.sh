@@ -18,6 +18,9 @@ R=${BENCH_RANDOM:-$N}
 LIB=$SK_ROOT/$BUILD/libshardkit.so
 [ -f "$LIB" ] || bench_die "no $LIB (run make)"
 export SHARDKIT_LIB=$LIB PYTHONPATH=$SK_ROOT/python${PYTHONPATH:+:$PYTHONPATH}
+# each run also logs the seconds of its work alone, imports excluded
+export PB_LOOP_LOG=$BENCH_DIR/python-loop.log
+mkdir -p "$BENCH_DIR" && : >"$PB_LOOP_LOG"
 PB=$SK_ROOT/bench/python_bench.py
 make_corpus "$BENCH_DIR/corpus-$N" "$N"
 C=$BENCH_DIR/corpus-$N
@@ -76,3 +79,15 @@ echo "writer: $(ratio sk-write tar-write) the tarfile re-creation${wds:+, $(rati
      "random access: $(ratio sk-random tar-random) the wids-style reader${wids:+, $(ratio sk-random wids-random) wids};" \
      "sequential: $(ratio sk-seq tar-seq) tarfile${wds:+, $(ratio sk-seq wds-seq) webdataset}" \
      "(medians of wall and cpu seconds; load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)"
+# The same runs with imports excluded: the real webdataset and wids import
+# torch (about a second), which the whole-process ratios above count as
+# their cost; a training job has torch loaded already, so these are the
+# ratios of the work itself (medians of each mode's logged seconds).
+loop() { # mode: median wall seconds of the work
+    awk -v m="$1" '$1 == m { print $2 }' "$PB_LOOP_LOG" | sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+lratio() { awk -v a="$(loop "$1")" -v b="$(loop "$2")" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", b / a; else printf "n/a" }'; }
+echo
+echo "imports excluded (the work alone, in-process medians): writer $(lratio write write-tar) the tarfile re-creation${wds:+, $(lratio write write-wds) webdataset.ShardWriter};" \
+     "random access $(lratio random random-tar) the wids-style reader${wids:+, $(lratio random random-wids) wids};" \
+     "sequential $(lratio seq seq-tar) tarfile${wds:+, $(lratio seq seq-wds) webdataset}"
