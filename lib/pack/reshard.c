@@ -676,13 +676,16 @@ static int emit(rs *r, const struct sview *v, sk_error *err)
 /* key_len u32, nm u32, ext pool len u32, image len u64, key, members
  * (nm x 32 bytes), ext pool, image. */
 
-static int serialize(rs *r, const struct sview *s, sk_error *err)
+/* Writes a record's fields up to its image into r->rec (grown to hold
+ * them and tail more bytes); the key length word is klen_word.  Returns
+ * where the tail goes, NULL when out of memory. */
+static unsigned char *put_record(rs *r, const struct sview *s, uint32_t klen_word, size_t tail,
+                                 sk_error *err)
 {
-    /* the image is not copied here: addv copies it once, into the bucket */
-    size_t need = 20 + s->klen + s->nm * 32 + s->elen;
-    SK_GUARD(sk_grow((void **)&r->rec, &r->rec_cap, need, 1, err));
+    size_t meta = 20 + s->klen + s->nm * 32 + s->elen;
+    if (sk_grow((void **)&r->rec, &r->rec_cap, meta + tail, 1, err)) return NULL;
     unsigned char *p = r->rec;
-    sk_put_le32(p, (uint32_t)s->klen);
+    sk_put_le32(p, klen_word);
     sk_put_le32(p + 4, (uint32_t)s->nm);
     sk_put_le32(p + 8, (uint32_t)s->elen);
     sk_put_le64(p + 12, s->len);
@@ -699,7 +702,15 @@ static int serialize(rs *r, const struct sview *s, sk_error *err)
         sk_put_le32(p + 28, m->ext_len);
     }
     memcpy(p, s->exts, s->elen);
-    struct iovec v[2] = {{r->rec, need}, {(void *)s->img, s->len}};
+    return p + s->elen;
+}
+
+static int serialize(rs *r, const struct sview *s, sk_error *err)
+{
+    /* the image is not copied here: addv copies it once, into the bucket */
+    unsigned char *end = put_record(r, s, (uint32_t)s->klen, 0, err);
+    if (!end) return SK_E_NOMEM;
+    struct iovec v[2] = {{r->rec, (size_t)(end - r->rec)}, {(void *)s->img, s->len}};
     return sk_shuffler_addv(r->shuf, v, 2, err);
 }
 
@@ -712,30 +723,12 @@ static int serialize(rs *r, const struct sview *s, sk_error *err)
 
 static int serialize_ref(rs *r, const struct sview *s, uint64_t offset, sk_error *err)
 {
-    size_t meta = 20 + s->klen + s->nm * 32 + s->elen;
     SK_FAIL_IF(s->klen >= REF_BIT, err, SK_E_INPUT, "'%.*s...': key too long", 64, s->key);
-    SK_GUARD(sk_grow((void **)&r->rec, &r->rec_cap, meta + 12, 1, err));
-    unsigned char *p = r->rec;
-    sk_put_le32(p, (uint32_t)s->klen | REF_BIT);
-    sk_put_le32(p + 4, (uint32_t)s->nm);
-    sk_put_le32(p + 8, (uint32_t)s->elen);
-    sk_put_le64(p + 12, s->len);
-    p += 20;
-    memcpy(p, s->key, s->klen);
-    p += s->klen;
-    for (size_t i = 0; i < s->nm; i++, p += 32) {
-        const struct memb *m = &s->m[i];
-        sk_put_le64(p, m->data_off);
-        sk_put_le64(p + 8, m->size);
-        sk_put_le32(p + 16, m->hlen);
-        sk_put_le32(p + 20, m->crc);
-        sk_put_le32(p + 24, m->ext_off);
-        sk_put_le32(p + 28, m->ext_len);
-    }
-    memcpy(p, s->exts, s->elen);
-    p += s->elen;
+    unsigned char *p = put_record(r, s, (uint32_t)s->klen | REF_BIT, 12, err);
+    if (!p) return SK_E_NOMEM;
     sk_put_le32(p, r->in_no);
     sk_put_le64(p + 4, offset);
+    size_t meta = (size_t)(p - r->rec);
     struct iovec v = {r->rec, meta + 12};
     return sk_shuffler_addw(r->shuf, &v, 1, meta + s->len, err);
 }
