@@ -12,13 +12,17 @@
 # rows: making the files and starting the server do not hold it, so on a
 # shared machine a long series never keeps others waiting for more than one
 # row), BENCH_CLIENTS (default "shardkit aws"; "shardkit" alone leaves out
-# the aws cli's rows, which at 128,000 objects take ten minutes each),
+# the aws cli's rows, which at 128,000 objects take ten minutes each;
+# BENCH_UPLOAD_CLIENTS and BENCH_COPY_CLIENTS pick each phase's alone, and
+# the copies read shardkit's upload, so it stays among the uploads),
 # SK_S3_SERVER (moto, the default, or rgw).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SK_BIN=${SK_BIN:-$ROOT/${BUILD:-build}/shardkit}
 SCALE=${BENCH_SCALE:-2000 8000}
 CLIENTS=${BENCH_CLIENTS:-shardkit aws}
+UPLOAD_CLIENTS=${BENCH_UPLOAD_CLIENTS:-$CLIENTS}
+COPY_CLIENTS=${BENCH_COPY_CLIENTS:-$CLIENTS}
 export SK_ROOT=$ROOT
 . "$ROOT/tests/helpers/moto.sh"
 skip_unless_moto
@@ -63,10 +67,10 @@ row() {
 for n in $SCALE; do
     mkdir -p "$t/d$n"
     for i in $(seq 1 "$n"); do printf '%064d' "$i" >"$t/d$n/f$i.bin"; done
-    for client in $CLIENTS; do row "$n" "$client" "$t/d$n" "b$n$client" "$client"; done
+    for client in $UPLOAD_CLIENTS; do row "$n" "$client" "$t/d$n" "b$n$client" "$client"; done
     # bucket to bucket on the same endpoint: server-side copies, so the
     # client's cost is the listing, the requests and their bookkeeping
-    for client in $CLIENTS; do row "$n" "$client copy" "s3://b${n}shardkit/p/" "c$n$client" "$client"; done
+    for client in $COPY_CLIENTS; do row "$n" "$client copy" "s3://b${n}shardkit/p/" "c$n$client" "$client"; done
 done
 # The issue's two targets, from the rows above: shardkit's CPU per object
 # flat (largest / smallest across the sizes, target <= 1.25) and its

@@ -9,12 +9,10 @@
  */
 #include "cmd.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <jansson.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,8 +102,7 @@ static void progress(void *ud, uint64_t done, uint64_t total)
     char a[32], b[32];
     double eta = rate > 0 && total > done ? (total - done) / rate : 0;
     fprintf(stderr, "\r%s / %s  %.1f MB/s  ETA %.0fs   ", human(done, a, sizeof a),
-            human(total, b, sizeof b), rate / 1e6, eta);
-    fflush(stderr);
+            human(total, b, sizeof b), rate / 1e6, eta); /* stderr: unbuffered */
 }
 
 static void on_done(void *ud, const sk_s3_xfer_result *res)
@@ -224,25 +221,9 @@ int cmd_upload(int argc, char **argv)
         }
     }
     if (!xo.multipart_threshold) xo.multipart_threshold = 1; /* 0: always multipart */
-    /* 64 requests in flight, as pack fetches: many small objects are bound
-     * by the server's latency per request (against a RADOS gateway a copy
-     * of 4,000 objects took 12.4 s at 16, 5.3 s at 64); part buffers stay
-     * at 16 whatever the concurrency (sk_s3_xfer), so memory does not grow */
+    /* 64, as pack fetches: small objects wait on the server's latency per
+     * request; sk_s3_new fits it to the open-file limit (docs/upload.md) */
     cfg.concurrency = conc ? conc : 64;
-    /* A request in flight may hold a file open and curl keeps up to two
-     * connections per request: under a low descriptor limit (ulimit -n
-     * 128) fewer requests, not EMFILE part way through a dataset. */
-    struct rlimit rl;
-    if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY) {
-        long fit = ((long)rl.rlim_cur - 32) / 3;
-        if (fit < 1) fit = 1;
-        if (cfg.concurrency > fit) {
-            if (cfg.verbose)
-                fprintf(stderr, "upload: --concurrency %d lowered to %ld: the limit of open files is %ld\n",
-                        cfg.concurrency, fit, (long)rl.rlim_cur);
-            cfg.concurrency = (int)fit;
-        }
-    }
     int nsrc = argc - optind - 1;
     if (nsrc < 1) return cmd_usage_error("upload", usage_text, "need at least one source and an s3:// destination");
     const char *dst = argv[argc - 1];
@@ -283,12 +264,11 @@ int cmd_upload(int argc, char **argv)
     sk_error werr = SK_ERROR_INIT;
     int first = sk_s3_xfer_wait(x, progress, &r, &werr); /* what is in flight, even after a failed walk */
     first = snd.first ? snd.first : first;
+    if (r.tty) fprintf(stderr, "\r\033[K");
     if (walk_rc && !r.failed) {
-        if (r.tty) fprintf(stderr, "\r\033[K");
         rc = walk_rc;
         goto fail;
     }
-    if (r.tty) fprintf(stderr, "\r\033[K");
     double el = now_s() - r.t0;
     uint64_t nreq = 0, nretry = 0;
     sk_s3_stats(s3, &nreq, &nretry);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -733,6 +734,23 @@ void sk_s3_config_init_sized(sk_s3_config *o, size_t size)
     sk_options_init(o, size, &defaults, sizeof defaults);
 }
 
+/* The concurrency that fits the open-file limit: a request in flight may
+ * hold a file open and curl keeps up to two connections per request, so
+ * under a low limit (ulimit -n 128) fewer requests rather than EMFILE part
+ * way through a dataset. */
+static int fit_open_files(int want, int verbose)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY) return want;
+    long fit = ((long)rl.rlim_cur - 32) / 3;
+    if (fit < 1) fit = 1;
+    if (want <= fit) return want;
+    if (verbose)
+        fprintf(stderr, "s3: concurrency %d lowered to %ld: the limit of open files is %ld\n", want,
+                fit, (long)rl.rlim_cur);
+    return (int)fit;
+}
+
 int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
 {
     static const sk_s3_config defaults = SK_S3_CONFIG_INIT;
@@ -743,7 +761,7 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
     *out = NULL;
     sk_s3 *s3 = calloc(1, sizeof *s3);
     SK_FAIL_IF(!s3, err, SK_E_NOMEM, "out of memory");
-    s3->concurrency = cfg->concurrency > 0 ? cfg->concurrency : 16;
+    s3->concurrency = fit_open_files(cfg->concurrency > 0 ? cfg->concurrency : 16, cfg->verbose);
     s3->read_timeout = cfg->read_timeout > 0 ? cfg->read_timeout : 30;
     s3->low_speed_limit = cfg->low_speed_limit > 0 ? cfg->low_speed_limit : 1024;
     s3->sign_payload = cfg->sign_payload;
