@@ -18,67 +18,10 @@
 #include "shardkit.h"
 #include "sk_assert.h"
 
-static char dir[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(dir, sizeof dir, "/tmp/sk-test-lookup.XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-#define NSAMPLES 30
-
-/* Member m of sample i: sizes 0, 1, 511, 512, 513, 3000 + 97 i... */
-static size_t member_size(int i, int m)
-{
-    static const size_t base[] = {0, 1, 511, 512, 513, 1024};
-    return m == 2 ? 3000 + 97 * (size_t)i : base[(i + m) % 6];
-}
-
-static void fill(unsigned char *p, size_t n, int i, int m)
-{
-    for (size_t k = 0; k < n; k++) p[k] = (unsigned char)(k * 31 + (size_t)i * 7 + (size_t)m);
-}
-
-static void write_dataset(const char *sub, int compress)
-{
-    char pattern[400];
-    snprintf(pattern, sizeof pattern, "%s/%s/t-%%03d.tar%s", dir, sub, compress ? ".zst" : "");
-    sk_pack_options o;
-    sk_pack_options_init(&o);
-    o.pattern = pattern;
-    o.max_count = 7;
-    o.compress_level = compress ? 3 : 0;
-    sk_error err = SK_ERROR_INIT;
-    sk_sample_writer *w = NULL;
-    assert_sk_ok(sk_sample_writer_open(&w, &o, &err), err);
-    static const char *const exts[] = {"a", "b", "c"};
-    unsigned char *data[3];
-    for (int i = 0; i < NSAMPLES; i++) {
-        sk_sample_member ms[3];
-        for (int m = 0; m < 3; m++) {
-            size_t n = member_size(i, m);
-            data[m] = malloc(n ? n : 1);
-            fill(data[m], n, i, m);
-            ms[m] = (sk_sample_member){exts[m], 0, data[m], n};
-        }
-        char key[32];
-        snprintf(key, sizeof key, "k%04d", i);
-        assert_sk_ok(sk_sample_writer_add(w, key, 0, ms, 3, &err), err);
-        for (int m = 0; m < 3; m++) free(data[m]);
-    }
-    assert_sk_ok(sk_sample_writer_finish(w, NULL, &err), err);
-    sk_sample_writer_close(w);
-}
+#define SK_SET_SAMPLES 30
+#define SK_SET_TEMPLATE "/tmp/sk-test-lookup.XXXXXX"
+#include "sk_sample_set.h"
+#define NSAMPLES SK_SET_SAMPLES
 
 /* Every sample read whole with a buffer of cap(span, data) equals it read
  * member by member. */
@@ -114,7 +57,7 @@ static void check_all(const char *sub, int data_only)
             assert_sk_ok(sk_dataset_read(ds, &h, m, want, (size_t)one.size, &err), err);
             assert_memory_equal(buf + pos, want, (size_t)one.size);
             unsigned char *gen = malloc(one.size ? (size_t)one.size : 1);
-            fill(gen, (size_t)one.size, (int)i, (int)m);
+            for (size_t k = 0; k < (size_t)one.size; k++) gen[k] = byte_at(k, (int)i, (int)m);
             assert_memory_equal(buf + pos, gen, (size_t)one.size);
             free(gen);
             free(want);
