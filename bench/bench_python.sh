@@ -46,6 +46,7 @@ run_case() {
     tar-write) measure py_tar_write python3 "$PB" write-tar "$C" "$N" -o "@OUT@/train-%06d.tar" --max-size 64M ;;
     wds-write) measure py_wds_write python3 "$PB" write-wds "$C" "$N" -o "@OUT@/train-%06d.tar" --max-size 64M ;;
     sk-random) measure py_sk_random python3 "$PB" random "$S" "$R" 1 ;;
+    sk-random-batch) measure py_sk_random_batch python3 "$PB" random-batch "$S" "$R" 1 ;;
     tar-random) measure py_tar_random python3 "$PB" random-tar "$S" "$R" 1 ;;
     wids-random) measure py_wids_random python3 "$PB" random-wids "$S/wids.json" "$R" 1 ;;
     sk-seq) measure py_sk_seq python3 "$PB" seq "$S" ;;
@@ -63,8 +64,9 @@ interleave "$BENCH_RUNS" sk-write tar-write ${wds:+wds-write} || exit 1
 row "shardkit.ShardWriter from memory (shards, .idx, manifest)" "$N" sk-write
 row "tarfile re-creation of webdataset.ShardWriter (no index)" "$N" tar-write
 [ -z "$wds" ] || row "webdataset.ShardWriter (real)" "$N" wds-write
-interleave "$BENCH_RUNS" sk-random tar-random ${wids:+wids-random} || exit 1
+interleave "$BENCH_RUNS" sk-random sk-random-batch tar-random ${wids:+wids-random} || exit 1
 row "shardkit.Dataset, $R random ordinals" "$R" sk-random
+row "shardkit.Dataset.__getitems__, the same in batches of 64" "$R" sk-random-batch
 row "wids-style tarfile index, $R random ordinals" "$R" tar-random
 [ -z "$wids" ] || row "wids.ShardListDataset (real), $R random ordinals" "$R" wids-random
 interleave "$BENCH_RUNS" sk-seq tar-seq ${wds:+wds-seq} || exit 1
@@ -76,7 +78,8 @@ ratio() { # case anchor: "Xx (cpu Yx)"
 }
 echo
 echo "writer: $(ratio sk-write tar-write) the tarfile re-creation${wds:+, $(ratio sk-write wds-write) webdataset.ShardWriter};" \
-     "random access: $(ratio sk-random tar-random) the wids-style reader${wids:+, $(ratio sk-random wids-random) wids};" \
+     "random access: $(ratio sk-random tar-random) the wids-style reader${wids:+, $(ratio sk-random wids-random) wids}," \
+     "in batches $(ratio sk-random-batch tar-random)${wids:+, $(ratio sk-random-batch wids-random) wids};" \
      "sequential: $(ratio sk-seq tar-seq) tarfile${wds:+, $(ratio sk-seq wds-seq) webdataset}" \
      "(medians of wall and cpu seconds; load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)"
 # The same runs with imports excluded: the real webdataset and wids import
@@ -89,5 +92,6 @@ loop() { # mode: median wall seconds of the work
 lratio() { awk -v a="$(loop "$1")" -v b="$(loop "$2")" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", b / a; else printf "n/a" }'; }
 echo
 echo "imports excluded (the work alone, in-process medians): writer $(lratio write write-tar) the tarfile re-creation${wds:+, $(lratio write write-wds) webdataset.ShardWriter};" \
-     "random access $(lratio random random-tar) the wids-style reader${wids:+, $(lratio random random-wids) wids};" \
+     "random access $(lratio random random-tar) the wids-style reader${wids:+, $(lratio random random-wids) wids}," \
+     "in batches $(lratio random-batch random-tar)${wids:+, $(lratio random-batch random-wids) wids};" \
      "sequential $(lratio seq seq-tar) tarfile${wds:+, $(lratio seq seq-wds) webdataset}"

@@ -11,7 +11,11 @@ importable, bench_python.sh times them too, with the modes marked "real").
         tarfile_writer.py's re-creation of webdataset.ShardWriter
   write-wds SOURCE N -o PATTERN [--max-size S]  the real webdataset.ShardWriter
   random DIR N SEED                        shardkit.Dataset: N samples at random
-        global ordinals, every member read
+        global ordinals, every member read, one ds[i] at a time
+  random-batch DIR N SEED                  the same ordinals in batches of 64
+        through ds.__getitems__, as a PyTorch DataLoader (batch_size=64)
+        fetches from a map-style dataset that has it (wids has not: the
+        loader calls its [i] once per index, as random-wids does)
   random-tar DIR N SEED                    the same through a wids-style
         reader: sample counts from the manifest (as wids' shard index gives
         them), each shard opened on first use, its tar headers scanned once
@@ -96,6 +100,18 @@ def random_sk(argv):
     for _ in range(int(argv[1])):
         s = ds[rnd.randrange(total)]
         b += sum(len(v) for k, v in s.items() if not k.startswith("__"))
+    print("samples=%s bytes=%d" % (argv[1], b))
+
+
+def random_sk_batch(argv):
+    import shardkit
+    ds = shardkit.Dataset(argv[0])
+    rnd = random.Random(int(argv[2]))
+    total, n = len(ds), int(argv[1])
+    b = 0
+    for at in range(0, n, 64):
+        for s in ds.__getitems__([rnd.randrange(total) for _ in range(min(64, n - at))]):
+            b += sum(len(v) for k, v in s.items() if not k.startswith("__"))
     print("samples=%s bytes=%d" % (argv[1], b))
 
 
@@ -196,11 +212,12 @@ def seq_wds(argv):
     print("samples=%d bytes=%d" % (n, b))
 
 
-MODES = {"write": write, "write-tar": write_tar, "write-wds": write_wds, "random": random_sk, "random-tar": random_tar,
+MODES = {"write": write, "write-tar": write_tar, "write-wds": write_wds, "random": random_sk,
+         "random-batch": random_sk_batch, "random-tar": random_tar,
          "random-wids": random_wids, "seq": seq_sk, "seq-tar": seq_tar, "seq-wds": seq_wds}
 
 # The packages each mode imports, imported before its work is timed.
-IMPORTS = {"write": "shardkit", "random": "shardkit", "seq": "shardkit",
+IMPORTS = {"write": "shardkit", "random": "shardkit", "random-batch": "shardkit", "seq": "shardkit",
            "write-wds": "webdataset", "seq-wds": "webdataset", "random-wids": "wids"}
 
 if __name__ == "__main__":

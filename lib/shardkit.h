@@ -509,6 +509,16 @@ SK_API void sk_get_result_init_sized(sk_get_result *f, size_t size);
 #define sk_get_result_init(f) sk_get_result_init_sized((f), sizeof *(f))
 SK_API int sk_dataset_get(sk_dataset *ds, const char *key, size_t key_len, uint64_t ordinal,
                             void *buf, size_t cap, sk_get_result *out, sk_error *err);
+/* The samples at ordinals[0 .. n-1] in one call (a DataLoader's batch, for
+ * bindings where each call costs): each as sk_dataset_get gives it, into
+ * buf one after another (each starting at a multiple of 8 bytes), and
+ * into out[i] (an array of n, out[0].struct_size set as for
+ * sk_dataset_get).  *done: the samples complete.  Stops at the first that
+ * fails and returns its error; SK_E_USAGE with out[*done].need when the
+ * rest of buf is too small for it (call again for the rest with buf
+ * emptied, or, when *done is 0, with a larger one). */
+SK_API int sk_dataset_get_many(sk_dataset *ds, const uint64_t *ordinals, size_t n, void *buf,
+                               size_t cap, sk_get_result *out, size_t *done, sk_error *err);
 /* Writes the sample as a one-sample tar (members named key.ext, verified
  * data, end blocks) to fd. */
 SK_API int sk_dataset_write_tar(sk_dataset *ds, const sk_hit *h, int fd, const char *fd_name,

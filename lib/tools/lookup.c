@@ -896,6 +896,29 @@ int sk_dataset_get(sk_dataset *ds, const char *key, size_t key_len, uint64_t ord
     return rc;
 }
 
+int sk_dataset_get_many(sk_dataset *ds, const uint64_t *ordinals, size_t n, void *buf,
+                        size_t cap, sk_get_result *out, size_t *done, sk_error *err)
+{
+    *done = 0;
+    size_t stride = out->struct_size ? out->struct_size : sizeof *out, pos = 0;
+    SK_FAIL_IF(stride < offsetof(sk_get_result, data) + sizeof out->data || stride % 8, err,
+               SK_E_USAGE, "sk_get_result of %zu bytes (struct_size); this library needs %zu at "
+               "least", stride, offsetof(sk_get_result, data) + sizeof out->data);
+    cap &= ~(size_t)7; /* so every sample starts aligned, however little is left */
+    for (size_t i = 0; i < n; i++) {
+        sk_get_result *r = (sk_get_result *)((char *)out + i * stride);
+        r->struct_size = stride;
+        SK_GUARD(sk_dataset_get(ds, NULL, 0, ordinals[i], (char *)buf + pos, cap - pos, r, err));
+        /* the sample used its records, names and data; the rest of a
+         * span read (headers) is free again */
+        uint64_t end = (uint64_t)(r->data - (const unsigned char *)buf);
+        for (uint32_t m = 0; m < r->hit.sample.member_count; m++) end += r->members[m].size;
+        pos = ROUND8(end) < cap ? (size_t)ROUND8(end) : cap;
+        *done = i + 1;
+    }
+    return SK_OK;
+}
+
 int sk_dataset_write_tar(sk_dataset *ds, const sk_hit *h, int fd, const char *fd_name,
                          sk_error *err)
 {

@@ -305,6 +305,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "sk_pack_options_init_sized": ([P(PackOptions), sz], None),
         "sk_dataset_read_sample": ([vp, P(Hit), vp, sz, P(MemberRef), sz, E], i),
         "sk_dataset_get": ([vp, _c.c_char_p, sz, u64, vp, sz, P(GetResult), E], i),
+        "sk_dataset_get_many": ([vp, vp, sz, vp, sz, vp, P(sz), E], i),
     }
     # the sample writer came later: a library without it still serves the rest
     writer = {

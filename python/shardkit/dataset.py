@@ -7,7 +7,9 @@ A whole sample (ds[i], ds.get(key)) is one C call, sk_dataset_get: the
 lookup, the read of the sample's span and the CRC32C checks, into a buffer
 the thread keeps, with the member records, the key and the extensions in
 front of the data; Python then reads the records with one struct call and
-slices the data.  libshardkit opens indexes and shards lazily under a lock of its own
+slices the data.  A batch (ds.__getitems__, which a PyTorch DataLoader
+calls with each batch of indices) is one sk_dataset_get_many per
+buffer-full.  libshardkit opens indexes and shards lazily under a lock of its own
 and takes none once they are open, so no call here holds a Python lock
 (ctypes releases the GIL during each call): threads read in parallel.
 """
@@ -25,11 +27,11 @@ from ._lib import GetResult, Hit, MemberRef, S3Config
 _c = ctypes
 Sample = Dict[str, Any]
 
-# what a lookup needs of sk_get_result (shard, global ordinal, ordinal,
-# key_len, member_count, need, key, data) and of each sk_member_ref (size):
+# what a lookup needs of sk_get_result (shard, shard path, global ordinal,
+# ordinal, key_len, member_count, need, key, data) and of each sk_member_ref (size):
 # one struct call each (a ctypes field access per value costs as much as
 # the rest)
-_RESULT = struct.Struct("=8xQ8xQQ8xQ32x4xIQ8xQQ")
+_RESULT = struct.Struct("=8xQQQQ8xQ32x4xIQ8xQQ")
 _SIZE = struct.Struct("=24xQ8x")
 assert _SIZE.size == _c.sizeof(MemberRef) and _RESULT.size == _c.sizeof(GetResult)
 
@@ -50,6 +52,8 @@ if hasattr(os, "register_at_fork"):
 #: a thread keeps a buffer up to this size; a sample needing more gets one
 #: of its own for the call
 _KEEP_BUF = 4 << 20
+#: samples per sk_dataset_get_many call at most (its result array)
+_BATCH = 256
 
 
 class _Thread(threading.local):
@@ -63,6 +67,17 @@ class _Thread(threading.local):
         self.res.struct_size = _c.sizeof(GetResult)
         self.rref = _c.byref(self.res)
         self.keep(256 << 10)
+        self.many: Any = None   # sk_dataset_get_many's arrays, made on first use
+
+    def batch(self) -> Any:
+        """The ordinals, results and done count of a get_many call."""
+        if self.many is None:
+            res = (GetResult * _BATCH)()
+            for r in res:
+                r.struct_size = _c.sizeof(GetResult)
+            self.many = ((_c.c_uint64 * _BATCH)(), res, memoryview(res).cast("B"),
+                         _c.c_size_t())
+        return self.many
 
     def keep(self, cap: int) -> None:
         """A buffer of cap bytes for this thread's lookups."""
@@ -104,6 +119,7 @@ class Dataset:
         self._libpath = lib
         self._lib = _lib.load_library(lib)
         self._get_fn = self._lib.sk_dataset_get
+        self._many_fn = self._lib.sk_dataset_get_many
         self._len: Optional[int] = None
         self._gen = _fork_gen
         self._tls = _Thread()
@@ -289,10 +305,16 @@ class Dataset:
             rc = self._get_fn(ds, key, klen, ordinal, buf, cap, t.rref, t.eref)
             if rc:
                 raise _lib.error_from(rc, t.err)
-        shard, gord, ordinal, key_len, n, _need, kp, dp = _RESULT.unpack_from(t.res)
+        return self._sample(_RESULT.unpack_from(t.res), mv, base)
+
+    def _sample(self, fields: Any, mv: Any, base: int) -> Sample:
+        """The dict of a sample sk_dataset_get(_many) put in the buffer at
+        address base (mv: the buffer's bytes); fields: its result's
+        _RESULT."""
+        shard, spath, gord, ordinal, key_len, n, _need, kp, dp = fields
         url = self._urls.get(shard)
         if url is None:
-            url = self._url(shard, t.res.hit.shard_path)
+            url = self._url(shard, spath)
         ko, pos = kp - base, dp - base
         d: Sample = {"__key__": str(mv[ko:ko + key_len], "utf-8", "surrogateescape"),
                      "__url__": url, "__index__": gord, "__ordinal__": ordinal}
@@ -302,7 +324,7 @@ class Dataset:
             if len(self._names) > 1024:
                 self._names.clear()
             names = self._names[raw] = str(raw, "utf-8", "surrogateescape").split("\0")[:n]
-        for name, (size,) in zip(names, _SIZE.iter_unpack(mv[:n * _SIZE.size])):
+        for name, (size,) in zip(names, _SIZE.iter_unpack(mv[ko - n * _SIZE.size:ko])):
             d[name] = mv[pos:pos + size].tobytes()
             pos += size
         return d
@@ -320,6 +342,55 @@ class Dataset:
                 raise _lib.SampleIndexError(_lib.SK_E_NOTFOUND, "%s: no sample #%d" %
                                             (self.url, i))
         return self._get(None, i)
+
+    def __getitems__(self, indices: List[int]) -> List[Sample]:
+        """The samples at these global ordinals (negative: from the end), in
+        order: [ds[i] for i in indices], with one call into the library per
+        buffer-full rather than one per sample.  A PyTorch DataLoader calls
+        this with each batch of its sampler's indices."""
+        t = self._tls
+        ds = self._ds
+        if self._gen != _fork_gen or not ds:
+            ds = self._handle()
+        ords, results, rmv, done = t.batch()
+        stride = _c.sizeof(GetResult)
+        out: List[Sample] = []
+        total = None
+        todo = [int(i) for i in indices]
+        at = 0
+        while at < len(todo):
+            chunk = todo[at:at + _BATCH]
+            for j, i in enumerate(chunk):
+                if i < 0:
+                    if total is None:
+                        total = len(self)
+                    i += total
+                    if i < 0:
+                        raise _lib.SampleIndexError(_lib.SK_E_NOTFOUND, "%s: no sample #%d" %
+                                                    (self.url, chunk[j]))
+                ords[j] = i
+            first = 0
+            while first < len(chunk):
+                buf, cap, mv, base = t.buf, t.cap, t.mv, t.base
+                rc = self._many_fn(ds, _c.byref(ords, first * 8), len(chunk) - first, buf, cap,
+                                   results, _c.byref(done), t.eref)
+                k = done.value
+                for j in range(k):
+                    out.append(self._sample(_RESULT.unpack_from(rmv, j * stride), mv, base))
+                first += k
+                if rc == _lib.SK_E_USAGE and k:
+                    # the buffer is full: the rest in the next call, into a
+                    # bigger one while the thread keeps growing its own
+                    if cap < _KEEP_BUF:
+                        t.keep(min(_KEEP_BUF, 4 * cap))
+                    continue
+                if rc:
+                    if rc != _lib.SK_E_USAGE or results[0].need <= cap:
+                        raise _lib.error_from(rc, t.err, _lib.SampleIndexError)
+                    out.append(self._get(None, ords[first]))   # grows the buffer
+                    first += 1
+            at += len(chunk)
+        return out
 
     def get(self, key: Union[str, bytes], exts: Optional[List[str]] = None) -> Sample:
         """The sample with this key; exts limits the members read.

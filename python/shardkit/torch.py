@@ -28,7 +28,7 @@ map-style torch Dataset, for any sampler (DistributedSampler included).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.utils.data as tud
@@ -201,6 +201,12 @@ class MapDataset(tud.Dataset):
     def __getitem__(self, i: int) -> Any:
         s = self._dataset()[int(i)]
         return self.transform(s) if self.transform else s
+
+    def __getitems__(self, indices: List[int]) -> List[Any]:
+        """A batch of samples in one call into the library per buffer-full
+        (the DataLoader calls this with each batch of indices)."""
+        got = self._dataset().__getitems__(indices)
+        return [self.transform(s) for s in got] if self.transform else got
 
     def get(self, key: str) -> Any:
         """The sample with this key, transformed."""

@@ -7,7 +7,9 @@
 # buffer grow it (or get their own); and hostile cases raise the right
 # shardkit.Error subclass: an ordinal out of range, a missing key, a
 # corrupt index, an index of another shard, a damaged member, a missing
-# dataset; sk_dataset_get refuses too small a buffer with the size needed.
+# dataset; sk_dataset_get refuses too small a buffer with the size needed;
+# batches (__getitems__, big samples among them, an ordinal out of range
+# in the middle) give what ds[i] gives.
 . "$(dirname "$0")/lib.sh"
 need python3
 tmpdir
@@ -133,6 +135,29 @@ if pid == 0:
 _, st = os.waitpid(pid, 0)
 assert os.WEXITSTATUS(st) == 0, st
 assert ds[4]["bin"] == b"x4"
+print("ok")
+PY
+
+step "batches (__getitems__) give what ds[i] gives"
+python3 - "$T" <<'PY' || die "batches"
+import random, sys
+import shardkit
+T = sys.argv[1]
+for sub in ("plain", "zst", "big", "mid"):
+    ds = shardkit.Dataset(T + "/" + sub)
+    n = len(ds)
+    rnd = random.Random(7)
+    idx = [rnd.randrange(n) for _ in range(600)] + [-1, -n, 0]
+    one = [ds[i] for i in idx]
+    assert ds.__getitems__(idx) == one, sub          # 600 at once: many buffer-fulls
+    assert ds.__getitems__([]) == []
+    for bad in (n, -n - 1):                          # out of range, even mid-batch
+        try:
+            ds.__getitems__([0, 1, bad, 2])
+            raise SystemExit("no error for #%d in a batch" % bad)
+        except IndexError as e:
+            assert isinstance(e, shardkit.NotFoundError) and "#%d" % bad in str(e), str(e)
+    assert ds.__getitems__([1, 0]) == [ds[1], ds[0]]  # the dataset still serves after
 print("ok")
 PY
 

@@ -6,7 +6,8 @@
 # mid-epoch and resumed from state_dict() (through torch.save) in a new
 # DataLoader, the two parts together are again every sample exactly once.
 # MapDataset: with DistributedSampler on 2 ranks x 2 workers, every sample
-# once, each equal to shardkit.Dataset's.
+# once, each equal to shardkit.Dataset's; the loader fetches a batch with
+# one __getitems__.
 . "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || skip "no /usr/bin/python3"
@@ -119,6 +120,19 @@ for rank in (0, 1):
             assert r["__key__"] == k and r["jpg"] == j, (k, i)
         seen.extend(keys)
 assert len(seen) == 240 and len(set(seen)) == 240, (len(seen), len(set(seen)))
+# the loader fetches each batch with one __getitems__ (one library call per
+# buffer-full), transformed as [i] would be
+class Counting(skt.MapDataset):
+    calls = 0
+    def __getitems__(self, indices):
+        Counting.calls += 1
+        return super().__getitems__(indices)
+ds = Counting(T + "/s", transform=lambda s: (s["__key__"], s["__index__"], s["json"]))
+batches = list(DataLoader(ds, batch_size=16, shuffle=True, num_workers=0, collate_fn=list))
+assert Counting.calls == 15 and sorted(i for b in batches for _, i, _ in b) == list(range(240))
+for b in batches:
+    for k, i, j in b:
+        assert (k, i, j) == (ref[i]["__key__"], i, ref[i]["json"]), (k, i)
 try:
     skt.MapDataset(T + "/s")[240]
     raise SystemExit("no error out of range")

@@ -7,9 +7,11 @@
  * cap, a retry with need succeeds), index records that point past the end
  * of the shard or an extension holding a NUL (SK_E_CORRUPT, need unset),
  * a damaged member (SK_E_MISMATCH on both paths), a short sk_get_result
- * and a misaligned buffer; and four threads on one freshly opened dataset
- * (nothing opened yet, so they race to open indexes, shards and seek
- * tables) all get the right bytes. */
+ * and a misaligned buffer; a shard cut short after it was opened;
+ * four threads on one freshly opened dataset (nothing opened yet, so they
+ * race to open indexes, shards and seek tables) all get the right bytes;
+ * and sk_dataset_get_many gives what sk_dataset_get gives, one buffer-full
+ * at a time, stopping at a sample that does not fit or is not there. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "shardkit.h"
 #include "sk_assert.h"
@@ -314,6 +317,106 @@ static void test_damaged_member(void **state)
     free(buf);
 }
 
+/* A shard cut short after it was opened and read from: the samples past
+ * the cut are an error naming the shard (a short read); those before it
+ * still read. */
+static void test_cut_after_open(void **state)
+{
+    (void)state;
+    write_dataset("plain", 0);
+    sk_dataset *ds = open_ds("plain");
+    sk_error err = SK_ERROR_INIT;
+    sk_get_result r;
+    sk_get_result_init(&r);
+    unsigned char *buf = malloc(1 << 16);
+    assert_sk_ok(sk_dataset_get(ds, NULL, 0, 12, buf, 1 << 16, &r, &err), err);
+    uint64_t cut = r.hit.sample.offset; /* shard t-001 holds samples 7..13 */
+    assert_sk_ok(sk_dataset_get(ds, NULL, 0, 13, buf, 1 << 16, &r, &err), err);
+    assert_int_equal(truncate(r.hit.shard_path, (off_t)cut), 0);
+    for (int i = 12; i <= 13; i++) {
+        err = (sk_error)SK_ERROR_INIT;
+        int rc = sk_dataset_get(ds, NULL, 0, (uint64_t)i, buf, 1 << 16, &r, &err);
+        assert_int_not_equal(rc, SK_OK);
+        assert_non_null(strstr(err.msg, "t-001.tar"));
+    }
+    assert_sk_ok(sk_dataset_get(ds, NULL, 0, 8, buf, 1 << 16, &r, &err), err);
+    assert_null(check_sample(&r, 8));
+    free(buf);
+    sk_dataset_close(ds);
+}
+
+/* The caller's loop around sk_dataset_get_many: every ordinal, cap bytes
+ * at a time; checks each sample and counts the calls. */
+static int get_many_all(sk_dataset *ds, const uint64_t *ords, size_t n, size_t cap)
+{
+    unsigned char *buf = malloc(cap ? cap : 1);
+    sk_get_result *out = calloc(n ? n : 1, sizeof *out);
+    sk_get_result_init(&out[0]);
+    sk_error err = SK_ERROR_INIT;
+    int calls = 0;
+    for (size_t at = 0; at < n;) {
+        size_t done = 99;
+        int rc = sk_dataset_get_many(ds, ords + at, n - at, buf, cap, out, &done, &err);
+        calls++;
+        assert_true(done <= n - at);
+        for (size_t i = 0; i < done; i++) {
+            const char *bad = check_sample(&out[i], (int)ords[at + i]);
+            if (bad) fail_msg("get_many, ordinal %d: %s differs", (int)ords[at + i], bad);
+            assert_true((uintptr_t)out[i].members % 8 == 0);
+            assert_true(out[i].data >= buf && out[i].data <= buf + cap);
+        }
+        if (rc) {
+            assert_int_equal(rc, SK_E_USAGE); /* the rest of buf is too small */
+            assert_true(done > 0 || out[0].need > cap);
+            if (!done) break;
+        }
+        at += done;
+    }
+    free(out);
+    free(buf);
+    return calls;
+}
+
+static void test_get_many(void **state)
+{
+    (void)state;
+    write_dataset("plain", 0);
+    write_dataset("zst", 1);
+    uint64_t ords[NSAMPLES];
+    for (int i = 0; i < NSAMPLES; i++) ords[i] = (uint64_t)((i * 17 + 5) % NSAMPLES);
+    for (int z = 0; z < 2; z++) {
+        sk_dataset *ds = open_ds(z ? "zst" : "plain");
+        assert_int_equal(get_many_all(ds, ords, NSAMPLES, 1 << 20), 1); /* one call */
+        assert_true(get_many_all(ds, ords, NSAMPLES, 12000) > 3);      /* a few at a time */
+        assert_int_equal(get_many_all(ds, ords, 0, 64), 0);
+        sk_dataset_close(ds);
+    }
+    sk_dataset *ds = open_ds("plain");
+    sk_error err = SK_ERROR_INIT;
+    sk_get_result out[4];
+    sk_get_result_init(&out[0]);
+    unsigned char *buf = malloc(1 << 16);
+    size_t done = 99;
+    /* nothing fits: SK_E_USAGE at once, with the size the first needs */
+    assert_int_equal(sk_dataset_get_many(ds, ords, 4, buf, 64, out, &done, &err), SK_E_USAGE);
+    assert_int_equal(done, 0);
+    assert_true(out[0].need >= minimum((int)ords[0]));
+    /* a missing ordinal in the middle stops there, with the two before it */
+    uint64_t with_gap[4] = {3, 4, NSAMPLES + 5, 6};
+    assert_int_equal(sk_dataset_get_many(ds, with_gap, 4, buf, 1 << 16, out, &done, &err),
+                     SK_E_NOTFOUND);
+    assert_int_equal(done, 2);
+    assert_null(check_sample(&out[1], 4));
+    assert_non_null(strstr(err.msg, "no sample #45"));
+    /* a result array of an older, shorter struct is refused, not overrun */
+    out[0].struct_size = offsetof(sk_get_result, data);
+    assert_int_equal(sk_dataset_get_many(ds, ords, 4, buf, 1 << 16, out, &done, &err),
+                     SK_E_USAGE);
+    assert_int_equal(done, 0);
+    free(buf);
+    sk_dataset_close(ds);
+}
+
 struct worker {
     sk_dataset *ds;
     int seed;
@@ -375,6 +478,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lying_index, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_member, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cut_after_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_get_many, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
