@@ -3,8 +3,8 @@
 # returns, by global ordinal and by key, exactly the sample `shardkit get`
 # returns, for plain and .tar.zst shards, through a manifest, a directory,
 # a brace pattern and one shard; many threads reading at random at once get
-# the same samples, by ordinal and by key at once; samples past a thread's
-# buffer grow it (or get their own); and hostile cases raise the right
+# the same samples, by ordinal, by key and in batches at once; samples past
+# a thread's buffer grow it (or get their own); and hostile cases raise the right
 # shardkit.Error subclass: an ordinal out of range, a missing key, a
 # corrupt index, an index of another shard, a damaged member, a missing
 # dataset; sk_dataset_get refuses too small a buffer with the size needed;
@@ -88,7 +88,8 @@ for kind in ("plain", "zst"):
         rnd = random.Random(seed)
         for _ in range(300):
             i = rnd.randrange(len(ds))
-            s = ds[i] if i % 2 else ds.get(want[i])   # by ordinal and by key at once
+            # by ordinal, by key and in batches at once
+            s = ds.__getitems__([i, 0])[0] if i % 3 == 0 else ds[i] if i % 2 else ds.get(want[i])
             if s["__key__"] != want[i] or s["jpg"] != open("%s/c/%s.jpg" % (T, want[i]), "rb").read():
                 bad.append(i)
     th = [threading.Thread(target=work, args=(k,)) for k in range(8)]
