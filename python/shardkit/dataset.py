@@ -54,6 +54,8 @@ if hasattr(os, "register_at_fork"):
 _KEEP_BUF = 4 << 20
 #: samples per sk_dataset_get_many call at most (its result array)
 _BATCH = 256
+#: ordinals are uint64 in the library; ctypes would wrap a larger int
+_U64 = 1 << 64
 
 
 class _Thread(threading.local):
@@ -206,12 +208,22 @@ class Dataset:
             self._len = n.value
         return self._len
 
+    def _ordinal(self, i: Any) -> int:
+        """i as a global ordinal (negative: from the end); SampleIndexError
+        when none can be (below the start, or past what a uint64 holds,
+        which ctypes would wrap round to a sample that exists)."""
+        j = int(i)
+        if j < 0:
+            j += len(self)
+        if not 0 <= j < _U64:
+            raise _lib.SampleIndexError(_lib.SK_E_NOTFOUND, "%s: no sample #%d" %
+                                        (self.url, int(i)))
+        return j
+
     def _at(self, ordinal: int) -> Hit:
         h = Hit()
         err = self._err()
-        if ordinal < 0:
-            raise _lib.SampleIndexError(_lib.SK_E_NOTFOUND, "%s: no sample #%d" %
-                                        (self.url, ordinal))
+        ordinal = self._ordinal(ordinal)
         rc = self._lib.sk_dataset_at(self._handle(), ordinal, _c.byref(h), _c.byref(err))
         _lib.check(rc, err, _lib.SampleIndexError)
         return h
@@ -332,16 +344,11 @@ class Dataset:
     def __getitem__(self, i: Union[int, slice]) -> Any:
         """The sample at global ordinal i (negative: from the end); a slice
         gives a list.  SampleIndexError (an IndexError) when out of range."""
-        if type(i) is not int:
-            if isinstance(i, slice):
-                return [self[j] for j in range(*i.indices(len(self)))]
-            i = int(i)
-        if i < 0:
-            i += len(self)
-            if i < 0:
-                raise _lib.SampleIndexError(_lib.SK_E_NOTFOUND, "%s: no sample #%d" %
-                                            (self.url, i))
-        return self._get(None, i)
+        if type(i) is int and 0 <= i < _U64:
+            return self._get(None, i)
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return self._get(None, self._ordinal(i))
 
     def __getitems__(self, indices: List[int]) -> List[Sample]:
         """The samples at these global ordinals (negative: from the end), in
@@ -355,20 +362,12 @@ class Dataset:
         ords, results, rmv, done = t.batch()
         stride = _c.sizeof(GetResult)
         out: List[Sample] = []
-        total = None
-        todo = [int(i) for i in indices]
+        todo = list(indices)
         at = 0
         while at < len(todo):
             chunk = todo[at:at + _BATCH]
             for j, i in enumerate(chunk):
-                if i < 0:
-                    if total is None:
-                        total = len(self)
-                    i += total
-                    if i < 0:
-                        raise _lib.SampleIndexError(_lib.SK_E_NOTFOUND, "%s: no sample #%d" %
-                                                    (self.url, chunk[j]))
-                ords[j] = i
+                ords[j] = i if type(i) is int and 0 <= i < _U64 else self._ordinal(i)
             first = 0
             while first < len(chunk):
                 buf, cap, mv, base = t.buf, t.cap, t.mv, t.base
@@ -402,9 +401,6 @@ class Dataset:
 
     def read(self, i: int, exts: Optional[List[str]] = None) -> Sample:
         """ds[i] with only the members whose extension is in exts read."""
-        i = int(i)
-        if i < 0:
-            i += len(self)
         if exts is None:
             return self[i]
         return self._read(self._at(i), set(exts))
@@ -429,7 +425,7 @@ class Dataset:
     def info(self, i: int) -> Dict[str, Any]:
         """Where sample i is, without reading it: key, shard url, ordinal,
         offset, span and each member's extension, size and CRC32C."""
-        h = self._at(int(i) + (len(self) if int(i) < 0 else 0))
+        h = self._at(i)
         ms = self._members(h)
         return {"key": _c.string_at(h.sample.key, h.sample.key_len).decode(
                     "utf-8", "surrogateescape"),

@@ -152,13 +152,21 @@ for sub in ("plain", "zst", "big", "mid"):
     one = [ds[i] for i in idx]
     assert ds.__getitems__(idx) == one, sub          # 600 at once: many buffer-fulls
     assert ds.__getitems__([]) == []
-    for bad in (n, -n - 1):                          # out of range, even mid-batch
+    for bad in (n, -n - 1, 2**64 + 1):               # out of range, even mid-batch
         try:
             ds.__getitems__([0, 1, bad, 2])
             raise SystemExit("no error for #%d in a batch" % bad)
         except IndexError as e:
             assert isinstance(e, shardkit.NotFoundError) and "#%d" % bad in str(e), str(e)
     assert ds.__getitems__([1, 0]) == [ds[1], ds[0]]  # the dataset still serves after
+    # an ordinal past what a uint64 holds is out of range, not wrapped round
+    for call in (lambda: ds[2**64 + 1], lambda: ds.read(2**64 + 1, exts=["cls"]),
+                 lambda: ds.info(2**64 + 1), lambda: ds[-2**65]):
+        try:
+            call()
+            raise SystemExit("an ordinal past 2**64 read a sample")
+        except IndexError as e:
+            assert isinstance(e, shardkit.NotFoundError), type(e)
 print("ok")
 PY
 
