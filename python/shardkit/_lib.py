@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from typing import Dict, Iterator, Optional, Type
+from typing import Any, Dict, Iterator, Optional, Type
 
 _c = ctypes
 P = ctypes.POINTER
@@ -114,6 +114,16 @@ def error_from(rc: int, err: _Error, not_found: Optional[Type[Error]] = None) ->
         cls = not_found
     msg = err.msg.decode("utf-8", "replace") or "libshardkit error %d" % rc
     return cls(rc, msg)
+
+
+def set_int(st: ctypes.Structure, name: str, value: Any) -> None:
+    """st.name = int(value), refused with UsageError when the C field cannot
+    hold it: ctypes would wrap it round silently (world_size=2**32 + 1
+    would become 1, shuffle_buffer=-1 the largest size_t)."""
+    v = int(value)
+    setattr(st, name, v)
+    if getattr(st, name) != v:
+        raise UsageError(SK_E_USAGE, "%s=%d is out of range" % (name, v))
 
 
 def check(rc: int, err: _Error, not_found: Optional[Type[Error]] = None) -> None:

@@ -47,18 +47,15 @@ class Reader:
         for name, v in (("rank", rank), ("world_size", world_size), ("worker", worker),
                         ("num_workers", num_workers)):
             if v is not None:
-                setattr(o, name, int(v))
+                _lib.set_int(o, name, v)
         o.shuffle_shards = 1 if shuffle_shards else 0
-        o.shuffle_buffer = int(shuffle_buffer)
-        o.seed = int(seed)
-        o.epoch = int(epoch)
-        o.prefetch = int(prefetch)
-        o.buffer_size = int(buffer_size)
-        o.max_sample = int(max_sample)
+        for name, v in (("shuffle_buffer", shuffle_buffer), ("seed", seed), ("epoch", epoch),
+                        ("prefetch", prefetch), ("buffer_size", buffer_size),
+                        ("max_sample", max_sample), ("cache_size", cache_size)):
+            _lib.set_int(o, name, v)
         o.skip_errors = 1 if skip_errors else 0
         self._cache_dir = os.fsencode(cache_dir) if cache_dir else None
         o.cache_dir = self._cache_dir
-        o.cache_size = int(cache_size)
         self._endpoint = s3_endpoint.encode() if s3_endpoint else None
         o.s3_endpoint = self._endpoint
         o.recordio = 1 if recordio else 0

@@ -106,13 +106,11 @@ class ShardWriter:
         self._keep = [os.fsencode(self.pattern),
                       os.fsencode(manifest) if manifest is not None else None]
         o.pattern, o.manifest = self._keep
-        o.max_size = int(max_size or 0)
-        o.max_count = int(max_count or 0)
-        o.start = int(start)
         if compress_level is None:  # as `pack -o NAME.tar.zst`: the suffix decides
             compress_level = 3 if self.pattern.endswith(".zst") else 0
-        o.compress_level = int(compress_level)
-        o.mtime = int(mtime)
+        for name, v in (("max_size", max_size or 0), ("max_count", max_count or 0),
+                        ("start", start), ("compress_level", compress_level), ("mtime", mtime)):
+            _lib.set_int(o, name, v)
         err = _lib._Error()
         self._err = err
         self._errref = _c.byref(err)

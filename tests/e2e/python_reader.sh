@@ -2,7 +2,8 @@
 # python_reader.sh - shardkit.Reader of the Python package (python/shardkit,
 # ctypes) over build/libshardkit.so: every sample's members equal what Python's tarfile
 # reads from the shards, in order; keys match `shardkit cat --keys` with
-# the same options; state() / restore() mid-epoch continues exactly.
+# the same options; state() / restore() mid-epoch continues exactly; an
+# option its C field cannot hold is a UsageError, not wrapped round.
 . "$(dirname "$0")/lib.sh"
 need python3
 tmpdir
@@ -70,5 +71,15 @@ try:
 except shardkit.MismatchError as e:
     assert e.code == 9, e.code
 assert shardkit.state_slot(st) == 1 and shardkit.state_info(st)["slots"] == 2
+# an option its C field cannot hold is refused, not wrapped round (a
+# world_size of 2**32 + 1 would have been 1: every rank reading everything)
+for bad in (dict(world_size=2**32 + 1), dict(rank=2**31), dict(shuffle_buffer=-1),
+            dict(seed=2**64), dict(cache_size=-5)):
+    try:
+        shardkit.Reader(T + "/s", **dict(opts, **bad))
+        raise SystemExit("accepted %r" % bad)
+    except shardkit.UsageError as e:
+        name = list(bad)[0]
+        assert "%s=%d is out of range" % (name, bad[name]) in str(e), str(e)
 print("ok")
 PY

@@ -8,7 +8,8 @@
 # hostile samples (no __key__, bad keys, a repeated extension or key, a
 # value with no encoding) raise the right shardkit.Error subclass and the
 # writer goes on; an exception in the `with` block leaves published shards
-# and no manifest.
+# and no manifest; a size, count or level its C field cannot hold is a
+# UsageError, not wrapped round.
 . "$(dirname "$0")/lib.sh"
 need python3 cmp
 tmpdir
@@ -171,6 +172,13 @@ expect(shardkit.UsageError, 1, ["end in .zst"],
        lambda: shardkit.ShardWriter(T + "/z2/z-%03d.tar.zst", compress_level=0))
 expect(shardkit.UsageError, 1, ["not gz"], lambda: shardkit.ShardWriter(T + "/z3/z-%03d.tar.gz"))
 assert not os.path.exists(T + "/z2") and not os.path.exists(T + "/z3")
+# a size or count its C field cannot hold is refused, not wrapped round
+# (max_count=-1 would have been no limit at all)
+for bad in (dict(max_count=-1), dict(max_size=2**64), dict(compress_level=2**40),
+            dict(start=-3)):
+    expect(shardkit.UsageError, 1, ["%s=%d is out of range" % list(bad.items())[0]],
+           lambda: shardkit.ShardWriter(T + "/z4/z-%03d.tar", **bad))
+assert not os.path.exists(T + "/z4")
 print("ok")
 PY
 assert_no_tmp "$T/h"
