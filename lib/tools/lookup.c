@@ -899,7 +899,11 @@ int sk_dataset_get(sk_dataset *ds, const char *key, size_t key_len, uint64_t ord
 int sk_dataset_get_many(sk_dataset *ds, const uint64_t *ordinals, size_t n, void *buf,
                         size_t cap, sk_get_result *out, size_t *done, sk_error *err)
 {
+    SK_FAIL_IF(!done || (n && (!ordinals || !out)), err, SK_E_USAGE,
+               "sk_dataset_get_many: no %s", !done ? "done count" : !ordinals ? "ordinals"
+                                                                            : "results");
     *done = 0;
+    if (!n) return SK_OK;
     size_t stride = out->struct_size ? out->struct_size : sizeof *out, pos = 0;
     SK_FAIL_IF(stride < offsetof(sk_get_result, data) + sizeof out->data || stride % 8, err,
                SK_E_USAGE, "sk_get_result of %zu bytes (struct_size); this library needs %zu at "

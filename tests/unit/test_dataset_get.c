@@ -408,6 +408,15 @@ static void test_get_many(void **state)
     assert_int_equal(done, 2);
     assert_null(check_sample(&out[1], 4));
     assert_non_null(strstr(err.msg, "no sample #45"));
+    /* nothing asked: nothing touched; no arrays for something asked: refused */
+    assert_sk_ok(sk_dataset_get_many(ds, NULL, 0, NULL, 0, NULL, &done, &err), err);
+    assert_int_equal(done, 0);
+    assert_int_equal(sk_dataset_get_many(ds, NULL, 2, buf, 1 << 16, out, &done, &err),
+                     SK_E_USAGE);
+    assert_int_equal(sk_dataset_get_many(ds, ords, 2, buf, 1 << 16, NULL, &done, &err),
+                     SK_E_USAGE);
+    assert_int_equal(sk_dataset_get_many(ds, ords, 2, buf, 1 << 16, out, NULL, &err),
+                     SK_E_USAGE);
     /* a result array of an older, shorter struct is refused, not overrun */
     out[0].struct_size = offsetof(sk_get_result, data);
     assert_int_equal(sk_dataset_get_many(ds, ords, 4, buf, 1 << 16, out, &done, &err),
