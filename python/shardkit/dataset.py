@@ -362,10 +362,10 @@ class Dataset:
         ords, results, rmv, done = t.batch()
         stride = _c.sizeof(GetResult)
         out: List[Sample] = []
-        todo = list(indices)
+        wanted = list(indices)
         at = 0
-        while at < len(todo):
-            chunk = todo[at:at + _BATCH]
+        while at < len(wanted):
+            chunk = wanted[at:at + _BATCH]
             for j, i in enumerate(chunk):
                 ords[j] = i if type(i) is int and 0 <= i < _U64 else self._ordinal(i)
             first = 0
