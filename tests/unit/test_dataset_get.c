@@ -112,6 +112,16 @@ static void get_all(const char *sub)
     sk_dataset_close(ds);
 }
 
+/* The start of the tests that read the plain set a sample at a time: the
+ * set written and opened, *r made ready, *buf of 64 KiB (free it). */
+static sk_dataset *open_plain(sk_get_result *r, unsigned char **buf)
+{
+    write_dataset("plain", 0);
+    sk_get_result_init(r);
+    *buf = malloc(1 << 16);
+    return open_ds("plain");
+}
+
 static void test_plain_and_zstd(void **state)
 {
     (void)state;
@@ -136,12 +146,10 @@ static void test_plain_and_zstd(void **state)
 static void test_not_there(void **state)
 {
     (void)state;
-    write_dataset("plain", 0);
-    sk_dataset *ds = open_ds("plain");
-    sk_error err = SK_ERROR_INIT;
     sk_get_result r;
-    sk_get_result_init(&r);
-    unsigned char *buf = malloc(1 << 16);
+    unsigned char *buf;
+    sk_dataset *ds = open_plain(&r, &buf);
+    sk_error err = SK_ERROR_INIT;
     assert_int_equal(sk_dataset_get(ds, NULL, 0, NSAMPLES, buf, 1 << 16, &r, &err),
                      SK_E_NOTFOUND);
     assert_non_null(strstr(err.msg, "no sample #40"));
@@ -282,14 +290,12 @@ static void test_lying_index(void **state)
 static void test_damaged_member(void **state)
 {
     (void)state;
-    write_dataset("plain", 0);
+    sk_get_result r;
+    unsigned char *buf;
+    sk_dataset *ds = open_plain(&r, &buf);
+    sk_error err = SK_ERROR_INIT;
     char path[400];
     snprintf(path, sizeof path, "%s/plain/t-001.tar", dir);
-    sk_error err = SK_ERROR_INIT;
-    sk_dataset *ds = open_ds("plain");
-    sk_get_result r;
-    sk_get_result_init(&r);
-    unsigned char *buf = malloc(1 << 16);
     assert_sk_ok(sk_dataset_get(ds, NULL, 0, 10, buf, 1 << 16, &r, &err), err);
     assert_string_equal(r.hit.shard_path, path);
     sk_member_ref c = r.members[2];
@@ -323,12 +329,10 @@ static void test_damaged_member(void **state)
 static void test_cut_after_open(void **state)
 {
     (void)state;
-    write_dataset("plain", 0);
-    sk_dataset *ds = open_ds("plain");
-    sk_error err = SK_ERROR_INIT;
     sk_get_result r;
-    sk_get_result_init(&r);
-    unsigned char *buf = malloc(1 << 16);
+    unsigned char *buf;
+    sk_dataset *ds = open_plain(&r, &buf);
+    sk_error err = SK_ERROR_INIT;
     assert_sk_ok(sk_dataset_get(ds, NULL, 0, 12, buf, 1 << 16, &r, &err), err);
     uint64_t cut = r.hit.sample.offset; /* shard t-001 holds samples 7..13 */
     assert_sk_ok(sk_dataset_get(ds, NULL, 0, 13, buf, 1 << 16, &r, &err), err);
