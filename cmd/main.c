@@ -26,6 +26,7 @@ static const struct command commands[] = {
     {"upload", cmd_upload, "upload files and datasets to S3, resumable; copy between buckets"},
     {"shard", cmd_shard, "reshard: other size or count, global shuffle, filters, zstd"},
     {"verify", cmd_verify, "prove shards sound: tar, index, manifest, keys, JPEGs"},
+    {"mount", cmd_mount, "a dataset (local or s3://) as a read-only file tree (FUSE)"},
 };
 
 static void usage(FILE *out)

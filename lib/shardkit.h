@@ -1272,6 +1272,51 @@ SK_API int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk
  * written.  Accepts NULL. */
 SK_API void sk_sample_writer_close(sk_sample_writer *w);
 
+/* ------------------------------------------------------------------ mount */
+/* `shardkit mount`: a dataset as a read-only file tree through FUSE
+ * (libfuse3, opened when a mount starts); docs/mount.md. */
+
+/* The index header of shard `shard` (its position in the dataset, as
+ * sk_hit.shard): size, CRC32C and SK_INDEX_* flags.  Opens the index. */
+SK_API int sk_dataset_shard_info(sk_dataset *ds, size_t shard, sk_index_shard_info *out,
+                                 sk_error *err);
+/* Reads n bytes of the sample's tar stream at position off (inside
+ * [sample.offset, sample.offset + span): a part of a member's data, or its
+ * headers), unchecked: one pread or one ranged GET for a plain shard; for
+ * a .tar.zst with a seek table, decompressed from the frame holding off.
+ * SK_E_CORRUPT when the shard ends before off + n. */
+SK_API int sk_dataset_read_at(sk_dataset *ds, const sk_hit *h, uint64_t off, void *buf, size_t n,
+                              sk_error *err);
+
+typedef struct sk_mount_options {
+    size_t struct_size;  /* sizeof, set by sk_mount_options_init; 0: this version's */
+    int by_shard;        /* one directory per shard (its name) holding its members */
+    int foreground;      /* -f: stay in the foreground, messages on stderr */
+    int allow_other;     /* -o allow_other */
+    int verify;          /* check each member's CRC32C on its first read (EIO on a mismatch) */
+    int threads;         /* FUSE worker threads at most; 0: libfuse's default (10) */
+    const char *fuse_opts; /* more -o options for libfuse (comma-separated), or NULL */
+    /* Opens the dataset (the caller's: it makes the S3 client an s3://
+     * DATASET needs); called once, in the process that serves the mount
+     * (after the fork into the background), and close after unmounting. */
+    int (*open)(void *ctx, sk_dataset **ds, sk_error *err);
+    void (*close)(void *ctx, sk_dataset *ds);
+    void *ctx;
+    /* Warnings (members skipped for their names, failed reads): NULL
+     * prints them on stderr (and to syslog once in the background). */
+    void (*warn)(void *ctx, const char *msg);
+} sk_mount_options;
+SK_API void sk_mount_options_init_sized(sk_mount_options *o, size_t size);
+#define sk_mount_options_init(o) sk_mount_options_init_sized((o), sizeof *(o))
+/* Mounts the dataset on mountpoint (an empty directory) read-only and
+ * serves it until unmounted (fusermount3 -u, SIGINT, SIGTERM).  Refused
+ * with the reason: no /dev/fuse, mountpoint missing or not empty, no index,
+ * a shard the index cannot serve at random (.tar.gz: named).  In the
+ * background (foreground 0) it returns in the parent once the mount is up
+ * (0) or failed (its error). */
+SK_API int sk_mount_run(const char *dataset, const char *mountpoint, const sk_mount_options *o,
+                        sk_error *err);
+
 #ifdef __cplusplus
 }
 #endif
