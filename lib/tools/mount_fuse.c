@@ -271,6 +271,10 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     struct fh *h = (struct fh *)(uintptr_t)fi->fh;
     (void)ino;
     if (h) {
+        /* a read replies with the lock held, so the kernel may send this
+         * release before that read's thread has unlocked: wait for it */
+        pthread_mutex_lock(&h->mu);
+        pthread_mutex_unlock(&h->mu);
         pthread_mutex_destroy(&h->mu);
         free(h->buf);
         free(h);
@@ -424,7 +428,7 @@ static int check_mountpoint(const char *mp, sk_error *err)
     while (!full && (e = readdir(d)))
         full = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
     closedir(d);
-    SK_FAIL_IF(full, err, SK_E_USAGE,
+    SK_FAIL_IF(full, err, SK_E_IO,
                "%s: not empty (a mount would hide what it holds; use an empty directory)", mp);
     int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
     SK_FAIL_IF(fd < 0, err, SK_E_IO,
