@@ -5,6 +5,8 @@
 #   - modes 0444/0555, mtimes from the tar headers (--mtime), inode numbers
 #     the same at the next mount, writes refused;
 #   - a 12 MiB member read in order (read-ahead) and at random offsets;
+#   - the same from .tar.zst shards (seek table: decompressed from the
+#     frame holding the offset);
 #   - --by-shard: one directory per shard, the same files;
 #   - --verify: a member whose bytes changed is EIO, the log names the shard
 #     and offset (without --verify the changed bytes are served);
@@ -77,6 +79,23 @@ step "inode numbers are the same at the next mount"
 mount_up m ds
 stat -c '%i %n' $(find m -type f | sort) >ino2
 cmp ino1 ino2 || die "inode numbers changed between mounts: $(diff ino1 ino2 | head -3)"
+mount_down m
+
+step ".tar.zst (seek table): diff -r, the 12 MiB member (two frames) at random offsets"
+expect_ok "$SK_BIN" shard ds -o zs/z-%02d.tar.zst --max-size 2M --compress zstd
+mount_up m zs
+diff -r c m >diff.out || die "the .tar.zst mount differs: $(head -5 diff.out)"
+$PY - <<'PY' || die "random reads of the big member (zstd) differ"
+import os, random
+r = random.Random(9)
+a, b = open("c/big/00000000.bin", "rb"), open("m/big/00000000.bin", "rb")
+size = os.path.getsize("c/big/00000000.bin")
+for _ in range(50):
+    off, n = r.randrange(size), r.choice([1, 4096, 1 << 20])
+    a.seek(off); b.seek(off)
+    if a.read(n) != b.read(n):
+        raise SystemExit("differs at %d+%d" % (off, n))
+PY
 mount_down m
 
 step "--by-shard: one directory per shard"
