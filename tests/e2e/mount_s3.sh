@@ -19,7 +19,7 @@ expect_ok "$SK_BIN" pack c -o plain/t-%03d.tar --max-size 1M
 expect_ok "$SK_BIN" pack c -o zst/t-%03d.tar.zst --max-size 1M --compress zstd
 s3_serve dset
 for d in plain zst; do
-    for f in $(cd "$d" && ls); do aws s3 cp --quiet "$d/$f" "s3://dset/$d/$f" || die "upload of $f failed"; done
+    aws s3 cp --quiet --recursive "$d" "s3://dset/$d/" || die "upload of $d failed"
 done
 
 for d in plain zst; do
