@@ -237,6 +237,19 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
     free(buf);
 }
 
+/* The kernel may keep a directory's entries (the tree never changes). */
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct mnt *mn = sk_fuse.req_userdata(req);
+    if (!sk_mt_dir_by_ino(&mn->t, ino)) {
+        sk_fuse.reply_err(req, ENOTDIR);
+        return;
+    }
+    fi->cache_readdir = 1;
+    fi->keep_cache = 1;
+    sk_fuse.reply_open(req, fi);
+}
+
 /* ------------------------------------------------------------------- files */
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -260,6 +273,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     pthread_mutex_init(&h->mu, NULL);
     fi->fh = (uint64_t)(uintptr_t)h;
     fi->keep_cache = 1;
+    fi->noflush = 1; /* nothing to flush: no round trip at each close */
     if (sk_fuse.reply_open(req, fi) == -ENOENT) { /* the open was interrupted */
         pthread_mutex_destroy(&h->mu);
         free(h);
@@ -286,8 +300,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static int fetch(struct mnt *mn, struct fh *h, uint64_t start, size_t n, sk_error *err)
 {
     h->wlen = 0;
-    if (n > h->cap || !h->buf) {
-        size_t cap = n > WHOLE ? n : WHOLE;
+    if (n > h->cap || !h->buf) { /* sized to the need: most members are small */
+        size_t cap = n ? n : 1;
         free(h->buf);
         h->cap = 0;
         SK_FAIL_IF(!(h->buf = malloc(cap)), err, SK_E_NOMEM, "out of memory for a read window");
@@ -389,6 +403,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static const struct fuse_lowlevel_ops ops = {
     .lookup = op_lookup,
     .getattr = op_getattr,
+    .opendir = op_opendir,
     .readdir = op_readdir,
     .open = op_open,
     .read = op_read,
