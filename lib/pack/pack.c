@@ -18,6 +18,7 @@
 #include "pack/pack_int.h"
 #include "pack/pack_out.h"
 #include "pack/part.h"
+#include "core/rng.h"
 #include "io/io.h"
 #include "format/tar.h"
 
@@ -193,24 +194,6 @@ int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, const cha
 
 /* ------------------------------------------------------------- planning */
 
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n) without modulo bias (rejection of the short tail). */
-static uint64_t uniform_below(uint64_t *s, uint64_t n)
-{
-    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-    uint64_t r;
-    do r = splitmix64(s);
-    while (r >= limit);
-    return r % n;
-}
-
 static int plan(sk_pack *p, sk_error *err)
 {
     sk_catalog *c = &p->cat;
@@ -227,7 +210,7 @@ static int plan(sk_pack *p, sk_error *err)
     if (p->o.shuffle) {
         uint64_t s = p->o.seed;
         for (size_t i = c->nsamples; i > 1; i--) {
-            size_t j = (size_t)uniform_below(&s, i);
+            size_t j = (size_t)sk_uniform_below(&s, i);
             uint32_t t = p->order[i - 1];
             p->order[i - 1] = p->order[j];
             p->order[j] = t;
