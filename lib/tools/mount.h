@@ -46,7 +46,7 @@ int sk_fuse_load(sk_error *err);
  * a file 2 + (its sample's global ordinal << 16 | its member number), a
  * directory the FNV-1a hash of its path with the top bit set. */
 #define SK_MT_DIR_BIT (1ull << 63)
-#define SK_MT_MAX_MEMBERS 65535u
+#define SK_MT_MAX_MEMBERS 1024u /* each member is checked against the ones before it */
 #define SK_MT_MAX_ORDINAL (1ull << 46)
 
 typedef struct sk_mt_dir {

@@ -18,8 +18,9 @@
  * component, a NUL) or whose extension holds '/' or a NUL, is empty or
  * would make a component over 255 bytes, or that repeats an extension of
  * its sample, is skipped with a warning naming the shard and offset; so
- * is a sample of more than 65,535 members (its inode numbers would not
- * fit).
+ * is a sample of more than 1,024 members (each member's extension is
+ * compared with those before it; a crafted sample of millions would make
+ * that quadratic).
  */
 #include "tools/mount.h"
 #include "format/tar.h"
@@ -289,7 +290,7 @@ int sk_mt_build(sk_mt_tree *t, sk_dataset *ds, int by_shard, sk_error *err)
         }
         if (top == NONE) continue;
         const char *why = h.sample.member_count > SK_MT_MAX_MEMBERS
-                              ? "more than 65,535 members in one sample"
+                              ? "more than 1,024 members in one sample"
                               : key_problem(&h.sample);
         if (why) {
             warn_member(t, &h, NULL, why);

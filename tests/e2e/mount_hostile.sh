@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mount_hostile: an index whose checksums hold but whose keys and extensions
 # are crafted (.., absolute, empty and "." components, NUL, '/' in or an
-# empty extension, a dot in a key's last component, an extension twice)
+# empty extension, a dot in a key's last component, an extension twice,
+# a sample of 1,025 members)
 # never puts such a name in the mounted tree: opened as is, the index is
 # refused (the mount fails naming it); with --trust-index (no checks at
 # open) every crafted member is skipped with a warning naming the shard and
@@ -33,7 +34,7 @@ assert_eq "$(cat nwarn)" "$nbad" "warnings, one per crafted member"
 assert_contains m.log "ds/h-00.tar: member at offset"
 assert_eq "$(cat m/good/001.json)" "sample 1 member 1" "a sound member's bytes"
 assert_eq "$(cat m/good/002.txt)" "sample 13 member 0" "the first of two equal extensions"
-for p in ../evil evil abs a ext nul dot; do [ -e "m/$p" ] && die "m/$p exists"; done
+for p in ../evil evil abs a ext nul dot many; do [ -e "m/$p" ] && die "m/$p exists"; done
 [ -e "$T/evil" ] && die "a crafted name reached outside the mount"
 mount_down m
 echo "mount_hostile: ok"

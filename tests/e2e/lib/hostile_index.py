@@ -1,7 +1,8 @@
 """hostile_index.py - a tar and an index for it whose checksums all hold but
 whose keys and extensions are crafted: names that would climb out of a
 mount, absolute ones, empty and "." components, NUL bytes, '/' in an
-extension, an empty extension, an extension twice in one sample.  Each
+extension, an empty extension, an extension twice in one sample, a sample of more
+members than a mount serves.  Each
 crafted sample points at a real member of the tar.  For mount_hostile.sh.
 
   hostile_index.py LIBSHARDKIT DIR   writes DIR/h-00.tar and DIR/h-00.tar.idx;
@@ -28,6 +29,7 @@ BAD = [  # (key, [exts]): every member of these must be left out
     (b"ext/nul", [b"t\x00xt"]),
 ]
 DUP = (b"good/002", [b"txt", b"txt"])  # the second member is left out
+MANY = (b"many/000", [b"e%d" % i for i in range(1025)])  # over the cap: one warning
 
 
 class Err(ctypes.Structure):
@@ -51,7 +53,7 @@ def main(lib_path, out):
                                         ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(Err)]
     lib.sk_index_builder_write.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(Info),
                                            ctypes.POINTER(Err)]
-    samples = GOOD + BAD + [DUP]
+    samples = GOOD + BAD + [DUP, MANY]
     tar = os.path.join(out, "h-00.tar")
     with tarfile.open(tar, "w", format=tarfile.USTAR_FORMAT) as tf:
         for i, (key, exts) in enumerate(samples):
@@ -81,7 +83,7 @@ def main(lib_path, out):
             k += 1
     info = Info(len(data), crc(data), crc(data[:512]), 0)
     assert lib.sk_index_builder_write(b, (tar + ".idx").encode(), info, err) == 0, err.msg
-    print(sum(len(e) for _, e in BAD) + 1)
+    print(sum(len(e) for _, e in BAD) + 2)
 
 
 if __name__ == "__main__":
