@@ -14,7 +14,7 @@ need python3
 tmpdir T
 cd "$T"
 mkdir ds
-nbad=$(python3 "$SK_ROOT/tests/e2e/lib/hostile_index.py" "$(dirname "$SK_BIN")/libshardkit.so" ds) ||
+nbad=$(pylib "$SK_ROOT/tests/e2e/lib/hostile_index.py" "$(dirname "$SK_BIN")/libshardkit.so" ds) ||
     die "could not write the hostile index"
 
 step "the index as is: refused, named"
