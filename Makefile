@@ -15,7 +15,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 BUILD    ?= build
 CC       ?= cc
-PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson
+PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson libmicrohttpd
 # What the library links.  libcurl, OpenSSL's libcrypto and libarchive are
 # not linked: lib/s3/s3_libs.c and lib/format/libarchive.c open them
 # (dlopen) the first time S3 or a libarchive reader is used, so that a

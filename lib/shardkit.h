@@ -1361,6 +1361,31 @@ SK_API void sk_read_rate_options_init_sized(sk_read_rate_options *o, size_t size
 SK_API int sk_read_rate(sk_dataset *ds, const sk_read_rate_options *o, sk_read_rate_run runs[3],
                         sk_error *err);
 
+
+/* ------------------------------------------------------------------ serve */
+/* `shardkit serve` (docs/view.md): a read-only web viewer of a dataset
+ * (libmicrohttpd, opened on first use): the dataset's statistics and
+ * shards, a shard's samples (paged through the index), a sample's members,
+ * a grid of thumbnails, search by key prefix, jump to an ordinal.  Nothing
+ * from a URL becomes a path; members are never served as HTML. */
+
+typedef struct sk_serve_options {
+    size_t struct_size;       /* sizeof, set by sk_serve_options_init; 0: this version's */
+    const char *bind;         /* address to listen on (NULL: 127.0.0.1) */
+    unsigned port;            /* 0: a free port (the ready callback says which) */
+    unsigned max_connections; /* at once (0: 64); more wait in the kernel's backlog */
+    unsigned threads;         /* request threads (0: 4) */
+    size_t thumb_cache;       /* bytes of thumbnails kept (0: 64 MiB) */
+    unsigned thumb_size;      /* a thumbnail's larger side (0: 160) */
+    void (*ready)(void *ctx, const char *url); /* once listening: the base URL */
+    void *ctx;
+} sk_serve_options;
+SK_API void sk_serve_options_init_sized(sk_serve_options *o, size_t size);
+#define sk_serve_options_init(o) sk_serve_options_init_sized((o), sizeof *(o))
+/* Serves ds until the process gets SIGINT or SIGTERM (blocked in the
+ * calling thread and the server's, and waited for), then stops cleanly. */
+SK_API int sk_serve(sk_dataset *ds, const char *name, const sk_serve_options *o, sk_error *err);
+
 #ifdef __cplusplus
 }
 #endif
