@@ -48,10 +48,10 @@ static void print_rate(const char *what, const sk_read_rate_run *r)
            (unsigned long long)r->samples);
 }
 
-static int read_rate(sk_dataset *ds, const sk_read_rate_options *ro, int json, sk_error *err)
+static int read_rate(const char *dataset, const sk_read_rate_options *ro, int json, sk_error *err)
 {
     sk_read_rate_run r[3];
-    int rc = sk_read_rate(ds, ro, r, err);
+    int rc = sk_read_rate(dataset, ro, r, err);
     if (rc) return rc;
     static const char *const names[3] = {"no_cache", "cache_fill", "cache_read"};
     if (json) {
@@ -147,14 +147,13 @@ int cmd_stats(int argc, char **argv)
     sk_dataset *ds = NULL;
     sk_stats *st = NULL;
     int rc;
-    if ((cmd_any_s3(&dataset, 1) && (rc = sk_s3_new(&s3, &s3cfg, &err))) ||
-        (rc = sk_dataset_open_s3(&ds, dataset, s3, flags, &err)))
-        goto out;
+    if (cmd_any_s3(&dataset, 1) && (rc = sk_s3_new(&s3, &s3cfg, &err))) goto out;
     if (rate) {
         ro.s3 = s3;
-        rc = read_rate(ds, &ro, json, &err);
+        rc = read_rate(dataset, &ro, json, &err);
         goto out;
     }
+    if ((rc = sk_dataset_open_s3(&ds, dataset, s3, flags, &err))) goto out;
     if ((rc = sk_stats_run(ds, dataset, &so, &st, &err))) goto out;
     if (html && (rc = sk_stats_write_html(st, html, &err))) goto out;
     if (json) {

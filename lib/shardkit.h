@@ -1338,7 +1338,8 @@ SK_API int sk_stats_print(const sk_stats *st, FILE *f, sk_error *err);
 SK_API int sk_stats_write_html(const sk_stats *st, const char *path, sk_error *err);
 SK_API void sk_stats_free(sk_stats *st);
 
-/* How fast this machine reads the dataset the way the reader does
+/* How fast this machine reads a dataset (resolved as the reader resolves
+ * it) the way the reader does
  * (sk_reader: prefetch, a thread per shard): its first shards, read
  * whole, with no cache, then through a fresh disk cache twice (the first
  * fills it, the second reads it back; only s3:// shards are cached). */
@@ -1358,8 +1359,8 @@ typedef struct sk_read_rate_options {
 SK_API void sk_read_rate_options_init_sized(sk_read_rate_options *o, size_t size);
 #define sk_read_rate_options_init(o) sk_read_rate_options_init_sized((o), sizeof *(o))
 /* runs[0]: no cache; runs[1]: cache filled; runs[2]: cache read back. */
-SK_API int sk_read_rate(sk_dataset *ds, const sk_read_rate_options *o, sk_read_rate_run runs[3],
-                        sk_error *err);
+SK_API int sk_read_rate(const char *dataset, const sk_read_rate_options *o,
+                        sk_read_rate_run runs[3], sk_error *err);
 
 
 /* ------------------------------------------------------------------ serve */

@@ -10,6 +10,7 @@
  * files (*.skc, written by the reader) are removed with it.
  */
 #include "core/internal.h"
+#include "io/io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -83,21 +84,22 @@ void sk_read_rate_options_init_sized(sk_read_rate_options *o, size_t size)
     sk_options_init(o, size, &defaults, sizeof defaults);
 }
 
-int sk_read_rate(sk_dataset *ds, const sk_read_rate_options *opts, sk_read_rate_run runs[3],
+int sk_read_rate(const char *dataset, const sk_read_rate_options *opts, sk_read_rate_run runs[3],
                  sk_error *err)
 {
     sk_read_rate_options o;
     SK_GUARD(sk_options_take(&o, sizeof o, opts, NULL, "sk_read_rate_options", err));
-    size_t n = sk_dataset_shard_count(ds), want = o.shards ? o.shards : 4;
+    sk_ds_opts ro = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = o.s3};
+    sk_ds_shard *list = NULL;
+    size_t n = 0;
+    SK_GUARD(sk_ds_resolve(dataset, &ro, &list, &n, err));
+    size_t want = o.shards ? o.shards : 4;
     if (want > n) want = n;
-    SK_FAIL_IF(!want, err, SK_E_USAGE, "read rate: the dataset has no shards");
-    const char **urls = calloc(want, sizeof *urls);
-    SK_FAIL_IF(!urls, err, SK_E_NOMEM, "out of memory");
-    int rc = SK_OK;
-    for (size_t i = 0; !rc && i < want; i++) {
-        sk_dataset_shard_info si;
-        if (!(rc = sk_dataset_shard(ds, i, &si, err))) urls[i] = si.path;
-    }
+    const char **urls = calloc(want ? want : 1, sizeof *urls);
+    int rc = !want ? sk_error_set(err, SK_E_USAGE, "read rate: %s has no shards", dataset)
+             : !urls ? sk_error_set(err, SK_E_NOMEM, "out of memory")
+                     : SK_OK;
+    for (size_t i = 0; !rc && i < want; i++) urls[i] = list[i].url;
     const char *base = o.cache_dir ? o.cache_dir : getenv("TMPDIR");
     char *tmpl = NULL;
     if (!rc && asprintf(&tmpl, "%s/shardkit-read-rate.XXXXXX", base && *base ? base : "/tmp") < 0)
@@ -113,5 +115,6 @@ int sk_read_rate(sk_dataset *ds, const sk_read_rate_options *opts, sk_read_rate_
     }
     free(tmpl);
     free(urls);
+    sk_ds_free(list, n);
     return rc;
 }
