@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# bench_stats.sh - `shardkit stats` and `shardkit serve` at scale:
+#   - index-only stats of a 1,000-shard, 3,000,000-sample dataset (written
+#     by tests/tools/mktiny through the public sample writer: the bytes pack
+#     writes; .cls and .json per sample), wall, CPU and peak RSS, interleaved
+#     with the same on a 1,000-sample dataset; --json-keys on 30,000 samples;
+#   - serve: pages per second for sample and grid pages under 32 concurrent
+#     clients (bench/serve_load.py, kept-alive connections on loopback), on
+#     the image corpus and on the 3 M-sample dataset, to show a page costs
+#     the same whatever the dataset's size; thumbnails cold and cached.
+# Env: BENCH_STATS_SAMPLES (3000000), BENCH_SERVE_SECONDS (10), BENCH_RUNS,
+# BENCH_DIR.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+N=${BENCH_STATS_SAMPLES:-3000000}
+SECS=${BENCH_SERVE_SECONDS:-10}
+PY=python3
+big=$BENCH_DIR/tiny-$N small=$BENCH_DIR/tiny-1000
+mk() { # DIR N PER
+    [ -f "$1.done" ] && return 0
+    rm -rf "$1"
+    echo "bench: writing $2 samples to $1 ..." >&2
+    "$SK_TOOLS/mktiny" "$2" "$3" "$1/s-%04d.tar" >&2 || bench_die "mktiny failed"
+    touch "$1.done"
+}
+mk "$big" "$N" $((N / 1000))
+mk "$small" 1000 1
+warm_cache "$big"
+samples=$("$SK_BIN" stats --json "$big" | $PY -c 'import json,sys; print(json.load(sys.stdin)["totals"]["samples"])')
+[ "$samples" = "$N" ] || bench_die "stats counts $samples samples, not $N"
+
+echo "| dataset | command | wall s | CPU s | peak RSS MiB |"
+echo "| --- | --- | ---: | ---: | ---: |"
+run_case() {
+    case $1 in
+    big) measure "stats-big" "$SK_BIN" stats --json "$big" ;;
+    small) measure "stats-small" "$SK_BIN" stats --json "$small" ;;
+    esac
+}
+interleave "$BENCH_RUNS" big small
+printf '| 1,000 shards, %s samples | stats --json | %.3f | %.3f | %.1f |\n' "$N" "${I_WALL[big]}" "${I_CPU[big]}" "${I_RSS[big]}"
+printf '| 1,000 shards, 1,000 samples | stats --json | %.3f | %.3f | %.1f |\n' "${I_WALL[small]}" "${I_CPU[small]}" "${I_RSS[small]}"
+mid=$BENCH_DIR/tiny-30000
+mk "$mid" 30000 3000
+measure "stats-jsonkeys" "$SK_BIN" stats --json --json-keys "$mid"
+printf '| 10 shards, 30,000 samples | stats --json-keys | %.3f | %.3f | %.1f |\n' "$M_WALL" "$M_CPU" "$M_RSS"
+
+corpus=$BENCH_DIR/corpus-5000
+make_corpus "$corpus" 5000
+imgds=$BENCH_DIR/serve-ds-5000
+[ -f "$imgds/manifest.json" ] || "$SK_BIN" pack "$corpus" -o "$imgds/s-%03d.tar" --max-count 500 -q
+warm_cache "$imgds"
+echo
+echo "| dataset | page | clients | pages/s |"
+echo "| --- | --- | ---: | ---: |"
+serve_rate() { # DATASET SAMPLES KIND [MEMBER]
+    local out=$BENCH_DIR/serve.out pid url
+    "$SK_BIN" serve --port 0 --threads "$(nproc)" "$1" >"$out" 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do grep -q serving "$out" && break; sleep 0.1; done
+    url=$(sed -n 's/^serving //p' "$out")
+    curl -s -o /dev/null "${url}grid"   # the page's own first use, untimed
+    $PY "$SK_ROOT/bench/serve_load.py" "$url" "$3" "$2" 32 "$SECS" "${4:-0}"
+    kill "$pid"; wait "$pid" 2>/dev/null || :
+}
+for kind in sample grid; do
+    read -r rate ok bad < <(serve_rate "$imgds" 5000 "$kind")
+    printf '| 5,000 samples, JPEG + JSON | %s | 32 | %s (%s errors) |\n' "$kind" "$rate" "$bad"
+    read -r rate ok bad < <(serve_rate "$big" "$N" "$kind")
+    printf '| %s samples, .cls + .json | %s | 32 | %s (%s errors) |\n' "$N" "$kind" "$rate" "$bad"
+done
+read -r rate ok bad < <(serve_rate "$imgds" 5000 thumb 1)
+printf '| 5,000 samples, JPEG + JSON | thumb (mostly cold) | 32 | %s (%s errors) |\n' "$rate" "$bad"
+echo
+echo "$(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg); stats: medians of $BENCH_RUNS interleaved runs; serve: ${SECS} s per row"
