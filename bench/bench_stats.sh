@@ -51,25 +51,17 @@ imgds=$BENCH_DIR/serve-ds-5000
 [ -f "$imgds/manifest.json" ] || "$SK_BIN" pack "$corpus" -o "$imgds/s-%03d.tar" --max-count 500 -q
 warm_cache "$imgds"
 echo
-echo "| dataset | page | clients | pages/s |"
-echo "| --- | --- | ---: | ---: |"
-serve_rate() { # DATASET SAMPLES KIND [MEMBER]
-    local out=$BENCH_DIR/serve.out pid url
-    "$SK_BIN" serve --port 0 --threads "$(nproc)" "$1" >"$out" 2>&1 &
-    pid=$!
-    for _ in $(seq 100); do grep -q serving "$out" && break; sleep 0.1; done
-    url=$(sed -n 's/^serving //p' "$out")
-    curl -s -o /dev/null "${url}grid"   # the page's own first use, untimed
-    $PY "$SK_ROOT/bench/serve_load.py" "$url" "$3" "$2" 32 "$SECS" "${4:-0}"
-    kill "$pid"; wait "$pid" 2>/dev/null || :
+echo "| dataset | page | clients | pages/s | server CPU per page |"
+echo "| --- | --- | ---: | ---: | ---: |"
+row() { # LABEL KIND DATASET SAMPLES [MEMBER]
+    local rate ok bad us
+    read -r rate ok bad us < <(serve_rate "$3" "$4" "$2" "${5:-0}")
+    printf '| %s | %s | 32 | %s (%s errors) | %s us |\n' "$1" "$2" "$rate" "$bad" "$us"
 }
 for kind in sample grid; do
-    read -r rate ok bad < <(serve_rate "$imgds" 5000 "$kind")
-    printf '| 5,000 samples, JPEG + JSON | %s | 32 | %s (%s errors) |\n' "$kind" "$rate" "$bad"
-    read -r rate ok bad < <(serve_rate "$big" "$N" "$kind")
-    printf '| %s samples, .cls + .json | %s | 32 | %s (%s errors) |\n' "$N" "$kind" "$rate" "$bad"
+    row "5,000 samples, JPEG + JSON" "$kind" "$imgds" 5000
+    row "$N samples, .cls + .json" "$kind" "$big" "$N"
 done
-read -r rate ok bad < <(serve_rate "$imgds" 5000 thumb 1)
-printf '| 5,000 samples, JPEG + JSON | thumb (mostly cold) | 32 | %s (%s errors) |\n' "$rate" "$bad"
+row "5,000 samples, JPEG + JSON (thumbnails cold, then cached)" thumb "$imgds" 5000 1
 echo
 echo "$(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg); stats: medians of $BENCH_RUNS interleaved runs; serve: ${SECS} s per row"
