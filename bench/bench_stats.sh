@@ -8,12 +8,13 @@
 #     clients (bench/serve_load.py, kept-alive connections on loopback), on
 #     the image corpus and on the 3 M-sample dataset, to show a page costs
 #     the same whatever the dataset's size; thumbnails cold and cached.
-# Env: BENCH_STATS_SAMPLES (3000000), BENCH_SERVE_SECONDS (10), BENCH_RUNS,
-# BENCH_DIR.
+# Env: BENCH_STATS_SAMPLES (3000000), BENCH_SERVE_SECONDS (10),
+# BENCH_STATS_PART (stats, serve or all), BENCH_RUNS, BENCH_DIR.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 N=${BENCH_STATS_SAMPLES:-3000000}
 SECS=${BENCH_SERVE_SECONDS:-10}
+PART=${BENCH_STATS_PART:-all}   # stats, serve or all
 PY=python3
 big=$BENCH_DIR/tiny-$N small=$BENCH_DIR/tiny-1000
 mk() { # DIR N PER
@@ -29,6 +30,7 @@ warm_cache "$big"
 samples=$("$SK_BIN" stats --json "$big" | $PY -c 'import json,sys; print(json.load(sys.stdin)["totals"]["samples"])')
 [ "$samples" = "$N" ] || bench_die "stats counts $samples samples, not $N"
 
+if [ "$PART" != serve ]; then
 echo "| dataset | command | wall s | CPU s | peak RSS MiB |"
 echo "| --- | --- | ---: | ---: | ---: |"
 run_case() {
@@ -44,6 +46,8 @@ mid=$BENCH_DIR/tiny-30000
 mk "$mid" 30000 3000
 measure "stats-jsonkeys" "$SK_BIN" stats --json --json-keys "$mid"
 printf '| 10 shards, 30,000 samples | stats --json-keys | %.3f | %.3f | %.1f |\n' "$M_WALL" "$M_CPU" "$M_RSS"
+fi
+[ "$PART" = stats ] && exit 0
 
 corpus=$BENCH_DIR/corpus-5000
 make_corpus "$corpus" 5000
@@ -51,6 +55,22 @@ imgds=$BENCH_DIR/serve-ds-5000
 [ -f "$imgds/manifest.json" ] || "$SK_BIN" pack "$corpus" -o "$imgds/s-%03d.tar" --max-count 500 -q
 warm_cache "$imgds"
 echo
+# server CPU (user + system) in clock ticks, from /proc
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+serve_rate() { # DATASET SAMPLES KIND [MEMBER]: prints pages/s, pages, errors, CPU us/page
+    local out=$BENCH_DIR/serve.out pid url t0 t1 rate ok bad
+    "$SK_BIN" serve --port 0 --threads "$(nproc)" "$1" >"$out" 2>&1 &
+    pid=$!
+    for _ in $(seq 600); do grep -q serving "$out" && break; sleep 0.1; done
+    url=$(sed -n 's/^serving //p' "$out")
+    [ -n "$url" ] || { cat "$out" >&2; kill "$pid"; bench_die "serve did not start"; }
+    curl -s -o /dev/null "${url}grid" || :  # the indexes' first use, untimed
+    t0=$(ticks "$pid")
+    read -r rate ok bad < <($PY "$SK_ROOT/bench/serve_load.py" "$url" "$3" "$2" 32 "$SECS" "${4:-0}")
+    t1=$(ticks "$pid")
+    kill "$pid"; wait "$pid" 2>/dev/null || :
+    echo "$rate $ok $bad $(awk -v t=$((t1 - t0)) -v n="$ok" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.0f", n ? t / hz * 1e6 / n : 0}')"
+}
 echo "| dataset | page | clients | pages/s | server CPU per page |"
 echo "| --- | --- | ---: | ---: | ---: |"
 row() { # LABEL KIND DATASET SAMPLES [MEMBER]
