@@ -222,14 +222,14 @@ static void warn_member(sk_mt_tree *t, const sk_hit *h, const sk_member_ref *m, 
 
 static int refuse_unseekable(sk_mt_tree *t, const sk_hit *h, sk_error *err)
 {
-    sk_index_shard_info in;
-    SK_GUARD(sk_dataset_shard_info(t->ds, h->shard, &in, err));
+    sk_dataset_shard_info in;
+    SK_GUARD(sk_dataset_shard(t->ds, h->shard, &in, err));
     int compressed = (in.flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)) != 0;
     SK_FAIL_IF(compressed && (in.flags & SK_INDEX_GZIP), err, SK_E_INPUT,
                "%s: a gzip/bzip2/xz shard is read from its start for every member; mount "
                "cannot serve it at random (reshard it: shardkit shard --compress zstd)",
                h->shard_path);
-    SK_FAIL_IF(compressed && h->sample.stored_offset == 0 && h->sample.stored_span == in.size, err,
+    SK_FAIL_IF(compressed && h->sample.stored_offset == 0 && h->sample.stored_span == in.bytes, err,
                SK_E_INPUT, "%s: a .tar.zst without a seek table is read from its start for every "
                "member; mount cannot serve it at random (reshard it with shardkit shard)",
                h->shard_path);
