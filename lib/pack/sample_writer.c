@@ -636,6 +636,10 @@ int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk_error 
                                     : sk_manifest_write(w->man, w->mpath, err);
     if (rc) return fail(w, rc, err);
     w->state = W_FINISHED;
+    /* the run's time whether or not a progress callback asked for it */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    w->st.seconds = (double)(now.tv_sec - w->t0.tv_sec) + (double)(now.tv_nsec - w->t0.tv_nsec) / 1e9;
     progress(w, 1);
     if (stats) *stats = w->st;
     if (w->lock_fd >= 0) sk_out_unlock(w->lock_path, w->lock_fd);
