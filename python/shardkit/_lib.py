@@ -3,7 +3,7 @@ package uses (ctypes mirrors of lib/shardkit.h's structs), and turns an
 sk_error into a shardkit.Error subclass.
 
 Where the library is looked for, first hit wins:
-  1. the path given to load_library(path);
+  1. the path given to load_library(path) (then only that one);
   2. $SHARDKIT_LIB;
   2b. the copy bundled in the package (pip install ./python builds it);
   3. the prefix the package was installed into: `make install PREFIX=P`
@@ -281,8 +281,9 @@ def _candidates(path: Optional[str]) -> Iterator[str]:
     (find_library runs ldconfig, gcc and ld in subprocesses: a tenth of a
     second or more) happens only when nothing before it loaded."""
     here = os.path.dirname(os.path.abspath(__file__))
-    if path:
+    if path:   # asked for by name: that one or an error, not another found instead
         yield os.fspath(path)
+        return
     env = os.environ.get("SHARDKIT_LIB")
     if env:
         yield env
