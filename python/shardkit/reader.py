@@ -60,6 +60,7 @@ class Reader:
         if isinstance(urls, (str, bytes, os.PathLike)):
             urls = [urls]
         names = [os.fsdecode(u) for u in urls]
+        self._inputs = names
         self._name = names[0] if len(names) == 1 else "%s (+%d)" % (names[0], len(names) - 1) \
             if names else "[]"
         o = ReaderOptions()
@@ -209,10 +210,11 @@ class Reader:
         return self
 
     def __len__(self) -> int:
-        """Samples this reader yields in a whole epoch, from the shards'
-        indexes (.idx sidecars, opened once): known when the slot's shards
-        do not depend on the shuffle (one slot, or shuffle_shards off).
-        TypeError otherwise (len() has no answer), naming why."""
+        """Samples this reader yields in a whole epoch, from the manifest's
+        counts or the shards' indexes (.idx sidecars), once: known when
+        the slot's shards do not depend on the shuffle (one slot, or
+        shuffle_shards off).  TypeError otherwise (len() has no answer),
+        naming why.  (list(r) asks for it too, as a size hint.)"""
         if self._len is None:
             with self._lock:
                 h = self._handle()
@@ -228,7 +230,9 @@ class Reader:
                                 "shards change each epoch; its length is unknown" % st.slots)
             from .dataset import Dataset
             total = 0
-            for u in urls[st.slot::st.slots]:
+            # one slot reads everything: the inputs' own counts (a manifest
+            # gives them without opening an index); else shard by shard
+            for u in (self._inputs if st.slots == 1 else urls[st.slot::st.slots]):
                 try:
                     with Dataset(u, trust_index=True, s3_endpoint=self._endpoint_str) as ds:
                         total += len(ds)
