@@ -3,7 +3,7 @@
  * with an exact shortcut for keys in increasing order (see keyset.h).
  */
 #include "pack/keyset.h"
-#include "core/shuffle.h"
+#include "core/rng.h"
 
 #include <stdint.h>
 #include <stdlib.h>
