@@ -44,7 +44,7 @@ int sk_keyset_check(sk_keyset *s, const char *key, size_t len, int *seen, sk_err
     (void)err;
     *seen = 0;
     /* in order so far and after the last key: new for certain */
-    if (!s->unordered && (!s->last || bytewise_after(key, len, s->last, s->last_len))) return SK_OK;
+    if (!s->unordered && (!s->n || bytewise_after(key, len, s->last, s->last_len))) return SK_OK;
     *seen = in_table(s, key_hash(key, len));
     return SK_OK;
 }
@@ -63,15 +63,22 @@ int sk_keyset_add(sk_keyset *s, const char *key, size_t len, sk_error *err)
         s->slot = t;
         s->cap = cap;
     }
-    char *last = malloc(len ? len : 1);
-    SK_FAIL_IF(!last, err, SK_E_NOMEM, "out of memory");
-    memcpy(last, key, len);
-    if (s->last && !bytewise_after(key, len, s->last, s->last_len)) s->unordered = 1;
+    if (!s->unordered) { /* the last key matters only while the order holds */
+        if (s->n && !bytewise_after(key, len, s->last, s->last_len)) {
+            s->unordered = 1;
+        } else {
+            if (len > s->last_cap) {
+                char *l = realloc(s->last, len);
+                SK_FAIL_IF(!l, err, SK_E_NOMEM, "out of memory");
+                s->last = l;
+                s->last_cap = len;
+            }
+            memcpy(s->last, key, len);
+            s->last_len = len;
+        }
+    }
     put(s->slot, s->cap, key_hash(key, len));
     s->n++;
-    free(s->last);
-    s->last = last;
-    s->last_len = len;
     return SK_OK;
 }
 

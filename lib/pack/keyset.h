@@ -20,8 +20,8 @@ typedef struct {
     uint64_t *slot;   /* 0 = empty; a hash of 0 is stored as 1 */
     size_t cap, n;    /* cap: a power of two, or 0 before the first key */
     int unordered;    /* a key came after a greater one */
-    char *last;       /* the previous key, for the order check */
-    size_t last_len;
+    char *last;       /* the previous key, for the order check (while ordered) */
+    size_t last_len, last_cap;
 } sk_keyset;
 
 /* *seen = 1 when key was (by the rule above) written before; else records

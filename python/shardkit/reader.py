@@ -51,7 +51,7 @@ class Reader:
         # one lock for every call through the handle: the C reader is for
         # one thread at a time (a second thread's sk_reader_next would
         # race the first's and reuse the buffer its sample points into)
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
         self._stages: List[Tuple[str, Callable[[Any], Any]]] = []
         self._len: Optional[int] = None
         self._recordio = bool(recordio)
@@ -86,6 +86,12 @@ class Reader:
         h = _c.c_void_p()
         _lib.check(self._lib.sk_reader_open(_c.byref(h), arr, len(enc), _c.byref(o),
                                             _c.byref(err)), err)
+        # next()'s work space, made once (the sk_error alone is 1 KiB)
+        self._next_fn = self._lib.sk_reader_next
+        self._p = _c.POINTER(ReaderSample)()
+        self._pref = _c.byref(self._p)
+        self._err = err
+        self._eref = _c.byref(err)
         self._h = h
         self.epoch = int(epoch)
 
@@ -146,24 +152,6 @@ class Reader:
         _lib.check(self._lib.sk_reader_next(self._handle(), _c.byref(p), _c.byref(err)), err)
         return p.contents if p else None
 
-    def _next_dict(self) -> Optional[Sample]:
-        """The next sample copied into a dict, under the lock: the C
-        sample's pointers are valid only until the next sk_reader_next, so
-        the copy is made before another thread may call it."""
-        string_at = _c.string_at
-        with self._lock:
-            s = self._next_raw()
-            if s is None:
-                return None
-            d = {"__key__": string_at(s.key, s.key_len).decode("utf-8", "surrogateescape"),
-                 "__url__": s.shard_url.decode("utf-8", "surrogateescape"),
-                 "__ordinal__": s.ordinal}
-            for i in range(s.nmembers):
-                m = s.members[i]
-                d[m.ext.decode("utf-8", "surrogateescape")] = string_at(m.data, m.size) \
-                    if m.size else b""
-        return d
-
     def __iter__(self) -> "Reader":
         """The reader itself: next() gives the rest of the current epoch."""
         return self
@@ -171,10 +159,30 @@ class Reader:
     def __next__(self) -> Any:
         """The next sample of the epoch (a dict, or what the stages added
         by decode() / to_tuple() / map() make of it); StopIteration at its
-        end (start_epoch() begins another)."""
-        d = self._next_dict()
-        if d is None:
-            raise StopIteration
+        end (start_epoch() begins another).  The C sample's pointers are
+        valid only until the next sk_reader_next, so it is copied into the
+        dict under the lock, before another thread may call it."""
+        string_at = _c.string_at
+        with self._lock:
+            h = self._h
+            if not h:
+                self._handle()
+            rc = self._next_fn(h, self._pref, self._eref)
+            if rc:
+                raise _lib.error_from(rc, self._err)
+            p = self._p
+            if not p:
+                raise StopIteration
+            s = p.contents
+            d = {"__key__": string_at(s.key, s.key_len).decode("utf-8", "surrogateescape"),
+                 "__url__": s.shard_url.decode("utf-8", "surrogateescape"),
+                 "__ordinal__": s.ordinal}
+            for i in range(s.nmembers):
+                m = s.members[i]
+                d[m.ext.decode("utf-8", "surrogateescape")] = string_at(m.data, m.size) \
+                    if m.size else b""
+        if not self._stages:
+            return d
         out: Any = d
         for _, f in self._stages:
             out = f(out)
