@@ -129,15 +129,22 @@ class Reader:
     def __repr__(self) -> str:
         """Its input, its stages, where it stands: "<shardkit.Reader
         'data/' .decode().to_tuple() epoch 0, slot 1 of 4, 3 of 10 shards>"."""
-        h = getattr(self, "_h", None)
         stages = "".join(" .%s()" % n for n, _ in getattr(self, "_stages", ()))
-        if not h:
-            return "<shardkit.Reader %r%s closed>" % (getattr(self, "_name", "?"), stages)
-        st = ReaderState()
-        self._lib.sk_reader_get_state(h, _c.byref(st))
-        return "<shardkit.Reader %r%s epoch %d, slot %d of %d, %d of %d shards, %d samples " \
-            "yielded>" % (self._name, stages, st.epoch, st.slot, st.slots,
-                          self._lib.sk_reader_slot_shards(h), st.shards, st.yielded)
+        lock = getattr(self, "_lock", None)
+        # a second's wait at most: another thread's next() may hold the lock
+        if lock is None or not lock.acquire(timeout=1.0):
+            return "<shardkit.Reader %r%s busy>" % (getattr(self, "_name", "?"), stages)
+        try:
+            h = self._h
+            if not h:
+                return "<shardkit.Reader %r%s closed>" % (self._name, stages)
+            st = ReaderState()
+            self._lib.sk_reader_get_state(h, _c.byref(st))
+            return "<shardkit.Reader %r%s epoch %d, slot %d of %d, %d of %d shards, %d " \
+                "samples yielded>" % (self._name, stages, st.epoch, st.slot, st.slots,
+                                      self._lib.sk_reader_slot_shards(h), st.shards, st.yielded)
+        finally:
+            lock.release()
 
     def next_raw(self) -> Optional[ReaderSample]:
         """The next sample as the C struct (pointers valid until the next
