@@ -22,6 +22,7 @@ from .reader import Reader, state_info, state_slot
 from .dataset import Dataset
 from .writer import ShardWriter, encode_value, parse_size
 from . import decode
+from .stats import stats
 
 __version__ = "0.1.0"
 
@@ -31,4 +32,5 @@ ShardkitError = Error
 __all__ = ["Reader", "Dataset", "ShardWriter", "encode_value", "parse_size", "decode", "Error", "ShardkitError", "UsageError", "IoError", "InputError",
            "CorruptError", "NoMemoryError", "NetworkError", "RemoteError", "NotFoundError",
            "SampleIndexError", "KeyNotFoundError", "MismatchError", "LibraryError",
-           "load_library", "library_path", "library_version", "state_info", "state_slot"]
+           "load_library", "library_path", "library_version", "state_info", "state_slot",
+           "stats"]
