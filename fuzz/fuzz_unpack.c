@@ -2,7 +2,7 @@
  * filters, and format/shard_stream.c's detection): any bytes, handed over
  * in pieces the first byte picks, are detected (sk_stream_detect) and, when
  * compressed, decoded piece after piece, each next piece found by content
- * from the bytes the filter before it left.  Output is capped (a 64 MiB
+ * from the bytes the filter before it left.  Output is capped (a 4 MiB
  * decompression bomb is read no further); what must hold: an error or the
  * tar bytes, and the stored bytes taken never more than were given. */
 #include "core/internal.h"
@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             size_t got = 0;
             if (sk_unpack_read(&u, out, sizeof out, &got, &err) || !got) break;
             if (got > sizeof out) __builtin_trap();
-            if ((total += got) > (64u << 20)) break;
+            if ((total += got) > (4u << 20)) break;
         }
         if (sk_unpack_raw(&u) > s.n) __builtin_trap();
     }

@@ -101,7 +101,7 @@ static int next_piece(sk_unpack *u, int *more, sk_error *err)
         k = (size_t)(left - last);
     }
     memcpy(p + k, u->blk[u->cur] + last - ((size_t)left - k), (size_t)left - k);
-    memcpy(p + left, u->pend + u->pend_off, rest);
+    if (rest) memcpy(p + left, u->pend + u->pend_off, rest); /* (pend may be NULL) */
     free(u->pend);
     u->pend = p;
     u->pend_len = (size_t)left + rest;
