@@ -75,3 +75,13 @@ for i, (shard_pos, ordinal, yielded) in enumerate(((0, 0, 0), (0, 5, 5), (1, 3, 
         st = struct.pack("<IIIIQQQQQQQQ", 0x534B5253, 1, 0, 1, 2, 0, 0, 0, tail & 7, yielded, shard_pos, ordinal)
         open(f"{d}/s{i}-{tail}", "wb").write(st + bytes([tail]))
 PY
+# unpack: compressed shards, and pieces back to back (the first byte picks
+# the fuzz target's piece size)
+mkdir -p "$O/unpack"
+for z in "gzip -c" "bzip2 -c" "xz -c" "xz --format=lzma -c"; do
+    n=${z%% *}; [ "$z" = "xz --format=lzma -c" ] && n=lzma
+    command -v "${z%% *}" >/dev/null || continue
+    { printf '\x09'; $z "$t/p/s-00.tar"; } >"$O/unpack/$n"
+    { printf '\x02'; $z "$t/p/s-00.tar"; cat "$t/p/s-01.tar"; } >"$O/unpack/$n-tar"
+    { printf '\x40'; $z "$t/p/s-00.tar"; cat "$t/z/s-00.tar.zst"; } >"$O/unpack/$n-zst"
+done
