@@ -10,6 +10,7 @@
 
 #include "pack/catalog.h"
 #include "io/writer.h"
+#include "pack/pack_out.h"
 #include "format/format.h"
 
 #include <pthread.h>
@@ -86,9 +87,11 @@ struct sk_pack {
     /* --image-size (pack_images.c): the whole run goes as one tar stream
      * to this descriptor, no index, no manifest; -1 otherwise */
     int stream_fd;
-    /* the run's lock (sk_out_lock on the manifest), from sk_pack_new */
-    int lock_fd;
-    char lock_path[4200];
+    /* the run's locks (manifest and shard names: pack_out.h), from sk_pack_new */
+    sk_run_lock lock;
+    /* the run's local inputs (files, directories) and side outputs, checked
+     * against each other before anything is written (pack_out.h) */
+    sk_run_files files;
     /* the inputs are directories walked in key order a window at a time
      * while writing (stream mode, pack_pos.c): memory does not grow with
      * the number of files */
