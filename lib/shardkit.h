@@ -1272,6 +1272,14 @@ SK_API int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk
  * written.  Accepts NULL. */
 SK_API void sk_sample_writer_close(sk_sample_writer *w);
 
+/* ------------------------------------------------ text safe for a terminal */
+/* Copies src to dst (cap bytes, always NUL-terminated, cut at a whole
+ * character): C0 controls (ESC, BEL, newline...), DEL, C1 controls and
+ * bytes that are not valid UTF-8 become "\xHH"; the rest is kept.  Every
+ * sk_error message and library warning is made so; the command line
+ * passes what it prints of its own through it too.  Returns the length. */
+SK_API size_t sk_escape_text(char *dst, size_t cap, const char *src);
+
 /* ------------------------------------------- outputs that are not inputs */
 /* Declares a further file the caller writes for this pack run (a SageMaker
  * ManifestFile, an export); what names its role in messages ("--sagemaker-
