@@ -312,6 +312,12 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
         k = sk_pack_sample_key(&p->cat, p->order[sp->first + sp->count - 1], key);
         ok = ok && k == last.key_len && !memcmp(key, last.key, k);
     }
+    /* and every sample is this run's: the same members, sizes and bytes
+     * in its inputs (an earlier run over other inputs with the same names
+     * is not resumed) */
+    ok = ok && sk_pack_shard_options_match(p, path, ix);
+    for (uint64_t i = 0; ok && i < sp->count; i++)
+        ok = sk_pack_sample_proven(p, p->order[sp->first + i], ix, i);
     /* The shard's bytes must still be the ones the index was made for:
      * reading it back costs far less than rewriting it. */
     if (ok) ok = sk_pack_file_crc32c(path, info->size) == (int64_t)info->crc32c;

@@ -122,6 +122,13 @@ uint64_t sk_pack_sample_bytes(const sk_catalog *c, uint32_t s);
 /* Sample s's key (directory and basename up to the key's end) into buf
  * (room for SK_TAR_NAME_MAX + 1); returns its length. */
 size_t sk_pack_sample_key(const sk_catalog *c, uint32_t s, char *buf);
+/* --resume (pack_resume.c): 1 when sample ordinal of the shard indexed by
+ * ix holds exactly catalog sample s: its members' extensions, sizes and
+ * CRC32C, read again from the inputs. */
+int sk_pack_sample_proven(sk_pack *p, uint32_t s, const sk_index *ix, uint64_t ordinal);
+/* --resume: 1 when the shard at path (indexed by ix) was written with this
+ * run's --mtime and compression. */
+int sk_pack_shard_options_match(sk_pack *p, const char *path, const sk_index *ix);
 /* Adds a skip message to the slot's warnings, in member order. */
 void sk_pack_slot_warn(struct slot *s, const char *msg);
 /* Opens name under dirfd for reading (O_NOATIME where allowed), plus extra flags. */

@@ -237,6 +237,7 @@ typedef struct rs {
     char mdir[4200], mpath[4200];
     /* --resume: the existing shard being skipped */
     sk_index *rix;
+    int rfd; /* the resumed shard, local and plain: its samples compared byte for byte */
     uint64_t rpos;
     /* scratch */
     unsigned char *rec;
@@ -526,9 +527,37 @@ static int add_to_manifest(rs *r, const char *path, const sk_index_shard_info *i
     return SK_OK;
 }
 
+static void resume_fd_close(rs *r)
+{
+    if (r->rfd >= 0) close(r->rfd);
+    r->rfd = -1;
+}
+
+/* --resume: whether sample v is, byte for byte, the one at s of the
+ * resumed shard (a plain local one; else its members' sizes): a shard of
+ * other inputs with the same keys is not this run's. */
+static int resume_same(rs *r, const sk_sample_ref *s, const struct sview *v)
+{
+    if (r->rfd < 0) {
+        if (s->member_count != v->nm) return 0;
+        for (uint32_t i = 0; i < s->member_count; i++) {
+            sk_member_ref m;
+            if (sk_index_member(r->rix, s->first_member + i, &m, NULL) || m.size != v->m[i].size)
+                return 0;
+        }
+        return 1;
+    }
+    if (s->stored_span != v->len) return 0;
+    unsigned char *b = malloc(v->len ? v->len : 1);
+    ssize_t got = b ? pread(r->rfd, b, v->len, (off_t)s->stored_offset) : -1;
+    int same = got == (ssize_t)v->len && !memcmp(b, v->img, v->len);
+    free(b);
+    return same;
+}
+
 /* --resume: an existing shard is kept when its index is sound and agrees
  * with the file; the samples this run would put in it are then checked
- * key by key against it instead of being written. */
+ * against it (keys, and bytes: resume_same) instead of being written. */
 static int try_resume(rs *r, const char *path)
 {
     if (sk_is_s3_url(path)) { /* object and index object agree, CRC32C included */
@@ -538,9 +567,12 @@ static int try_resume(rs *r, const char *path)
         struct stat sb;
         snprintf(ipath, sizeof ipath, "%s.idx", path);
         if (stat(path, &sb) != 0 || sk_index_open(&r->rix, ipath, 0, NULL) != SK_OK) return 0;
+        if (!(sk_index_shard(r->rix)->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)))
+            r->rfd = open(path, O_RDONLY | O_CLOEXEC);
         if (sk_index_shard(r->rix)->size != (uint64_t)sb.st_size) {
             sk_index_close(r->rix);
             r->rix = NULL;
+            resume_fd_close(r);
             return 0;
         }
     }
@@ -548,6 +580,7 @@ static int try_resume(rs *r, const char *path)
         (r->target && sk_index_sample_count(r->rix) != r->target)) {
         sk_index_close(r->rix);
         r->rix = NULL;
+        resume_fd_close(r);
         return 0;
     }
     r->rpos = 0;
@@ -565,6 +598,7 @@ static int close_shard(rs *r, sk_error *err)
     if (r->rix) { /* resumed */
         sk_index *ix = r->rix;
         r->rix = NULL;
+        resume_fd_close(r);
         int rc = SK_OK;
         if (r->rpos != sk_index_sample_count(ix))
             rc = sk_error_set(err, SK_E_INPUT, "%s: --resume: the shard holds %llu samples, this "
@@ -636,11 +670,12 @@ static int emit(rs *r, const struct sview *v, sk_error *err)
         sk_sample_ref s;
         int ok = r->rpos < sk_index_sample_count(r->rix) &&
                  !sk_index_sample(r->rix, r->rpos, &s, NULL) && s.key_len == v->klen &&
-                 !memcmp(s.key, v->key, v->klen);
+                 !memcmp(s.key, v->key, v->klen) && resume_same(r, &s, v);
         char path[4200];
         sk_shard_name(r->o->pattern, r->o->start + r->shard_no, path, sizeof path, NULL);
         SK_FAIL_IF(!ok, err, SK_E_INPUT, "%s: --resume: sample %llu is not '%.*s' as this run "
-                   "would write; remove the shard or run without --resume", path,
+                   "would write it (another run's shard, of other inputs or options); remove "
+                   "the shard or run without --resume", path,
                    (unsigned long long)r->rpos, (int)v->klen, v->key);
         r->rpos++;
         return SK_OK;
@@ -1820,7 +1855,7 @@ static int count_samples(rs *r, char **in, size_t n, struct samp *s, sk_error *e
 static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
                        const char *pattern_tmpl, sk_shard_stats *stats, sk_error *err)
 {
-    rs r = {.o = opts, .pattern_tmpl = pattern_tmpl};
+    rs r = {.o = opts, .pattern_tmpl = pattern_tmpl, .rfd = -1};
     struct samp s = {0};
     char **in = NULL;
     sk_run_lock lock = SK_RUN_LOCK_INIT;
@@ -1950,6 +1985,7 @@ cleanup:
     img_pool_free(r.pool);
     sk_run_lock_release(&lock);
     if (r.rix) sk_index_close(r.rix);
+    resume_fd_close(&r);
     sk_shard_out_release(&r.out);
     sk_shuffler_free(r.shuf);
     sk_infiles_free(r.inf);
