@@ -310,6 +310,8 @@ static int refuse_inputs(const sk_index_dataset_opts *o, char *const *shards, si
         else if (asprintf(&wp, "%s/wids.json", mdir) < 0) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
         else rc = sk_fileids_refuse(&ids, wp, "--wids", err);
     }
+    if (!rc && !o->no_manifest && o->sagemaker)
+        rc = sk_fileids_refuse(&ids, o->sagemaker, "--sagemaker-manifest", err);
     for (size_t i = 0; i < n && !rc; i++) {
         if (jobs[i].idx) rc = sk_fileids_refuse(&ids, jobs[i].idx, "its index", err);
         if (!rc && jobs[i].dpath) rc = sk_fileids_refuse(&ids, jobs[i].dpath, "its DALI index", err);
