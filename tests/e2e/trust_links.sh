@@ -12,7 +12,7 @@
 #   - a FIFO the user names (`get -o FIFO`, `--wids=FIFO`) with no reader is
 #     an error, not a hang.
 . "$(dirname "$0")/lib.sh"
-need timeout mkfifo
+need timeout mkfifo python3
 tmpdir T
 cd "$T" || die cd
 "$SK_TOOLS/mkcorpus" c --samples 12 >/dev/null || die mkcorpus
@@ -36,6 +36,23 @@ for tool in pack shard writer; do
     [ -L out/.manifest.json.lock ] || die "$tool removed a link it did not make"
     [ -z "$(ls out | grep '\.tar')" ] || die "$tool wrote shards: $(ls out)"
 done
+
+step "a link at the run lock: Python's ShardWriter (over the sample writer) refuses it"
+LIB=$(dirname "$SK_BIN")/libshardkit.so
+if [ -f "$LIB" ] && ! nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then
+    rm -rf out && mkdir out && victim
+    ln -s ../victim out/.manifest.json.lock
+    run env SHARDKIT_LIB="$LIB" PYTHONPATH="$SK_ROOT/python" timeout 60 python3 -c '
+import shardkit, sys
+try:
+    with shardkit.ShardWriter("out/s-%03d.tar") as w:
+        w.write({"__key__": "a", "txt": "x"})
+except shardkit.UsageError as e:
+    print(e, file=sys.stderr); sys.exit(3)'
+    [ "$RC" = 3 ] || die "ShardWriter exited $RC with a link at its lock"
+    assert_contains "$ERR" ".manifest.json.lock is a symbolic link"
+    untouched "ShardWriter"
+fi
 
 step "a link at the shard names' lock"
 rm -rf out && mkdir out && victim
