@@ -150,8 +150,8 @@ struct sk_out {
 static int open_in_place(sk_out *o, const char *path, const struct stat *st, unsigned flags,
                          sk_error *err)
 {
-    if (S_ISDIR(st->st_mode)) return sk_error_set(err, SK_E_USAGE, "%s is a directory", path);
     if (flags & SK_OUT_REGULAR) return sk_out_check_regular(path, err);
+    if (S_ISDIR(st->st_mode)) return sk_error_set(err, SK_E_USAGE, "%s is a directory", path);
     o->in_place = 1;
     o->fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (o->fd < 0 && errno == ENXIO)

@@ -123,8 +123,8 @@ int sk_sink_file_open(sk_sink **out, const char *path, sk_error *err)
      * file (a link, a device, a FIFO, a directory) is refused: neither
      * renamed over nor written through (core's SK_OUT_REGULAR) -- nor is
      * its index sidecar, checked here so that no shard is written first. */
-    int rc = sk_out_check_regular(f->index_path, err);
-    if (!rc) rc = sk_out_open_as(&f->out, path, SK_OUT_REGULAR, err);
+    int rc = sk_out_open_as(&f->out, path, SK_OUT_REGULAR, err);
+    if (!rc) rc = sk_out_check_regular(f->index_path, err);
     if (rc) {
         file_free(f);
         return rc;
