@@ -152,6 +152,9 @@ void cmd_ui_status(cmd_ui *ui, const char *fmt, ...) __attribute__((format(print
 /* Ends the status line, if one was shown. */
 void cmd_ui_end(cmd_ui *ui);
 
+/* Prints one line on stderr, its control characters escaped (msg.c). */
+void cmd_eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Prints "shardkit <tool>: <message>" for a library error and maps its code
  * to an exit code (usage errors give 2, everything else 1). */
 int cmd_report(const char *tool, const sk_error *err);

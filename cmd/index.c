@@ -58,7 +58,7 @@ struct out {
 static void on_warn(void *ctx, const char *msg)
 {
     (void)ctx;
-    fprintf(stderr, "shardkit index: warning: %s\n", msg);
+    cmd_eprintf("shardkit index: warning: %s", msg);
 }
 
 static void on_done(void *ctx, const char *shard, const sk_build_stats *st, const sk_error *err)
@@ -75,7 +75,7 @@ static void on_done(void *ctx, const char *shard, const sk_build_stats *st, cons
            st->kept ? " (kept: its index object matches)"
            : st->flags & SK_INDEX_NO_CRC ? " (headers only)" : "");
     if (st->meta || st->links || st->unkeyed)
-        fprintf(stderr, "shardkit index: %s: skipped %llu metadata, %llu link and %llu unkeyed members\n",
+        cmd_eprintf("shardkit index: %s: skipped %llu metadata, %llu link and %llu unkeyed members",
                 shard, (unsigned long long)st->meta, (unsigned long long)st->links,
                 (unsigned long long)st->unkeyed);
 }

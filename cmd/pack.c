@@ -238,6 +238,7 @@ int cmd_pack(int argc, char **argv)
         rc = sk_s3_new(&s3, &s3cfg, &err);
         if (!rc) rc = sk_pack_set_s3(p, s3, (int)concurrency, part_size, &err);
     }
+    if (!rc) rc = sk_pack_add_output(p, sm.out, "--sagemaker-manifest", &err);
     for (size_t i = 0; !rc && i < nsrcs; i++) {
         const char *path = srcs[i].path;
         struct stat sb;

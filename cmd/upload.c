@@ -112,8 +112,8 @@ static void on_done(void *ud, const sk_s3_xfer_result *res)
     if (res->rc) {
         r->failed++;
         const char *m = res->err->msg; /* most messages name the source already */
-        if (!strncmp(m, res->src, strlen(res->src))) fprintf(stderr, "shardkit upload: %s\n", m);
-        else fprintf(stderr, "shardkit upload: %s: %s\n", res->src, m);
+        if (!strncmp(m, res->src, strlen(res->src))) cmd_eprintf("shardkit upload: %s", m);
+        else cmd_eprintf("shardkit upload: %s: %s", res->src, m);
     } else {
         r->ok++;
         r->bytes += res->size;
@@ -171,7 +171,7 @@ static int send_item(void *ud, const sk_upload_item *it, const char *sb, sk_erro
     /* the plan knows each source (its listing or HEAD): no second HEAD */
     if (sb ? sk_s3_xfer_add_copy_known(s->x, s->src, sb, it->src, it->obj, s->bucket, it->key, &xerr)
            : sk_s3_xfer_add_file(s->x, it->src, s->bucket, it->key, &xerr)) {
-        fprintf(stderr, "shardkit upload: %s\n", xerr.msg);
+        cmd_eprintf("shardkit upload: %s", xerr.msg);
         s->r->failed++;
         return 0;
     }

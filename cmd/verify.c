@@ -148,7 +148,7 @@ int cmd_verify(int argc, char **argv)
     free(req);
     if (r) {
         fflush(stdout);
-        fprintf(stderr, "shardkit verify: %s\n", err.msg[0] ? err.msg : sk_code_name(err.code));
+        cmd_eprintf("shardkit verify: %s", err.msg[0] ? err.msg : sk_code_name(err.code));
         return SK_EXIT_USAGE; /* usage or I/O error: 2, as documented */
     }
     if (json)

@@ -1272,6 +1272,22 @@ SK_API int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk
  * written.  Accepts NULL. */
 SK_API void sk_sample_writer_close(sk_sample_writer *w);
 
+/* ------------------------------------------------ text safe for a terminal */
+/* Copies src to dst (cap bytes, always NUL-terminated, cut at a whole
+ * character): C0 controls (ESC, BEL, newline...), DEL, C1 controls and
+ * bytes that are not valid UTF-8 become "\xHH"; the rest is kept.  Every
+ * sk_error message and library warning is made so; the command line
+ * passes what it prints of its own through it too.  Returns the length. */
+SK_API size_t sk_escape_text(char *dst, size_t cap, const char *src);
+
+/* ------------------------------------------- outputs that are not inputs */
+/* Declares a further file the caller writes for this pack run (a SageMaker
+ * ManifestFile, an export); what names its role in messages ("--sagemaker-
+ * manifest", a string that outlives p).  sk_pack_run refuses (SK_E_USAGE),
+ * before anything is written, a run where it, or the manifest, is one of
+ * the inputs (the same file, by device and inode) or lies inside an input
+ * directory.  A local path only ("-" and URLs are ignored). */
+SK_API int sk_pack_add_output(sk_pack *p, const char *path, const char *what, sk_error *err);
 
 /* ------------------------------------------------ dataset: shards, heads */
 /* What stats and serve need of a dataset beyond one sample: its shards

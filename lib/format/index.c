@@ -317,7 +317,7 @@ int sk_index_builder_write(sk_index_builder *b, const char *path,
         {b->strings, b->nstrings},
         {zeros, pad8(b->nstrings) - b->nstrings},
     };
-    rc = sk_out_write_iov(path, iov, (int)SK_ARRAY_LEN(iov), err);
+    rc = sk_out_write_iov(path, SK_OUT_REGULAR, iov, (int)SK_ARRAY_LEN(iov), err);
     free(order);
     return rc;
 }

@@ -47,8 +47,7 @@ struct sk_sample_writer {
     uint64_t cur_bytes, cur_count; /* the open shard's planned tar bytes and samples */
     sk_manifest *man;           /* shards published so far; extension counts */
     char mpath[4200], mdir[4200];
-    int lock_fd;
-    char lock_path[4200];
+    sk_run_lock lock;
     sk_s3 *s3;
     uint64_t s3_part_size;
     int s3_prepared;
@@ -110,7 +109,8 @@ int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in
     SK_GUARD(sk_pack_check_suffix(o.pattern, o.compress_level, err));
     sk_sample_writer *w = calloc(1, sizeof *w);
     SK_FAIL_IF(!w, err, SK_E_NOMEM, "out of memory");
-    w->lock_fd = w->kept_fd = -1;
+    w->kept_fd = -1;
+    w->lock = (sk_run_lock)SK_RUN_LOCK_INIT;
     w->resuming = o.resume;
     w->o = o;
     w->o.images = NULL;
@@ -134,15 +134,7 @@ int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in
         snprintf(probe, sizeof probe, "%.*s", (int)(slash - w->pattern), w->pattern);
         rc = sk_mkdirs(probe, err);
     }
-    if (!rc && !sk_is_s3_url(w->pattern) && !sk_is_s3_url(w->manifest)) {
-        sk_pack_lock_path(w->pattern, w->manifest, w->lock_path, sizeof w->lock_path);
-        char *dir = sk_dir_of(w->lock_path);
-        struct stat st;
-        if (!dir) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-        else if (stat(dir, &st) != 0) rc = sk_mkdirs(dir, err);
-        free(dir);
-        if (!rc) rc = sk_out_lock(w->lock_path, "sample writer", &w->lock_fd, err);
-    }
+    if (!rc) rc = sk_run_lock_take(&w->lock, w->pattern, w->manifest, "sample writer", 1, err);
     if (rc) {
         sk_sample_writer_close(w);
         return rc;
@@ -633,7 +625,8 @@ int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk_error 
     }
     if (!rc)
         rc = sk_is_s3_url(w->mpath) ? sk_sink_s3_put_manifest(w->s3, w->man, w->mpath, err)
-                                    : sk_manifest_write(w->man, w->mpath, err);
+                                    : sk_manifest_write_to(w->man, w->mpath,
+                                                           sk_pack_manifest_flags(w->manifest), err);
     if (rc) return fail(w, rc, err);
     w->state = W_FINISHED;
     /* the run's time whether or not a progress callback asked for it */
@@ -642,8 +635,7 @@ int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk_error 
     w->st.seconds = (double)(now.tv_sec - w->t0.tv_sec) + (double)(now.tv_nsec - w->t0.tv_nsec) / 1e9;
     progress(w, 1);
     if (stats) *stats = w->st;
-    if (w->lock_fd >= 0) sk_out_unlock(w->lock_path, w->lock_fd);
-    w->lock_fd = -1;
+    sk_run_lock_release(&w->lock);
     return SK_OK;
 }
 
@@ -653,7 +645,7 @@ void sk_sample_writer_close(sk_sample_writer *w)
     if (w->in_shard) sk_shard_out_abort(&w->out);
     sk_shard_out_release(&w->out);
     drop_kept(w);
-    if (w->lock_fd >= 0) sk_out_unlock(w->lock_path, w->lock_fd);
+    sk_run_lock_release(&w->lock);
     sk_manifest_free(w->man);
     free(w->pattern);
     free(w->manifest);
