@@ -37,6 +37,10 @@
 extern "C" {
 #endif
 
+/* The S3 client handle (sk_s3_new), declared once up here because several
+ * sections take one; C99 forbids a typedef repeated. */
+typedef struct sk_s3 sk_s3;
+
 /* ---------------------------------------------------------------- version */
 
 #define SK_VERSION_MAJOR 0
@@ -378,7 +382,6 @@ SK_API void sk_brace_free(char **list);
 /* Build flags for sk_index_build. */
 #define SK_BUILD_FAST 1u /* plain .tar only: read headers, never data; no CRCs */
 
-typedef struct sk_s3 sk_s3;
 typedef struct sk_build_opts {
     size_t struct_size; /* sizeof, set by sk_build_opts_init; 0: this version's */
     unsigned flags;         /* SK_BUILD_* */
@@ -438,7 +441,6 @@ SK_API int sk_dataset_open(sk_dataset **out, const char *path, unsigned flags, s
  * (of a plain shard listed by a manifest: its header and data, the header
  * proving the index belongs to the object; otherwise, on the shard's first
  * read, a HEAD and a 512-byte GET prove it).  s3 stays the caller's; free it after the dataset. */
-typedef struct sk_s3 sk_s3;
 SK_API int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned flags,
                        sk_error *err);
 SK_API void sk_dataset_close(sk_dataset *ds);
@@ -482,7 +484,8 @@ SK_API int sk_dataset_read_sample(sk_dataset *ds, const sk_hit *h, void *buf, si
  * call costs, and for threads: like every lookup and read above, it may
  * run on one dataset from several threads at once; a dataset whose
  * indexes and shards are open takes no lock).  key != NULL: the sample
- * with this key (key_len bytes), as sk_dataset_find; key == NULL: the
+ * with this key (key_len bytes, or NUL-terminated when key_len is 0, as
+ * sk_sample_writer_add takes it), as sk_dataset_find; key == NULL: the
  * sample at a global ordinal, as sk_dataset_at.  buf (aligned as malloc
  * aligns) receives, in order: the member records (member_count
  * sk_member_refs, as sk_dataset_member gives them, but each ext pointing
@@ -582,7 +585,6 @@ SK_API void sk_s3_config_init_sized(sk_s3_config *o, size_t size);
     {.struct_size = sizeof(sk_s3_config), .path_style = -1, .concurrency = 16,            \
      .max_attempts = 0, .read_timeout = 30, .low_speed_limit = 1024}
 
-typedef struct sk_s3 sk_s3;
 /* Creates a client and starts its engine thread. */
 SK_API int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg, sk_error *err);
 SK_API void sk_s3_free(sk_s3 *s3);
