@@ -133,6 +133,21 @@ int cmd_sagemaker_write(cmd_sagemaker *sm, const char *manifest, const char *pat
  * (exit 2) for a ManifestFile without --sagemaker-prefix. */
 int cmd_sagemaker_check(const cmd_sagemaker *sm, const char *usage, const char *pattern, int part, int parts);
 
+/* --append and --overwrite (pack, shard): what to do with a manifest
+ * already where the run writes one (SK_EXISTING_*; places.c). */
+enum { CMD_OPT_APPEND = 990, CMD_OPT_OVERWRITE };
+#define CMD_EXISTING_OPTIONS                              \
+    {"append", no_argument, NULL, CMD_OPT_APPEND},        \
+    {"overwrite", no_argument, NULL, CMD_OPT_OVERWRITE}
+#define CMD_EXISTING_USAGE                                                                    \
+    "      --append             add to the dataset already there: numbers after its last\n"   \
+    "                           shard, its options, its manifest grown (docs/pack.md)\n"      \
+    "      --overwrite          replace a manifest that lists shards this run does not\n"    \
+    "                           write (refused without it, exit 2)\n"
+/* 1: c is one of those options, taken into *existing; 0: another; -1:
+ * both given, reported with the usage (exit 2). */
+int cmd_existing_option(const char *tool, const char *usage, int c, int *existing);
+
 /* 1 when any of the n strings is an s3:// URL. */
 int cmd_any_s3(const char *const *s, size_t n);
 

@@ -28,6 +28,7 @@ static const char usage[] =
     "  -o, --manifest PATH  manifest to write (default: manifest.json in the\n"
     "                       shards' common directory)\n"
     "      --no-manifest    write the indexes only\n"
+    "      --overwrite      replace a manifest that lists shards not indexed now\n"
     "      --fast           plain .tar: read headers only, never data; member and\n"
     "                       shard CRC32C are left unknown (0)\n"
     "      --dali           also write DALI's wds2idx v1.2 index, SHARD.dali.idx\n"
@@ -124,6 +125,7 @@ int cmd_index(int argc, char **argv)
         {"jobs", required_argument, NULL, 'j'},
         {"manifest", required_argument, NULL, 'o'},
         {"no-manifest", no_argument, NULL, OPT_NO_MANIFEST},
+        {"overwrite", no_argument, NULL, CMD_OPT_OVERWRITE},
         {"quiet", no_argument, NULL, 'q'},
         {"resume", no_argument, NULL, OPT_RESUME},
         {"wids", optional_argument, NULL, OPT_WIDS},
@@ -153,6 +155,7 @@ int cmd_index(int argc, char **argv)
         case OPT_WIDS: o.wids = optarg ? optarg : ""; break;
         case OPT_NO_MANIFEST: o.no_manifest = 1; break;
         case OPT_RESUME: o.resume = 1; break;
+        case CMD_OPT_OVERWRITE: o.overwrite = 1; break;
         default:
             switch (cmd_sagemaker_option("index", usage, c, optarg, &sm)) {
             case 1: continue;

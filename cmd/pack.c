@@ -39,6 +39,7 @@ static const char usage[] =
     "                           sample or run of small samples; level 1..22, default 3)\n"
     "  -j, --jobs N             worker threads (default: number of cores)\n"
     "      --resume             keep complete shards of an earlier run of the same job\n"
+    CMD_EXISTING_USAGE
     "      --part I/N|auto      pack only part I of 0..N-1 (chosen by a hash of each\n"
     "                           sample key); auto reads SLURM_ARRAY_TASK_ID,\n"
     "                           JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX;\n"
@@ -93,6 +94,7 @@ static const struct option options[] = {
     {"compress", required_argument, NULL, OPT_COMPRESS},
     CMD_S3_CLIENT_OPTIONS,
     CMD_SAGEMAKER_OPTIONS,
+    CMD_EXISTING_OPTIONS,
     CMD_IMAGE_OPTIONS,
     CMD_S3_PART_SIZE_OPTION,
     {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
@@ -191,7 +193,8 @@ int cmd_pack(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'h': free(srcs); fputs(usage, stdout); return SK_EXIT_OK;
         default:
-            switch (cmd_image_option("pack", usage, c, optarg, &images) ?: cmd_sagemaker_option("pack", usage, c, optarg, &sm)) {
+            switch (cmd_image_option("pack", usage, c, optarg, &images) ?: cmd_sagemaker_option("pack", usage, c, optarg, &sm)
+                    ?: cmd_existing_option("pack", usage, c, &o.existing)) {
             case 1: continue;
             case -1: free(srcs); return SK_EXIT_USAGE;
             }

@@ -315,6 +315,9 @@ typedef struct sk_pack_options {
     /* Resize JPEG members on the way (NULL or inactive: untouched).  Shards
      * then roll over by their real sizes, as `shard` does (docs/images.md). */
     const sk_image_options *images;
+    /* A manifest already at the manifest path: SK_EXISTING_REFUSE (0),
+     * _APPEND or _OVERWRITE (section "an existing dataset", at the end). */
+    int existing;
 } sk_pack_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_pack_options_init_sized(sk_pack_options *o, size_t size);
@@ -825,6 +828,9 @@ typedef struct sk_index_dataset_opts {
      * warn and ctx default to these) */
     const char *sagemaker;
     const sk_sagemaker_opts *sagemaker_opts;
+    /* A manifest already at the manifest path that lists a shard this run
+     * did not index is refused (SK_E_USAGE naming it) unless overwrite. */
+    int overwrite;
 } sk_index_dataset_opts;
 SK_API void sk_index_dataset_opts_init_sized(sk_index_dataset_opts *o, size_t size);
 #define sk_index_dataset_opts_init(o) sk_index_dataset_opts_init_sized((o), sizeof *(o))
@@ -1088,6 +1094,7 @@ typedef struct sk_shard_options {
     void *in_open_ctx;
     const sk_image_options *images; /* resize JPEG members (NULL or inactive: untouched) */
     int jobs;              /* threads for the image work; 0 = one per core */
+    int existing;          /* a manifest already there: SK_EXISTING_* (at the end) */
 } sk_shard_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_shard_options_init_sized(sk_shard_options *o, size_t size);
@@ -1273,6 +1280,25 @@ SK_API int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk
  * written is removed, shards already published stay, no manifest is
  * written.  Accepts NULL. */
 SK_API void sk_sample_writer_close(sk_sample_writer *w);
+
+/* ---------------------------------------------------- an existing dataset */
+/* What a run that writes shards and a manifest (sk_pack_options.existing,
+ * sk_shard_options.existing, the sample writer's sk_pack_options) does
+ * with a manifest already at its manifest path, local or s3:// (docs/pack.md,
+ * "Adding to a dataset"). */
+/* The default: SK_E_USAGE, naming the manifest and a shard, before any
+ * shard is written, when it lists a shard this run would not write (not
+ * named by its pattern at start or after); a run that rewrites the same
+ * names replaces it. */
+#define SK_EXISTING_REFUSE 0
+/* The run continues the dataset: numbering after its last shard (start 0;
+ * a start inside it is refused), the options it records but "start" must
+ * be this run's (else SK_E_USAGE naming the first difference), and the
+ * manifest is rewritten with its shards first and this run's after (first
+ * ordinals continuing), under the run's lock, temporary name and rename. */
+#define SK_EXISTING_APPEND 1
+/* The manifest is replaced whatever it lists. */
+#define SK_EXISTING_OVERWRITE 2
 
 #ifdef __cplusplus
 }

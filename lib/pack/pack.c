@@ -131,6 +131,7 @@ void sk_pack_free(sk_pack *p)
     free(p->part_manifest);
     if (p->inline_fill) sk_pack_dir_cache_release(&p->inline_dc, &p->cat);
     if (p->lock_fd >= 0) sk_out_unlock(p->lock_path, p->lock_fd);
+    sk_existing_release(&p->grow);
     sk_catalog_release(&p->cat);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->slot_ready);
@@ -751,14 +752,22 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern);
     if (mdir[0] && !sk_is_s3_url(mdir) && (rc = sk_mkdirs(mdir, err))) goto cleanup;
     if ((rc = take_lock(p, 1, err))) goto cleanup;
+    sk_pack_manifest_path(p->o.pattern, p->o.manifest, mpath, sizeof mpath, mdir, sizeof mdir);
+    man = sk_manifest_new();
+    if (!man || !(man->options_json = sk_pack_options_json(p->pattern_tmpl, &p->o))) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
+    /* a manifest already there: refused, appended to (numbering after its
+     * last shard) or replaced, before any shard is written */
+    p->grow.mode = p->o.existing;
+    p->grow.parts = p->o.parts;
+    if (p->stream_fd < 0 &&
+        (rc = sk_existing_begin(&p->grow, p->cat.s3, p->o.pattern, mpath, mdir, man->options_json,
+                            &p->o.start, p->cat.defer_sizes ? UINT64_MAX : p->nshards, err)))
+        goto cleanup;
     if (sk_is_s3_url(p->o.pattern) && p->stream_fd < 0 && /* s3io: aborts a killed run's uploads */
         (rc = sk_sink_s3_prepare(p->cat.s3, p->o.pattern, p->o.start, p->nshards,
                                    p->cat.warn, p->cat.warn_ctx, err)))
         goto cleanup;
     out.sink_opts = (sk_sink_opts){p->cat.s3, p->cat.s3_part_size};
-    sk_pack_manifest_path(p->o.pattern, p->o.manifest, mpath, sizeof mpath, mdir, sizeof mdir);
-    man = sk_manifest_new();
-    if (!man || !(man->options_json = sk_pack_options_json(p->pattern_tmpl, &p->o))) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
     man->part = p->o.part; /* --part */
     man->parts = p->o.parts;
 
@@ -833,8 +842,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
                                             strlen(p->ext_tallies[i]->exts[k].ext),
                                             p->ext_tallies[i]->exts[k].count, err)))
                 goto cleanup;
-    if (!(rc = sk_is_s3_url(mpath) ? sk_sink_s3_put_manifest(p->cat.s3, man, mpath, err) /* s3io */
-                                   : sk_manifest_write(man, mpath, err)))
+    if (!(rc = sk_existing_commit(&p->grow, p->cat.s3, man, mpath, p->cat.warn, p->cat.warn_ctx, err)))
         sk_pack_progress(p, 1);
 
 cleanup:

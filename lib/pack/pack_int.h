@@ -9,6 +9,7 @@
 #define SK_PACK_INT_H
 
 #include "pack/catalog.h"
+#include "io/io.h"
 #include "io/writer.h"
 #include "format/format.h"
 
@@ -89,6 +90,7 @@ struct sk_pack {
     /* the run's lock (sk_out_lock on the manifest), from sk_pack_new */
     int lock_fd;
     char lock_path[4200];
+    sk_existing grow; /* the manifest already there (io/existing.c) */
     /* the inputs are directories walked in key order a window at a time
      * while writing (stream mode, pack_pos.c): memory does not grow with
      * the number of files */

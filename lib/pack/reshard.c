@@ -234,6 +234,7 @@ typedef struct rs {
     uint64_t shard_no, in_shard;
     uint64_t target; /* samples for the open shard (num_shards), else 0 */
     sk_manifest *man;
+    sk_existing grow; /* the manifest already there (io/existing.c) */
     char mdir[4200], mpath[4200];
     /* --resume: the existing shard being skipped */
     sk_index *rix;
@@ -1838,7 +1839,7 @@ static int count_samples(rs *r, char **in, size_t n, struct samp *s, sk_error *e
     return SK_OK;
 }
 
-static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
+static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_options *opts,
                        const char *pattern_tmpl, sk_shard_stats *stats, sk_error *err)
 {
     rs r = {.o = opts, .pattern_tmpl = pattern_tmpl};
@@ -1899,6 +1900,16 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
             rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
             goto cleanup;
         }
+        /* a manifest already there: refused, appended to or replaced,
+         * before any shard is written; an append starts after its last */
+        uint64_t start0 = opts->start;
+        r.grow.mode = opts->existing;
+        r.grow.parts = opts->parts;
+        if ((rc = sk_existing_begin(&r.grow, opts->s3, opts->pattern, r.mpath, r.mdir,
+                                r.man->options_json, &opts->start,
+                                opts->num_shards ? opts->num_shards : UINT64_MAX, err)) ||
+            (opts->start != start0 && (rc = refuse_own_inputs(opts->pattern, opts->start, in, nin, err))))
+            goto cleanup;
     }
 
     r.out.sink_opts = (sk_sink_opts){opts->s3, opts->s3_part_size};
@@ -1955,8 +1966,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
         for (size_t i = 0; i < r.man->nshards; i++) r.man->shards[i].part = opts->part;
     }
     if (!rc && r.man) /* last of all: a reader never sees a manifest of missing shards */
-        rc = sk_is_s3_url(r.mpath) ? sk_sink_s3_put_manifest(opts->s3, r.man, r.mpath, err)
-                                   : sk_manifest_write(r.man, r.mpath, err);
+        rc = sk_existing_commit(&r.grow, opts->s3, r.man, r.mpath, opts->warn, opts->ctx, err);
     if (!rc) progress(&r, 1);
 
 cleanup:
@@ -1973,6 +1983,7 @@ cleanup:
     sk_shuffler_free(r.shuf);
     sk_infiles_free(r.inf);
     sk_manifest_free(r.man);
+    sk_existing_release(&r.grow);
     keyset_free(&r.keys);
     for (size_t i = 0; i < nin; i++) free(in[i]);
     free(in);
