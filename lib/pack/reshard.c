@@ -1163,6 +1163,9 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, uint
                       sk_error *err)
 {
     struct la_ctx c = {.r = r, .err = err};
+    sk_keyseen seen = {0}; /* a sample's members not adjacent: refused, never split */
+    uint64_t split = 0;
+    char *split_key = NULL;
     SK_GUARD(sk_is_s3_url(url) ? s3_in_open(r->o->s3, &c.in, url, err)
                                   : (r->o->in_open ? r->o->in_open : default_in_open)(
                                         r->o->in_open_ctx, &c.in, url, err));
@@ -1220,10 +1223,21 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, uint
             continue;
         }
         if (kl != s->klen || memcmp(name, s->key, kl)) { /* a new sample */
-            if ((rc = sample_done(r, s, counting, err))) goto done;
+            int again;
+            if ((rc = sk_keyseen_add(&seen, name, kl, &again, err))) goto done;
+            if (again && !split++ && !(split_key = strndup(name, kl))) {
+                rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+                goto done;
+            }
+            /* after a split one, only count the others: nothing is written */
+            if (!split && (rc = sample_done(r, s, counting, err))) goto done;
             if ((rc = sk_grow((void **)&s->key, &s->kcap, kl + 1, 1, err))) goto done;
             memcpy(s->key, name, kl);
             s->klen = kl;
+        }
+        if (split) {
+            s->nm = s->len = s->elen = 0;
+            continue;
         }
         const char *oe;
         size_t oel;
@@ -1293,8 +1307,16 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, uint
         s->elen += 2 * oel;
         s->len += hl + sk_tar_pad(size);
     }
-    rc = sample_done(r, s, counting, err);
+    rc = split ? sk_error_set(err, SK_E_INPUT, "%s: %llu sample%s whose members are not adjacent "
+                              "(first: '%s', met again after other samples): shard would split "
+                              "each in two, so nothing is written; put each sample's members "
+                              "together first (GNU tar --sort=name, or extract and `shardkit "
+                              "pack`; `shardkit index` names them)", url,
+                              (unsigned long long)split, split == 1 ? "" : "s", split_key)
+               : sample_done(r, s, counting, err);
 done:
+    sk_keyseen_free(&seen);
+    free(split_key);
     if (a) sk_la.read_free(a);
     free(c.buf);
     c.in.close(c.in.ctx);
@@ -1573,6 +1595,20 @@ static int direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, 
         if (ix) sk_index_close(ix);
         close(fd);
         return SK_OK;
+    }
+    const char *sk1;
+    size_t sk1l;
+    uint64_t nsplit = sk_index_split_keys(ix, &sk1, &sk1l);
+    if (nsplit) { /* the index knows: refused before anything is written */
+        int rc = sk_error_set(err, SK_E_INPUT, "%s: %llu key%s whose members are not adjacent "
+                              "(first: '%.*s'; its index records each as several samples): shard "
+                              "would split them, so nothing is written; put each sample's members "
+                              "together first (GNU tar --sort=name, or extract and `shardkit pack`)",
+                              url, (unsigned long long)nsplit, nsplit == 1 ? "" : "s",
+                              (int)(sk1l > 200 ? 200 : sk1l), sk1);
+        sk_index_close(ix);
+        close(fd);
+        return rc;
     }
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     int kept = 0; /* --shuffle: fd is r->inf's, for the drain */
