@@ -148,6 +148,22 @@ enum { CMD_OPT_APPEND = 990, CMD_OPT_OVERWRITE };
  * both given, reported with the usage (exit 2). */
 int cmd_existing_option(const char *tool, const char *usage, int c, int *existing);
 
+/* The places a tool was given, each checked against the library's one
+ * grammar (sk_place_check, SK_PLACE_* flags): 0, or exit 2 after the
+ * message naming the option.  A NULL place is skipped. */
+typedef struct cmd_place {
+    const char *opt, *place;
+    unsigned flags;
+} cmd_place;
+#define CMD_R SK_PLACE_READ
+#define CMD_W SK_PLACE_WRITE
+#define CMD_STREAM SK_PLACE_STREAM
+#define CMD_S3 SK_PLACE_S3_OK
+#define CMD_HTTP SK_PLACE_HTTP_OK
+int cmd_places(const char *tool, const cmd_place *p, size_t n);
+/* The same for n positional arguments that take the same flags. */
+int cmd_places_args(const char *tool, char *const *args, int n, unsigned flags);
+
 /* 1 when any of the n strings is an s3:// URL. */
 int cmd_any_s3(const char *const *s, size_t n);
 

@@ -126,6 +126,8 @@ int cmd_get(int argc, char **argv)
     if (argc - optind != 2) return cmd_usage_error("get", usage, "need DATASET and KEY (or '#N')");
     if (tar && ext) return cmd_usage_error("get", usage, "--tar writes whole samples; drop --ext");
     const char *dataset = argv[optind], *key = argv[optind + 1];
+    const cmd_place pl[] = {{NULL, dataset, CMD_R | CMD_S3 | CMD_HTTP}, {"-o", out, CMD_W | CMD_STREAM}};
+    if (cmd_places("get", pl, 2)) return SK_EXIT_USAGE;
     sk_error err = SK_ERROR_INIT;
     sk_dataset *ds = NULL;
     sk_hit h;

@@ -108,6 +108,9 @@ static int run_merge(int argc, char **argv)
     }
     if (!out) return cmd_usage_error("index merge", usage, "-o OUT.json is required");
     if (optind >= argc) return cmd_usage_error("index merge", usage, "no manifests given");
+    if (cmd_places("index merge", &(cmd_place){"-o", out, CMD_W}, 1) ||
+        cmd_places_args("index merge", argv + optind, argc - optind, CMD_R))
+        return SK_EXIT_USAGE;
     sk_error err = SK_ERROR_INIT;
     if (sk_manifest_merge((const char *const *)argv + optind, (size_t)(argc - optind), out, &err) ||
         cmd_sagemaker_write(&sm, out, NULL, 0, 0, NULL, &err))
@@ -169,6 +172,10 @@ int cmd_index(int argc, char **argv)
         }
     }
     if (optind >= argc) return cmd_usage_error("index", usage, "no shards given");
+    const cmd_place pl[] = {{"-o", o.manifest, CMD_W | CMD_S3}, {"--wids", o.wids && *o.wids ? o.wids : NULL, CMD_W},
+                            {"--sagemaker-manifest", sm.out, CMD_W | CMD_S3}};
+    if (cmd_places("index", pl, 3) || cmd_places_args("index", argv + optind, argc - optind, CMD_R | CMD_S3))
+        return SK_EXIT_USAGE;
     if (o.no_manifest && (o.manifest || o.wids || sm.out))
         return cmd_usage_error("index", usage, "--no-manifest conflicts with -o, --wids and --sagemaker-manifest");
 #ifdef __GLIBC__

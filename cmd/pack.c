@@ -216,6 +216,15 @@ int cmd_pack(int argc, char **argv)
     }
     if (!o.pattern) return free(srcs), cmd_usage_error("pack", usage, "no output: give -o PATTERN");
     if (!nsrcs) return free(srcs), cmd_usage_error("pack", usage, "no SOURCE to pack");
+    static const cmd_place by_kind[] = {{NULL, 0, CMD_R | CMD_S3}, {"--files-from", 0, CMD_R | CMD_STREAM}, {"--from-archive", 0, CMD_R}, {NULL, 0, CMD_R | CMD_S3}, {"--from-manifest", 0, CMD_R | CMD_S3}};
+    const cmd_place pl[] = {{"-o", o.pattern, CMD_W | CMD_STREAM | CMD_S3}, {"--manifest", o.manifest, CMD_W | CMD_S3}, {"--root", root, CMD_R | CMD_S3},
+                            {"--tmp-dir", o.tmp_dir, CMD_W}, {"--sagemaker-manifest", sm.out, CMD_W | CMD_S3}};
+    int bad = cmd_places("pack", pl, sizeof pl / sizeof *pl);
+    for (size_t i = 0; i < nsrcs && !bad; i++)
+        bad = cmd_places("pack", &(cmd_place){by_kind[srcs[i].kind].opt, srcs[i].path, by_kind[srcs[i].kind].flags}, 1);
+    if (bad) return free(srcs), SK_EXIT_USAGE;
+    if (!strcmp(o.pattern, "-") && isatty(STDOUT_FILENO))
+        return free(srcs), cmd_usage_error("pack", usage, "stdout is a terminal: redirect the tar stream");
     cmd_check_zst_pattern("pack", o.pattern, &o.compress_level);
     if (parts && !part) return free(srcs), cmd_usage_error("pack", usage, "--parts needs --part");
     if (part) {
@@ -277,8 +286,8 @@ int cmd_pack(int argc, char **argv)
     sk_s3_free(s3);
     free(srcs);
     if (rc) return cmd_report("pack", &err);
-    if (json)
-        printf("{\"shards\": %llu, \"shards_resumed\": %llu, \"samples\": %llu, \"files\": %llu, "
+    if (json) /* with -o -, stdout is the tar stream */
+        fprintf(strcmp(o.pattern, "-") ? stdout : stderr, "{\"shards\": %llu, \"shards_resumed\": %llu, \"samples\": %llu, \"files\": %llu, "
                "\"bytes\": %llu, \"output_bytes\": %llu, \"seconds\": %.3f, \"skipped\": %llu, "
                "\"images\": %llu, \"image_skips\": %llu, \"bad_images\": %llu}\n",
                (unsigned long long)st.shards, (unsigned long long)st.shards_resumed,

@@ -223,6 +223,10 @@ int cmd_shard(int argc, char **argv)
     }
     if (!o.pattern) BAD("no output: give -o PATTERN");
     if (optind >= argc) BAD("no INPUT shards");
+    const cmd_place pl[] = {{"-o", o.pattern, CMD_W | CMD_STREAM | CMD_S3}, {"--manifest", o.manifest, CMD_W | CMD_S3},
+                            {"--keys", o.keys_file, CMD_R}, {"--tmp-dir", o.tmp_dir, CMD_W}, {"--sagemaker-manifest", sm.out, CMD_W | CMD_S3}};
+    if (cmd_places("shard", pl, sizeof pl / sizeof *pl) ||
+        cmd_places_args("shard", argv + optind, argc - optind, CMD_R | CMD_STREAM | CMD_S3 | CMD_HTTP)) { rc = SK_EXIT_USAGE; goto out; }
     if (sm.out && !strcmp(o.pattern, "-")) BAD("--sagemaker-manifest: -o - writes no shards to list");
     if (parts && !part) BAD("--parts needs --part");
     if (part) {

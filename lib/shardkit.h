@@ -1300,6 +1300,23 @@ SK_API void sk_sample_writer_close(sk_sample_writer *w);
 /* The manifest is replaced whatever it lists. */
 #define SK_EXISTING_OVERWRITE 2
 
+/* ----------------------------------------------------------------- places */
+/* The one grammar of a place a user names, which every tool applies to
+ * every option and argument naming one: a local path, '-' (standard input
+ * or output, where a stream fits), s3://BUCKET/KEY, http(s):// (read
+ * only).  Any other scheme ("gs://", "az://", "hf://", "file://", "xyz://")
+ * and "pipe:" are refused by name, never taken as a local path. */
+enum sk_place_kind { SK_PLACE_FILE, SK_PLACE_STDIO, SK_PLACE_S3, SK_PLACE_HTTP };
+#define SK_PLACE_READ 1u     /* the place is read */
+#define SK_PLACE_WRITE 2u    /* the place is written */
+#define SK_PLACE_STREAM 4u   /* '-' is taken here */
+#define SK_PLACE_S3_OK 8u    /* s3:// is taken here */
+#define SK_PLACE_HTTP_OK 16u /* http(s):// is taken here (reading) */
+/* SK_OK and *kind (may be NULL) when place fits flags; else SK_E_USAGE
+ * naming what ("pack -o", "--files-from"), the place and why. */
+SK_API int sk_place_check(const char *place, unsigned flags, const char *what, int *kind,
+                          sk_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -71,7 +71,14 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
     char probe[4096];
     *out = NULL;
     SK_FAIL_IF(!opts->pattern, err, SK_E_USAGE, "no output pattern");
-    SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
+    /* "-": the samples as one plain tar stream on standard output (the
+     * stream mode pack feeds its image pool with): no index, no manifest */
+    int to_stdout = !strcmp(opts->pattern, "-");
+    SK_FAIL_IF(to_stdout && (opts->parts || opts->resume || opts->compress_level ||
+                             opts->manifest || sk_image_options_active(opts->images)),
+               err, SK_E_USAGE, "-o - writes one plain tar stream on stdout: --part, --resume, "
+               "--compress, --manifest and image resizing do not apply (shard -o - resizes)");
+    if (!to_stdout) SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
     SK_GUARD(sk_pack_check_suffix(opts->pattern, opts->compress_level, err));
     sk_pack *p = calloc(1, sizeof *p);
     SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
@@ -104,6 +111,11 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
     }
     p->o.pattern = p->part_pattern;
     if (p->part_manifest) p->o.manifest = p->part_manifest;
+    if (to_stdout) {
+        p->stream_fd = STDOUT_FILENO;
+        p->o.max_size = UINT64_MAX / 4; /* one stream: no rolling over */
+        p->o.max_count = 0;
+    }
     /* one run at a time per dataset, from the start when its directory
      * exists (before the walk of the inputs, which may take long), else
      * once sk_pack_run has made it */
@@ -672,7 +684,7 @@ static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, i
     for (size_t i = 0; i < p->nshards && !rc; i++) {
         struct shard_plan *sp = &p->shards[i];
         if (sp->done) continue;
-        if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) break;
+        if (p->stream_fd < 0 && (rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) break;
         if ((rc = p->stream_fd >= 0 ? sk_shard_out_begin_fd(out, p->stream_fd, "pack's sample stream", err)
                                     : sk_shard_out_begin(out, path, err)))
             break;
@@ -776,7 +788,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     if (!p->pending) { rc = SK_E_NOMEM; goto cleanup; }
     for (size_t i = 0; i < p->nshards; i++) {
         struct shard_plan *sp = &p->shards[i];
-        if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
+        if (p->stream_fd < 0 && (rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
         if (p->o.resume && shard_matches_plan(p, sp, path)) {
             sp->done = 1;
             p->st.shards_resumed++;

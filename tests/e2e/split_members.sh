@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # split_members: a GNU tar whose sample members are not adjacent (every
 # .jpg, then every .cls: what a directory's order can give) is never split
-# into half samples.  `shard` refuses it (without an index: through
-# libarchive, counting; with one: the index's count) and writes no shard
-# and no manifest; `cat` refuses it; the same files with their members
+# into half samples.  `shard` refuses it (counting them) and writes no shard
+# and no manifest (an index that records the keys as several samples
+# sends the reading to libarchive, which decides from the tar); `cat` refuses it; the same files with their members
 # together (GNU tar --sort=name) shard and cat as 200 whole samples.
 . "$(dirname "$0")/lib.sh"
 need tar python3
@@ -29,9 +29,9 @@ expect_fail 1 "200 samples whose members are not adjacent" "$SK_BIN" shard -q "$
 assert_contains "$ERR" "--sort=name"
 [ -z "$(ls "$T/o1" 2>/dev/null)" ] || die "a refused shard left files: $(ls "$T/o1")"
 
-step "with its index: refused with the index's count"
+step "with its index (which records each key as two samples): refused the same"
 expect_ok "$SK_BIN" index -q --no-manifest "$T/apart.tar"
-expect_fail 1 "200 keys whose members are not adjacent" "$SK_BIN" shard -q "$T/apart.tar" -o "$T/o2/x-%02d.tar"
+expect_fail 1 "200 samples whose members are not adjacent" "$SK_BIN" shard -q "$T/apart.tar" -o "$T/o2/x-%02d.tar"
 [ -z "$(ls "$T/o2" 2>/dev/null)" ] || die "a refused shard left files: $(ls "$T/o2")"
 
 step "cat of the apart tar: refused"
