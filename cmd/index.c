@@ -108,8 +108,9 @@ static int run_merge(int argc, char **argv)
     }
     if (!out) return cmd_usage_error("index merge", usage, "-o OUT.json is required");
     if (optind >= argc) return cmd_usage_error("index merge", usage, "no manifests given");
-    if (cmd_places("index merge", &(cmd_place){"-o", out, CMD_W}, 1) ||
-        cmd_places_args("index merge", argv + optind, argc - optind, CMD_R))
+    /* s3:// passes the grammar; the merge itself says why it is refused */
+    if (cmd_places("index merge", &(cmd_place){"-o", out, CMD_W | CMD_S3}, 1) ||
+        cmd_places_args("index merge", argv + optind, argc - optind, CMD_R | CMD_S3))
         return SK_EXIT_USAGE;
     sk_error err = SK_ERROR_INIT;
     if (sk_manifest_merge((const char *const *)argv + optind, (size_t)(argc - optind), out, &err) ||

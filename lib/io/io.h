@@ -124,8 +124,9 @@ typedef struct sk_existing {
 } sk_existing;
 /* Reads the manifest at mpath (local or s3://) and decides: refuses
  * (SK_E_USAGE naming it) a manifest listing a shard outside this run's
- * pattern (relative to mdir) numbers *start .. *start + nshards - 1
- * (nshards UINT64_MAX: not known yet); with append, options that differ
+ * pattern (relative to mdir) does not name at *start or after (nshards,
+ * the run's count or UINT64_MAX, is not held against it: a rerun with
+ * fewer is warned of at commit); with append, options that differ
  * from options_json (but "start") and a --start inside the dataset, and
  * sets *start after its last shard when 0. */
 int sk_existing_begin(sk_existing *g, sk_s3 *s3, const char *pattern, const char *mpath, const char *mdir,
