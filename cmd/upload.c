@@ -131,8 +131,7 @@ static void on_done(void *ud, const sk_s3_xfer_result *res)
     }
 }
 
-/* --dry-run: each planned transfer, as it would go. */
-struct dry { const char *bucket; const sk_s3_xfer_opts *xo; };
+struct dry { const char *bucket; const sk_s3_xfer_opts *xo; }; /* --dry-run: each planned transfer, as it would go */
 
 static int print_item(void *ud, const sk_upload_item *it, const char *sb, sk_error *err)
 {
