@@ -37,6 +37,10 @@
 extern "C" {
 #endif
 
+/* The S3 client handle (sk_s3_new), declared once up here because several
+ * sections take one; C99 forbids a typedef repeated. */
+typedef struct sk_s3 sk_s3;
+
 /* ---------------------------------------------------------------- version */
 
 #define SK_VERSION_MAJOR 0
@@ -311,6 +315,9 @@ typedef struct sk_pack_options {
     /* Resize JPEG members on the way (NULL or inactive: untouched).  Shards
      * then roll over by their real sizes, as `shard` does (docs/images.md). */
     const sk_image_options *images;
+    /* A manifest already at the manifest path: SK_EXISTING_REFUSE (0),
+     * _APPEND or _OVERWRITE (section "an existing dataset", at the end). */
+    int existing;
 } sk_pack_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_pack_options_init_sized(sk_pack_options *o, size_t size);
@@ -378,7 +385,6 @@ SK_API void sk_brace_free(char **list);
 /* Build flags for sk_index_build. */
 #define SK_BUILD_FAST 1u /* plain .tar only: read headers, never data; no CRCs */
 
-typedef struct sk_s3 sk_s3;
 typedef struct sk_build_opts {
     size_t struct_size; /* sizeof, set by sk_build_opts_init; 0: this version's */
     unsigned flags;         /* SK_BUILD_* */
@@ -438,7 +444,6 @@ SK_API int sk_dataset_open(sk_dataset **out, const char *path, unsigned flags, s
  * (of a plain shard listed by a manifest: its header and data, the header
  * proving the index belongs to the object; otherwise, on the shard's first
  * read, a HEAD and a 512-byte GET prove it).  s3 stays the caller's; free it after the dataset. */
-typedef struct sk_s3 sk_s3;
 SK_API int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned flags,
                        sk_error *err);
 SK_API void sk_dataset_close(sk_dataset *ds);
@@ -482,7 +487,8 @@ SK_API int sk_dataset_read_sample(sk_dataset *ds, const sk_hit *h, void *buf, si
  * call costs, and for threads: like every lookup and read above, it may
  * run on one dataset from several threads at once; a dataset whose
  * indexes and shards are open takes no lock).  key != NULL: the sample
- * with this key (key_len bytes), as sk_dataset_find; key == NULL: the
+ * with this key (key_len bytes, or NUL-terminated when key_len is 0, as
+ * sk_sample_writer_add takes it), as sk_dataset_find; key == NULL: the
  * sample at a global ordinal, as sk_dataset_at.  buf (aligned as malloc
  * aligns) receives, in order: the member records (member_count
  * sk_member_refs, as sk_dataset_member gives them, but each ext pointing
@@ -582,7 +588,6 @@ SK_API void sk_s3_config_init_sized(sk_s3_config *o, size_t size);
     {.struct_size = sizeof(sk_s3_config), .path_style = -1, .concurrency = 16,            \
      .max_attempts = 0, .read_timeout = 30, .low_speed_limit = 1024}
 
-typedef struct sk_s3 sk_s3;
 /* Creates a client and starts its engine thread. */
 SK_API int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg, sk_error *err);
 SK_API void sk_s3_free(sk_s3 *s3);
@@ -823,6 +828,9 @@ typedef struct sk_index_dataset_opts {
      * warn and ctx default to these) */
     const char *sagemaker;
     const sk_sagemaker_opts *sagemaker_opts;
+    /* A manifest already at the manifest path that lists a shard this run
+     * did not index is refused (SK_E_USAGE naming it) unless overwrite. */
+    int overwrite;
 } sk_index_dataset_opts;
 SK_API void sk_index_dataset_opts_init_sized(sk_index_dataset_opts *o, size_t size);
 #define sk_index_dataset_opts_init(o) sk_index_dataset_opts_init_sized((o), sizeof *(o))
@@ -1086,6 +1094,7 @@ typedef struct sk_shard_options {
     void *in_open_ctx;
     const sk_image_options *images; /* resize JPEG members (NULL or inactive: untouched) */
     int jobs;              /* threads for the image work; 0 = one per core */
+    int existing;          /* a manifest already there: SK_EXISTING_* (at the end) */
 } sk_shard_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_shard_options_init_sized(sk_shard_options *o, size_t size);
@@ -1288,6 +1297,42 @@ SK_API size_t sk_escape_text(char *dst, size_t cap, const char *src);
  * the inputs (the same file, by device and inode) or lies inside an input
  * directory.  A local path only ("-" and URLs are ignored). */
 SK_API int sk_pack_add_output(sk_pack *p, const char *path, const char *what, sk_error *err);
+
+/* ---------------------------------------------------- an existing dataset */
+/* What a run that writes shards and a manifest (sk_pack_options.existing,
+ * sk_shard_options.existing, the sample writer's sk_pack_options) does
+ * with a manifest already at its manifest path, local or s3:// (docs/pack.md,
+ * "Adding to a dataset"). */
+/* The default: SK_E_USAGE, naming the manifest and a shard, before any
+ * shard is written, when it lists a shard this run would not write (not
+ * named by its pattern at start or after); a run that rewrites the same
+ * names replaces it. */
+#define SK_EXISTING_REFUSE 0
+/* The run continues the dataset: numbering after its last shard (start 0;
+ * a start inside it is refused), the options it records but "start" must
+ * be this run's (else SK_E_USAGE naming the first difference), and the
+ * manifest is rewritten with its shards first and this run's after (first
+ * ordinals continuing), under the run's lock, temporary name and rename. */
+#define SK_EXISTING_APPEND 1
+/* The manifest is replaced whatever it lists. */
+#define SK_EXISTING_OVERWRITE 2
+
+/* ----------------------------------------------------------------- places */
+/* The one grammar of a place a user names, which every tool applies to
+ * every option and argument naming one: a local path, '-' (standard input
+ * or output, where a stream fits), s3://BUCKET/KEY, http(s):// (read
+ * only).  Any other scheme ("gs://", "az://", "hf://", "file://", "xyz://")
+ * and "pipe:" are refused by name, never taken as a local path. */
+enum sk_place_kind { SK_PLACE_FILE, SK_PLACE_STDIO, SK_PLACE_S3, SK_PLACE_HTTP };
+#define SK_PLACE_READ 1u     /* the place is read */
+#define SK_PLACE_WRITE 2u    /* the place is written */
+#define SK_PLACE_STREAM 4u   /* '-' is taken here */
+#define SK_PLACE_S3_OK 8u    /* s3:// is taken here */
+#define SK_PLACE_HTTP_OK 16u /* http(s):// is taken here (reading) */
+/* SK_OK and *kind (may be NULL) when place fits flags; else SK_E_USAGE
+ * naming what ("pack -o", "--files-from"), the place and why. */
+SK_API int sk_place_check(const char *place, unsigned flags, const char *what, int *kind,
+                          sk_error *err);
 
 /* ------------------------------------------------ dataset: shards, heads */
 /* What stats and serve need of a dataset beyond one sample: its shards

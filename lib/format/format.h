@@ -173,4 +173,23 @@ struct json_t *sk_json_u64(uint64_t v);
  * sk_shard_name); 0 when name is not one of pattern's. */
 int sk_shard_number(const char *pattern, const char *name, uint64_t *n);
 
+
+/* keyseen.c: the sample keys of one shard in the order a streaming reader
+ * meets them; *again = 1 (nothing added) when key was met before, in a
+ * sample not adjacent to this one: a split sample.  Zero it to start;
+ * reset between shards. */
+typedef struct sk_keyseen {
+    char *arena;
+    size_t alen, acap;
+    size_t *off, *len, *slot;
+    size_t n, ocap, lcap, scap;
+    int unsorted;
+} sk_keyseen;
+int sk_keyseen_add(sk_keyseen *k, const char *key, size_t len, int *again, sk_error *err);
+void sk_keyseen_reset(sk_keyseen *k);
+void sk_keyseen_free(sk_keyseen *k);
+/* index.c: how many keys occur as more than one sample of the shard (the
+ * key order table holds them side by side), and the first of them. */
+uint64_t sk_index_split_keys(const sk_index *ix, const char **first, size_t *first_len);
+
 #endif

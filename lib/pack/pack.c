@@ -57,7 +57,14 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
     char probe[4096];
     *out = NULL;
     SK_FAIL_IF(!opts->pattern, err, SK_E_USAGE, "no output pattern");
-    SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
+    /* "-": the samples as one plain tar stream on standard output (the
+     * stream mode pack feeds its image pool with): no index, no manifest */
+    int to_stdout = !strcmp(opts->pattern, "-");
+    SK_FAIL_IF(to_stdout && (opts->parts || opts->resume || opts->compress_level ||
+                             opts->manifest || sk_image_options_active(opts->images)),
+               err, SK_E_USAGE, "-o - writes one plain tar stream on stdout: --part, --resume, "
+               "--compress, --manifest and image resizing do not apply (shard -o - resizes)");
+    if (!to_stdout) SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
     SK_GUARD(sk_pack_check_suffix(opts->pattern, opts->compress_level, err));
     sk_pack *p = calloc(1, sizeof *p);
     SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
@@ -91,6 +98,11 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
     }
     p->o.pattern = p->part_pattern;
     if (p->part_manifest) p->o.manifest = p->part_manifest;
+    if (to_stdout) {
+        p->stream_fd = STDOUT_FILENO;
+        p->o.max_size = UINT64_MAX / 4; /* one stream: no rolling over */
+        p->o.max_count = 0;
+    }
     /* one run at a time per dataset, from the start when its directory
      * exists (before the walk of the inputs, which may take long), else
      * once sk_pack_run has made it */
@@ -119,6 +131,7 @@ void sk_pack_free(sk_pack *p)
     if (p->inline_fill) sk_pack_dir_cache_release(&p->inline_dc, &p->cat);
     sk_run_lock_release(&p->lock);
     sk_run_files_free(&p->files);
+    sk_existing_release(&p->grow);
     sk_catalog_release(&p->cat);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->slot_ready);
@@ -638,7 +651,7 @@ static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, i
     for (size_t i = 0; i < p->nshards && !rc; i++) {
         struct shard_plan *sp = &p->shards[i];
         if (sp->done) continue;
-        if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) break;
+        if (p->stream_fd < 0 && (rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) break;
         if ((rc = p->stream_fd >= 0 ? sk_shard_out_begin_fd(out, p->stream_fd, "pack's sample stream", err)
                                     : sk_shard_out_begin(out, path, err)))
             break;
@@ -723,14 +736,22 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
                              (rc = sk_run_files_check(&p->files, err))))
         goto cleanup;
     if ((rc = take_lock(p, 1, err))) goto cleanup;
+    sk_pack_manifest_path(p->o.pattern, p->o.manifest, mpath, sizeof mpath, mdir, sizeof mdir);
+    man = sk_manifest_new();
+    if (!man || !(man->options_json = sk_pack_options_json(p->pattern_tmpl, &p->o))) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
+    /* a manifest already there: refused, appended to (numbering after its
+     * last shard) or replaced, before any shard is written */
+    p->grow.mode = p->o.existing;
+    p->grow.parts = p->o.parts;
+    if (p->stream_fd < 0 &&
+        (rc = sk_existing_begin(&p->grow, p->cat.s3, p->o.pattern, mpath, mdir, man->options_json,
+                            &p->o.start, p->cat.defer_sizes ? UINT64_MAX : p->nshards, err)))
+        goto cleanup;
     if (sk_is_s3_url(p->o.pattern) && p->stream_fd < 0 && /* s3io: aborts a killed run's uploads */
         (rc = sk_sink_s3_prepare(p->cat.s3, p->o.pattern, p->o.start, p->nshards,
                                    p->cat.warn, p->cat.warn_ctx, err)))
         goto cleanup;
     out.sink_opts = (sk_sink_opts){p->cat.s3, p->cat.s3_part_size};
-    sk_pack_manifest_path(p->o.pattern, p->o.manifest, mpath, sizeof mpath, mdir, sizeof mdir);
-    man = sk_manifest_new();
-    if (!man || !(man->options_json = sk_pack_options_json(p->pattern_tmpl, &p->o))) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
     man->part = p->o.part; /* --part */
     man->parts = p->o.parts;
 
@@ -739,7 +760,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     if (!p->pending) { rc = SK_E_NOMEM; goto cleanup; }
     for (size_t i = 0; i < p->nshards; i++) {
         struct shard_plan *sp = &p->shards[i];
-        if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
+        if (p->stream_fd < 0 && (rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
         if (p->o.resume && shard_matches_plan(p, sp, path)) {
             sp->done = 1;
             p->st.shards_resumed++;
@@ -805,8 +826,8 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
                                             strlen(p->ext_tallies[i]->exts[k].ext),
                                             p->ext_tallies[i]->exts[k].count, err)))
                 goto cleanup;
-    if (!(rc = sk_is_s3_url(mpath) ? sk_sink_s3_put_manifest(p->cat.s3, man, mpath, err) /* s3io */
-                                   : sk_manifest_write_to(man, mpath, sk_pack_manifest_flags(p->o.manifest), err)))
+    if (!(rc = sk_existing_commit(&p->grow, p->cat.s3, man, mpath, sk_pack_manifest_flags(p->o.manifest),
+                                  p->cat.warn, p->cat.warn_ctx, err)))
         sk_pack_progress(p, 1);
 
 cleanup:

@@ -9,6 +9,7 @@
 #define SK_PACK_INT_H
 
 #include "pack/catalog.h"
+#include "io/io.h"
 #include "io/writer.h"
 #include "pack/pack_out.h"
 #include "format/format.h"
@@ -92,6 +93,7 @@ struct sk_pack {
     /* the run's local inputs (files, directories) and side outputs, checked
      * against each other before anything is written (pack_out.h) */
     sk_run_files files;
+    sk_existing grow; /* the manifest already there (io/existing.c) */
     /* the inputs are directories walked in key order a window at a time
      * while writing (stream mode, pack_pos.c): memory does not grow with
      * the number of files */

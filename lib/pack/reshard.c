@@ -234,6 +234,7 @@ typedef struct rs {
     uint64_t shard_no, in_shard;
     uint64_t target; /* samples for the open shard (num_shards), else 0 */
     sk_manifest *man;
+    sk_existing grow; /* the manifest already there (io/existing.c) */
     char mdir[4200], mpath[4200];
     /* --resume: the existing shard being skipped */
     sk_index *rix;
@@ -1191,6 +1192,9 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, uint
                       sk_error *err)
 {
     struct la_ctx c = {.r = r, .err = err};
+    sk_keyseen seen = {0}; /* a sample's members not adjacent: refused, never split */
+    uint64_t split = 0;
+    char *split_key = NULL;
     SK_GUARD(sk_is_s3_url(url) ? s3_in_open(r->o->s3, &c.in, url, err)
                                   : (r->o->in_open ? r->o->in_open : default_in_open)(
                                         r->o->in_open_ctx, &c.in, url, err));
@@ -1248,10 +1252,21 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, uint
             continue;
         }
         if (kl != s->klen || memcmp(name, s->key, kl)) { /* a new sample */
-            if ((rc = sample_done(r, s, counting, err))) goto done;
+            int again;
+            if ((rc = sk_keyseen_add(&seen, name, kl, &again, err))) goto done;
+            if (again && !split++ && !(split_key = strndup(name, kl))) {
+                rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+                goto done;
+            }
+            /* after a split one, only count the others: nothing is written */
+            if (!split && (rc = sample_done(r, s, counting, err))) goto done;
             if ((rc = sk_grow((void **)&s->key, &s->kcap, kl + 1, 1, err))) goto done;
             memcpy(s->key, name, kl);
             s->klen = kl;
+        }
+        if (split) {
+            s->nm = s->len = s->elen = 0;
+            continue;
         }
         const char *oe;
         size_t oel;
@@ -1321,8 +1336,16 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, uint
         s->elen += 2 * oel;
         s->len += hl + sk_tar_pad(size);
     }
-    rc = sample_done(r, s, counting, err);
+    rc = split ? sk_error_set(err, SK_E_INPUT, "%s: %llu sample%s whose members are not adjacent "
+                              "(first: '%s', met again after other samples): shard would split "
+                              "each in two, so nothing is written; put each sample's members "
+                              "together first (GNU tar --sort=name, or extract and `shardkit "
+                              "pack`; `shardkit index` names them)", url,
+                              (unsigned long long)split, split == 1 ? "" : "s", split_key)
+               : sample_done(r, s, counting, err);
 done:
+    sk_keyseen_free(&seen);
+    free(split_key);
     if (a) sk_la.read_free(a);
     free(c.buf);
     c.in.close(c.in.ctx);
@@ -1602,6 +1625,15 @@ static int direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, 
         close(fd);
         return SK_OK;
     }
+    const char *sk1;
+    size_t sk1l;
+    uint64_t nsplit = sk_index_split_keys(ix, &sk1, &sk1l);
+    if (nsplit) { /* a key as several samples: libarchive decides, from the tar
+                   * itself (an index may lie), and refuses a real split */
+        sk_index_close(ix);
+        close(fd);
+        return SK_OK;
+    }
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     int kept = 0; /* --shuffle: fd is r->inf's, for the drain */
     if (r->inf) {
@@ -1852,7 +1884,7 @@ static int count_samples(rs *r, char **in, size_t n, struct samp *s, sk_error *e
     return SK_OK;
 }
 
-static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
+static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_options *opts,
                        const char *pattern_tmpl, sk_shard_stats *stats, sk_error *err)
 {
     rs r = {.o = opts, .pattern_tmpl = pattern_tmpl, .rfd = -1};
@@ -1914,6 +1946,17 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
             rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
             goto cleanup;
         }
+        /* a manifest already there: refused, appended to or replaced,
+         * before any shard is written; an append starts after its last */
+        uint64_t start0 = opts->start;
+        r.grow.mode = opts->existing;
+        r.grow.parts = opts->parts;
+        if ((rc = sk_existing_begin(&r.grow, opts->s3, opts->pattern, r.mpath, r.mdir,
+                                r.man->options_json, &opts->start,
+                                opts->num_shards ? opts->num_shards : UINT64_MAX, err)) ||
+            (opts->start != start0 &&
+             (rc = refuse_own_inputs(opts->pattern, opts->manifest, opts->start, in, nin, err))))
+            goto cleanup;
     }
 
     r.out.sink_opts = (sk_sink_opts){opts->s3, opts->s3_part_size};
@@ -1970,9 +2013,8 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
         for (size_t i = 0; i < r.man->nshards; i++) r.man->shards[i].part = opts->part;
     }
     if (!rc && r.man) /* last of all: a reader never sees a manifest of missing shards */
-        rc = sk_is_s3_url(r.mpath) ? sk_sink_s3_put_manifest(opts->s3, r.man, r.mpath, err)
-                                   : sk_manifest_write_to(r.man, r.mpath,
-                                                          sk_pack_manifest_flags(opts->manifest), err);
+        rc = sk_existing_commit(&r.grow, opts->s3, r.man, r.mpath, sk_pack_manifest_flags(opts->manifest),
+                                opts->warn, opts->ctx, err);
     if (!rc) progress(&r, 1);
 
 cleanup:
@@ -1990,6 +2032,7 @@ cleanup:
     sk_shuffler_free(r.shuf);
     sk_infiles_free(r.inf);
     sk_manifest_free(r.man);
+    sk_existing_release(&r.grow);
     keyset_free(&r.keys);
     for (size_t i = 0; i < nin; i++) free(in[i]);
     free(in);

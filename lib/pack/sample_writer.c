@@ -48,6 +48,7 @@ struct sk_sample_writer {
     sk_manifest *man;           /* shards published so far; extension counts */
     char mpath[4200], mdir[4200];
     sk_run_lock lock;
+    sk_existing ex; /* the manifest already there (io/existing.c) */
     sk_s3 *s3;
     uint64_t s3_part_size;
     int s3_prepared;
@@ -79,6 +80,17 @@ static int fail(sk_sample_writer *w, int rc, const sk_error *err)
     w->failure.code = rc;
     snprintf(w->failure.msg, sizeof w->failure.msg, "%s", err && err->msg[0] ? err->msg : "failed");
     return rc;
+}
+
+/* The manifest already there, before the first shard: at open for a
+ * local one (under the lock), at the first shard or at finish for an
+ * s3:// one (its client comes after open). */
+static int check_existing(sk_sample_writer *w, sk_error *err)
+{
+    if (w->ex.began) return SK_OK;
+    w->ex.mode = w->o.existing;
+    return sk_existing_begin(&w->ex, w->s3, w->pattern, w->mpath, w->mdir, w->man->options_json,
+                             &w->o.start, UINT64_MAX, err);
 }
 
 int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in, sk_error *err)
@@ -135,6 +147,8 @@ int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in
         rc = sk_mkdirs(probe, err);
     }
     if (!rc) rc = sk_run_lock_take(&w->lock, w->pattern, w->manifest, "sample writer", 1, err);
+    if (!rc && !sk_is_s3_url(w->pattern) && !sk_is_s3_url(w->manifest))
+        rc = check_existing(w, err); /* refused now, not at the first sample */
     if (rc) {
         sk_sample_writer_close(w);
         return rc;
@@ -326,6 +340,7 @@ static int begin_shard(sk_sample_writer *w, sk_error *err)
 {
     char path[4200];
     int kept = 0;
+    SK_GUARD(check_existing(w, err));
     if (w->resuming) SK_GUARD(keep_shard(w, w->shard_no, &kept, err));
     if (kept) {
         w->shard_no++;
@@ -623,10 +638,10 @@ int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk_error 
                               path, (unsigned long long)have, (unsigned long long)w->cur_count);
         }
     }
+    if (!rc) rc = check_existing(w, err);
     if (!rc)
-        rc = sk_is_s3_url(w->mpath) ? sk_sink_s3_put_manifest(w->s3, w->man, w->mpath, err)
-                                    : sk_manifest_write_to(w->man, w->mpath,
-                                                           sk_pack_manifest_flags(w->manifest), err);
+        rc = sk_existing_commit(&w->ex, w->s3, w->man, w->mpath, sk_pack_manifest_flags(w->manifest),
+                                w->o.warn, w->o.ctx, err);
     if (rc) return fail(w, rc, err);
     w->state = W_FINISHED;
     /* the run's time whether or not a progress callback asked for it */
@@ -647,6 +662,7 @@ void sk_sample_writer_close(sk_sample_writer *w)
     drop_kept(w);
     sk_run_lock_release(&w->lock);
     sk_manifest_free(w->man);
+    sk_existing_release(&w->ex);
     free(w->pattern);
     free(w->manifest);
     free(w->last_key);

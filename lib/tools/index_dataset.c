@@ -460,6 +460,8 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         rc = sk_error_set(err, SK_E_CORRUPT, "%llu of %zu shards could not be indexed%s",
                           (unsigned long long)st_all.failed, nshards,
                           o.no_manifest ? "" : ": manifest not written");
+    } else if (!o.no_manifest && !o.overwrite && (rc = sk_existing_listed(o.s3, mpath, m, "index", err))) {
+        /* (said in err: a manifest of other shards is not replaced) */
     } else if (!o.no_manifest && sk_is_s3_url(mpath)) {
         rc = sk_sink_s3_put_manifest(o.s3, m, mpath, err);
     } else if (!o.no_manifest &&

@@ -846,6 +846,7 @@ int sk_dataset_get(sk_dataset *ds, const char *key, size_t key_len, uint64_t ord
     sk_get_result f;
     memset(&f, 0, sizeof f);
     f.struct_size = out->struct_size;
+    if (key && !key_len) key_len = strlen(key); /* NUL-terminated, as sk_sample_writer_add */
     int rc = key ? sk_dataset_find(ds, key, key_len, &f.hit, err)
                  : sk_dataset_at(ds, ordinal, &f.hit, err);
     const sk_sample_ref *sr = &f.hit.sample;
