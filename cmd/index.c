@@ -52,18 +52,31 @@ static const char usage[] =
 enum { OPT_FAST = 256, OPT_DALI, OPT_WIDS, OPT_NO_MANIFEST, OPT_RESUME };
 
 struct out {
-    int quiet, fast, status;
+    int quiet, fast, status, json;
+    cmd_ui ui;
+    uint64_t bytes;
 };
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total, uint64_t samples, uint64_t bytes)
+{
+    struct out *o = ctx;
+    cmd_progress_at at = {.unit = "shards", .done = done, .total = total, .samples = samples,
+                          .shards = UINT64_MAX, .bytes = bytes};
+    o->bytes = bytes;
+    cmd_progress_show(&o->ui, &at, 0);
+}
 
 static void on_warn(void *ctx, const char *msg)
 {
-    (void)ctx;
+    struct out *o = ctx;
+    if (o && o->ui.progress_shown) fputs("\r\033[K", stderr), o->ui.progress_shown = 0;
     fprintf(stderr, "shardkit index: warning: %s\n", msg);
 }
 
 static void on_done(void *ctx, const char *shard, const sk_build_stats *st, const sk_error *err)
 {
     struct out *o = ctx;
+    if (o->ui.progress_shown) fputs("\r\033[K", stderr), o->ui.progress_shown = 0;
     if (err) {
         int rc = cmd_report("index", err);
         if (rc > o->status) o->status = rc;
@@ -181,6 +194,8 @@ int cmd_index(int argc, char **argv)
     o.warn = on_warn;
     o.done = on_done;
     o.ctx = &out;
+    cmd_progress_start(&out.ui, "index", out.quiet);
+    if (out.ui.on) o.progress = on_progress;
     sk_error err = SK_ERROR_INIT;
     sk_index_dataset_stats st = {0};
     const char *const *args = (const char *const *)argv + optind;
@@ -193,6 +208,8 @@ int cmd_index(int argc, char **argv)
     o.s3 = s3;
     int rc = sk_index_dataset(args, (size_t)(argc - optind), &o, &st, &err);
     sk_s3_free(s3);
+    if (rc) cmd_ui_end(&out.ui);
+    else cmd_progress_summary(&out.ui, st.shards, st.samples, "samples", out.bytes, cmd_progress_elapsed(&out.ui));
     if (rc) {
         if (!st.failed) return cmd_report("index", &err); /* not a shard's fault: say why */
         if (!o.no_manifest)

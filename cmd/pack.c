@@ -103,12 +103,11 @@ static const struct option options[] = {
 
 static void on_progress(void *ctx, const sk_pack_stats *st)
 {
-    cmd_ui *ui = ctx;
-    double mb = (double)st->bytes_done / 1e6, rate = st->seconds > 0 ? mb / st->seconds : 0;
-    double left = rate > 0 ? ((double)(st->bytes_total - st->bytes_done) / 1e6) / rate : 0;
-    cmd_ui_status(ui, "%llu/%llu files  %llu shards  %.1f MB  %.1f MB/s  ETA %.0fs",
-                  (unsigned long long)st->files_done, (unsigned long long)st->files_total,
-                  (unsigned long long)st->shards, mb, rate, left);
+    /* files_total is 0 while a key-order run still lists its sources */
+    cmd_progress_at at = {.unit = "files", .done = st->files_done, .total = st->files_total,
+                          .samples = st->samples, .shards = st->shards, .bytes = st->bytes_done,
+                          .bytes_total = st->bytes_total};
+    cmd_progress_show(ctx, &at, 0);
 }
 
 struct source { int kind; const char *path; };
@@ -118,7 +117,7 @@ int cmd_pack(int argc, char **argv)
 {
     sk_pack_options o = {0};
     o.compress_level = -1; /* not given: the names' suffix decides */
-    cmd_ui ui = {"pack", 0};
+    cmd_ui ui = {.tool = "pack"};
     cmd_sagemaker sm = {0};
     const char *root = NULL, *part = NULL;
     uint64_t parts = 0;
@@ -224,7 +223,8 @@ int cmd_pack(int argc, char **argv)
 
     if (sk_image_options_active(&images)) o.images = &images;
     o.warn = cmd_ui_warn;
-    o.progress = !quiet && isatty(2) ? on_progress : NULL;
+    cmd_progress_start(&ui, "pack", quiet);
+    o.progress = ui.on ? on_progress : NULL;
     o.ctx = &ui;
     sk_error err = SK_ERROR_INIT;
     sk_pack *p = NULL;
@@ -269,7 +269,8 @@ int cmd_pack(int argc, char **argv)
     }
     if (!rc) rc = sk_pack_run(p, &st, &err);
     if (!rc) rc = cmd_sagemaker_write(&sm, o.manifest, o.pattern, o.part, o.parts, s3, &err);
-    cmd_ui_end(&ui);
+    if (rc) cmd_ui_end(&ui);
+    else cmd_progress_summary(&ui, st.shards, st.samples, "samples", st.bytes_done, st.seconds);
     sk_pack_free(p);
     sk_s3_free(s3);
     free(srcs);

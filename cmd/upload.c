@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char usage_text[] =
@@ -42,6 +41,8 @@ static const char usage_text[] =
     "      --sign-payload       sign bodies with SHA-256 (slow) instead of UNSIGNED-PAYLOAD\n"
     "      --dry-run            print what would be uploaded, send nothing\n"
     "      --json               print a JSON summary on stdout\n"
+    "  -q, --quiet              print nothing but errors (no line per object, no\n"
+    "                           progress)\n"
     "  -v, --verbose            log every request on stderr (never credentials)\n"
     "  -h, --help               this text\n"
     "\n"
@@ -66,6 +67,7 @@ static const struct option options[] = {
     {"src-region", required_argument, NULL, O_SRC_REGION},
     {"verbose", no_argument, NULL, 'v'},
     {"verify", no_argument, NULL, O_VERIFY},
+    {"quiet", no_argument, NULL, 'q'},
     CMD_S3_CLIENT_OPTIONS,
     CMD_S3_PART_SIZE_OPTION,
     {NULL, 0, NULL, 0},
@@ -73,42 +75,25 @@ static const struct option options[] = {
 
 /* What the transfers did, reported as they finish. */
 typedef struct run {
-    int json, tty;
-    uint64_t ok, failed, bytes, reused;
+    int json, quiet, walked; /* walked: the plan is all queued, its totals known */
+    uint64_t ok, failed, bytes, reused, queued;
     json_t *objects; /* --json: one object per transfer */
-    double t0;
+    cmd_ui ui;
 } run;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static char *human(uint64_t b, char *out, size_t cap)
-{
-    if (b >= (1ull << 30)) snprintf(out, cap, "%.2f GiB", b / 1073741824.0);
-    else if (b >= (1ull << 20)) snprintf(out, cap, "%.1f MiB", b / 1048576.0);
-    else snprintf(out, cap, "%" PRIu64 " B", b);
-    return out;
-}
 
 static void progress(void *ud, uint64_t done, uint64_t total)
 {
     run *r = ud;
-    if (!r->tty) return;
-    double el = now_s() - r->t0, rate = el > 0 ? done / el : 0;
-    char a[32], b[32];
-    double eta = rate > 0 && total > done ? (total - done) / rate : 0;
-    fprintf(stderr, "\r%s / %s  %.1f MB/s  ETA %.0fs   ", human(done, a, sizeof a),
-            human(total, b, sizeof b), rate / 1e6, eta); /* stderr: unbuffered */
+    cmd_progress_at at = {.unit = "objects", .done = r->ok, .total = r->walked ? r->queued : 0,
+                          .samples = UINT64_MAX, .shards = UINT64_MAX, .bytes = done,
+                          .bytes_total = r->walked ? total : 0};
+    cmd_progress_show(&r->ui, &at, 0);
 }
 
 static void on_done(void *ud, const sk_s3_xfer_result *res)
 {
     run *r = ud;
-    if (r->tty) fprintf(stderr, "\r\033[K");
+    if (r->ui.progress_shown) fputs("\r\033[K", stderr), r->ui.progress_shown = 0;
     if (res->rc) {
         r->failed++;
         const char *m = res->err->msg; /* most messages name the source already */
@@ -118,7 +103,7 @@ static void on_done(void *ud, const sk_s3_xfer_result *res)
         r->ok++;
         r->bytes += res->size;
         r->reused += (uint64_t)res->parts_reused;
-        if (!r->json) printf("upload: %s -> s3://%s/%s\n", res->src, res->bucket, res->key);
+        if (!r->json && !r->quiet) printf("upload: %s -> s3://%s/%s\n", res->src, res->bucket, res->key);
     }
     if (r->json) {
         char crc[9];
@@ -175,6 +160,7 @@ static int send_item(void *ud, const sk_upload_item *it, const char *sb, sk_erro
         s->r->failed++;
         return 0;
     }
+    s->r->queued++;
     int rc = sk_s3_xfer_start(s->x, progress, s->r, &xerr);
     if (rc && !s->first) s->first = rc;
     return 0;
@@ -190,7 +176,7 @@ int cmd_upload(int argc, char **argv)
     run r = {0};
     uint64_t v;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "vh", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "qvh", options, NULL)) != -1) {
         switch (c) {
         case O_SRC_ENDPOINT: src_endpoint = optarg; break;
         case O_SRC_REGION: src_region = optarg; break;
@@ -211,6 +197,7 @@ int cmd_upload(int argc, char **argv)
         case O_DRY_RUN: dry = 1; break;
         case O_JSON: r.json = 1; break;
         case 'v': cfg.verbose = 1; break;
+        case 'q': r.quiet = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
         default:
             switch (cmd_s3_option("upload", usage_text, c, optarg, &cfg, &xo.part_size)) {
@@ -252,8 +239,7 @@ int cmd_upload(int argc, char **argv)
         if ((rc = sk_upload_plan_each(srcs, (size_t)nsrc, src, prefix, dir_dst, print_item, &d, &err))) goto fail;
         goto out;
     }
-    r.tty = isatty(2);
-    r.t0 = now_s();
+    cmd_progress_start(&r.ui, "upload", r.quiet);
     if (r.json && !(r.objects = json_array())) {
         rc = sk_error_set(&err, SK_E_NOMEM, "out of memory");
         goto fail;
@@ -262,14 +248,15 @@ int cmd_upload(int argc, char **argv)
     struct send snd = {x, src, bucket, &r, 0, 0};
     int walk_rc = sk_upload_plan_each(srcs, (size_t)nsrc, src, prefix, dir_dst, send_item, &snd, &err);
     sk_error werr = SK_ERROR_INIT;
+    r.walked = 1;
     int first = sk_s3_xfer_wait(x, progress, &r, &werr); /* what is in flight, even after a failed walk */
     first = snd.first ? snd.first : first;
-    if (r.tty) fprintf(stderr, "\r\033[K");
+    if (r.ui.progress_shown) fputs("\r\033[K", stderr), r.ui.progress_shown = 0;
     if (walk_rc && !r.failed) {
         rc = walk_rc;
         goto fail;
     }
-    double el = now_s() - r.t0;
+    double el = cmd_progress_elapsed(&r.ui);
     uint64_t nreq = 0, nretry = 0;
     sk_s3_stats(s3, &nreq, &nretry);
     if (r.json) {
@@ -281,10 +268,10 @@ int cmd_upload(int argc, char **argv)
                                 r.objects);
         if (sum) json_dumpf(sum, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT), putchar('\n');
         json_decref(sum);
-    } else if (r.tty || cfg.verbose) {
-        char h[32];
-        fprintf(stderr, "%" PRIu64 " objects, %s in %.1fs (%.1f MB/s)%s\n", r.ok, human(r.bytes, h, sizeof h),
-                el, el > 0 ? r.bytes / el / 1e6 : 0, r.failed ? ", some failed" : "");
+    } else {
+        if (cfg.verbose && !r.quiet) r.ui.on = 1; /* -v: the summary also in a log */
+        cmd_progress_summary(&r.ui, UINT64_MAX, r.ok, r.failed ? "objects (some failed)" : "objects",
+                             r.bytes, el);
     }
     rc = r.failed || first ? SK_EXIT_PROBLEM : 0;
     goto out;

@@ -823,6 +823,10 @@ typedef struct sk_index_dataset_opts {
      * warn and ctx default to these) */
     const char *sagemaker;
     const sk_sagemaker_opts *sagemaker_opts;
+    /* after each shard's done (NULL: never): shards finished out of all,
+     * and the samples and shard bytes of those indexed */
+    void (*progress)(void *ctx, uint64_t shards_done, uint64_t shards_total, uint64_t samples,
+                     uint64_t bytes);
 } sk_index_dataset_opts;
 SK_API void sk_index_dataset_opts_init_sized(sk_index_dataset_opts *o, size_t size);
 #define sk_index_dataset_opts_init(o) sk_index_dataset_opts_init_sized((o), sizeof *(o))
@@ -1118,6 +1122,15 @@ typedef struct sk_verify_problem {
     const char *msg;
 } sk_verify_problem;
 
+/* What sk_verify has done so far, for a progress line (cmd/verify.c). */
+typedef struct sk_verify_progress {
+    uint64_t shards_done, shards_total; /* total 0: not known yet (targets still to list) */
+    uint64_t samples;                   /* samples walked, the current shard's included */
+    uint64_t bytes_done, bytes_total;   /* shard bytes walked; total 0: not known */
+    uint64_t jpegs_done;                /* JPEG members decoded (SK_VERIFY_JPEG) */
+    double seconds;
+} sk_verify_progress;
+
 typedef struct sk_verify_options {
     size_t struct_size; /* sizeof, set by sk_verify_options_init; 0: this version's */
     unsigned flags;                /* SK_VERIFY_* */
@@ -1134,6 +1147,9 @@ typedef struct sk_verify_options {
      * it, sorted runs of key records go to unlinked temp files in $TMPDIR
      * and are merged, so a dataset of any size verifies in bounded memory. */
     uint64_t key_mem;
+    /* About twice a second and once at the end (NULL: never); calls never
+     * overlap, though they may come from the JPEG threads. */
+    void (*progress)(void *ctx, const sk_verify_progress *p);
 } sk_verify_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_verify_options_init_sized(sk_verify_options *o, size_t size);

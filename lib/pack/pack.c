@@ -619,6 +619,7 @@ static void *shard_worker_main(void *arg)
             p->stop = 1;
         } else {
             p->st.output_bytes += sp->info.size;
+            p->st.shards++; /* live, for progress; recounted with the manifest */
         }
         pthread_mutex_unlock(&p->mu);
         if (rc) break;
@@ -678,7 +679,10 @@ static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, i
         if ((rc = write_shard_ring(p, sp, &seq, out, &t, err))) break;
         if ((rc = sk_shard_out_finish(out, &sp->info, err))) break;
         sp->written = sk_index_builder_samples(out->index);
+        pthread_mutex_lock(&p->mu);
         p->st.output_bytes += sp->info.size;
+        p->st.shards++; /* live, for progress; recounted with the manifest */
+        pthread_mutex_unlock(&p->mu);
     }
     return rc;
 }
@@ -789,7 +793,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
      * consumes in order; shard-parallel workers would not */
     if (p->cat.defer_sizes) {
         if ((rc = sk_pack_write_stream(p, err))) goto cleanup;
-        p->st.bytes_total = p->st.bytes_done;
+        p->st.bytes_total = p->st.bytes_done; /* known at last */
     } else if (p->stream_fd >= 0) { /* one stream, in order: the ring */
         if ((rc = write_with_ring(p, &out, &threads, &nthreads, err))) goto cleanup;
         if (!p->nshards) { /* nothing to pack: still a tar, an empty one */
@@ -806,7 +810,8 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
         if ((rc = write_with_ring(p, &out, &threads, &nthreads, err))) goto cleanup;
     }
 
-    /* the manifest, in shard order */
+    /* the manifest, in shard order (its count replaces the live one) */
+    p->st.shards = 0;
     for (size_t i = 0; i < p->nshards; i++) {
         struct shard_plan *sp = &p->shards[i];
         if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;

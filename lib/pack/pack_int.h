@@ -86,6 +86,10 @@ struct sk_pack {
     /* --image-size (pack_images.c): the whole run goes as one tar stream
      * to this descriptor, no index, no manifest; -1 otherwise */
     int stream_fd;
+    /* --image-size: what the resharding side has written (atomics), so
+     * that progress counts its shards, not pack's one stream */
+    int images_live;
+    uint64_t img_shards, img_samples, img_out;
     /* the run's lock (sk_out_lock on the manifest), from sk_pack_new */
     int lock_fd;
     char lock_path[4200];

@@ -393,6 +393,7 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
             pthread_cond_destroy(&pool.cv);
         }
     }
+    uint64_t bytes_done = 0;
     for (size_t i = 0; i < njob; i++) {
         struct job *j = &jobs[i];
         if (nthreads) {
@@ -403,6 +404,9 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
             run_job(j, o.flags, 0, !o.no_manifest); /* one job: built here, warnings as they come */
         }
         emit_warnings(&o, j);
+        if (o.progress && !j->rc) bytes_done += j->st.bytes;
+        if (o.progress)
+            o.progress(o.ctx, i + 1, njob, st_all.samples + (j->rc ? 0 : j->st.samples), bytes_done);
         if (j->rc) {
             st_all.failed++;
             if (o.done) o.done(o.ctx, j->shard, NULL, &j->err);
