@@ -40,7 +40,9 @@ static const char usage_text[] =
     "      --verify             read every object back and compare its CRC32C\n"
     "      --sign-payload       sign bodies with SHA-256 (slow) instead of UNSIGNED-PAYLOAD\n"
     "      --dry-run            print what would be uploaded, send nothing\n"
-    "      --json               print a JSON summary on stdout\n"
+    "      --json               print a JSON summary on stdout (with --dry-run: one\n"
+    "                           object per planned transfer: src, bucket, key,\n"
+    "                           size, parts, 0 for one PUT)\n"
     "  -q, --quiet              print nothing but errors (no line per object, no\n"
     "                           progress)\n"
     "  -v, --verbose            log every request on stderr (never credentials)\n"
@@ -117,16 +119,24 @@ static void on_done(void *ud, const sk_s3_xfer_result *res)
 }
 
 /* --dry-run: each planned transfer, as it would go. */
-struct dry { const char *bucket; const sk_s3_xfer_opts *xo; };
+struct dry { const char *bucket; const sk_s3_xfer_opts *xo; int json; };
 
 static int print_item(void *ud, const sk_upload_item *it, const char *sb, sk_error *err)
 {
     const struct dry *d = ud;
     uint64_t ps = d->xo->part_size;
     while ((it->size + ps - 1) / ps > 10000) ps *= 2;
+    uint64_t parts = it->size > d->xo->multipart_threshold ? (it->size + ps - 1) / ps : 0;
+    if (d->json) { /* --dry-run --json: one object per planned transfer */
+        json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I}", "src", it->src, "bucket", d->bucket, "key",
+                              it->key, "size", (json_int_t)it->size, "parts", (json_int_t)parts);
+        if (o) json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT), putchar('\n');
+        json_decref(o);
+        return 0;
+    }
     printf("would upload: %s%s%s%s -> s3://%s/%s (%" PRIu64 " bytes, ", sb ? "s3://" : "", sb ? sb : "",
            sb ? "/" : "", it->src, d->bucket, it->key, it->size);
-    if (it->size > d->xo->multipart_threshold) printf("%" PRIu64 " parts)\n", (it->size + ps - 1) / ps);
+    if (parts) printf("%" PRIu64 " parts)\n", parts);
     else printf("one PUT)\n");
     return 0;
 }
@@ -235,7 +245,7 @@ int cmd_upload(int argc, char **argv)
         }
     }
     if (dry) {
-        struct dry d = {bucket, &xo};
+        struct dry d = {bucket, &xo, r.json};
         if ((rc = sk_upload_plan_each(srcs, (size_t)nsrc, src, prefix, dir_dst, print_item, &d, &err))) goto fail;
         goto out;
     }

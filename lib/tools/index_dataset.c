@@ -404,18 +404,18 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
             run_job(j, o.flags, 0, !o.no_manifest); /* one job: built here, warnings as they come */
         }
         emit_warnings(&o, j);
-        if (o.progress && !j->rc) bytes_done += j->st.bytes;
-        if (o.progress)
-            o.progress(o.ctx, i + 1, njob, st_all.samples + (j->rc ? 0 : j->st.samples), bytes_done);
         if (j->rc) {
             st_all.failed++;
             if (o.done) o.done(o.ctx, j->shard, NULL, &j->err);
+            if (o.progress) o.progress(o.ctx, i + 1, njob, st_all.samples, bytes_done);
             continue;
         }
         st_all.shards++;
         st_all.samples += j->st.samples;
         st_all.members += j->st.members;
+        bytes_done += j->st.bytes;
         if (o.done) o.done(o.ctx, j->shard, &j->st, NULL);
+        if (o.progress) o.progress(o.ctx, i + 1, njob, st_all.samples, bytes_done);
         sk_manifest_shard ms = {.url = (char *)under(j->shard, mdir),
                                 .index_url = (char *)under(j->idx_url ? j->idx_url : j->idx, mdir),
                                 .bytes = j->st.bytes,
