@@ -574,6 +574,9 @@ typedef struct sk_s3_config {
     int verbose;              /* 1: one line per request on stderr (never secrets) */
     long low_speed_limit;     /* bytes per second a transfer must keep up over
                                  read_timeout (default 1024; docs/s3.md) */
+    int retry_notice;         /* 0 (default): the client's first retry is told in one
+                                 line on stderr (the URL, the cause, the attempts
+                                 left), as a wait is otherwise silent; -1: never */
 } sk_s3_config;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_s3_config_init_sized(sk_s3_config *o, size_t size);

@@ -632,8 +632,15 @@ static void *engine(void *arg)
             if (r->paused) s3->npaused--;
             r->paused = 0;
             if (retry && r->attempt < s3->max_attempts) {
-                if (s3->verbose)
+                if (s3->verbose) {
                     fprintf(stderr, "s3: will retry (%d/%d): %s\n", r->attempt, s3->max_attempts, r->err.msg);
+                } else if (s3->retry_notice >= 0 && !s3->retry_told) {
+                    /* the backoff of all attempts can add up to a quarter
+                     * of a minute: say once what is being waited for */
+                    s3->retry_told = 1;
+                    fprintf(stderr, "shardkit: %s; retrying, up to %d attempts in all (further "
+                            "retries are not reported)\n", r->err.msg, s3->max_attempts);
+                }
                 r->not_before_ms = sk_s3_now_ms() + backoff_ms(s3, r->attempt);
                 r->next = NULL;
                 if (s3->q_tail) s3->q_tail->next = r;
@@ -766,6 +773,7 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
     s3->low_speed_limit = cfg->low_speed_limit > 0 ? cfg->low_speed_limit : 1024;
     s3->sign_payload = cfg->sign_payload;
     s3->verbose = cfg->verbose;
+    s3->retry_notice = cfg->retry_notice;
     s3->rng = (unsigned)sk_s3_now_ms() ^ (unsigned)(uintptr_t)s3;
     pthread_mutex_init(&s3->mu, NULL);
     pthread_cond_init(&s3->cv, NULL);

@@ -177,6 +177,7 @@ struct sk_s3 {
     char region[64];
     int path_style;
     int concurrency, max_attempts, read_timeout, sign_payload, verbose;
+    int retry_notice, retry_told; /* sk_s3_config.retry_notice; the notice was given */
     long low_speed_limit; /* bytes/s over read_timeout seconds, or the transfer is retried */
     sk_creds_provider creds;
     /* engine */
