@@ -801,9 +801,17 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
     if (!region || !*region) region = "us-east-1";
     snprintf(s3->region, sizeof s3->region, "%s", region);
 
-    const char *ep = cfg->endpoint_url;
-    if (!ep || !*ep) ep = getenv("AWS_ENDPOINT_URL_S3");
-    if (!ep || !*ep) ep = getenv("AWS_ENDPOINT_URL");
+    /* the aws cli v2's order: --endpoint-url; then, unless configured
+     * endpoints are ignored (AWS_IGNORE_CONFIGURED_ENDPOINT_URLS or the
+     * profile's ignore_configured_endpoint_urls), AWS_ENDPOINT_URL_S3,
+     * AWS_ENDPOINT_URL, the profile's services section, its endpoint_url */
+    const char *ep = cfg->endpoint_url, *ign = getenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
+    char conf_ep[1024] = "";
+    int ignore = ign && !strcasecmp(ign, "true");
+    if ((!ep || !*ep) && !ignore) ignore = sk_creds_config_endpoint(cfg->profile, conf_ep, sizeof conf_ep);
+    if ((!ep || !*ep) && !ignore) ep = getenv("AWS_ENDPOINT_URL_S3");
+    if ((!ep || !*ep) && !ignore) ep = getenv("AWS_ENDPOINT_URL");
+    if ((!ep || !*ep) && !ignore) ep = conf_ep;
     if (ep && *ep) {
         if ((rc = parse_endpoint(s3, ep, err))) goto fail;
         s3->path_style = cfg->path_style < 0 ? 1 : cfg->path_style;

@@ -217,6 +217,13 @@ void sk_s3_req_resume(sk_s3_req *r);
  * callback still runs, once, on the engine thread. */
 void sk_s3_req_cancel(sk_s3_req *r);
 
+/* The S3 endpoint the config file (AWS_CONFIG_FILE, ~/.aws/config) gives
+ * profile (NULL: AWS_PROFILE, else "default") into out ("" when none): the
+ * s3 endpoint_url of the [services NAME] section the profile names, else
+ * the profile's endpoint_url.  1 when the profile sets
+ * ignore_configured_endpoint_urls = true (out is then ""), else 0. */
+int sk_creds_config_endpoint(const char *profile, char *out, size_t cap);
+
 #endif
 
 /* ---- multipart pieces shared by s3_ops.c and s3_xfer.c */
