@@ -87,12 +87,12 @@ step "a corpus: 12000 samples in 24 folders"
 
 step "pack in key order: no total until the walk is done, shards counted live"
 capture pack "$SK_BIN" pack "$T/c" -o "$T/p/t-%04d.tar" --max-count 100 -j1
-n=$(check pack pack)
+n=$(check pack pack) || exit 1
 [ "$n" -gt 0 ] || die "pack: no progress line counted a shard before the end: $(tail -3 "$T/pack.frames")"
 
 step "shard, shuffled: reading, then writing"
 capture shard "$SK_BIN" shard "$T/p/t-{0000..0119}.tar" -o "$T/s/s-%04d.tar" --max-count 50 --shuffle
-n=$(check shard shard)
+n=$(check shard shard) || exit 1
 [ "$n" -gt 0 ] || die "shard: no progress line counted a shard before the end"
 
 step "index, one shard at a time"
