@@ -1,11 +1,9 @@
 /*
  * upload.c - `shardkit upload SRC... s3://bucket/prefix/`: files, directories
- * and whole datasets to S3, and s3:// objects to another bucket or endpoint.
- * The work is the library's: sk_upload_plan_each streams the arguments as
- * (source, key) pairs in a safe order (data, then *.idx, then manifest.json,
- * so a reader never sees a manifest naming a missing object), sk_s3_xfer
- * moves them; this file parses, sends each item as it comes with a barrier
- * between phases, and prints.
+ * and datasets to S3, s3:// objects to another bucket or endpoint.  The work
+ * is the library's: sk_upload_plan_each streams (source, key) pairs in a safe
+ * order (data, *.idx, manifest.json), sk_s3_xfer moves them; this file
+ * parses, sends each item as it comes with a barrier between phases, prints.
  */
 #include "cmd.h"
 
@@ -37,14 +35,14 @@ static const char usage_text[] =
     "      --concurrency N      requests in flight (default 64)\n"
     "      --multipart-threshold SIZE  largest object sent in one PUT (default 8MiB)\n"
     "      --resume             continue interrupted multipart uploads, keeping matching parts\n"
+    "      --sync               skip files the destination already holds (same size and\n"
+    "                           ETag: the MD5 of the bytes, or of the parts' MD5s)\n"
     "      --verify             read every object back and compare its CRC32C\n"
     "      --sign-payload       sign bodies with SHA-256 (slow) instead of UNSIGNED-PAYLOAD\n"
     "      --dry-run            print what would be uploaded, send nothing\n"
-    "      --json               print a JSON summary on stdout (with --dry-run: one\n"
-    "                           object per planned transfer: src, bucket, key,\n"
-    "                           size, parts, 0 for one PUT)\n"
-    "  -q, --quiet              print nothing but errors (no line per object, no\n"
-    "                           progress)\n"
+    "      --json               print a JSON summary on stdout (--dry-run: one object\n"
+    "                           per transfer: src, bucket, key, size, parts or 0)\n"
+    "  -q, --quiet              print nothing but errors (no line per object)\n"
     "  -v, --verbose            log every request on stderr (never credentials)\n"
     "  -h, --help               this text\n"
     "\n"
@@ -52,7 +50,7 @@ static const char usage_text[] =
 
 enum opt {
     O_SRC_ENDPOINT = 256, O_SRC_REGION, O_SRC_PROFILE, O_PATH_STYLE, O_CONCURRENCY, O_THRESHOLD,
-    O_RESUME, O_VERIFY, O_SIGN_PAYLOAD, O_DRY_RUN, O_JSON,
+    O_RESUME, O_VERIFY, O_SIGN_PAYLOAD, O_DRY_RUN, O_JSON, O_SYNC,
 };
 
 static const struct option options[] = {
@@ -64,6 +62,7 @@ static const struct option options[] = {
     {"path-style", no_argument, NULL, O_PATH_STYLE},
     {"resume", no_argument, NULL, O_RESUME},
     {"sign-payload", no_argument, NULL, O_SIGN_PAYLOAD},
+    {"sync", no_argument, NULL, O_SYNC},
     {"src-endpoint-url", required_argument, NULL, O_SRC_ENDPOINT},
     {"src-profile", required_argument, NULL, O_SRC_PROFILE},
     {"src-region", required_argument, NULL, O_SRC_REGION},
@@ -78,7 +77,8 @@ static const struct option options[] = {
 /* What the transfers did, reported as they finish. */
 typedef struct run {
     int json, quiet, walked; /* walked: the plan is all queued, its totals known */
-    uint64_t ok, failed, bytes, reused, queued;
+    uint64_t ok, failed, bytes, reused, queued, same;
+    sk_upload_sync *sync; /* --sync: what the destination holds */
     json_t *objects; /* --json: one object per transfer */
     cmd_ui ui;
 } run;
@@ -163,6 +163,10 @@ static int send_item(void *ud, const sk_upload_item *it, const char *sb, sk_erro
         s->phase = it->phase;
     }
     if (s->r->failed) return sk_error_set(err, SK_E_REMOTE, "not publishing %s: an object before it failed", it->key);
+    int same = !sb && s->r->sync ? sk_upload_sync_same(s->r->sync, it->src, it->key, it->size, &xerr) : 0;
+    if (same < 0) return *err = xerr, -same;
+    if (same && !s->r->json && !s->r->quiet) printf("same: %s = s3://%s/%s\n", it->src, s->bucket, it->key);
+    if (same) return s->r->same++, 0; /* --sync: already there */
     /* the plan knows each source (its listing or HEAD): no second HEAD */
     if (sb ? sk_s3_xfer_add_copy_known(s->x, s->src, sb, it->src, it->obj, s->bucket, it->key, &xerr)
            : sk_s3_xfer_add_file(s->x, it->src, s->bucket, it->key, &xerr)) {
@@ -182,7 +186,7 @@ int cmd_upload(int argc, char **argv)
     sk_s3_xfer_opts xo = {.struct_size = sizeof xo, .multipart_threshold = 8ull << 20,
                           .part_size = 8ull << 20};
     const char *src_endpoint = NULL, *src_profile = NULL, *src_region = NULL;
-    int dry = 0, c, conc = 0;
+    int dry = 0, sync = 0, c, conc = 0;
     run r = {0};
     uint64_t v;
     optind = 1;
@@ -202,6 +206,7 @@ int cmd_upload(int argc, char **argv)
                 return cmd_usage_error("upload", usage_text, "--multipart-threshold takes a size");
             break;
         case O_RESUME: xo.resume = 1; break;
+        case O_SYNC: sync = 1; break;
         case O_VERIFY: xo.verify = 1; break;
         case O_SIGN_PAYLOAD: cfg.sign_payload = 1; break;
         case O_DRY_RUN: dry = 1; break;
@@ -250,10 +255,10 @@ int cmd_upload(int argc, char **argv)
         goto out;
     }
     cmd_progress_start(&r.ui, "upload", r.quiet);
-    if (r.json && !(r.objects = json_array())) {
-        rc = sk_error_set(&err, SK_E_NOMEM, "out of memory");
+    if (r.json && !(r.objects = json_array()) && (rc = sk_error_set(&err, SK_E_NOMEM, "out of memory")))
         goto fail;
-    }
+    if (sync && (rc = sk_upload_sync_open(&r.sync, s3, bucket, prefix, xo.part_size, xo.multipart_threshold, &err)))
+        goto fail;
     if ((rc = sk_s3_xfer_new(&x, s3, &xo, on_done, &r, &err))) goto fail;
     struct send snd = {x, src, bucket, &r, 0, 0};
     int walk_rc = sk_upload_plan_each(srcs, (size_t)nsrc, src, prefix, dir_dst, send_item, &snd, &err);
@@ -262,26 +267,23 @@ int cmd_upload(int argc, char **argv)
     int first = sk_s3_xfer_wait(x, progress, &r, &werr); /* what is in flight, even after a failed walk */
     first = snd.first ? snd.first : first;
     if (r.ui.progress_shown) fputs("\r\033[K", stderr), r.ui.progress_shown = 0;
-    if (walk_rc && !r.failed) {
-        rc = walk_rc;
-        goto fail;
-    }
+    if (walk_rc && !r.failed && (rc = walk_rc)) goto fail;
     double el = cmd_progress_elapsed(&r.ui);
     uint64_t nreq = 0, nretry = 0;
     sk_s3_stats(s3, &nreq, &nretry);
     if (r.json) {
-        json_t *sum = json_pack("{s:b, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:O}", "ok", !r.failed,
+        json_t *sum = json_pack("{s:b, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:I, s:O}", "ok", !r.failed,
                                 "objects_ok", (json_int_t)r.ok, "objects_failed", (json_int_t)r.failed,
                                 "bytes", (json_int_t)r.bytes, "seconds", el, "mb_per_s",
                                 el > 0 ? r.bytes / el / 1e6 : 0.0, "parts_reused", (json_int_t)r.reused,
+                                "objects_same", (json_int_t)r.same,
                                 "requests", (json_int_t)nreq, "retries", (json_int_t)nretry, "objects",
                                 r.objects);
         if (sum) json_dumpf(sum, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT), putchar('\n');
         json_decref(sum);
     } else {
-        if (cfg.verbose && !r.quiet) r.ui.on = 1; /* -v: the summary also in a log */
-        cmd_progress_summary(&r.ui, UINT64_MAX, r.ok, r.failed ? "objects (some failed)" : "objects",
-                             r.bytes, el);
+        r.ui.on |= cfg.verbose && !r.quiet; /* -v: the summary also in a log */
+        cmd_progress_summary(&r.ui, UINT64_MAX, r.ok, r.failed ? "objects (some failed)" : "objects", r.bytes, el);
     }
     rc = r.failed || first ? SK_EXIT_PROBLEM : 0;
     goto out;
@@ -289,6 +291,7 @@ fail:
     rc = cmd_report("upload", &err);
 out:
     json_decref(r.objects);
+    sk_upload_sync_free(r.sync);
     sk_s3_xfer_free(x);
     if (src != s3) sk_s3_free(src);
     sk_s3_free(s3);

@@ -1291,6 +1291,21 @@ SK_API int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk
  * written.  Accepts NULL. */
 SK_API void sk_sample_writer_close(sk_sample_writer *w);
 
+/* ------------------------------------------------------------ upload sync */
+/* `upload --sync`: a rerun sends only what the destination does not hold
+ * yet.  sk_upload_sync_open lists s3://bucket/prefix once (sizes, ETags);
+ * sk_upload_sync_same says whether key already holds the size bytes of the
+ * local file path: 1 same (its size, and its ETag is the MD5 of the bytes,
+ * or of the parts' MD5s at part_size, upload's rule); 0 different or not
+ * known (an opaque ETag, another part size): send it; a negative SK_E_*
+ * when path cannot be read (err says why). */
+typedef struct sk_upload_sync sk_upload_sync;
+SK_API int sk_upload_sync_open(sk_upload_sync **out, sk_s3 *s3, const char *bucket, const char *prefix,
+                               uint64_t part_size, uint64_t multipart_threshold, sk_error *err);
+SK_API int sk_upload_sync_same(sk_upload_sync *s, const char *path, const char *key, uint64_t size,
+                               sk_error *err);
+SK_API void sk_upload_sync_free(sk_upload_sync *s);
+
 #ifdef __cplusplus
 }
 #endif
