@@ -48,7 +48,8 @@ static const char usage[] =
     "      --follow-symlinks    pack what symbolic links point to\n"
     "      --manifest PATH      write the manifest there (default: beside the shards)\n"
     "      --tmp-dir DIR        spool archive members there (default $TMPDIR)\n"
-    "      --json               print a JSON summary on stdout\n"
+    "      --dry-run            print the plan (shards, samples, bytes), write nothing\n"
+    "      --json               print a JSON summary on stdout (--dry-run: the plan)\n"
     "  -q, --quiet              no progress line\n"
     "Images (JPEG members resized while packing, as img2dataset does):\n"
     CMD_IMAGE_USAGE
@@ -65,7 +66,7 @@ enum {
     OPT_FILES_FROM = 256, OPT_ROOT, OPT_FROM_ARCHIVE, OPT_MAX_SIZE, OPT_MAX_COUNT, OPT_START,
     OPT_SHUFFLE, OPT_SEED, OPT_MTIME, OPT_RESUME, OPT_ON_ERROR, OPT_FOLLOW, OPT_MANIFEST,
     OPT_TMP_DIR, OPT_JSON, OPT_COMPRESS, OPT_PART, OPT_PARTS,
-    OPT_CONCURRENCY, OPT_FROM_MANIFEST,
+    OPT_CONCURRENCY, OPT_FROM_MANIFEST, OPT_DRY_RUN,
 };
 
 static const struct option options[] = {
@@ -90,6 +91,7 @@ static const struct option options[] = {
     {"manifest", required_argument, NULL, OPT_MANIFEST},
     {"tmp-dir", required_argument, NULL, OPT_TMP_DIR},
     {"json", no_argument, NULL, OPT_JSON},
+    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
     {"compress", required_argument, NULL, OPT_COMPRESS},
     CMD_S3_CLIENT_OPTIONS,
     CMD_SAGEMAKER_OPTIONS,
@@ -179,6 +181,7 @@ int cmd_pack(int argc, char **argv)
         case OPT_MANIFEST: o.manifest = optarg; break;
         case OPT_TMP_DIR: o.tmp_dir = optarg; break;
         case OPT_JSON: json = 1; break;
+        case OPT_DRY_RUN: o.dry_run = 1; break;
         case OPT_COMPRESS:
             if (cmd_parse_compress(optarg, &o.compress_level))
                 return free(srcs), cmd_usage_error("pack", usage, "--compress '%s': want zstd, zstd:LEVEL (1..22) or none", optarg);
@@ -269,19 +272,23 @@ int cmd_pack(int argc, char **argv)
     }
     if (!rc) rc = sk_pack_run(p, &st, &err);
     if (!rc) rc = cmd_sagemaker_write(&sm, o.manifest, o.pattern, o.part, o.parts, s3, &err);
-    if (rc) cmd_ui_end(&ui);
+    if (rc || o.dry_run) cmd_ui_end(&ui);
     else cmd_progress_summary(&ui, st.shards, st.samples, "samples", st.bytes_done, st.seconds);
     sk_pack_free(p);
     sk_s3_free(s3);
     free(srcs);
     if (rc) return cmd_report("pack", &err);
-    if (json)
+    if (o.dry_run && !json)
+        printf("would write: %llu shards, %llu samples, %llu bytes of tar from %llu files\n",
+               (unsigned long long)st.shards, (unsigned long long)st.samples,
+               (unsigned long long)st.output_bytes, (unsigned long long)st.files_total);
+    else if (json)
         printf("{\"shards\": %llu, \"shards_resumed\": %llu, \"samples\": %llu, \"files\": %llu, "
                "\"bytes\": %llu, \"output_bytes\": %llu, \"seconds\": %.3f, \"skipped\": %llu, "
                "\"images\": %llu, \"image_skips\": %llu, \"bad_images\": %llu}\n",
                (unsigned long long)st.shards, (unsigned long long)st.shards_resumed,
-               (unsigned long long)st.samples, (unsigned long long)st.files_done,
-               (unsigned long long)st.bytes_done, (unsigned long long)st.output_bytes,
+               (unsigned long long)st.samples, (unsigned long long)(o.dry_run ? st.files_total : st.files_done),
+               (unsigned long long)(o.dry_run ? st.bytes_total : st.bytes_done), (unsigned long long)st.output_bytes,
                st.seconds, (unsigned long long)st.skipped, (unsigned long long)st.images,
                (unsigned long long)st.image_skips, (unsigned long long)st.bad_images);
     return SK_EXIT_OK;

@@ -311,6 +311,12 @@ typedef struct sk_pack_options {
     /* Resize JPEG members on the way (NULL or inactive: untouched).  Shards
      * then roll over by their real sizes, as `shard` does (docs/images.md). */
     const sk_image_options *images;
+    /* 1: plan only (`pack --dry-run`): the sources are listed and sized and
+     * the shards cut as a run would, stats says shards, samples and
+     * output_bytes (tar bytes, before any compression); nothing is read,
+     * created or written.  SK_E_USAGE with active images (their sizes are
+     * known only once encoded). */
+    int dry_run;
 } sk_pack_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_pack_options_init_sized(sk_pack_options *o, size_t size);

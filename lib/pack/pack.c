@@ -703,18 +703,27 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     sk_shard_out out = {0};
     pthread_t *threads = NULL;
     int nthreads = 0, rc;
+    SK_FAIL_IF(p->o.dry_run && sk_image_options_active(p->o.images), err, SK_E_USAGE,
+               "--dry-run does not combine with --image-size: resized images have no size "
+               "until they are encoded");
     if (sk_image_options_active(p->o.images) && p->stream_fd < 0)
         return sk_pack_run_images(p, sk_pack_run, stats, err);
     clock_gettime(CLOCK_MONOTONIC, &p->t0);
     p->last_progress = p->t0;
     out.zlevel = p->o.compress_level; /* 0: plain tar */
 
-    p->cat.defer_sizes = sk_pack_stream_eligible(p);
+    p->cat.defer_sizes = !p->o.dry_run && sk_pack_stream_eligible(p); /* a plan needs sizes */
     /* in key order from directories alone, stream mode walks them as it
      * writes; otherwise they are walked whole now */
     p->windowed = p->cat.defer_sizes && !p->o.shuffle && sk_catalog_all_lazy(&p->cat);
     if (!p->windowed && (rc = sk_catalog_walk_lazy(&p->cat, err))) goto cleanup;
     if ((rc = plan(p, err))) goto cleanup;
+    if (p->o.dry_run) { /* the plan only: nothing made, nothing written */
+        for (size_t i = 0; i < p->nshards; i++)
+            p->st.samples += p->shards[i].count, p->st.output_bytes += p->shards[i].bytes;
+        p->st.shards = p->nshards;
+        goto cleanup;
+    }
     /* where the manifest goes, and the output directory */
     const char *slash = strrchr(p->o.pattern, '/');
     snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern);
