@@ -12,7 +12,7 @@ trap 'rm -rf "$t"' EXIT
 "$B/tools/mkcorpus" "$t/c" --samples 12 >/dev/null
 "$B/shardkit" pack "$t/c" -o "$t/p/s-%02d.tar" --max-count 4 -q
 "$B/shardkit" pack "$t/c" -o "$t/z/s-%02d.tar.zst" --max-count 6 --compress zstd -q
-mkdir -p "$O"/{tar,index,manifest,manifest_table,s3_xml,zstd_seek,brace,names,image,urllist}
+mkdir -p "$O"/{tar,index,manifest,manifest_table,s3_xml,zstd_seek,brace,names,image,urllist,jpeg_head}
 # a manifest of 64 shards has a lookup table beside it
 "$B/tools/mkcorpus" "$t/c64" --samples 64 >/dev/null
 "$B/shardkit" pack "$t/c64" -o "$t/l/s-%02d.tar" --max-count 1 -q
@@ -31,6 +31,7 @@ cp "$t"/z/s-00.tar.zst.idx "$O/index/z-00.idx"
 cp "$t"/p/manifest.json "$O/manifest/m.json"
 cp "$t"/z/s-00.tar.zst "$O/zstd_seek/s.tar.zst"
 cp "$(find "$t/c" -name '*.jpg' | head -1)" "$O/image/a.jpg"
+cp "$O/image/a.jpg" "$O/jpeg_head/a.jpg"
 cat >"$O/s3_xml/list.xml" <<'X'
 <?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>t1</NextContinuationToken><Contents><Key>a/b.tar</Key><Size>10</Size><ETag>"e"</ETag><ChecksumCRC32C>AAAAAA==</ChecksumCRC32C></Contents></ListBucketResult>
 X

@@ -19,6 +19,7 @@ from ._lib import (Error, UsageError, IoError, InputError, CorruptError, NoMemor
 from .reader import Reader, state_info, state_slot
 from .dataset import Dataset
 from .writer import ShardWriter, encode_value
+from .stats import stats
 
 __version__ = "0.1.0"
 
@@ -28,4 +29,5 @@ ShardkitError = Error
 __all__ = ["Reader", "Dataset", "ShardWriter", "encode_value", "Error", "ShardkitError", "UsageError", "IoError", "InputError",
            "CorruptError", "NoMemoryError", "NetworkError", "RemoteError", "NotFoundError",
            "SampleIndexError", "KeyNotFoundError", "MismatchError", "LibraryError",
-           "load_library", "library_path", "library_version", "state_info", "state_slot"]
+           "load_library", "library_path", "library_version", "state_info", "state_slot",
+           "stats"]
