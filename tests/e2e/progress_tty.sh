@@ -90,8 +90,8 @@ capture pack "$SK_BIN" pack "$T/c" -o "$T/p/t-%04d.tar" --max-count 100 -j1
 n=$(check pack pack) || exit 1
 [ "$n" -gt 0 ] || die "pack: no progress line counted a shard before the end: $(tail -3 "$T/pack.frames")"
 
-step "shard, shuffled: reading, then writing"
-capture shard "$SK_BIN" shard "$T/p/t-{0000..0119}.tar" -o "$T/s/s-%04d.tar" --max-count 50 --shuffle
+step "shard with images resized: shards counted as they close"
+capture shard "$SK_BIN" shard "$T/p/t-{0000..0119}.tar" -o "$T/s/s-%04d.tar" --max-count 50 --image-size 32
 n=$(check shard shard) || exit 1
 [ "$n" -gt 0 ] || die "shard: no progress line counted a shard before the end"
 
