@@ -171,6 +171,14 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(LINK_PKGS)|' \
 	    shardkit.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit.pc
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/shardkit/
+	@# man pages and bash/zsh completion, generated from the binary's --help
+	scripts/gen-cli $(BIN) man $(BUILD)/man
+	scripts/gen-cli $(BIN) completion $(BUILD)/completion
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+	    $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	install -m 644 $(BUILD)/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 $(BUILD)/completion/shardkit.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/shardkit
+	install -m 644 $(BUILD)/completion/_shardkit $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_shardkit
 	@# the package finds the library three levels up (PREFIX/lib), or
 	@# through the LIBDIR written here when PYTHON_SITE is elsewhere
 	if [ -n "$(PYTHON_SITE)" ]; then \
@@ -179,9 +187,14 @@ install: all
 	    echo 'LIBDIR = "$(PREFIX)/lib"' > $(DESTDIR)$(PYTHON_SITE)/shardkit/_install.py; \
 	fi
 
+# the usage block of each docs/CMD.md, rewritten from `shardkit CMD --help`
+# (tests/e2e/cli_docs.sh fails while one differs)
+docs: $(BIN)
+	scripts/gen-cli $(BIN) docs docs
+
 clean:
 	rm -rf build build-asan build-clang build-fuzz
 
-.PHONY: all check check-layers check-asan demo bench install clean fuzz fuzz-build
+.PHONY: all check check-layers check-asan demo bench install clean fuzz fuzz-build docs
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

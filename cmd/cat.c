@@ -6,6 +6,8 @@
  */
 #include "cmd.h"
 
+#include <jansson.h>
+
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,10 @@ static const char usage[] =
     "KEY.EXT with the headers `shardkit pack` writes.\n"
     "\n"
     "  -k, --keys              print one key per line instead of a tar\n"
+    "      --json              print one JSON object per sample instead of a tar:\n"
+    "                          key, shard, ordinal (in the shard), offset, members\n"
+    "                          (ext, size)\n"
+    "  -q, --quiet             print nothing but the samples and errors\n"
     "      --rank N            this node (default $RANK, else 0)\n"
     "      --world-size N      nodes (default $WORLD_SIZE, else 1)\n"
     "      --worker N          this worker (default $WORKER, else 0)\n"
@@ -49,8 +55,28 @@ static const char usage[] =
 enum {
     OPT_RANK = 256, OPT_WORLD, OPT_WORKER, OPT_NWORKERS, OPT_SHUF_SHARDS, OPT_SHUFFLE, OPT_SEED,
     OPT_EPOCH, OPT_EPOCHS, OPT_PREFETCH, OPT_BUFFER, OPT_MAXSAMPLE, OPT_SKIP, OPT_CACHE,
-    OPT_CACHE_SIZE, OPT_RECORDIO
+    OPT_CACHE_SIZE, OPT_RECORDIO, OPT_JSON
 };
+
+/* --json: one line per sample; keys and extensions are the shard's bytes */
+static int print_json(const sk_reader_sample *s)
+{
+    json_t *o = json_object(), *ms = json_array();
+    json_object_set_new(o, "key", json_stringn_nocheck(s->key, s->key_len));
+    json_object_set_new(o, "shard", json_string_nocheck(s->shard_url));
+    json_object_set_new(o, "ordinal", json_integer((json_int_t)s->ordinal));
+    json_object_set_new(o, "offset", json_integer((json_int_t)s->offset));
+    for (size_t i = 0; i < s->nmembers; i++) {
+        json_t *m = json_object();
+        json_object_set_new(m, "ext", json_stringn_nocheck(s->members[i].ext, s->members[i].ext_len));
+        json_object_set_new(m, "size", json_integer((json_int_t)s->members[i].size));
+        json_array_append_new(ms, m);
+    }
+    json_object_set_new(o, "members", ms);
+    int rc = json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT);
+    json_decref(o);
+    return rc || putchar('\n') == EOF ? -1 : 0;
+}
 
 static int small_int(const char *s, int *out)
 {
@@ -71,6 +97,8 @@ int cmd_cat(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {"keys", no_argument, NULL, 'k'},
         {"limit", required_argument, NULL, 'n'},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"quiet", no_argument, NULL, 'q'},
         {"max-sample", required_argument, NULL, OPT_MAXSAMPLE},
         {"num-workers", required_argument, NULL, OPT_NWORKERS},
         {"prefetch", required_argument, NULL, OPT_PREFETCH},
@@ -90,10 +118,12 @@ int cmd_cat(int argc, char **argv)
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
     int keys = 0, c, bad = 0;
     uint64_t epochs = 1, limit = UINT64_MAX, v;
-    while ((c = getopt_long(argc, argv, "hkn:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hkn:q", opts, NULL)) != -1) {
         switch (c) {
         case 'h': fputs(usage, stdout); return SK_EXIT_OK;
         case 'k': keys = 1; break;
+        case OPT_JSON: keys = 2; break;
+        case 'q': break; /* cat prints nothing but samples and errors */
         case 'n': bad = cmd_parse_u64(optarg, &limit); break;
         case OPT_RANK: bad = small_int(optarg, &o.rank); break;
         case OPT_WORLD: bad = small_int(optarg, &o.world_size); break;
@@ -147,7 +177,12 @@ int cmd_cat(int argc, char **argv)
         if (e && (rc = sk_reader_start_epoch(r, o.epoch + e, &err))) break;
         const sk_reader_sample *s;
         while (n < limit && !(rc = sk_reader_next(r, &s, &err)) && s) {
-            if (keys) {
+            if (keys == 2) {
+                if (print_json(s)) {
+                    rc = sk_error_set(&err, SK_E_IO, "stdout: write failed");
+                    break;
+                }
+            } else if (keys) {
                 fwrite(s->key, 1, s->key_len, stdout);
                 if (putchar('\n') == EOF) {
                     rc = sk_error_set(&err, SK_E_IO, "stdout: write failed");

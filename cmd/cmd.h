@@ -167,6 +167,9 @@ int cmd_places(const char *tool, const cmd_place *p, size_t n);
 /* The same for n positional arguments that take the same flags. */
 int cmd_places_args(const char *tool, char *const *args, int n, unsigned flags);
 
+/* pack --files-from PATH ("-": stdin): the list added, s3:// keys when
+ * --root is an s3:// prefix, local paths otherwise. */
+int cmd_pack_add_list(sk_pack *p, const char *path, const char *root, int nul, sk_error *err);
 /* 1 when any of the n strings is an s3:// URL. */
 int cmd_any_s3(const char *const *s, size_t n);
 
@@ -175,6 +178,11 @@ int cmd_any_s3(const char *const *s, size_t n);
 typedef struct cmd_ui {
     const char *tool;
     int progress_shown;
+    /* cmd_progress_*: set by cmd_progress_start */
+    int on;                   /* stderr is a terminal and -q was not given */
+    double t0, last;          /* start and last drawing, monotonic seconds */
+    uint64_t total, bytes_total; /* the largest totals shown: never shown shrinking */
+    const char *unit;         /* what total counts (a new unit starts a new total) */
 } cmd_ui;
 /* A library warn callback (ctx is a cmd_ui): "shardkit TOOL: warning: MSG". */
 void cmd_ui_warn(void *ctx, const char *msg);
@@ -185,6 +193,34 @@ void cmd_ui_end(cmd_ui *ui);
 
 /* Prints one line on stderr, its control characters escaped (msg.c). */
 void cmd_eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The one progress line of every long-running tool (cmd/progress.c), with
+ * the same units everywhere (binary: KiB, MiB, GiB; MiB/s; seconds):
+ *   "pack: 1200/5000 files  3 shards  12.0 MiB  4.1 MiB/s  3s  ETA 9s"
+ * A total of 0 is unknown: done and rate only, no ETA.  Shown only when
+ * stderr is a terminal and -q was not given; nothing otherwise. */
+typedef struct cmd_progress_at {
+    const char *unit;          /* what done/total count: "files", "shards", ... */
+    uint64_t done, total;      /* total 0: not known yet */
+    uint64_t samples;          /* UINT64_MAX: not shown */
+    uint64_t shards;           /* shards written; UINT64_MAX: not shown */
+    uint64_t bytes, bytes_total; /* bytes done (and of all, 0: unknown) */
+    const char *also;          /* one more count, "jpegs" (NULL: none) */
+    uint64_t also_n;
+} cmd_progress_at;
+/* Starts the clock; on when stderr is a terminal and !quiet. */
+void cmd_progress_start(cmd_ui *ui, const char *tool, int quiet);
+/* Redraws the line (at most 5 times a second unless force). */
+void cmd_progress_show(cmd_ui *ui, const cmd_progress_at *at, int force);
+/* Clears the line and, when on, prints the one summary line:
+ *   "pack: 12 shards, 5000 samples, 120.0 MiB in 3.2s (37.5 MiB/s)"
+ * (shards UINT64_MAX: a tool that does not count shards; unit: what n
+ * counts, "samples" or "objects"). */
+void cmd_progress_summary(cmd_ui *ui, uint64_t shards, uint64_t n, const char *unit,
+                          uint64_t bytes, double seconds);
+/* Seconds since cmd_progress_start. */
+double cmd_progress_elapsed(const cmd_ui *ui);
+/* "12.0 MiB": the unit every tool prints bytes in. */
+const char *cmd_bytes(uint64_t b, char *out, size_t cap);
 
 /* Prints "shardkit <tool>: <message>" for a library error and maps its code
  * to an exit code (usage errors give 2, everything else 1). */

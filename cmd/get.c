@@ -5,6 +5,8 @@
  */
 #include "cmd.h"
 
+#include <jansson.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -27,6 +29,10 @@ static const char usage[] =
     "                      members, named KEYBASENAME.EXT); default stdout\n"
     "      --tar           write the sample as a one-sample tar\n"
     "      --trust-index   skip the index body checksum (open in O(1))\n"
+    "      --json          print where the sample is on stdout, as one JSON object\n"
+    "                      (key, ordinal, shard, offset, span, members: ext, size,\n"
+    "                      crc32c); no member bytes unless -o or --tar is given\n"
+    "  -q, --quiet         print nothing but errors (get prints no more than that)\n"
     "  -h, --help          show this help\n"
     "S3 (for an s3:// DATASET):\n"
     CMD_S3_CLIENT_USAGE
@@ -34,7 +40,36 @@ static const char usage[] =
     "Every member read is checked against its CRC32C in the index.\n"
     "Exit status: 0 written, 1 not found or damaged data, 2 usage.\n";
 
-enum { OPT_TAR = 256, OPT_TRUST };
+enum { OPT_TAR = 256, OPT_TRUST, OPT_JSON };
+
+/* --json: the sample's place and members, as the index records them; key
+ * and extensions are bytes from the index, so not checked as UTF-8 */
+static int print_json(sk_dataset *ds, const sk_hit *h, sk_error *err)
+{
+    json_t *o = json_object(), *ms = json_array();
+    json_object_set_new(o, "key", json_stringn_nocheck(h->sample.key, h->sample.key_len));
+    json_object_set_new(o, "ordinal", json_integer((json_int_t)h->global_ordinal));
+    json_object_set_new(o, "shard", json_string_nocheck(h->shard_path));
+    json_object_set_new(o, "offset", json_integer((json_int_t)h->sample.offset));
+    json_object_set_new(o, "span", json_integer((json_int_t)h->sample.span));
+    for (uint32_t i = 0; i < h->sample.member_count; i++) {
+        sk_member_ref m;
+        int rc = sk_dataset_member(ds, h, i, &m, err);
+        if (rc) return json_decref(o), json_decref(ms), rc;
+        char crc[9];
+        snprintf(crc, sizeof crc, "%08x", m.crc32c);
+        json_t *j = json_object();
+        json_object_set_new(j, "ext", json_stringn_nocheck(m.ext, m.ext_len));
+        json_object_set_new(j, "size", json_integer((json_int_t)m.size));
+        json_object_set_new(j, "crc32c", json_string(crc));
+        json_array_append_new(ms, j);
+    }
+    json_object_set_new(o, "members", ms);
+    json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
+    putchar('\n');
+    json_decref(o);
+    return SK_OK;
+}
 
 /* Writes buf to path (NULL: stdout) through sk_out: a temporary name and a
  * rename, so a file that was there survives a failure; devices in place. */
@@ -100,21 +135,25 @@ int cmd_get(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"tar", no_argument, NULL, OPT_TAR},
         {"trust-index", no_argument, NULL, OPT_TRUST},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"quiet", no_argument, NULL, 'q'},
         CMD_S3_CLIENT_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     const char *ext = NULL, *out = NULL;
-    int tar = 0, c;
+    int tar = 0, json = 0, c;
     unsigned flags = 0;
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
     sk_s3 *s3 = NULL;
-    while ((c = getopt_long(argc, argv, "e:ho:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "e:ho:q", opts, NULL)) != -1) {
         switch (c) {
         case 'e': ext = optarg; break;
         case 'h': fputs(usage, stdout); return SK_EXIT_OK;
         case 'o': out = optarg; break;
         case OPT_TAR: tar = 1; break;
         case OPT_TRUST: flags |= SK_INDEX_TRUST_BODY; break;
+        case OPT_JSON: json = 1; break;
+        case 'q': break; /* get prints nothing but the data and errors */
         default:
             switch (cmd_s3_option("get", usage, c, optarg, &s3cfg, NULL)) {
             case 1: break;
@@ -148,6 +187,11 @@ int cmd_get(int argc, char **argv)
         rc = sk_dataset_find(ds, key, strlen(key), &h, &err);
     }
     if (rc) goto fail;
+    if (json && (rc = print_json(ds, &h, &err))) goto fail;
+    if (json && !out) { /* the place only: no bytes on the JSON's stdout */
+        sk_dataset_close(ds), sk_s3_free(s3);
+        return SK_EXIT_OK;
+    }
     if (tar && to_terminal(out)) {
         sk_dataset_close(ds), sk_s3_free(s3);
         return cmd_usage_error("get", usage, "stdout is a terminal: redirect the tar, or use -o FILE");

@@ -7,6 +7,8 @@
  */
 #include "cmd.h"
 
+#include <jansson.h>
+
 #include <getopt.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -38,6 +40,9 @@ static const char usage[] =
     "                       output and manifest are the same for any N\n"
     "      --resume         s3:// shards: keep those whose index object is sound and\n"
     "                       records the object's size and CRC32C\n"
+    "      --json           print, instead of a line per shard, one JSON object:\n"
+    "                       shards, failed, samples, members, bytes, seconds and\n"
+    "                       results (per shard: shard, samples, members, or error)\n"
     "  -q, --quiet          print nothing but errors and warnings\n"
     "  -h, --help           show this help\n"
     "\n"
@@ -50,27 +55,48 @@ static const char usage[] =
     "\n"
     "Exit status: 0 all indexed, 1 a shard could not be (fully) indexed, 2 usage.\n";
 
-enum { OPT_FAST = 256, OPT_DALI, OPT_WIDS, OPT_NO_MANIFEST, OPT_RESUME };
+enum { OPT_FAST = 256, OPT_DALI, OPT_WIDS, OPT_NO_MANIFEST, OPT_RESUME, OPT_JSON };
 
 struct out {
     int quiet, fast, status;
+    json_t *json; /* --json: the results array */
+    cmd_ui ui;
+    uint64_t bytes;
 };
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total, uint64_t samples, uint64_t bytes)
+{
+    struct out *o = ctx;
+    cmd_progress_at at = {.unit = "shards", .done = done, .total = total, .samples = samples,
+                          .shards = UINT64_MAX, .bytes = bytes};
+    o->bytes = bytes;
+    cmd_progress_show(&o->ui, &at, !o->ui.progress_shown); /* at once after a result line */
+}
 
 static void on_warn(void *ctx, const char *msg)
 {
-    (void)ctx;
+    struct out *o = ctx;
+    if (o && o->ui.progress_shown) fputs("\r\033[K", stderr), o->ui.progress_shown = 0;
     cmd_eprintf("shardkit index: warning: %s", msg);
 }
 
 static void on_done(void *ctx, const char *shard, const sk_build_stats *st, const sk_error *err)
 {
     struct out *o = ctx;
+    if (o->ui.progress_shown) fputs("\r\033[K", stderr), o->ui.progress_shown = 0;
     if (err) {
         int rc = cmd_report("index", err);
         if (rc > o->status) o->status = rc;
+        if (o->json)
+            json_array_append_new(o->json, json_pack("{s:o, s:o}", "shard", json_string_nocheck(shard),
+                                                     "error", json_string_nocheck(err->msg)));
         return;
     }
-    if (o->quiet) return;
+    if (o->json)
+        json_array_append_new(o->json, json_pack("{s:o, s:I, s:I}", "shard", json_string_nocheck(shard),
+                                                 "samples", (json_int_t)st->samples, "members",
+                                                 (json_int_t)st->members));
+    if (o->quiet || o->json) return;
     printf("%s: %llu samples, %llu members%s\n", shard, (unsigned long long)st->samples,
            (unsigned long long)st->members,
            st->kept ? " (kept: its index object matches)"
@@ -127,6 +153,7 @@ int cmd_index(int argc, char **argv)
         {"fast", no_argument, NULL, OPT_FAST},
         {"help", no_argument, NULL, 'h'},
         {"jobs", required_argument, NULL, 'j'},
+        {"json", no_argument, NULL, OPT_JSON},
         {"manifest", required_argument, NULL, 'o'},
         {"no-manifest", no_argument, NULL, OPT_NO_MANIFEST},
         {"overwrite", no_argument, NULL, CMD_OPT_OVERWRITE},
@@ -160,6 +187,9 @@ int cmd_index(int argc, char **argv)
         case OPT_NO_MANIFEST: o.no_manifest = 1; break;
         case OPT_RESUME: o.resume = 1; break;
         case CMD_OPT_OVERWRITE: o.overwrite = 1; break;
+        case OPT_JSON:
+            if (!out.json && !(out.json = json_array())) return SK_EXIT_PROBLEM;
+            break;
         default:
             switch (cmd_sagemaker_option("index", usage, c, optarg, &sm)) {
             case 1: continue;
@@ -192,6 +222,8 @@ int cmd_index(int argc, char **argv)
     o.warn = on_warn;
     o.done = on_done;
     o.ctx = &out;
+    cmd_progress_start(&out.ui, "index", out.quiet);
+    o.progress = on_progress; /* also counts the bytes for --json */
     sk_error err = SK_ERROR_INIT;
     sk_index_dataset_stats st = {0};
     const char *const *args = (const char *const *)argv + optind;
@@ -204,6 +236,16 @@ int cmd_index(int argc, char **argv)
     o.s3 = s3;
     int rc = sk_index_dataset(args, (size_t)(argc - optind), &o, &st, &err);
     sk_s3_free(s3);
+    if (rc) cmd_ui_end(&out.ui);
+    else cmd_progress_summary(&out.ui, st.shards, st.samples, "samples", out.bytes, cmd_progress_elapsed(&out.ui));
+    if (out.json) {
+        json_t *j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:o}", "shards", (json_int_t)st.shards,
+                              "failed", (json_int_t)st.failed, "samples", (json_int_t)st.samples,
+                              "members", (json_int_t)st.members, "bytes", (json_int_t)out.bytes,
+                              "seconds", cmd_progress_elapsed(&out.ui), "results", out.json);
+        if (j) json_dumpf(j, stdout, JSON_PRESERVE_ORDER), putchar('\n');
+        json_decref(j);
+    }
     if (rc) {
         if (!st.failed) return cmd_report("index", &err); /* not a shard's fault: say why */
         if (!o.no_manifest)

@@ -7,6 +7,7 @@
 #include "cmd.h"
 
 #include <getopt.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,9 @@ static const char usage[] =
     "                      a mismatch, logged with the shard and offset)\n"
     "      --threads N     FUSE worker threads kept idle at most (default 10)\n"
     "      --trust-index   skip the index body checksums (open in O(1))\n"
+    "      --json          print {\"dataset\", \"mountpoint\"} on stdout once mounted\n"
+    "                      (with -f: once unmounted cleanly)\n"
+    "  -q, --quiet         no warnings (members skipped for their names, failed reads)\n"
     "  -h, --help          show this help\n"
     "S3 (for an s3:// DATASET):\n"
     CMD_S3_CLIENT_USAGE
@@ -32,7 +36,7 @@ static const char usage[] =
     "Exit status: 0 mounted (and, with -f, unmounted cleanly), 1 the mount\n"
     "failed (the reason is printed), 2 usage.\n";
 
-enum { OPT_BY_SHARD = 256, OPT_VERIFY, OPT_THREADS, OPT_TRUST };
+enum { OPT_BY_SHARD = 256, OPT_VERIFY, OPT_THREADS, OPT_TRUST, OPT_JSON };
 
 struct opener {
     const char *dataset;
@@ -46,6 +50,11 @@ static int open_ds(void *ctx, sk_dataset **ds, sk_error *err)
     struct opener *op = ctx;
     int rc = cmd_any_s3(&op->dataset, 1) ? sk_s3_new(&op->s3, &op->cfg, err) : SK_OK;
     return rc ? rc : sk_dataset_open_s3(ds, op->dataset, op->s3, op->flags, err);
+}
+
+static void no_warning(void *ctx, const char *msg)
+{
+    (void)ctx, (void)msg;
 }
 
 static void close_ds(void *ctx, sk_dataset *ds)
@@ -65,6 +74,8 @@ int cmd_mount(int argc, char **argv)
         {"verify", no_argument, NULL, OPT_VERIFY},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"trust-index", no_argument, NULL, OPT_TRUST},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"quiet", no_argument, NULL, 'q'},
         CMD_S3_CLIENT_OPTIONS,
         {NULL, 0, NULL, 0},
     };
@@ -73,8 +84,8 @@ int cmd_mount(int argc, char **argv)
     sk_mount_options_init(&o);
     char fuse_opts[1024] = "";
     uint64_t v;
-    int c;
-    while ((c = getopt_long(argc, argv, "fho:", opts, NULL)) != -1) {
+    int c, json = 0;
+    while ((c = getopt_long(argc, argv, "fhqo:", opts, NULL)) != -1) {
         switch (c) {
         case 'f': o.foreground = 1; break;
         case 'h': fputs(usage, stdout); return SK_EXIT_OK;
@@ -95,6 +106,8 @@ int cmd_mount(int argc, char **argv)
             o.threads = (int)v;
             break;
         case OPT_TRUST: op.flags |= SK_INDEX_TRUST_BODY; break;
+        case OPT_JSON: json = 1; break;
+        case 'q': o.warn = no_warning; break;
         default:
             switch (cmd_s3_option("mount", usage, c, optarg, &op.cfg, NULL)) {
             case 1: break;
@@ -111,5 +124,8 @@ int cmd_mount(int argc, char **argv)
     o.ctx = &op;
     sk_error err = SK_ERROR_INIT;
     if (sk_mount_run(op.dataset, argv[optind + 1], &o, &err)) return cmd_report("mount", &err);
+    json_t *j = json ? json_pack("{s:s, s:s}", "dataset", op.dataset, "mountpoint", argv[optind + 1]) : NULL;
+    if (j) json_dumpf(j, stdout, JSON_COMPACT), putchar('\n');
+    json_decref(j);
     return SK_EXIT_OK;
 }

@@ -49,7 +49,8 @@ static const char usage[] =
     "      --follow-symlinks    pack what symbolic links point to\n"
     "      --manifest PATH      write the manifest there (default: beside the shards)\n"
     "      --tmp-dir DIR        spool archive members there (default $TMPDIR)\n"
-    "      --json               print a JSON summary on stdout\n"
+    "      --dry-run            print the plan (shards, samples, bytes), write nothing\n"
+    "      --json               print a JSON summary on stdout (--dry-run: the plan)\n"
     "  -q, --quiet              no progress line\n"
     "Images (JPEG members resized while packing, as img2dataset does):\n"
     CMD_IMAGE_USAGE
@@ -66,7 +67,7 @@ enum {
     OPT_FILES_FROM = 256, OPT_ROOT, OPT_FROM_ARCHIVE, OPT_MAX_SIZE, OPT_MAX_COUNT, OPT_START,
     OPT_SHUFFLE, OPT_SEED, OPT_MTIME, OPT_RESUME, OPT_ON_ERROR, OPT_FOLLOW, OPT_MANIFEST,
     OPT_TMP_DIR, OPT_JSON, OPT_COMPRESS, OPT_PART, OPT_PARTS,
-    OPT_CONCURRENCY, OPT_FROM_MANIFEST,
+    OPT_CONCURRENCY, OPT_FROM_MANIFEST, OPT_DRY_RUN,
 };
 
 static const struct option options[] = {
@@ -91,6 +92,7 @@ static const struct option options[] = {
     {"manifest", required_argument, NULL, OPT_MANIFEST},
     {"tmp-dir", required_argument, NULL, OPT_TMP_DIR},
     {"json", no_argument, NULL, OPT_JSON},
+    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
     {"compress", required_argument, NULL, OPT_COMPRESS},
     CMD_S3_CLIENT_OPTIONS,
     CMD_SAGEMAKER_OPTIONS,
@@ -105,12 +107,11 @@ static const struct option options[] = {
 
 static void on_progress(void *ctx, const sk_pack_stats *st)
 {
-    cmd_ui *ui = ctx;
-    double mb = (double)st->bytes_done / 1e6, rate = st->seconds > 0 ? mb / st->seconds : 0;
-    double left = rate > 0 ? ((double)(st->bytes_total - st->bytes_done) / 1e6) / rate : 0;
-    cmd_ui_status(ui, "%llu/%llu files  %llu shards  %.1f MB  %.1f MB/s  ETA %.0fs",
-                  (unsigned long long)st->files_done, (unsigned long long)st->files_total,
-                  (unsigned long long)st->shards, mb, rate, left);
+    /* files_total is 0 while a key-order run still lists its sources */
+    cmd_progress_at at = {.unit = "files", .done = st->files_done, .total = st->files_total,
+                          .samples = st->samples, .shards = st->shards, .bytes = st->bytes_done,
+                          .bytes_total = st->bytes_total};
+    cmd_progress_show(ctx, &at, 0);
 }
 
 struct source { int kind; const char *path; };
@@ -120,7 +121,7 @@ int cmd_pack(int argc, char **argv)
 {
     sk_pack_options o = {0};
     o.compress_level = -1; /* not given: the names' suffix decides */
-    cmd_ui ui = {"pack", 0};
+    cmd_ui ui = {.tool = "pack"};
     cmd_sagemaker sm = {0};
     const char *root = NULL, *part = NULL;
     uint64_t parts = 0;
@@ -182,6 +183,7 @@ int cmd_pack(int argc, char **argv)
         case OPT_MANIFEST: o.manifest = optarg; break;
         case OPT_TMP_DIR: o.tmp_dir = optarg; break;
         case OPT_JSON: json = 1; break;
+        case OPT_DRY_RUN: o.dry_run = 1; break;
         case OPT_COMPRESS:
             if (cmd_parse_compress(optarg, &o.compress_level))
                 return free(srcs), cmd_usage_error("pack", usage, "--compress '%s': want zstd, zstd:LEVEL (1..22) or none", optarg);
@@ -205,10 +207,9 @@ int cmd_pack(int argc, char **argv)
             }
         }
     }
-    int need_s3 = (o.pattern && !strncmp(o.pattern, "s3://", 5)) ||
-                  (o.manifest && !strncmp(o.manifest, "s3://", 5)) || (root && !strncmp(root, "s3://", 5));
+    const char *named[] = {o.pattern, o.manifest, root, sm.out};
+    int need_s3 = cmd_any_s3(named, 4);
     for (size_t i = 0; i < nsrcs; i++) need_s3 |= srcs[i].kind == SRC_MANIFEST;
-    need_s3 |= cmd_any_s3(&sm.out, 1);
     for (int i = optind; i < argc; i++) {
         int s3 = !strncmp(argv[i], "s3://", 5);
         need_s3 |= s3;
@@ -236,7 +237,8 @@ int cmd_pack(int argc, char **argv)
 
     if (sk_image_options_active(&images)) o.images = &images;
     o.warn = cmd_ui_warn;
-    o.progress = !quiet && isatty(2) ? on_progress : NULL;
+    cmd_progress_start(&ui, "pack", quiet);
+    o.progress = ui.on ? on_progress : NULL;
     o.ctx = &ui;
     sk_error err = SK_ERROR_INIT;
     sk_pack *p = NULL;
@@ -265,35 +267,28 @@ int cmd_pack(int argc, char **argv)
         case SRC_ARCHIVE: rc = sk_pack_add_archive(p, path, &err); break;
         case SRC_S3: rc = sk_pack_add_s3(p, path, &err); break;
         case SRC_MANIFEST: rc = sk_pack_add_sagemaker_manifest(p, path, &err); break;
-        case SRC_LIST: {
-            FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-            if (!f) {
-                rc = sk_error_set(&err, SK_E_IO, "%s: cannot open file list: %m", path);
-                break;
-            }
-            if (root && !strncmp(root, "s3://", 5))
-                rc = sk_pack_add_s3_list(p, f, strcmp(path, "-") ? path : "stdin", root, nul, &err);
-            else
-                rc = sk_pack_add_list(p, f, strcmp(path, "-") ? path : "stdin", root, nul, &err);
-            if (f != stdin) fclose(f);
-            break;
-        }
+        case SRC_LIST: rc = cmd_pack_add_list(p, path, root, nul, &err); break;
         }
     }
     if (!rc) rc = sk_pack_run(p, &st, &err);
     if (!rc) rc = cmd_sagemaker_write(&sm, o.manifest, o.pattern, o.part, o.parts, s3, &err);
-    cmd_ui_end(&ui);
+    if (rc || o.dry_run) cmd_ui_end(&ui);
+    else cmd_progress_summary(&ui, st.shards, st.samples, "samples", st.bytes_done, st.seconds);
     sk_pack_free(p);
     sk_s3_free(s3);
     free(srcs);
     if (rc) return cmd_report("pack", &err);
-    if (json) /* with -o -, stdout is the tar stream */
+    if (o.dry_run && !json)
+        printf("would write: %llu shards, %llu samples, %llu bytes of tar from %llu files\n",
+               (unsigned long long)st.shards, (unsigned long long)st.samples,
+               (unsigned long long)st.output_bytes, (unsigned long long)st.files_total);
+    else if (json) /* with -o -, stdout is the tar stream */
         fprintf(strcmp(o.pattern, "-") ? stdout : stderr, "{\"shards\": %llu, \"shards_resumed\": %llu, \"samples\": %llu, \"files\": %llu, "
                "\"bytes\": %llu, \"output_bytes\": %llu, \"seconds\": %.3f, \"skipped\": %llu, "
                "\"images\": %llu, \"image_skips\": %llu, \"bad_images\": %llu}\n",
                (unsigned long long)st.shards, (unsigned long long)st.shards_resumed,
-               (unsigned long long)st.samples, (unsigned long long)st.files_done,
-               (unsigned long long)st.bytes_done, (unsigned long long)st.output_bytes,
+               (unsigned long long)st.samples, (unsigned long long)(o.dry_run ? st.files_total : st.files_done),
+               (unsigned long long)(o.dry_run ? st.bytes_total : st.bytes_done), (unsigned long long)st.output_bytes,
                st.seconds, (unsigned long long)st.skipped, (unsigned long long)st.images,
                (unsigned long long)st.image_skips, (unsigned long long)st.bad_images);
     return SK_EXIT_OK;

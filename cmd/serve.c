@@ -24,6 +24,8 @@ static const char usage[] =
     "      --thumb-cache SIZE thumbnail cache (default 64MiB)\n"
     "      --thumb-size N     a thumbnail's larger side (default 160)\n"
     "      --trust-index      skip the index body checksum (open in O(1))\n"
+    "      --json             say the URL as {\"url\": \"http://...\"} on stdout\n"
+    "  -q, --quiet            print nothing once listening, only errors\n"
     "  -h, --help             show this help\n"
     "S3 (for an s3:// DATASET):\n"
     CMD_S3_CLIENT_USAGE
@@ -31,12 +33,13 @@ static const char usage[] =
     "Prints the URL on stdout once listening.  Exit status: 0 stopped by a\n"
     "signal, 1 the dataset or the port could not be opened, 2 usage.\n";
 
-enum { OPT_BIND = 256, OPT_MAXC, OPT_THREADS, OPT_TCACHE, OPT_TSIZE, OPT_TRUST };
+enum { OPT_BIND = 256, OPT_MAXC, OPT_THREADS, OPT_TCACHE, OPT_TSIZE, OPT_TRUST, OPT_JSON };
 
 static void ready(void *ctx, const char *url)
 {
-    (void)ctx;
-    printf("serving %s\n", url);
+    int mode = *(int *)ctx; /* 0 text, 1 --json, 2 -q */
+    if (mode == 1) printf("{\"url\": \"%s\"}\n", url); /* ours: no byte to escape */
+    else if (mode == 0) printf("serving %s\n", url);
     fflush(stdout);
 }
 
@@ -51,6 +54,8 @@ int cmd_serve(int argc, char **argv)
         {"thumb-size", required_argument, NULL, OPT_TSIZE},
         {"trust-index", no_argument, NULL, OPT_TRUST},
         {"help", no_argument, NULL, 'h'},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"quiet", no_argument, NULL, 'q'},
         CMD_S3_CLIENT_OPTIONS,
         {NULL, 0, NULL, 0},
     };
@@ -58,14 +63,18 @@ int cmd_serve(int argc, char **argv)
     sk_serve_options_init(&so);
     so.port = 8080;
     so.ready = ready;
+    int mode = 0;
+    so.ctx = &mode;
     unsigned flags = 0;
     uint64_t v;
     int c;
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
     sk_s3 *s3 = NULL;
-    while ((c = getopt_long(argc, argv, "hp:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hp:q", opts, NULL)) != -1) {
         switch (c) {
         case OPT_BIND: so.bind = optarg; break;
+        case OPT_JSON: mode = 1; break;
+        case 'q': mode = 2; break;
         case 'p':
             if (cmd_parse_u64(optarg, &v) || v > 65535)
                 return cmd_usage_error("serve", usage, "bad --port '%s'", optarg);

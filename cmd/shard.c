@@ -100,13 +100,15 @@ static const struct option options[] = {
 
 static void on_progress(void *ctx, const sk_shard_stats *st)
 {
-    cmd_ui *ui = ctx;
-    double mb = (double)st->bytes_in / 1e6, rate = st->seconds > 0 ? mb / st->seconds : 0;
-    cmd_ui_status(ui, "%llu/%llu inputs  %llu samples  %llu shards  %.1f MB  %.1f MB/s",
-                  (unsigned long long)st->inputs_done, (unsigned long long)st->inputs,
-                  (unsigned long long)st->samples, (unsigned long long)st->shards, mb, rate);
-    if (st->bytes_in_total && rate > 0 && st->bytes_in < st->bytes_in_total)
-        fprintf(stderr, "  ETA %.0fs", (double)(st->bytes_in_total - st->bytes_in) / 1e6 / rate);
+    /* reading: inputs and input bytes; a shuffle's second half writes
+     * what it read, counted in samples */
+    cmd_progress_at at = {.unit = "inputs", .done = st->inputs_done, .total = st->inputs,
+                          .samples = st->samples_in, .shards = st->shards, .bytes = st->bytes_in,
+                          .bytes_total = st->bytes_in_total};
+    if (st->inputs && st->inputs_done == st->inputs && st->samples < st->samples_in)
+        at.unit = "samples written", at.done = st->samples, at.total = st->samples_in,
+        at.samples = UINT64_MAX, at.bytes = st->output_bytes, at.bytes_total = 0;
+    cmd_progress_show(ctx, &at, 0);
 }
 
 /* Appends the comma-separated items of s to *list. */
@@ -127,7 +129,7 @@ int cmd_shard(int argc, char **argv)
     o.compress_level = -1; /* not given: the names' suffix decides */
     const char *part = NULL;
     uint64_t parts = 0;
-    cmd_ui ui = {"shard", 0};
+    cmd_ui ui = {.tool = "shard"};
     cmd_sagemaker sm = {0};
     const char **sel = NULL, **drop = NULL, **from = NULL, **to = NULL;
     size_t nren = 0;
@@ -244,7 +246,8 @@ int cmd_shard(int argc, char **argv)
     o.nrename = nren;
     if (sk_image_options_active(&images)) o.images = &images;
     o.warn = cmd_ui_warn;
-    o.progress = !quiet && isatty(2) ? on_progress : NULL;
+    cmd_progress_start(&ui, "shard", quiet);
+    o.progress = ui.on ? on_progress : NULL;
     o.ctx = &ui;
 
     sk_error err = SK_ERROR_INIT;
@@ -258,7 +261,8 @@ int cmd_shard(int argc, char **argv)
     o.s3 = s3;
     int r = sk_reshard((const char *const *)argv + optind, (size_t)(argc - optind), &o, &st, &err);
     if (!r) r = cmd_sagemaker_write(&sm, o.manifest, o.pattern, o.part, o.parts, s3, &err);
-    cmd_ui_end(&ui);
+    if (r) cmd_ui_end(&ui);
+    else cmd_progress_summary(&ui, st.shards, st.samples, "samples", st.bytes_in, st.seconds);
     if (r) {
         rc = cmd_report("shard", &err);
         goto out;

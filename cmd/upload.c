@@ -1,11 +1,9 @@
 /*
  * upload.c - `shardkit upload SRC... s3://bucket/prefix/`: files, directories
- * and whole datasets to S3, and s3:// objects to another bucket or endpoint.
- * The work is the library's: sk_upload_plan_each streams the arguments as
- * (source, key) pairs in a safe order (data, then *.idx, then manifest.json,
- * so a reader never sees a manifest naming a missing object), sk_s3_xfer
- * moves them; this file parses, sends each item as it comes with a barrier
- * between phases, and prints.
+ * and datasets to S3, s3:// objects to another bucket or endpoint.  The work
+ * is the library's: sk_upload_plan_each streams (source, key) pairs in a safe
+ * order (data, *.idx, manifest.json), sk_s3_xfer moves them; this file
+ * parses, sends each item as it comes with a barrier between phases, prints.
  */
 #include "cmd.h"
 
@@ -14,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char usage_text[] =
@@ -38,10 +35,14 @@ static const char usage_text[] =
     "      --concurrency N      requests in flight (default 64)\n"
     "      --multipart-threshold SIZE  largest object sent in one PUT (default 8MiB)\n"
     "      --resume             continue interrupted multipart uploads, keeping matching parts\n"
+    "      --sync               skip files the destination already holds (same size and\n"
+    "                           ETag: the MD5 of the bytes, or of the parts' MD5s)\n"
     "      --verify             read every object back and compare its CRC32C\n"
     "      --sign-payload       sign bodies with SHA-256 (slow) instead of UNSIGNED-PAYLOAD\n"
     "      --dry-run            print what would be uploaded, send nothing\n"
-    "      --json               print a JSON summary on stdout\n"
+    "      --json               print a JSON summary on stdout (--dry-run: one object\n"
+    "                           per transfer: src, bucket, key, size, parts or 0)\n"
+    "  -q, --quiet              print nothing but errors (no line per object)\n"
     "  -v, --verbose            log every request on stderr (never credentials)\n"
     "  -h, --help               this text\n"
     "\n"
@@ -49,7 +50,7 @@ static const char usage_text[] =
 
 enum opt {
     O_SRC_ENDPOINT = 256, O_SRC_REGION, O_SRC_PROFILE, O_PATH_STYLE, O_CONCURRENCY, O_THRESHOLD,
-    O_RESUME, O_VERIFY, O_SIGN_PAYLOAD, O_DRY_RUN, O_JSON,
+    O_RESUME, O_VERIFY, O_SIGN_PAYLOAD, O_DRY_RUN, O_JSON, O_SYNC,
 };
 
 static const struct option options[] = {
@@ -61,11 +62,13 @@ static const struct option options[] = {
     {"path-style", no_argument, NULL, O_PATH_STYLE},
     {"resume", no_argument, NULL, O_RESUME},
     {"sign-payload", no_argument, NULL, O_SIGN_PAYLOAD},
+    {"sync", no_argument, NULL, O_SYNC},
     {"src-endpoint-url", required_argument, NULL, O_SRC_ENDPOINT},
     {"src-profile", required_argument, NULL, O_SRC_PROFILE},
     {"src-region", required_argument, NULL, O_SRC_REGION},
     {"verbose", no_argument, NULL, 'v'},
     {"verify", no_argument, NULL, O_VERIFY},
+    {"quiet", no_argument, NULL, 'q'},
     CMD_S3_CLIENT_OPTIONS,
     CMD_S3_PART_SIZE_OPTION,
     {NULL, 0, NULL, 0},
@@ -73,42 +76,26 @@ static const struct option options[] = {
 
 /* What the transfers did, reported as they finish. */
 typedef struct run {
-    int json, tty;
-    uint64_t ok, failed, bytes, reused;
+    int json, quiet, walked; /* walked: the plan is all queued, its totals known */
+    uint64_t ok, failed, bytes, reused, queued, same;
+    sk_upload_sync *sync; /* --sync: what the destination holds */
     json_t *objects; /* --json: one object per transfer */
-    double t0;
+    cmd_ui ui;
 } run;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static char *human(uint64_t b, char *out, size_t cap)
-{
-    if (b >= (1ull << 30)) snprintf(out, cap, "%.2f GiB", b / 1073741824.0);
-    else if (b >= (1ull << 20)) snprintf(out, cap, "%.1f MiB", b / 1048576.0);
-    else snprintf(out, cap, "%" PRIu64 " B", b);
-    return out;
-}
 
 static void progress(void *ud, uint64_t done, uint64_t total)
 {
     run *r = ud;
-    if (!r->tty) return;
-    double el = now_s() - r->t0, rate = el > 0 ? done / el : 0;
-    char a[32], b[32];
-    double eta = rate > 0 && total > done ? (total - done) / rate : 0;
-    fprintf(stderr, "\r%s / %s  %.1f MB/s  ETA %.0fs   ", human(done, a, sizeof a),
-            human(total, b, sizeof b), rate / 1e6, eta); /* stderr: unbuffered */
+    cmd_progress_at at = {.unit = "objects", .done = r->ok, .total = r->walked ? r->queued : 0,
+                          .samples = UINT64_MAX, .shards = UINT64_MAX, .bytes = done,
+                          .bytes_total = r->walked ? total : 0};
+    cmd_progress_show(&r->ui, &at, 0);
 }
 
 static void on_done(void *ud, const sk_s3_xfer_result *res)
 {
     run *r = ud;
-    if (r->tty) fprintf(stderr, "\r\033[K");
+    if (r->ui.progress_shown) fputs("\r\033[K", stderr), r->ui.progress_shown = 0;
     if (res->rc) {
         r->failed++;
         const char *m = res->err->msg; /* most messages name the source already */
@@ -118,7 +105,7 @@ static void on_done(void *ud, const sk_s3_xfer_result *res)
         r->ok++;
         r->bytes += res->size;
         r->reused += (uint64_t)res->parts_reused;
-        if (!r->json) printf("upload: %s -> s3://%s/%s\n", res->src, res->bucket, res->key);
+        if (!r->json && !r->quiet) printf("upload: %s -> s3://%s/%s\n", res->src, res->bucket, res->key);
     }
     if (r->json) {
         char crc[9];
@@ -131,16 +118,25 @@ static void on_done(void *ud, const sk_s3_xfer_result *res)
     }
 }
 
-struct dry { const char *bucket; const sk_s3_xfer_opts *xo; }; /* --dry-run: each planned transfer, as it would go */
+/* --dry-run: each planned transfer, as it would go. */
+struct dry { const char *bucket; const sk_s3_xfer_opts *xo; int json; };
 
 static int print_item(void *ud, const sk_upload_item *it, const char *sb, sk_error *err)
 {
     const struct dry *d = ud;
     uint64_t ps = d->xo->part_size;
     while ((it->size + ps - 1) / ps > 10000) ps *= 2;
+    uint64_t parts = it->size > d->xo->multipart_threshold ? (it->size + ps - 1) / ps : 0;
+    if (d->json) { /* --dry-run --json: one object per planned transfer */
+        json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I}", "src", it->src, "bucket", d->bucket, "key",
+                              it->key, "size", (json_int_t)it->size, "parts", (json_int_t)parts);
+        if (o) json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT), putchar('\n');
+        json_decref(o);
+        return 0;
+    }
     printf("would upload: %s%s%s%s -> s3://%s/%s (%" PRIu64 " bytes, ", sb ? "s3://" : "", sb ? sb : "",
            sb ? "/" : "", it->src, d->bucket, it->key, it->size);
-    if (it->size > d->xo->multipart_threshold) printf("%" PRIu64 " parts)\n", (it->size + ps - 1) / ps);
+    if (parts) printf("%" PRIu64 " parts)\n", parts);
     else printf("one PUT)\n");
     return 0;
 }
@@ -167,6 +163,10 @@ static int send_item(void *ud, const sk_upload_item *it, const char *sb, sk_erro
         s->phase = it->phase;
     }
     if (s->r->failed) return sk_error_set(err, SK_E_REMOTE, "not publishing %s: an object before it failed", it->key);
+    int same = !sb && s->r->sync ? sk_upload_sync_same(s->r->sync, it->src, it->key, it->size, &xerr) : 0;
+    if (same < 0) return *err = xerr, -same;
+    if (same && !s->r->json && !s->r->quiet) printf("same: %s = s3://%s/%s\n", it->src, s->bucket, it->key);
+    if (same) return s->r->same++, 0; /* --sync: already there */
     /* the plan knows each source (its listing or HEAD): no second HEAD */
     if (sb ? sk_s3_xfer_add_copy_known(s->x, s->src, sb, it->src, it->obj, s->bucket, it->key, &xerr)
            : sk_s3_xfer_add_file(s->x, it->src, s->bucket, it->key, &xerr)) {
@@ -174,6 +174,7 @@ static int send_item(void *ud, const sk_upload_item *it, const char *sb, sk_erro
         s->r->failed++;
         return 0;
     }
+    s->r->queued++;
     int rc = sk_s3_xfer_start(s->x, progress, s->r, &xerr);
     if (rc && !s->first) s->first = rc;
     return 0;
@@ -185,11 +186,11 @@ int cmd_upload(int argc, char **argv)
     sk_s3_xfer_opts xo = {.struct_size = sizeof xo, .multipart_threshold = 8ull << 20,
                           .part_size = 8ull << 20};
     const char *src_endpoint = NULL, *src_profile = NULL, *src_region = NULL;
-    int dry = 0, c, conc = 0;
+    int dry = 0, sync = 0, c, conc = 0;
     run r = {0};
     uint64_t v;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "vh", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "qvh", options, NULL)) != -1) {
         switch (c) {
         case O_SRC_ENDPOINT: src_endpoint = optarg; break;
         case O_SRC_REGION: src_region = optarg; break;
@@ -205,11 +206,13 @@ int cmd_upload(int argc, char **argv)
                 return cmd_usage_error("upload", usage_text, "--multipart-threshold takes a size");
             break;
         case O_RESUME: xo.resume = 1; break;
+        case O_SYNC: sync = 1; break;
         case O_VERIFY: xo.verify = 1; break;
         case O_SIGN_PAYLOAD: cfg.sign_payload = 1; break;
         case O_DRY_RUN: dry = 1; break;
         case O_JSON: r.json = 1; break;
         case 'v': cfg.verbose = 1; break;
+        case 'q': r.quiet = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
         default:
             switch (cmd_s3_option("upload", usage_text, c, optarg, &cfg, &xo.part_size)) {
@@ -248,43 +251,39 @@ int cmd_upload(int argc, char **argv)
         }
     }
     if (dry) {
-        struct dry d = {bucket, &xo};
+        struct dry d = {bucket, &xo, r.json};
         if ((rc = sk_upload_plan_each(srcs, (size_t)nsrc, src, prefix, dir_dst, print_item, &d, &err))) goto fail;
         goto out;
     }
-    r.tty = isatty(2);
-    r.t0 = now_s();
-    if (r.json && !(r.objects = json_array())) {
-        rc = sk_error_set(&err, SK_E_NOMEM, "out of memory");
+    cmd_progress_start(&r.ui, "upload", r.quiet);
+    if (r.json && !(r.objects = json_array()) && (rc = sk_error_set(&err, SK_E_NOMEM, "out of memory")))
         goto fail;
-    }
+    if (sync && (rc = sk_upload_sync_open(&r.sync, s3, bucket, prefix, xo.part_size, xo.multipart_threshold, &err)))
+        goto fail;
     if ((rc = sk_s3_xfer_new(&x, s3, &xo, on_done, &r, &err))) goto fail;
     struct send snd = {x, src, bucket, &r, 0, 0};
     int walk_rc = sk_upload_plan_each(srcs, (size_t)nsrc, src, prefix, dir_dst, send_item, &snd, &err);
     sk_error werr = SK_ERROR_INIT;
+    r.walked = 1;
     int first = sk_s3_xfer_wait(x, progress, &r, &werr); /* what is in flight, even after a failed walk */
     first = snd.first ? snd.first : first;
-    if (r.tty) fprintf(stderr, "\r\033[K");
-    if (walk_rc && !r.failed) {
-        rc = walk_rc;
-        goto fail;
-    }
-    double el = now_s() - r.t0;
+    if (r.ui.progress_shown) fputs("\r\033[K", stderr), r.ui.progress_shown = 0;
+    if (walk_rc && !r.failed && (rc = walk_rc)) goto fail;
+    double el = cmd_progress_elapsed(&r.ui);
     uint64_t nreq = 0, nretry = 0;
     sk_s3_stats(s3, &nreq, &nretry);
     if (r.json) {
-        json_t *sum = json_pack("{s:b, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:O}", "ok", !r.failed,
+        json_t *sum = json_pack("{s:b, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:I, s:O}", "ok", !r.failed,
                                 "objects_ok", (json_int_t)r.ok, "objects_failed", (json_int_t)r.failed,
                                 "bytes", (json_int_t)r.bytes, "seconds", el, "mb_per_s",
                                 el > 0 ? r.bytes / el / 1e6 : 0.0, "parts_reused", (json_int_t)r.reused,
-                                "requests", (json_int_t)nreq, "retries", (json_int_t)nretry, "objects",
-                                r.objects);
+                                "objects_same", (json_int_t)r.same, "requests", (json_int_t)nreq,
+                                "retries", (json_int_t)nretry, "objects", r.objects);
         if (sum) json_dumpf(sum, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT), putchar('\n');
         json_decref(sum);
-    } else if (r.tty || cfg.verbose) {
-        char h[32];
-        fprintf(stderr, "%" PRIu64 " objects, %s in %.1fs (%.1f MB/s)%s\n", r.ok, human(r.bytes, h, sizeof h),
-                el, el > 0 ? r.bytes / el / 1e6 : 0, r.failed ? ", some failed" : "");
+    } else {
+        r.ui.on |= cfg.verbose && !r.quiet; /* -v: the summary also in a log */
+        cmd_progress_summary(&r.ui, UINT64_MAX, r.ok, r.failed ? "objects (some failed)" : "objects", r.bytes, el);
     }
     rc = r.failed || first ? SK_EXIT_PROBLEM : 0;
     goto out;
@@ -292,6 +291,7 @@ fail:
     rc = cmd_report("upload", &err);
 out:
     json_decref(r.objects);
+    sk_upload_sync_free(r.sync);
     sk_s3_xfer_free(x);
     if (src != s3) sk_s3_free(src);
     sk_s3_free(s3);

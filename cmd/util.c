@@ -148,6 +148,17 @@ int cmd_any_s3(const char *const *s, size_t n)
     return 0;
 }
 
+int cmd_pack_add_list(sk_pack *p, const char *path, const char *root, int nul, sk_error *err)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) return sk_error_set(err, SK_E_IO, "%s: cannot open file list: %m", path);
+    const char *name = f == stdin ? "stdin" : path;
+    int rc = root && !strncmp(root, "s3://", 5) ? sk_pack_add_s3_list(p, f, name, root, nul, err)
+                                                : sk_pack_add_list(p, f, name, root, nul, err);
+    if (f != stdin) fclose(f);
+    return rc;
+}
+
 int cmd_image_option(const char *tool, const char *usage, int c, const char *arg,
                      sk_image_options *io)
 {

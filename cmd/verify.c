@@ -59,9 +59,17 @@ static const struct option options[] = {
     {NULL, 0, NULL, 0},
 };
 
+struct vctx {
+    int json;
+    cmd_ui ui;
+    unsigned flags;
+};
+
 static void on_problem(void *ctx, const sk_verify_problem *p)
 {
-    int json = *(int *)ctx;
+    struct vctx *c = ctx;
+    int json = c->json;
+    if (c->ui.progress_shown) fputs("\r\033[K", stderr), c->ui.progress_shown = 0;
     if (json) { /* one object a line; names are whatever bytes the shard holds */
         json_t *o = json_object();
         json_object_set_new(o, "severity", json_string(p->warning ? "warning" : "error"));
@@ -79,6 +87,15 @@ static void on_problem(void *ctx, const sk_verify_problem *p)
         if (p->key) printf(" (key %s)", p->key);
         printf(": %s\n", p->msg);
     }
+}
+
+static void on_progress(void *ctx, const sk_verify_progress *p)
+{
+    struct vctx *c = ctx;
+    cmd_progress_at at = {"shards", p->shards_done, p->shards_total, p->samples, UINT64_MAX,
+                          p->bytes_done, p->bytes_total, NULL, 0};
+    if (c->flags & SK_VERIFY_JPEG) at.also = "jpegs", at.also_n = p->jpegs_done;
+    cmd_progress_show(&c->ui, &at, 0);
 }
 
 int cmd_verify(int argc, char **argv)
@@ -137,7 +154,10 @@ int cmd_verify(int argc, char **argv)
     o.require = req;
     o.report = on_problem;
     if (images.image_size) o.images = &images;
-    o.ctx = &json;
+    struct vctx vc = {json, {.tool = "verify"}, o.flags};
+    cmd_progress_start(&vc.ui, "verify", quiet);
+    if (vc.ui.on) o.progress = on_progress;
+    o.ctx = &vc;
     sk_error err = SK_ERROR_INIT;
     sk_verify_stats st = {0};
     if (cmd_places_args("verify", argv + optind, argc - optind, CMD_R | CMD_S3 | CMD_HTTP)) return free(req), SK_EXIT_USAGE;
@@ -147,6 +167,8 @@ int cmd_verify(int argc, char **argv)
     if (!r) r = sk_verify(targets, (size_t)(argc - optind), &o, &st, &err);
     sk_s3_free(s3);
     free(req);
+    if (r) cmd_ui_end(&vc.ui);
+    else cmd_progress_summary(&vc.ui, st.shards, st.samples, "samples", st.bytes, cmd_progress_elapsed(&vc.ui));
     if (r) {
         fflush(stdout);
         cmd_eprintf("shardkit verify: %s", err.msg[0] ? err.msg : sk_code_name(err.code));

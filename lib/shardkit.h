@@ -318,6 +318,12 @@ typedef struct sk_pack_options {
     /* A manifest already at the manifest path: SK_EXISTING_REFUSE (0),
      * _APPEND or _OVERWRITE (section "an existing dataset", at the end). */
     int existing;
+    /* 1: plan only (`pack --dry-run`): the sources are listed and sized and
+     * the shards cut as a run would, stats says shards, samples and
+     * output_bytes (tar bytes, before any compression); nothing is read,
+     * created or written.  SK_E_USAGE with active images (their sizes are
+     * known only once encoded). */
+    int dry_run;
 } sk_pack_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_pack_options_init_sized(sk_pack_options *o, size_t size);
@@ -580,6 +586,9 @@ typedef struct sk_s3_config {
     int verbose;              /* 1: one line per request on stderr (never secrets) */
     long low_speed_limit;     /* bytes per second a transfer must keep up over
                                  read_timeout (default 1024; docs/s3.md) */
+    int retry_notice;         /* 0 (default): the client's first retry is told in one
+                                 line on stderr (the URL, the cause, the attempts
+                                 left), as a wait is otherwise silent; -1: never */
 } sk_s3_config;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_s3_config_init_sized(sk_s3_config *o, size_t size);
@@ -831,6 +840,10 @@ typedef struct sk_index_dataset_opts {
     /* A manifest already at the manifest path that lists a shard this run
      * did not index is refused (SK_E_USAGE naming it) unless overwrite. */
     int overwrite;
+    /* after each shard's done (NULL: never): shards finished out of all,
+     * and the samples and shard bytes of those indexed */
+    void (*progress)(void *ctx, uint64_t shards_done, uint64_t shards_total, uint64_t samples,
+                     uint64_t bytes);
 } sk_index_dataset_opts;
 SK_API void sk_index_dataset_opts_init_sized(sk_index_dataset_opts *o, size_t size);
 #define sk_index_dataset_opts_init(o) sk_index_dataset_opts_init_sized((o), sizeof *(o))
@@ -1127,6 +1140,15 @@ typedef struct sk_verify_problem {
     const char *msg;
 } sk_verify_problem;
 
+/* What sk_verify has done so far, for a progress line (cmd/verify.c). */
+typedef struct sk_verify_progress {
+    uint64_t shards_done, shards_total; /* total 0: not known yet (targets still to list) */
+    uint64_t samples;                   /* samples walked, the current shard's included */
+    uint64_t bytes_done, bytes_total;   /* shard bytes walked; total 0: not known */
+    uint64_t jpegs_done;                /* JPEG members decoded (SK_VERIFY_JPEG) */
+    double seconds;
+} sk_verify_progress;
+
 typedef struct sk_verify_options {
     size_t struct_size; /* sizeof, set by sk_verify_options_init; 0: this version's */
     unsigned flags;                /* SK_VERIFY_* */
@@ -1143,6 +1165,9 @@ typedef struct sk_verify_options {
      * it, sorted runs of key records go to unlinked temp files in $TMPDIR
      * and are merged, so a dataset of any size verifies in bounded memory. */
     uint64_t key_mem;
+    /* About twice a second and once at the end (NULL: never); calls never
+     * overlap, though they may come from the JPEG threads. */
+    void (*progress)(void *ctx, const sk_verify_progress *p);
 } sk_verify_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_verify_options_init_sized(sk_verify_options *o, size_t size);
@@ -1333,6 +1358,21 @@ enum sk_place_kind { SK_PLACE_FILE, SK_PLACE_STDIO, SK_PLACE_S3, SK_PLACE_HTTP }
  * naming what ("pack -o", "--files-from"), the place and why. */
 SK_API int sk_place_check(const char *place, unsigned flags, const char *what, int *kind,
                           sk_error *err);
+
+/* ------------------------------------------------------------ upload sync */
+/* `upload --sync`: a rerun sends only what the destination does not hold
+ * yet.  sk_upload_sync_open lists s3://bucket/prefix once (sizes, ETags);
+ * sk_upload_sync_same says whether key already holds the size bytes of the
+ * local file path: 1 same (its size, and its ETag is the MD5 of the bytes,
+ * or of the parts' MD5s at part_size, upload's rule); 0 different or not
+ * known (an opaque ETag, another part size): send it; a negative SK_E_*
+ * when path cannot be read (err says why). */
+typedef struct sk_upload_sync sk_upload_sync;
+SK_API int sk_upload_sync_open(sk_upload_sync **out, sk_s3 *s3, const char *bucket, const char *prefix,
+                               uint64_t part_size, uint64_t multipart_threshold, sk_error *err);
+SK_API int sk_upload_sync_same(sk_upload_sync *s, const char *path, const char *key, uint64_t size,
+                               sk_error *err);
+SK_API void sk_upload_sync_free(sk_upload_sync *s);
 
 /* ------------------------------------------------ dataset: shards, heads */
 /* What stats and serve need of a dataset beyond one sample: its shards

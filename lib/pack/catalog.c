@@ -686,7 +686,10 @@ int sk_catalog_next_window(sk_catalog *c, size_t max_items, sk_error *err)
             SK_GUARD(sw_head(c, (uint16_t)i, w, &e, err));
             if (e && (!bw || sw_head_cmp(bw, be, w, e) > 0)) bw = w, be = e, bs = (uint16_t)i;
         }
-        if (!bw) break;
+        if (!bw) {
+            c->walk_done = 1;
+            break;
+        }
         struct swlevel *L = &bw->lv[bw->depth - 1];
         const char *name = L->names + be->name;
         /* a window ends between samples: at the first new key past max_items */

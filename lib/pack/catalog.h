@@ -59,6 +59,7 @@ typedef struct sk_catalog {
     int jobs;          /* threads for sizes and sorting (sk_catalog_group) */
     int defer_sizes;   /* group leaves walked files SK_ITEM_UNSIZED: the
                           caller learns their sizes as it opens them */
+    int walk_done;     /* sk_catalog_next_window: the last window is out */
     int presorted;     /* items came in order (sk_catalog_next_window): group
                           does not sort them */
     uint64_t window_gen; /* which window the directory ids belong to */

@@ -599,6 +599,7 @@ static void *shard_worker_main(void *arg)
             p->stop = 1;
         } else {
             p->st.output_bytes += sp->info.size;
+            p->st.shards++; /* live, for progress; recounted with the manifest */
         }
         pthread_mutex_unlock(&p->mu);
         if (rc) break;
@@ -658,7 +659,10 @@ static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, i
         if ((rc = write_shard_ring(p, sp, &seq, out, &t, err))) break;
         if ((rc = sk_shard_out_finish(out, &sp->info, err))) break;
         sp->written = sk_index_builder_samples(out->index);
+        pthread_mutex_lock(&p->mu);
         p->st.output_bytes += sp->info.size;
+        p->st.shards++; /* live, for progress; recounted with the manifest */
+        pthread_mutex_unlock(&p->mu);
     }
     return rc;
 }
@@ -714,18 +718,27 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     sk_shard_out out = {0};
     pthread_t *threads = NULL;
     int nthreads = 0, rc;
+    SK_FAIL_IF(p->o.dry_run && sk_image_options_active(p->o.images), err, SK_E_USAGE,
+               "--dry-run does not combine with --image-size: resized images have no size "
+               "until they are encoded");
     if (sk_image_options_active(p->o.images) && p->stream_fd < 0)
         return sk_pack_run_images(p, sk_pack_run, stats, err);
     clock_gettime(CLOCK_MONOTONIC, &p->t0);
     p->last_progress = p->t0;
     out.zlevel = p->o.compress_level; /* 0: plain tar */
 
-    p->cat.defer_sizes = sk_pack_stream_eligible(p);
+    p->cat.defer_sizes = !p->o.dry_run && sk_pack_stream_eligible(p); /* a plan needs sizes */
     /* in key order from directories alone, stream mode walks them as it
      * writes; otherwise they are walked whole now */
     p->windowed = p->cat.defer_sizes && !p->o.shuffle && sk_catalog_all_lazy(&p->cat);
     if (!p->windowed && (rc = sk_catalog_walk_lazy(&p->cat, err))) goto cleanup;
     if ((rc = plan(p, err))) goto cleanup;
+    if (p->o.dry_run) { /* the plan only: nothing made, nothing written */
+        for (size_t i = 0; i < p->nshards; i++)
+            p->st.samples += p->shards[i].count, p->st.output_bytes += p->shards[i].bytes;
+        p->st.shards = p->nshards;
+        goto cleanup;
+    }
     /* where the manifest goes, and the output directory */
     const char *slash = strrchr(p->o.pattern, '/');
     snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern);
@@ -782,7 +795,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
      * consumes in order; shard-parallel workers would not */
     if (p->cat.defer_sizes) {
         if ((rc = sk_pack_write_stream(p, err))) goto cleanup;
-        p->st.bytes_total = p->st.bytes_done;
+        p->st.bytes_total = p->st.bytes_done; /* known at last */
     } else if (p->stream_fd >= 0) { /* one stream, in order: the ring */
         if ((rc = write_with_ring(p, &out, &threads, &nthreads, err))) goto cleanup;
         if (!p->nshards) { /* nothing to pack: still a tar, an empty one */
@@ -799,7 +812,8 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
         if ((rc = write_with_ring(p, &out, &threads, &nthreads, err))) goto cleanup;
     }
 
-    /* the manifest, in shard order */
+    /* the manifest, in shard order (its count replaces the live one) */
+    p->st.shards = 0;
     for (size_t i = 0; i < p->nshards; i++) {
         struct shard_plan *sp = &p->shards[i];
         if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;

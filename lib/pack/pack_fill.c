@@ -285,6 +285,11 @@ int sk_pack_progress_take(sk_pack *p, int final, sk_pack_stats *snap)
     p->last_progress = now;
     p->st.seconds = sk_pack_since(&p->t0);
     *snap = p->st;
+    if (p->images_live) { /* the shards are the resharding side's */
+        snap->shards = __atomic_load_n(&p->img_shards, __ATOMIC_RELAXED);
+        snap->samples = __atomic_load_n(&p->img_samples, __ATOMIC_RELAXED);
+        snap->output_bytes = __atomic_load_n(&p->img_out, __ATOMIC_RELAXED);
+    }
     return 1;
 }
 

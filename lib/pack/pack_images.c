@@ -79,6 +79,28 @@ static int pipe_open(void *ctx, sk_in_stream *s, const char *url, sk_error *err)
     return SK_OK;
 }
 
+/* The resharding side's progress: its shards, and pack's files and bytes,
+ * in one report through pack's own callback; pack's reports, made while
+ * it still reads, carry these counts too (sk_pack_progress_take). */
+static void img_progress(void *ctx, const sk_shard_stats *st)
+{
+    sk_pack *p = ctx;
+    __atomic_store_n(&p->img_shards, st->shards, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->img_samples, st->samples, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->img_out, st->output_bytes, __ATOMIC_RELAXED);
+    sk_pack_stats snap;
+    pthread_mutex_lock(&p->mu);
+    int due = sk_pack_progress_take(p, 1, &snap);
+    pthread_mutex_unlock(&p->mu);
+    if (due) sk_pack_progress_report(p, &snap);
+}
+
+static void img_warn(void *ctx, const char *msg)
+{
+    sk_pack *p = ctx;
+    if (p->o.warn) p->o.warn(p->o.ctx, msg);
+}
+
 int sk_pack_run_images(sk_pack *p, sk_pack_run_fn run, sk_pack_stats *stats, sk_error *err)
 {
     int fds[2];
@@ -97,8 +119,10 @@ int sk_pack_run_images(sk_pack *p, sk_pack_run_fn run, sk_pack_stats *stats, sk_
     so.existing = p->o.existing;
     so.part = p->o.part;
     so.parts = p->o.parts;
-    so.warn = p->o.warn;
-    so.ctx = p->o.ctx;
+    so.warn = p->o.warn ? img_warn : NULL;
+    so.progress = p->o.progress ? img_progress : NULL;
+    so.ctx = p;
+    p->images_live = 1;
     so.s3 = p->cat.s3;
     so.s3_part_size = p->cat.s3_part_size;
     so.images = p->o.images;

@@ -94,6 +94,10 @@ struct sk_pack {
      * against each other before anything is written (pack_out.h) */
     sk_run_files files;
     sk_existing grow; /* the manifest already there (io/existing.c) */
+    /* --image-size: what the resharding side has written (atomics), so
+     * that progress counts its shards, not pack's one stream */
+    int images_live;
+    uint64_t img_shards, img_samples, img_out;
     /* the inputs are directories walked in key order a window at a time
      * while writing (stream mode, pack_pos.c): memory does not grow with
      * the number of files */

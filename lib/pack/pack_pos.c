@@ -326,6 +326,7 @@ static void *spread_main(void *arg)
         }
         sh->finished = 1;
         p->st.output_bytes += p->shards[cur].info.size;
+        p->st.shards++; /* live, for progress; recounted with the manifest */
         p->st.samples += w->t.samples;
         w->t.samples = 0;
         sk_shard_out_release(&sh->out); /* its index builder's memory */
@@ -477,6 +478,7 @@ struct stream {
     struct stream_shard **sh;
     size_t nsh, capsh;
     size_t ocap, bcap;       /* of p->order and p->sbytes, windowed */
+    uint64_t files_seen;     /* files of the windows walked so far */
     pthread_cond_t turn;     /* placed moved on */
 };
 
@@ -722,6 +724,7 @@ static void stream_finish(struct stream_worker *w, struct stream_shard *sh)
     } else {
         p->st.output_bytes += sh->info.size;
         p->st.samples += sh->index_samples;
+        p->st.shards++; /* live, for progress; recounted with the manifest */
         sk_shard_out_release(out); /* its index builder's memory */
     }
     pthread_mutex_unlock(&p->mu);
@@ -755,9 +758,8 @@ static int stream_flush(struct stream_worker *w, struct stream_shard *sh, struct
         sh->written += (uint64_t)n;
         p->st.files_done += files;
         p->st.bytes_done += data;
-        /* sizes are learned as files open: the total is an estimate */
-        if (p->st.files_done)
-            p->st.bytes_total = p->st.bytes_done * p->st.files_total / p->st.files_done;
+        /* sizes are learned as files open: bytes_total stays 0 (unknown)
+         * until the end, rather than an estimate that moves */
         due = sk_pack_progress_take(p, 0, &snap);
         if (sh->closed && sh->written == sh->count && sh->first < w->T->stop_pos && !sh->finished)
             fin = sh->finished = 1;
@@ -895,7 +897,10 @@ static int next_window(sk_pack *p, struct stream *T, int *more, sk_error *err)
     SK_GUARD(sk_grow((void **)&p->order, &T->ocap, c->nsamples + 1, sizeof *p->order, err));
     SK_GUARD(sk_grow((void **)&p->sbytes, &T->bcap, c->nsamples + 1, sizeof *p->sbytes, err));
     for (size_t i = 0; i < c->nsamples; i++) p->order[i] = (uint32_t)i;
-    p->st.files_total += c->nitems;
+    /* the total is known once the walk is: until then 0 (unknown), never
+     * a count that grows window by window */
+    T->files_seen += c->nitems;
+    if (c->walk_done) p->st.files_total = T->files_seen;
     return SK_OK;
 }
 

@@ -62,15 +62,22 @@ typedef struct ini_vals {
     char ak[256], sk[256], tok[4096], region[64];
     int max_attempts;
     int found; /* the section exists */
+    /* endpoints, as the aws cli v2 reads them: a profile's endpoint_url,
+     * services (the name of a [services NAME] section) and
+     * ignore_configured_endpoint_urls; a services section's nested
+     * "s3 =\n  endpoint_url = URL" */
+    char endpoint[1024], services[256], s3_endpoint[1024];
+    int ignore_endpoints;
 } ini_vals;
 
 static void ini_read(const char *path, const char *section, ini_vals *v)
 {
     FILE *f = fopen(path, "r");
     if (!f) return;
-    char line[8192];
+    char line[8192], parent[64] = "";
     int in = 0;
     while (fgets(line, sizeof line, f)) {
+        int nested = line[0] == ' ' || line[0] == '\t'; /* a sub-key of the key above */
         char *s = trim(line);
         if (!*s || *s == '#' || *s == ';') continue;
         if (*s == '[') {
@@ -84,7 +91,16 @@ static void ini_read(const char *path, const char *section, ini_vals *v)
         if (!in || !eq) continue;
         *eq = 0;
         char *k = trim(s), *val = trim(eq + 1);
-        if (!strcmp(k, "aws_access_key_id")) snprintf(v->ak, sizeof v->ak, "%s", val);
+        if (nested) {
+            if (!strcmp(parent, "s3") && !strcmp(k, "endpoint_url"))
+                snprintf(v->s3_endpoint, sizeof v->s3_endpoint, "%s", val);
+            continue;
+        }
+        snprintf(parent, sizeof parent, "%s", *val ? "" : k);
+        if (!strcmp(k, "endpoint_url")) snprintf(v->endpoint, sizeof v->endpoint, "%s", val);
+        else if (!strcmp(k, "services")) snprintf(v->services, sizeof v->services, "%s", val);
+        else if (!strcmp(k, "ignore_configured_endpoint_urls")) v->ignore_endpoints = !strcasecmp(val, "true");
+        else if (!strcmp(k, "aws_access_key_id")) snprintf(v->ak, sizeof v->ak, "%s", val);
         else if (!strcmp(k, "aws_secret_access_key")) snprintf(v->sk, sizeof v->sk, "%s", val);
         else if (!strcmp(k, "aws_session_token")) snprintf(v->tok, sizeof v->tok, "%s", val);
         else if (!strcmp(k, "region")) snprintf(v->region, sizeof v->region, "%s", val);
@@ -103,6 +119,27 @@ static void aws_path(char *out, size_t cap, const char *env, const char *name)
     const char *home = getenv("HOME");
     if (e && *e) snprintf(out, cap, "%s", e);
     else snprintf(out, cap, "%s/.aws/%s", home ? home : "", name);
+}
+
+int sk_creds_config_endpoint(const char *profile, char *out, size_t cap)
+{
+    if (!profile || !*profile) profile = getenv("AWS_PROFILE");
+    if (!profile || !*profile) profile = "default";
+    char conf_path[1024], sect[300];
+    aws_path(conf_path, sizeof conf_path, "AWS_CONFIG_FILE", "config");
+    if (!strcmp(profile, "default")) snprintf(sect, sizeof sect, "default");
+    else snprintf(sect, sizeof sect, "profile %s", profile);
+    ini_vals pv = {0}, sv = {0};
+    ini_read(conf_path, sect, &pv);
+    *out = 0;
+    if (pv.ignore_endpoints) return 1;
+    if (pv.services[0]) {
+        snprintf(sect, sizeof sect, "services %s", pv.services);
+        ini_read(conf_path, sect, &sv);
+    }
+    /* the service's own endpoint before the profile's, as the aws cli */
+    snprintf(out, cap, "%s", sv.s3_endpoint[0] ? sv.s3_endpoint : pv.endpoint);
+    return 0;
 }
 
 /* "2026-11-22T01:02:03Z" (fractions and a +hh:mm offset allowed) as

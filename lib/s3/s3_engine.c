@@ -632,8 +632,15 @@ static void *engine(void *arg)
             if (r->paused) s3->npaused--;
             r->paused = 0;
             if (retry && r->attempt < s3->max_attempts) {
-                if (s3->verbose)
+                if (s3->verbose) {
                     fprintf(stderr, "s3: will retry (%d/%d): %s\n", r->attempt, s3->max_attempts, r->err.msg);
+                } else if (s3->retry_notice >= 0 && !s3->retry_told) {
+                    /* the backoff of all attempts can add up to a quarter
+                     * of a minute: say once what is being waited for */
+                    s3->retry_told = 1;
+                    fprintf(stderr, "shardkit: %s; retrying, up to %d attempts in all (further "
+                            "retries are not reported)\n", r->err.msg, s3->max_attempts);
+                }
                 r->not_before_ms = sk_s3_now_ms() + backoff_ms(s3, r->attempt);
                 r->next = NULL;
                 if (s3->q_tail) s3->q_tail->next = r;
@@ -766,6 +773,7 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
     s3->low_speed_limit = cfg->low_speed_limit > 0 ? cfg->low_speed_limit : 1024;
     s3->sign_payload = cfg->sign_payload;
     s3->verbose = cfg->verbose;
+    s3->retry_notice = cfg->retry_notice;
     s3->rng = (unsigned)sk_s3_now_ms() ^ (unsigned)(uintptr_t)s3;
     pthread_mutex_init(&s3->mu, NULL);
     pthread_cond_init(&s3->cv, NULL);
@@ -793,9 +801,17 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
     if (!region || !*region) region = "us-east-1";
     snprintf(s3->region, sizeof s3->region, "%s", region);
 
-    const char *ep = cfg->endpoint_url;
-    if (!ep || !*ep) ep = getenv("AWS_ENDPOINT_URL_S3");
-    if (!ep || !*ep) ep = getenv("AWS_ENDPOINT_URL");
+    /* the aws cli v2's order: --endpoint-url; then, unless configured
+     * endpoints are ignored (AWS_IGNORE_CONFIGURED_ENDPOINT_URLS or the
+     * profile's ignore_configured_endpoint_urls), AWS_ENDPOINT_URL_S3,
+     * AWS_ENDPOINT_URL, the profile's services section, its endpoint_url */
+    const char *ep = cfg->endpoint_url, *ign = getenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
+    char conf_ep[1024] = "";
+    int ignore = ign && !strcasecmp(ign, "true");
+    if ((!ep || !*ep) && !ignore) ignore = sk_creds_config_endpoint(cfg->profile, conf_ep, sizeof conf_ep);
+    if ((!ep || !*ep) && !ignore) ep = getenv("AWS_ENDPOINT_URL_S3");
+    if ((!ep || !*ep) && !ignore) ep = getenv("AWS_ENDPOINT_URL");
+    if ((!ep || !*ep) && !ignore) ep = conf_ep;
     if (ep && *ep) {
         if ((rc = parse_endpoint(s3, ep, err))) goto fail;
         s3->path_style = cfg->path_style < 0 ? 1 : cfg->path_style;

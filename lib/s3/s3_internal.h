@@ -177,6 +177,7 @@ struct sk_s3 {
     char region[64];
     int path_style;
     int concurrency, max_attempts, read_timeout, sign_payload, verbose;
+    int retry_notice, retry_told; /* sk_s3_config.retry_notice; the notice was given */
     long low_speed_limit; /* bytes/s over read_timeout seconds, or the transfer is retried */
     sk_creds_provider creds;
     /* engine */
@@ -215,6 +216,13 @@ void sk_s3_req_resume(sk_s3_req *r);
 /* Any thread: ends r soon, queued or in flight (rc SK_E_IO); its done
  * callback still runs, once, on the engine thread. */
 void sk_s3_req_cancel(sk_s3_req *r);
+
+/* The S3 endpoint the config file (AWS_CONFIG_FILE, ~/.aws/config) gives
+ * profile (NULL: AWS_PROFILE, else "default") into out ("" when none): the
+ * s3 endpoint_url of the [services NAME] section the profile names, else
+ * the profile's endpoint_url.  1 when the profile sets
+ * ignore_configured_endpoint_urls = true (out is then ""), else 0. */
+int sk_creds_config_endpoint(const char *profile, char *out, size_t cap);
 
 #endif
 

@@ -414,6 +414,7 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
             pthread_cond_destroy(&pool.cv);
         }
     }
+    uint64_t bytes_done = 0;
     for (size_t i = 0; i < njob; i++) {
         struct job *j = &jobs[i];
         if (nthreads) {
@@ -427,12 +428,15 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         if (j->rc) {
             st_all.failed++;
             if (o.done) o.done(o.ctx, j->shard, NULL, &j->err);
+            if (o.progress) o.progress(o.ctx, i + 1, njob, st_all.samples, bytes_done);
             continue;
         }
         st_all.shards++;
         st_all.samples += j->st.samples;
         st_all.members += j->st.members;
+        bytes_done += j->st.bytes;
         if (o.done) o.done(o.ctx, j->shard, &j->st, NULL);
+        if (o.progress) o.progress(o.ctx, i + 1, njob, st_all.samples, bytes_done);
         char url[4200], iurl[4200]; /* relative to the manifest's directory */
         if (sk_path_rel(j->shard, mdir, url, sizeof url) ||
             sk_path_rel(j->idx_url ? j->idx_url : j->idx, mdir, iurl, sizeof iurl))

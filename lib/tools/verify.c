@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_INDEX_REPORTS 10
@@ -75,7 +76,27 @@ typedef struct vstate {
     size_t npool, cap_pool;
     struct jpegjob *jobs;
     size_t njobs, cap_jobs;
+    /* progress: the figures beyond st, and when it was last reported */
+    sk_verify_progress pr;
+    struct timespec t0, last;
 } vstate;
+
+/* Reports progress (at most twice a second unless final), pos bytes into
+ * the current shard; the JPEG threads call it under their lock. */
+static void vprogress(vstate *v, uint64_t pos, int final)
+{
+    if (!v->o->progress) return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double dt = (double)(now.tv_sec - v->last.tv_sec) + (double)(now.tv_nsec - v->last.tv_nsec) / 1e9;
+    if (!final && dt < 0.5) return;
+    v->last = now;
+    sk_verify_progress p = v->pr;
+    p.samples = v->st.samples + v->ns;
+    p.bytes_done += pos;
+    p.seconds = (double)(now.tv_sec - v->t0.tv_sec) + (double)(now.tv_nsec - v->t0.tv_nsec) / 1e9;
+    v->o->progress(v->o->ctx, &p);
+}
 
 static void problem(vstate *v, int warning, const char *kind, const char *shard, uint64_t off,
                     const char *key, size_t klen, const char *fmt, ...)
@@ -398,6 +419,7 @@ static void src_close(struct vsrc *f)
 
 struct jctx {
     vstate *v;
+    uint64_t pos; /* for progress: the shard's bytes walked */
     int fd;
     size_t next;
     pthread_mutex_t mu;
@@ -421,6 +443,12 @@ static void *jpeg_worker(void *arg)
         size_t i = c->next++;
         pthread_mutex_unlock(&c->mu);
         if (i >= c->v->njobs) break;
+        if (i) {
+            pthread_mutex_lock(&c->mu);
+            c->v->pr.jpegs_done++;
+            vprogress(c->v, c->pos, 0);
+            pthread_mutex_unlock(&c->mu);
+        }
         struct jpegjob *j = &c->v->jobs[i];
         if (j->size > cap) {
             free(buf);
@@ -448,7 +476,7 @@ static void *jpeg_worker(void *arg)
 /* Decodes the collected JPEG members: in parallel from a local plain tar,
  * in order through a second stream pass from a compressed one or an
  * object. */
-static int check_jpegs(vstate *v, struct vsrc *f, int compressed, sk_error *err)
+static int check_jpegs(vstate *v, struct vsrc *f, int compressed, uint64_t walked, sk_error *err)
 {
     const char *name = f->name;
     int fd = f->fd;
@@ -458,7 +486,7 @@ static int check_jpegs(vstate *v, struct vsrc *f, int compressed, sk_error *err)
         int n = v->o->jobs > 0 ? v->o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
         if (n < 1) n = 1;
         if ((size_t)n > v->njobs) n = (int)v->njobs;
-        struct jctx c = {.v = v, .fd = fd};
+        struct jctx c = {.v = v, .pos = walked, .fd = fd};
         pthread_mutex_init(&c.mu, NULL);
         pthread_t *t = calloc((size_t)n, sizeof *t);
         int started = 0;
@@ -466,6 +494,7 @@ static int check_jpegs(vstate *v, struct vsrc *f, int compressed, sk_error *err)
             if (pthread_create(&t[i], NULL, jpeg_worker, &c) == 0) started++;
         if (!started) jpeg_worker(&c);
         for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+        v->pr.jpegs_done++; /* the last one, not counted as the next is taken */
         free(t);
         pthread_mutex_destroy(&c.mu);
     } else {
@@ -481,6 +510,8 @@ static int check_jpegs(vstate *v, struct vsrc *f, int compressed, sk_error *err)
                 if (!(buf = sk_xmalloc(cap, err))) { rc = SK_E_NOMEM; break; }
             }
             size_t got;
+            v->pr.jpegs_done += i > 0;
+            vprogress(v, walked, 0);
             if ((rc = sk_stream_read_at(&s, j->data_offset, buf, (size_t)j->size, &got, err))) break;
             if (got < j->size) {
                 j->bad = 1;
@@ -492,6 +523,7 @@ static int check_jpegs(vstate *v, struct vsrc *f, int compressed, sk_error *err)
         free(buf);
         sk_stream_close(&s);
         if (rc) return rc;
+        v->pr.jpegs_done++;
     }
     for (size_t i = 0; i < v->njobs; i++) /* no memory is the run's failure, not the image's */
         if (v->jobs[i].bad < 0)
@@ -716,6 +748,7 @@ static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk
             break;
         }
         if ((rc = add_entry(v, shard, &e, err))) goto out;
+        vprogress(v, r.pos, 0);
     }
     if (rc) goto out;
     if ((rc = close_sample(v, shard, err))) goto out;
@@ -742,9 +775,11 @@ static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk
     }
     if (v->o->flags & SK_VERIFY_JPEG) {
         sk_stream_close(&s); /* its GET, for an object, before the JPEG pass opens another */
-        rc = check_jpegs(v, &f, compressed, err);
+        rc = check_jpegs(v, &f, compressed, r.pos, err);
     }
 out:
+    v->pr.shards_done++;
+    v->pr.bytes_done += f.size;
     if (have_reader) sk_tar_reader_release(&r);
     sk_stream_close(&s);
     src_close(&f);
@@ -808,7 +843,11 @@ int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opt
     SK_GUARD(sk_options_take(&o, sizeof o, opts, NULL, "sk_verify_options", err));
     if (o.images && o.images->image_size) o.flags |= SK_VERIFY_JPEG; /* the size check reads them */
     vstate v = {.o = &o};
+    clock_gettime(CLOCK_MONOTONIC, &v.t0);
+    v.last = v.t0;
     int rc = sk_keysort_new(&v.keys, o.key_mem, err);
+    uint64_t listed = 0, listed_bytes = 0;
+    int bytes_known = 1;
     for (size_t i = 0; i < n && !rc; i++) {
         /* the one resolver (io/dataset.c): brace patterns, manifests, a
          * directory or an s3:// prefix (its manifest, else its shards) */
@@ -817,6 +856,11 @@ int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opt
         sk_ds_shard *list = NULL;
         size_t k = 0;
         rc = sk_ds_resolve(targets[i], &ro, &list, &k, err);
+        /* the totals are known once the last target is listed; the bytes
+         * only when a manifest gave every shard's */
+        listed += k;
+        for (size_t j = 0; j < k; j++) list[j].known ? (void)(listed_bytes += list[j].bytes) : (void)(bytes_known = 0);
+        if (i + 1 == n) v.pr.shards_total = listed, v.pr.bytes_total = bytes_known ? listed_bytes : 0;
         for (size_t j = 0; j < k && !rc; j++) {
             struct expect ex = {1, list[j].bytes, list[j].samples, list[j].crc32c, list[j].manifest,
                                 &list[j].keys};
@@ -825,6 +869,8 @@ int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opt
         sk_ds_free(list, k);
     }
     if (!rc) rc = sk_keysort_each(v.keys, check_key, &v, err);
+    v.ns = 0;
+    vprogress(&v, 0, 1);
     for (size_t i = 0; i < v.nshards; i++) free(v.shards[i]);
     sk_keysort_free(v.keys);
     free(v.ebuf);
