@@ -183,6 +183,16 @@ int cmd_any_s3(const char *const *s, size_t n)
     return 0;
 }
 
+int cmd_any_remote(const char *const *s, size_t n, sk_s3_config *cfg)
+{
+    int http = 0;
+    for (size_t i = 0; i < n; i++)
+        http |= s[i] && (!strncasecmp(s[i], "http://", 7) || !strncasecmp(s[i], "https://", 8));
+    if (cmd_any_s3(s, n)) return 1;
+    cfg->http_only = http; /* no credentials needed or looked for */
+    return http;
+}
+
 int cmd_image_option(const char *tool, const char *usage, int c, const char *arg,
                      sk_image_options *io)
 {

@@ -574,6 +574,10 @@ typedef struct sk_s3_config {
     int verbose;              /* 1: one line per request on stderr (never secrets) */
     long low_speed_limit;     /* bytes per second a transfer must keep up over
                                  read_timeout (default 1024; docs/s3.md) */
+    int http_only;            /* 1: a client for plain http(s):// files (shards on a
+                                 web server): no credentials looked up, nothing
+                                 signed, s3:// refused; the same retries and
+                                 timeouts (docs/http.md) */
 } sk_s3_config;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_s3_config_init_sized(sk_s3_config *o, size_t size);

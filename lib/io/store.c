@@ -54,7 +54,7 @@ int sk_store_kind(const char *url, sk_loc_kind *kind, sk_error *err)
 static int need_http(sk_store_env *e, sk_error *err)
 {
     pthread_mutex_lock(&e->mu);
-    int rc = e->http ? SK_OK : sk_http_client_new(&e->http, e->s3, err);
+    int rc = e->http || (e->s3 && e->s3->plain) ? SK_OK : sk_http_client_new(&e->http, e->s3, err);
     pthread_mutex_unlock(&e->mu);
     return rc;
 }
@@ -65,13 +65,15 @@ int sk_store_open(sk_store **out, const char *url, sk_store_env *e, sk_error *er
     *out = NULL;
     SK_GUARD(sk_store_kind(url, &k, err));
     if (k == SK_LOC_S3) {
-        SK_FAIL_IF(!e || !e->s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", url);
+        SK_FAIL_IF(!e || !e->s3 || e->s3->plain, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client",
+                   url);
         return sk_store_s3_open(out, url, e->s3, err);
     }
     if (k == SK_LOC_HTTP) {
         SK_FAIL_IF(!e, err, SK_E_USAGE, "%s: no client for http(s)://", url);
         SK_GUARD(need_http(e, err));
-        return sk_store_http_open(out, url, e->http, err);
+        /* the caller's client when it is a plain one (a tool's --read-timeout) */
+        return sk_store_http_open(out, url, e->http ? e->http : e->s3, err);
     }
     return sk_store_file_open(out, url, err);
 }
@@ -88,6 +90,11 @@ int sk_store_load(const char *url, sk_store_env *e, size_t max, const char *what
     sk_store_seq *q = NULL;
     out->len = 0;
     SK_GUARD(sk_store_open(&s, url, e, err));
+    if (s->ops->load) {
+        int rc = s->ops->load(s, max, what, out, err);
+        sk_store_close(s);
+        return rc;
+    }
     int rc = s->ops->open_seq(s, 0, &q, err);
     char chunk[64 << 10];
     for (size_t got = 1; !rc && got;) {

@@ -48,6 +48,9 @@ struct sk_store_ops {
      * read-ahead: the kernel's for files, one streaming GET for remote. */
     int (*open_seq)(sk_store *s, uint64_t off, sk_store_seq **out, sk_error *err);
     void (*close)(sk_store *s);
+    /* The whole object into out, at most max bytes (SK_E_CORRUPT beyond,
+     * naming what): one GET, no HEAD.  NULL: read through open_seq. */
+    int (*load)(sk_store *s, size_t max, const char *what, sk_buf *out, sk_error *err);
 };
 
 struct sk_store {

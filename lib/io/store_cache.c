@@ -260,7 +260,7 @@ static void cache_close(sk_store *s)
     free(c);
 }
 
-static const struct sk_store_ops cache_ops = {cache_stat, cache_read_at, cache_open_seq, cache_close};
+static const struct sk_store_ops cache_ops = {cache_stat, cache_read_at, cache_open_seq, cache_close, NULL};
 
 int sk_store_cache_open(sk_store **out, sk_store *inner, const sk_store_cache_opts *o, sk_error *err)
 {

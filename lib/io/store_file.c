@@ -110,8 +110,8 @@ static void file_close(sk_store *s)
     free(f);
 }
 
-static const struct sk_store_ops file_ops = {file_stat, file_read_at, file_open_seq, file_close};
-static const struct sk_store_ops pipe_ops = {file_stat, NULL, file_open_seq, file_close};
+static const struct sk_store_ops file_ops = {file_stat, file_read_at, file_open_seq, file_close, NULL};
+static const struct sk_store_ops pipe_ops = {file_stat, NULL, file_open_seq, file_close, NULL};
 
 int sk_store_file_open(sk_store **out, const char *path, sk_error *err)
 {

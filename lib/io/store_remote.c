@@ -118,8 +118,37 @@ static void remote_close(sk_store *s)
     free(r);
 }
 
+/* An object read whole stops at a cap: a server that sends an endless
+ * body (or a huge object under a manifest's name) gets an error, not all
+ * of our memory. */
+struct capped {
+    sk_buf *buf;
+    size_t max;
+    int over;
+};
+
+static int capped_add(void *ud, const void *data, size_t len)
+{
+    struct capped *c = ud;
+    if (c->buf->len + len > c->max) return c->over = 1; /* stops the transfer */
+    return sk_buf_add(c->buf, data, len) ? 1 : 0;
+}
+
+static int remote_load(sk_store *s, size_t max, const char *what, sk_buf *out, sk_error *err)
+{
+    struct sk_remote *r = (struct sk_remote *)s;
+    struct capped c = {out, max, 0};
+    out->len = 0;
+    int rc = sk_s3_get_cb(r->client, r->bucket, r->key, 0, 0, capped_add, &c, err);
+    if (c.over)
+        rc = sk_error_set(err, SK_E_CORRUPT, "%s: a %s is at most %zu MiB; this one is bigger "
+                          "(or its body does not end)", s->url, what, max >> 20);
+    if (!rc && !out->p && sk_buf_add(out, "", 0)) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    return rc;
+}
+
 static const struct sk_store_ops remote_ops = {remote_stat, remote_read_at, remote_open_seq,
-                                               remote_close};
+                                               remote_close, remote_load};
 
 int sk_remote_new(sk_store **out, const char *url, sk_s3 *client, char *bucket, char *key,
                   sk_error *err)

@@ -870,6 +870,7 @@ int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
     sk_store_env_init(&r->env, NULL);
     int orc = sk_options_take(&r->o, sizeof r->o, opts, &reader_defaults, "sk_reader_options", err);
     sk_reader_options *o = &r->o;
+    r->env.s3 = o->s3; /* the caller's: a plain one serves http(s):// with its settings */
     int rc = orc;
     if (!rc && o->rank < 0) rc = env_int("RANK", 0, &o->rank, err);
     if (!rc && o->world_size < 0) rc = env_int("WORLD_SIZE", 1, &o->world_size, err);

@@ -26,13 +26,7 @@
 int sk_http_client_new(sk_s3 **out, const sk_s3 *like, sk_error *err)
 {
     sk_s3_config cfg = SK_S3_CONFIG_INIT;
-    /* Nothing is signed: empty credentials keep sk_s3_new from looking
-     * for the user's (and from failing where there are none). */
-    sk_creds none = SK_CREDS_INIT;
-    none.access_key = "", none.secret_key = "";
-    snprintf(none.source, sizeof none.source, "none (plain HTTP)");
-    cfg.creds = &none;
-    cfg.endpoint_url = "http://plain.invalid"; /* unused: every request names its URL */
+    cfg.http_only = 1;
     if (like) {
         cfg.concurrency = like->concurrency;
         cfg.max_attempts = like->max_attempts;
@@ -40,9 +34,7 @@ int sk_http_client_new(sk_s3 **out, const sk_s3 *like, sk_error *err)
         cfg.low_speed_limit = like->low_speed_limit;
         cfg.verbose = like->verbose;
     }
-    SK_GUARD(sk_s3_new(out, &cfg, err));
-    (*out)->plain = 1; /* before any request: the engine reads it per attempt */
-    return SK_OK;
+    return sk_s3_new(out, &cfg, err);
 }
 
 int sk_http_build(sk_s3_req *r)

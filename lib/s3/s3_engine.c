@@ -777,7 +777,13 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
     pthread_mutex_init(&s3->mu, NULL);
     pthread_cond_init(&s3->cv, NULL);
 
-    int rc = sk_creds_provider_init(&s3->creds, cfg->creds, cfg->profile, cfg->verbose, err);
+    /* a plain-HTTP client signs nothing: no credentials to look for */
+    sk_creds none = SK_CREDS_INIT;
+    none.access_key = none.secret_key = "";
+    snprintf(none.source, sizeof none.source, "none (plain HTTP)");
+    s3->plain = cfg->http_only;
+    int rc = sk_creds_provider_init(&s3->creds, s3->plain ? &none : cfg->creds, cfg->profile,
+                                    cfg->verbose, err);
     if (rc) goto fail;
     /* tries per request, as the aws cli takes them: the option, then
      * AWS_MAX_ATTEMPTS, then the profile's max_attempts, then 8 */
@@ -800,7 +806,7 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
     if (!region || !*region) region = "us-east-1";
     snprintf(s3->region, sizeof s3->region, "%s", region);
 
-    const char *ep = cfg->endpoint_url;
+    const char *ep = s3->plain ? "http://plain.invalid" : cfg->endpoint_url; /* plain: unused */
     if (!ep || !*ep) ep = getenv("AWS_ENDPOINT_URL_S3");
     if (!ep || !*ep) ep = getenv("AWS_ENDPOINT_URL");
     if (ep && *ep) {
