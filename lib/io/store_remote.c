@@ -21,6 +21,7 @@ struct remote_seq {
     struct sk_remote *r;
     sk_s3_stream *get; /* opened at the first read */
     uint64_t pos;
+    int ended; /* the end was confirmed */
 };
 
 static int remote_head(struct sk_remote *r, sk_error *err)
@@ -89,6 +90,20 @@ static int seq_read(sk_store_seq *q, void *buf, size_t n, size_t *got, sk_error 
     SK_FAIL_IF(*got == 0, err, SK_E_REMOTE, "%s: the body ended at offset %llu, before its size %llu",
                r->s.url, (unsigned long long)sq->pos, (unsigned long long)r->size);
     sq->pos += *got;
+    /* A web server's body must end where its size said: one that goes on
+     * (an endless body) fails the read that brings the last bytes, which
+     * a tar reader needs (its end blocks), so the error is seen. */
+    if (sq->pos >= r->size && r->client->plain && !sq->ended) {
+        unsigned char extra;
+        size_t more = 0;
+        sq->ended = 1;
+        int rc = sk_s3_stream_read(sq->get, &extra, 1, &more, err);
+        if (!rc && more)
+            rc = sk_error_set(err, SK_E_REMOTE, "%s: the server sent more than its %llu bytes",
+                              r->s.url, (unsigned long long)r->size);
+        if (rc) *got = 0; /* not handed out: the error is what the reader sees */
+        return rc;
+    }
     return SK_OK;
 }
 
@@ -106,7 +121,7 @@ static int remote_open_seq(sk_store *s, uint64_t off, sk_store_seq **out, sk_err
     SK_GUARD(remote_head(r, err)); /* the size to stop at, and the version read */
     struct remote_seq *q = calloc(1, sizeof *q);
     SK_FAIL_IF(!q, err, SK_E_NOMEM, "out of memory");
-    *q = (struct remote_seq){{seq_read, seq_close}, r, NULL, off};
+    *q = (struct remote_seq){{seq_read, seq_close}, r, NULL, off, 0};
     *out = &q->q;
     return SK_OK;
 }

@@ -21,7 +21,12 @@ nginx_start() {
     local root=$1
     NGINX_DIR=$(mktemp -d)
     NGINX_PORT=$(nginx_free_port)
+    # as root nginx's workers would run as nobody and could not read a
+    # test's private scratch directory: keep them the test's own user
+    local user=
+    [ "$(id -u)" = 0 ] && user="user root root;"
     cat >"$NGINX_DIR/nginx.conf" <<CONF
+$user
 daemon on;
 pid $NGINX_DIR/nginx.pid;
 error_log $NGINX_DIR/error.log;
