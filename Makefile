@@ -64,7 +64,7 @@ $(CHECK_DEPS_OK): scripts/deps
 	   && command -v cjpeg >/dev/null && command -v zstd >/dev/null && command -v clang >/dev/null \
 	   && { command -v slurmctld || test -x /usr/sbin/slurmctld; } >/dev/null \
 	   && command -v moto_server >/dev/null && command -v aws >/dev/null \
-	   && command -v radosgw >/dev/null; then :; \
+	   && command -v radosgw >/dev/null && test -x /usr/sbin/nginx; then :; \
 	 else ./scripts/deps check; fi
 	@touch $@
 
