@@ -182,7 +182,9 @@ static int add_one(struct out *o, const char *u, const sk_ds_opts *opt, sk_error
 {
     sk_loc_kind kind;
     SK_GUARD(sk_store_kind(u, &kind, err)); /* an unknown scheme, by name */
-    SK_FAIL_IF(kind == SK_LOC_HTTP && !opt->env, err, SK_E_USAGE, "%s: http(s):// is not read here", u);
+    SK_FAIL_IF(kind == SK_LOC_HTTP && !opt->env, err, SK_E_USAGE,
+               "%s: http(s):// is not taken here (a web server takes no writes; cat, get and "
+               "verify read from one)", u);
     if ((opt->flags & SK_DS_PREFIX) && kind == SK_LOC_HTTP && u[strlen(u) - 1] == '/')
         return add_http_dir(o, u, opt, err);
     if ((opt->flags & SK_DS_PREFIX) && kind == SK_LOC_S3 && u[strlen(u) - 1] == '/')
