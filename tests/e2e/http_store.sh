@@ -45,6 +45,18 @@ sk cat "$U/ds/shard-{000..002}.tar" | cmp -s - "$t/local.tar" || fail "cat of a 
 grep -q 'GET /ds/shard-001.tar' "$NGINX_DIR/access.log" || fail "no GET of a shard reached nginx"
 grep -q '" 206 ' "$NGINX_DIR/access.log" || fail "nginx served no ranged GET"
 
+echo "== the Python Reader over HTTP"
+SHARDKIT_LIB=$(dirname "$SK_BIN")/libshardkit.so PYTHONPATH=$SK_ROOT/python timeout 60 python3 - "$U" "$t/www/ds/manifest.json" <<'PY' ||
+import sys, shardkit
+url, local = sys.argv[1], sys.argv[2]
+def keys(u):
+    with shardkit.Reader(u) as r:
+        return [s["__key__"] for s in r]
+k = keys(url + "/ds/manifest.json")
+assert len(k) == 90 and k == keys(local), "the Python Reader over HTTP gave other samples"
+PY
+    fail "the Python Reader over HTTP"
+
 echo "== get and verify over HTTP"
 "$SK_BIN" get --tar "$t/www/ds/manifest.json" "$key" >"$t/get.local"
 sk get --tar "$U/ds/manifest.json" "$key" >"$t/get.http" || fail "get over HTTP failed"
