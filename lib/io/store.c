@@ -24,6 +24,8 @@ void sk_store_env_release(sk_store_env *e)
 {
     sk_s3_free(e->http);
     e->http = NULL;
+    if (e->own_s3) sk_s3_free(e->s3);
+    e->s3 = NULL, e->own_s3 = 0;
     pthread_mutex_destroy(&e->mu);
 }
 
@@ -49,6 +51,16 @@ int sk_store_kind(const char *url, sk_loc_kind *kind, sk_error *err)
         return sk_error_set(err, SK_E_USAGE, "%s: the scheme '%.*s://' is not one shardkit reads "
                             "(local paths, s3://, http://, https://)", url, (int)(p - url), url);
     return *kind = SK_LOC_LOCAL, SK_OK;
+}
+
+int sk_store_env_need_s3(sk_store_env *e, const char *endpoint, sk_error *err)
+{
+    if (e->s3) return SK_OK;
+    sk_s3_config cfg = SK_S3_CONFIG_INIT;
+    cfg.endpoint_url = endpoint;
+    SK_GUARD(sk_s3_new(&e->s3, &cfg, err));
+    e->own_s3 = 1;
+    return SK_OK;
 }
 
 static int need_http(sk_store_env *e, sk_error *err)

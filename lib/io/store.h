@@ -71,12 +71,17 @@ struct sk_store_seq {
  * client for http(s):// made on first use (with the S3 client's settings
  * when there is one).  One per job (reader, dataset, verify run). */
 typedef struct sk_store_env {
-    sk_s3 *s3; /* the caller's, for s3:// (NULL: refused, naming the URL) */
+    sk_s3 *s3; /* for s3:// (NULL: refused, naming the URL) */
     pthread_mutex_t mu;
     sk_s3 *http; /* ours */
+    int own_s3;  /* s3 was made by sk_store_env_need_s3: freed with the env */
 } sk_store_env;
+/* s3: the caller's client (stays theirs), or NULL. */
 void sk_store_env_init(sk_store_env *e, sk_s3 *s3);
 void sk_store_env_release(sk_store_env *e);
+/* Makes e->s3 when there is none: a client with the default settings for
+ * endpoint (NULL: AWS_ENDPOINT_URL, else AWS), freed with the env. */
+int sk_store_env_need_s3(sk_store_env *e, const char *endpoint, sk_error *err);
 
 /* The kinds a location names.  An unknown scheme is refused by name. */
 typedef enum { SK_LOC_LOCAL, SK_LOC_S3, SK_LOC_HTTP } sk_loc_kind;

@@ -99,7 +99,6 @@ struct cursor {
 struct sk_reader {
     sk_reader_options o;
     char *cache_dir, *s3_endpoint;
-    int s3_borrowed; /* r->s3 is the caller's (sk_reader_options.s3) */
     sk_s3 *s3; /* one client for every s3:// shard, made when the list has one */
     sk_store_env env; /* what the shards' stores are opened with (r->s3, the HTTP client) */
     struct shard_ent *sh;
@@ -180,16 +179,10 @@ static int is_zstd_name(const char *n)
 static int need_s3(sk_reader *r, sk_error *err)
 {
     if (r->s3) return SK_OK;
-    if (r->o.s3) { /* the caller's, with all its settings; theirs to free */
-        r->s3 = r->o.s3;
-        r->s3_borrowed = 1;
-        r->env.s3 = r->s3;
-        return SK_OK;
-    }
-    sk_s3_config cfg = SK_S3_CONFIG_INIT;
-    cfg.endpoint_url = r->s3_endpoint;
-    SK_GUARD(sk_s3_new(&r->s3, &cfg, err));
-    r->env.s3 = r->s3;
+    /* the caller's (sk_reader_options.s3, with all its settings), else one
+     * the env makes and frees */
+    SK_GUARD(sk_store_env_need_s3(&r->env, r->s3_endpoint, err));
+    r->s3 = r->env.s3;
     return SK_OK;
 }
 
@@ -926,8 +919,7 @@ void sk_reader_close(sk_reader *r)
     free(r->buf);
     free(r->cache_dir);
     free(r->s3_endpoint);
-    sk_store_env_release(&r->env); /* (its HTTP client: the streams are closed) */
-    if (!r->s3_borrowed) sk_s3_free(r->s3);
+    sk_store_env_release(&r->env); /* (its clients: the streams are closed) */
     free(r);
 }
 
