@@ -20,6 +20,7 @@
  * than the budget in total.
  */
 #include "core/shuffle.h"
+#include "core/rng.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -71,29 +72,10 @@ struct sk_shuffler {
     struct bset top;
 };
 
-uint64_t sk_splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-uint64_t sk_uniform_below(uint64_t *s, uint64_t n)
-{
-    uint64_t limit = UINT64_MAX - UINT64_MAX % n, r;
-    do r = sk_splitmix64(s);
-    while (r >= limit);
-    return r % n;
-}
-
 /* A generator state for (seed, a, b): independent streams per bucket. */
 static uint64_t stream_state(uint64_t seed, uint64_t a, uint64_t b)
 {
-    uint64_t s = seed ^ 0x53485546464c45ULL;
-    s = sk_splitmix64(&s) ^ a;
-    s = sk_splitmix64(&s) ^ b;
-    return sk_splitmix64(&s);
+    return sk_rng_derive(seed ^ 0x53485546464c45ULL, a, b);
 }
 
 static int bset_init(struct bset *set, size_t nb, sk_error *err)

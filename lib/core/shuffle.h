@@ -44,8 +44,5 @@ uint64_t sk_shuffler_count(const sk_shuffler *s);
 typedef int (*sk_shuffle_emit)(void *ctx, const unsigned char *rec, size_t len, sk_error *err);
 int sk_shuffler_drain(sk_shuffler *s, sk_shuffle_emit emit, void *ctx, sk_error *err);
 
-/* splitmix64 step and an unbiased draw in [0, n), shared with tests. */
-uint64_t sk_splitmix64(uint64_t *state);
-uint64_t sk_uniform_below(uint64_t *state, uint64_t n);
 
 #endif

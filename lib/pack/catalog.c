@@ -963,22 +963,8 @@ static int key_cmp(const sk_catalog *c, const sk_item *a, const sk_item *b)
         int d = memcmp(c->arena + a->base, c->arena + b->base, n);
         return d ? d : a->key_end < b->key_end ? -1 : a->key_end > b->key_end;
     }
-    const char *as[2] = {c->arena + c->dirs[a->dir], c->arena + a->base};
-    size_t an[2] = {c->dir_lens[a->dir], a->key_end};
-    const char *bs[2] = {c->arena + c->dirs[b->dir], c->arena + b->base};
-    size_t bn[2] = {c->dir_lens[b->dir], b->key_end};
-    int ai = 0, bi = 0;
-    size_t ao = 0, bo = 0;
-    for (;;) {
-        while (ai < 2 && ao == an[ai]) ai++, ao = 0;
-        while (bi < 2 && bo == bn[bi]) bi++, bo = 0;
-        if (ai == 2 || bi == 2) return ai == bi ? 0 : ai == 2 ? -1 : 1;
-        size_t n = an[ai] - ao < bn[bi] - bo ? an[ai] - ao : bn[bi] - bo;
-        int d = memcmp(as[ai] + ao, bs[bi] + bo, n);
-        if (d) return d;
-        ao += n;
-        bo += n;
-    }
+    return cmp2(c->arena + c->dirs[a->dir], c->dir_lens[a->dir], c->arena + a->base, a->key_end,
+                c->arena + c->dirs[b->dir], c->dir_lens[b->dir], c->arena + b->base, b->key_end);
 }
 
 static int ext_cmp_items(const sk_catalog *c, const sk_item *a, const sk_item *b)

@@ -18,6 +18,7 @@
 #include "pack/pack_int.h"
 #include "pack/pack_out.h"
 #include "pack/part.h"
+#include "core/rng.h"
 #include "io/io.h"
 #include "format/tar.h"
 
@@ -193,24 +194,6 @@ int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, const cha
 
 /* ------------------------------------------------------------- planning */
 
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n) without modulo bias (rejection of the short tail). */
-static uint64_t uniform_below(uint64_t *s, uint64_t n)
-{
-    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-    uint64_t r;
-    do r = splitmix64(s);
-    while (r >= limit);
-    return r % n;
-}
-
 static int plan(sk_pack *p, sk_error *err)
 {
     sk_catalog *c = &p->cat;
@@ -227,7 +210,7 @@ static int plan(sk_pack *p, sk_error *err)
     if (p->o.shuffle) {
         uint64_t s = p->o.seed;
         for (size_t i = c->nsamples; i > 1; i--) {
-            size_t j = (size_t)uniform_below(&s, i);
+            size_t j = (size_t)sk_uniform_below(&s, i);
             uint32_t t = p->order[i - 1];
             p->order[i - 1] = p->order[j];
             p->order[j] = t;
@@ -358,6 +341,12 @@ static void *reader_main(void *arg)
 /* ------------------------------------------------------------- writing */
 
 
+static int append_piece(void *out, unsigned char *buf, size_t n, uint32_t crc, sk_error *err)
+{
+    struct iovec iov = {buf, n};
+    return sk_shard_out_writev(out, &iov, 1, n, crc, err);
+}
+
 /* The writer's own copy of a sample too big for a slot, in bounded pieces. */
 static int stream_sample(sk_pack *p, sk_shard_out *out, uint32_t s, struct slot *sl,
                          sk_error *err)
@@ -381,33 +370,10 @@ static int stream_sample(sk_pack *p, sk_shard_out *out, uint32_t s, struct slot 
         sk_error e;
         e.code = 0;
         e.msg[0] = 0;
-        int fd = -1;
         mo->skipped = 0;
         if ((rc = sk_shard_out_writev(out, &iov, 1, hl, sk_crc32c(0, hdr, hl), err))) break;
-        if (!c->srcs[it->src].is_spool && !c->srcs[it->src].is_s3 &&
-            (fd = sk_pack_open_input(&c->srcs[it->src], name)) < 0) {
-            rc = sk_error_set(&e, SK_E_IO, "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
-                              strerror(errno));
-        } else {
-            uint32_t crc = 0;
-            for (uint64_t at = 0; at < it->size && !rc;) {
-                uint64_t want = it->size - at < STREAM_PIECE ? it->size - at : STREAM_PIECE;
-                int last = at + want == it->size;
-                rc = sk_pack_read_input(c, it, name, fd, at, buf, want, last, &e);
-                if (rc) break;
-                uint32_t pc = sk_crc32c(0, buf, want);
-                crc = sk_crc32c_combine(crc, pc, want);
-                iov.iov_base = buf;
-                iov.iov_len = want;
-                if ((rc = sk_shard_out_writev(out, &iov, 1, want, pc, err))) {
-                    if (fd >= 0) close(fd);
-                    goto done;
-                }
-                at += want;
-            }
-            mo->crc = crc;
-        }
-        if (fd >= 0) close(fd);
+        rc = sk_pack_stream_member(c, it, name, buf, append_piece, out, &mo->crc, &e, err);
+        if (rc && !e.code) break; /* the shard's write failed: not the input's fault */
         if (rc) {
             if (!p->o.skip_errors) {
                 *err = e;
@@ -427,7 +393,6 @@ static int stream_sample(sk_pack *p, sk_shard_out *out, uint32_t s, struct slot 
         mo->data_off = start + hl - sample_off;
         mo->size = it->size;
     }
-done:
     free(buf);
     if (!rc) sl->len = out->bytes - sample_off;
     return rc;

@@ -71,6 +71,41 @@ int sk_pack_open_input(const sk_source *src, const char *name)
     return sk_pack_open_at(src->fd, name, 0);
 }
 
+/* The error for a member that cannot be opened, from errno: a file gone
+ * since it was listed is SK_E_NOTFOUND (and says so), anything else SK_E_IO.
+ * Every writer reports it the same way, so --skip-errors and the exit code
+ * do not depend on which writer a run took. */
+int sk_pack_open_failed(const sk_catalog *c, const sk_item *it, const char *name, sk_error *err)
+{
+    int vanished = errno == ENOENT;
+    return sk_error_set(err, vanished ? SK_E_NOTFOUND : SK_E_IO, "%s/%s: cannot open: %s",
+                        c->srcs[it->src].label, name,
+                        vanished ? "file vanished since it was listed" : strerror(errno));
+}
+
+int sk_pack_stream_member(const sk_catalog *c, const sk_item *it, const char *name,
+                          unsigned char *buf, sk_piece_put put, void *ctx, uint32_t *crc_out,
+                          sk_error *in_err, sk_error *out_err)
+{
+    const sk_source *src = &c->srcs[it->src];
+    int fd = -1, rc = SK_OK;
+    if (!src->is_spool && !src->is_s3 && (fd = sk_pack_open_input(src, name)) < 0)
+        return sk_pack_open_failed(c, it, name, in_err);
+    uint32_t crc = 0;
+    for (uint64_t at = 0; at < it->size && !rc;) {
+        uint64_t want = it->size - at < STREAM_PIECE ? it->size - at : STREAM_PIECE;
+        if ((rc = sk_pack_read_input(c, it, name, fd, at, buf, want, at + want == it->size, in_err)))
+            break;
+        uint32_t pc = sk_crc32c(0, buf, want);
+        crc = sk_crc32c_combine(crc, pc, want);
+        rc = put(ctx, buf, want, pc, out_err);
+        at += want;
+    }
+    if (fd >= 0) close(fd);
+    *crc_out = crc;
+    return rc;
+}
+
 /* Reads exactly want bytes of an input into dst.  Files are read with one
  * request of want+1 bytes: a short read of a regular file means end of
  * file, so a file that grew or shrank since it was listed is caught
@@ -165,9 +200,7 @@ void sk_pack_fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache
         }
         if (fd < 0 && !c->srcs[it->src].is_spool && !c->srcs[it->src].is_s3 &&
             (fd = open_member(c, it, dc)) < 0)
-            rc = sk_error_set(&e, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
-                              "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
-                              errno == ENOENT ? "file vanished since it was listed" : strerror(errno));
+            rc = sk_pack_open_failed(c, it, name, &e);
         else
             rc = sk_pack_read_input(c, it, name, fd, 0, data, it->size, 1, &e);
         if (fd >= 0) close(fd);

@@ -124,6 +124,19 @@ void sk_pack_slot_warn(struct slot *s, const char *msg);
 /* Opens name under dirfd for reading (O_NOATIME where allowed), plus extra flags. */
 int sk_pack_open_at(int dirfd, const char *name, int extra);
 int sk_pack_open_input(const sk_source *src, const char *name);
+/* Sets err for a member that cannot be opened (errno): SK_E_NOTFOUND when
+ * it vanished since the listing, else SK_E_IO; returns the code. */
+int sk_pack_open_failed(const sk_catalog *c, const sk_item *it, const char *name, sk_error *err);
+/* Where a member streamed in pieces goes: n bytes of buf whose CRC32C is crc. */
+typedef int (*sk_piece_put)(void *ctx, unsigned char *buf, size_t n, uint32_t crc, sk_error *err);
+/* The body of a member too big for a slot, read in STREAM_PIECE pieces into
+ * buf (room for STREAM_PIECE + 1) and handed to put; *crc_out gets the
+ * member's CRC32C.  A failure to open or read the input is reported in
+ * in_err, one of put in out_err (the caller tells them apart: only the
+ * first may be skipped). */
+int sk_pack_stream_member(const sk_catalog *c, const sk_item *it, const char *name,
+                          unsigned char *buf, sk_piece_put put, void *ctx, uint32_t *crc_out,
+                          sk_error *in_err, sk_error *out_err);
 /* Reads exactly want bytes of an input at `at` into dst (room for want+1;
  * probe: also check that the file ends there). */
 int sk_pack_read_input(const sk_catalog *c, const sk_item *it, const char *name, int fd,

@@ -123,6 +123,22 @@ static size_t spread_claim(sk_pack *p, struct spread *S, size_t *cur)
     return S->sh[best].next_batch++;
 }
 
+/* Where put_piece_at writes: the shard and the offset of the next piece. */
+struct at_out {
+    sk_shard_out *out;
+    uint64_t off;
+};
+
+static int put_piece_at(void *ctx, unsigned char *buf, size_t n, uint32_t crc, sk_error *err)
+{
+    struct at_out *to = ctx;
+    struct iovec iov = {buf, n};
+    (void)crc;
+    int rc = sk_shard_out_pwritev(to->out, &iov, 1, to->off, n, err);
+    to->off += n;
+    return rc;
+}
+
 /* A sample too big for a slot (spread and stream modes): each member read
  * and written in bounded pieces at its planned offset; member CRCs go to
  * member_crc[0..members), the CRC of the sample's bytes to *crc_out. */
@@ -147,28 +163,10 @@ static int stream_sample_at(sk_pack *p, uint32_t s, sk_shard_out *out, uint64_t 
         if ((rc = sk_shard_out_pwritev(out, &iov, 1, off, hl, err))) break;
         bcrc = sk_crc32c(bcrc, hdr, hl);
         off += hl;
-        int fd = -1;
-        if (!c->srcs[it->src].is_spool && (fd = sk_pack_open_input(&c->srcs[it->src], name)) < 0) {
-            rc = sk_error_set(err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
-                              "%s/%s: cannot open: %s", c->srcs[it->src].label, name,
-                              errno == ENOENT ? "file vanished since it was listed"
-                                              : strerror(errno));
-            break;
-        }
-        uint32_t crc = 0;
-        for (uint64_t at = 0; at < it->size && !rc;) {
-            uint64_t want = it->size - at < STREAM_PIECE ? it->size - at : STREAM_PIECE;
-            if ((rc = sk_pack_read_input(c, it, name, fd, at, buf, want, at + want == it->size, err)))
-                break;
-            crc = sk_crc32c_combine(crc, sk_crc32c(0, buf, want), want);
-            iov.iov_base = buf;
-            iov.iov_len = want;
-            rc = sk_shard_out_pwritev(out, &iov, 1, off, want, err);
-            off += want;
-            at += want;
-        }
-        if (fd >= 0) close(fd);
-        if (rc) break;
+        struct at_out to = {out, off};
+        uint32_t crc;
+        if ((rc = sk_pack_stream_member(c, it, name, buf, put_piece_at, &to, &crc, err, err))) break;
+        off = to.off;
         uint64_t pad = sk_tar_pad(it->size) - it->size;
         memset(buf, 0, pad);
         iov.iov_base = buf;

@@ -13,6 +13,7 @@
  * from sample counts without reading data.
  */
 #include "reader/reader_raw.h"
+#include "core/rng.h"
 #include "io/io.h"
 #include "io/store.h"
 #include "format/tar.h"
@@ -27,24 +28,6 @@
 #define DEFAULT_BUFFER (4u << 20)
 #define DEFAULT_MAX_SAMPLE ((size_t)1 << 30)
 #define MAX_PREFETCH 64
-
-/* -------------------------------------------------------------------- rng */
-/* splitmix64: tiny, fast, and the same on every platform. */
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t seed_of(uint64_t seed, uint64_t epoch, uint64_t stream)
-{
-    uint64_t s = seed;
-    uint64_t a = mix(&s) ^ epoch;
-    uint64_t b = mix(&a) ^ stream;
-    return mix(&b);
-}
 
 /* ------------------------------------------------------------- shard list */
 
@@ -688,9 +671,9 @@ static int plan_epoch(sk_reader *r, uint64_t epoch, sk_error *err)
     if (!perm) return SK_E_NOMEM;
     for (size_t i = 0; i < r->nsh; i++) perm[i] = i;
     if (r->o.shuffle_shards) {
-        uint64_t s = seed_of(r->o.seed, epoch, 0xffffffffull);
+        uint64_t s = sk_rng_derive(r->o.seed, epoch, 0xffffffffull);
         for (size_t i = r->nsh; i > 1; i--) {
-            size_t j = (size_t)(mix(&s) % i), t = perm[i - 1];
+            size_t j = (size_t)(sk_splitmix64(&s) % i), t = perm[i - 1];
             perm[i - 1] = perm[j];
             perm[j] = t;
         }
@@ -702,7 +685,7 @@ static int plan_epoch(sk_reader *r, uint64_t epoch, sk_error *err)
     r->epoch = epoch;
     r->pos = 0;
     r->yielded = 0;
-    r->rng = seed_of(r->o.seed, epoch, r->slot);
+    r->rng = sk_rng_derive(r->o.seed, epoch, r->slot);
     r->failed = 0;
     r->opened = 0;
     return SK_OK;
@@ -956,7 +939,7 @@ int sk_reader_next(sk_reader *r, const sk_reader_sample **out, sk_error *err)
             r->buf[r->nbuf++] = o;
         }
         if (r->nbuf == 0) return SK_OK;
-        size_t j = (size_t)(mix(&r->rng) % r->nbuf);
+        size_t j = (size_t)(sk_splitmix64(&r->rng) % r->nbuf);
         r->out = r->buf[j];
         r->buf[j] = r->buf[--r->nbuf];
         *out = &r->out->s;
@@ -1115,7 +1098,7 @@ int sk_reader_restore(sk_reader *r, const sk_reader_state *st, sk_error *err)
                                   (unsigned long long)st->yielded);
                 break;
             }
-            size_t j = (size_t)(mix(&r->rng) % nb);
+            size_t j = (size_t)(sk_splitmix64(&r->rng) % nb);
             b[j] = b[--nb];
         }
         if (!rc && (rp.p != p || (p < r->norder && rp.k != k)))

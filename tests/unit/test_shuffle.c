@@ -13,6 +13,7 @@
 #include "sk_assert.h"
 
 #include "core/shuffle.h"
+#include "core/rng.h"
 
 #define N 2000
 
