@@ -9,7 +9,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 int cmd_finish_stdout(int rc)
 {
@@ -185,12 +184,9 @@ int cmd_any_s3(const char *const *s, size_t n)
 
 int cmd_any_remote(const char *const *s, size_t n, sk_s3_config *cfg)
 {
-    int http = 0;
-    for (size_t i = 0; i < n; i++)
-        http |= s[i] && (!strncasecmp(s[i], "http://", 7) || !strncasecmp(s[i], "https://", 8));
-    if (cmd_any_s3(s, n)) return 1;
-    cfg->http_only = http; /* no credentials needed or looked for */
-    return http;
+    for (size_t i = 0; i < n && !cmd_any_s3(s, n); i++) /* http(s) only: no credentials */
+        if (s[i] && (!strncmp(s[i], "http://", 7) || !strncmp(s[i], "https://", 8))) return cfg->http_only = 1;
+    return cmd_any_s3(s, n);
 }
 
 int cmd_image_option(const char *tool, const char *usage, int c, const char *arg,
