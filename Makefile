@@ -15,7 +15,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 BUILD    ?= build
 CC       ?= cc
-PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson
+PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson libmicrohttpd
 # What the library links.  libcurl, OpenSSL's libcrypto and libarchive are
 # not linked: lib/s3/s3_libs.c and lib/format/libarchive.c open them
 # (dlopen) the first time S3 or a libarchive reader is used, so that a
@@ -64,7 +64,8 @@ $(CHECK_DEPS_OK): scripts/deps
 	   && command -v cjpeg >/dev/null && command -v zstd >/dev/null && command -v clang >/dev/null \
 	   && { command -v slurmctld || test -x /usr/sbin/slurmctld; } >/dev/null \
 	   && command -v moto_server >/dev/null && command -v aws >/dev/null \
-	   && command -v radosgw >/dev/null && test -x /usr/sbin/nginx; then :; \
+	   && command -v radosgw >/dev/null && command -v chromium >/dev/null \
+	   && command -v pytest-3 >/dev/null && test -x /usr/sbin/nginx; then :; \
 	 else ./scripts/deps check; fi
 	@touch $@
 

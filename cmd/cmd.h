@@ -18,6 +18,8 @@ int cmd_cat(int argc, char **argv);
 int cmd_upload(int argc, char **argv);
 int cmd_shard(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* Flush and close stdout; a failed write (full disk, closed pipe) turns a
  * success into exit 1 with a message. */

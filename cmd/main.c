@@ -26,6 +26,8 @@ static const struct command commands[] = {
     {"upload", cmd_upload, "upload files and datasets to S3, resumable; copy between buckets"},
     {"shard", cmd_shard, "reshard: other size or count, global shuffle, filters, zstd"},
     {"verify", cmd_verify, "prove shards sound: tar, index, manifest, keys, JPEGs"},
+    {"stats", cmd_stats, "what a dataset holds: table, JSON or an HTML page; read rate"},
+    {"serve", cmd_serve, "a read-only web viewer of a dataset (samples, images, thumbnails)"},
 };
 
 static void usage(FILE *out)

@@ -12,7 +12,7 @@ trap 'rm -rf "$t"' EXIT
 "$B/tools/mkcorpus" "$t/c" --samples 12 >/dev/null
 "$B/shardkit" pack "$t/c" -o "$t/p/s-%02d.tar" --max-count 4 -q
 "$B/shardkit" pack "$t/c" -o "$t/z/s-%02d.tar.zst" --max-count 6 --compress zstd -q
-mkdir -p "$O"/{tar,index,manifest,manifest_table,s3_xml,zstd_seek,brace,names,image,urllist}
+mkdir -p "$O"/{tar,index,manifest,manifest_table,s3_xml,zstd_seek,brace,names,image,urllist,jpeg_head}
 # a manifest of 64 shards has a lookup table beside it
 "$B/tools/mkcorpus" "$t/c64" --samples 64 >/dev/null
 "$B/shardkit" pack "$t/c64" -o "$t/l/s-%02d.tar" --max-count 1 -q
@@ -31,6 +31,7 @@ cp "$t"/z/s-00.tar.zst.idx "$O/index/z-00.idx"
 cp "$t"/p/manifest.json "$O/manifest/m.json"
 cp "$t"/z/s-00.tar.zst "$O/zstd_seek/s.tar.zst"
 cp "$(find "$t/c" -name '*.jpg' | head -1)" "$O/image/a.jpg"
+cp "$O/image/a.jpg" "$O/jpeg_head/a.jpg"
 cat >"$O/s3_xml/list.xml" <<'X'
 <?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>t1</NextContinuationToken><Contents><Key>a/b.tar</Key><Size>10</Size><ETag>"e"</ETag><ChecksumCRC32C>AAAAAA==</ChecksumCRC32C></Contents></ListBucketResult>
 X
@@ -73,3 +74,13 @@ for i, (shard_pos, ordinal, yielded) in enumerate(((0, 0, 0), (0, 5, 5), (1, 3, 
         st = struct.pack("<IIIIQQQQQQQQ", 0x534B5253, 1, 0, 1, 2, 0, 0, 0, tail & 7, yielded, shard_pos, ordinal)
         open(f"{d}/s{i}-{tail}", "wb").write(st + bytes([tail]))
 PY
+# unpack: compressed shards, and pieces back to back (the first byte picks
+# the fuzz target's piece size)
+mkdir -p "$O/unpack"
+for z in "gzip -c" "bzip2 -c" "xz -c" "xz --format=lzma -c"; do
+    n=${z%% *}; [ "$z" = "xz --format=lzma -c" ] && n=lzma
+    command -v "${z%% *}" >/dev/null || continue
+    { printf '\x09'; $z "$t/p/s-00.tar"; } >"$O/unpack/$n"
+    { printf '\x02'; $z "$t/p/s-00.tar"; cat "$t/p/s-01.tar"; } >"$O/unpack/$n-tar"
+    { printf '\x40'; $z "$t/p/s-00.tar"; cat "$t/z/s-00.tar.zst"; } >"$O/unpack/$n-zst"
+done

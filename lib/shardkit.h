@@ -1276,6 +1276,121 @@ SK_API int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk
  * written.  Accepts NULL. */
 SK_API void sk_sample_writer_close(sk_sample_writer *w);
 
+
+/* ------------------------------------------------ dataset: shards, heads */
+/* What stats and serve need of a dataset beyond one sample: its shards
+ * (each index opened, so every count is the index's own) and the first
+ * bytes of a member (a JPEG's header) without reading the rest. */
+
+typedef struct sk_dataset_shard_info {
+    const char *path;       /* the shard's URL or path; valid while the dataset is open */
+    const char *index_path; /* its index */
+    uint64_t bytes;         /* the shard file's size, as its index records it */
+    uint64_t samples, members;
+    uint64_t first_ordinal; /* global ordinal of its first sample */
+    uint32_t flags;         /* SK_INDEX_ZSTD, ... as the index header has them */
+} sk_dataset_shard_info;
+/* Shards of the dataset, in dataset order (nothing is opened). */
+SK_API size_t sk_dataset_shard_count(const sk_dataset *ds);
+/* Shard i (0 .. count-1); opens every index the first time (the first
+ * ordinals need all the counts). */
+SK_API int sk_dataset_shard(sk_dataset *ds, size_t i, sk_dataset_shard_info *out,
+                                 sk_error *err);
+/* The first n bytes of member i into buf (*got = n, or the member's size
+ * when smaller).  A whole member is checked against its CRC32C as by
+ * sk_dataset_read; a part cannot be, and is only bounds-checked.  A plain
+ * shard: one read of n bytes; a compressed one decompresses from the
+ * sample's frame to the member's n-th byte. */
+SK_API int sk_dataset_read_head(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size_t n,
+                                size_t *got, sk_error *err);
+
+
+/* ------------------------------------------------------------------ stats */
+/* What a dataset holds (`shardkit stats`, docs/stats.md): counts and bytes
+ * per shard and in all, shard balance, extensions, member sizes, missing
+ * extensions, duplicate keys, and on request JPEG sizes from their headers
+ * and the keys of .json members, in one pass over the indexes through the
+ * dataset API and bounded memory.  The result is a JSON document (schema
+ * in docs/stats.md), printed as a table, written as JSON or as an HTML
+ * page with inline SVG plots. */
+
+#define SK_STATS_IMAGES 1u    /* JPEG width and height from the first bytes of each */
+#define SK_STATS_JSON_KEYS 2u /* the keys of .json members and their types */
+
+typedef struct sk_stats_options {
+    size_t struct_size; /* sizeof, set by sk_stats_options_init; 0: this version's */
+    unsigned flags;        /* SK_STATS_* */
+    const char *image_ext; /* comma-separated image extensions (NULL: "jpg,jpeg") */
+    uint64_t key_mem;      /* memory of the duplicate-key sort when keys do not
+                              rise (0: 64 MiB; past it sorted runs go to
+                              unlinked temp files) */
+} sk_stats_options;
+SK_API void sk_stats_options_init_sized(sk_stats_options *o, size_t size);
+#define sk_stats_options_init(o) sk_stats_options_init_sized((o), sizeof *(o))
+
+typedef struct sk_stats sk_stats;
+/* Computes the statistics of an open dataset; name is what the document
+ * calls it (the DATASET typed). */
+SK_API int sk_stats_run(sk_dataset *ds, const char *name, const sk_stats_options *o,
+                        sk_stats **out, sk_error *err);
+/* The document as JSON text (malloc'd; NULL when out of memory). */
+SK_API char *sk_stats_json(const sk_stats *st);
+/* A table with small text histograms, for a terminal. */
+SK_API int sk_stats_print(const sk_stats *st, FILE *f, sk_error *err);
+/* A self-contained HTML page (inline SVG, no script, nothing fetched),
+ * written to path through a temporary name and a rename. */
+SK_API int sk_stats_write_html(const sk_stats *st, const char *path, sk_error *err);
+SK_API void sk_stats_free(sk_stats *st);
+
+/* How fast this machine reads a dataset (resolved as the reader resolves
+ * it) the way the reader does
+ * (sk_reader: prefetch, a thread per shard): its first shards, read
+ * whole, with no cache, then through a fresh disk cache twice (the first
+ * fills it, the second reads it back; only s3:// shards are cached). */
+typedef struct sk_read_rate {
+    double first_sample;  /* seconds from open to the first sample */
+    double seconds;       /* from open to the last sample */
+    uint64_t samples, bytes, shards;
+    uint64_t requests;    /* S3 requests made (0 for local shards) */
+} sk_read_rate_run;
+typedef struct sk_read_rate_options {
+    size_t struct_size; /* sizeof, set by sk_read_rate_options_init; 0: this version's */
+    size_t shards;      /* the first N shards (0: 4) */
+    int prefetch;       /* as sk_reader_options (0: its default) */
+    sk_s3 *s3;          /* the client for s3:// shards, whose requests are counted */
+    const char *cache_dir; /* where the temporary cache goes (NULL: $TMPDIR, /tmp) */
+} sk_read_rate_options;
+SK_API void sk_read_rate_options_init_sized(sk_read_rate_options *o, size_t size);
+#define sk_read_rate_options_init(o) sk_read_rate_options_init_sized((o), sizeof *(o))
+/* runs[0]: no cache; runs[1]: cache filled; runs[2]: cache read back. */
+SK_API int sk_read_rate(const char *dataset, const sk_read_rate_options *o,
+                        sk_read_rate_run runs[3], sk_error *err);
+
+
+/* ------------------------------------------------------------------ serve */
+/* `shardkit serve` (docs/view.md): a read-only web viewer of a dataset
+ * (libmicrohttpd, opened on first use): the dataset's statistics and
+ * shards, a shard's samples (paged through the index), a sample's members,
+ * a grid of thumbnails, search by key prefix, jump to an ordinal.  Nothing
+ * from a URL becomes a path; members are never served as HTML. */
+
+typedef struct sk_serve_options {
+    size_t struct_size;       /* sizeof, set by sk_serve_options_init; 0: this version's */
+    const char *bind;         /* address to listen on (NULL: 127.0.0.1) */
+    unsigned port;            /* 0: a free port (the ready callback says which) */
+    unsigned max_connections; /* at once (0: 64); more wait in the kernel's backlog */
+    unsigned threads;         /* request threads (0: 4) */
+    size_t thumb_cache;       /* bytes of thumbnails kept (0: 64 MiB) */
+    unsigned thumb_size;      /* a thumbnail's larger side (0: 160) */
+    void (*ready)(void *ctx, const char *url); /* once listening: the base URL */
+    void *ctx;
+} sk_serve_options;
+SK_API void sk_serve_options_init_sized(sk_serve_options *o, size_t size);
+#define sk_serve_options_init(o) sk_serve_options_init_sized((o), sizeof *(o))
+/* Serves ds until the process gets SIGINT or SIGTERM (blocked in the
+ * calling thread and the server's, and waited for), then stops cleanly. */
+SK_API int sk_serve(sk_dataset *ds, const char *name, const sk_serve_options *o, sk_error *err);
+
 #ifdef __cplusplus
 }
 #endif

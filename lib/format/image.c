@@ -28,6 +28,7 @@
 
 #include <jansson.h>
 #include <jpeglib.h>
+#include <jerror.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -154,13 +155,57 @@ struct jerr {
     jmp_buf jump;
     char msg[JMSG_LENGTH_MAX];
     int warned;
+    int oom; /* libjpeg ran out of memory: the machine's failure, not the image's */
+    struct jpeg_progress_mgr progress;
+    size_t in_len; /* bytes of the JPEG, for the work cap */
 };
 
 static void on_error(j_common_ptr c)
 {
     struct jerr *e = (struct jerr *)c->err;
     c->err->format_message(c, e->msg);
+    e->oom = c->err->msg_code == JERR_OUT_OF_MEMORY;
     longjmp(e->jump, 1);
+}
+
+/* A progressive JPEG may hold thousands of scans of a few bytes each, and
+ * every scan is a pass over all the image's coefficients: 50 KB can cost a
+ * minute of CPU.  libjpeg-turbo's own tools stop such files with a scan
+ * limit in the progress monitor (djpeg -maxscans); so does this, and also
+ * caps the work per byte of input (scans x pixels), which a few hundred
+ * scans over a large image would otherwise still spend.  Real progressive
+ * JPEGs have about ten scans; over the caps the image is a bad image. */
+#define JPEG_MAX_SCANS 256
+#define JPEG_WORK_FLOOR (1ull << 30)   /* scan-pixels any image may cost */
+#define JPEG_WORK_PER_BYTE 8192ull    /* and more per byte of input */
+
+static void on_progress(j_common_ptr c)
+{
+    if (!c->is_decompressor) return;
+    struct jerr *e = (struct jerr *)c->err;
+    j_decompress_ptr d = (j_decompress_ptr)c;
+    uint64_t scans = (uint64_t)(d->input_scan_number > 0 ? d->input_scan_number : 0);
+    uint64_t work = scans * d->image_width * d->image_height;
+    uint64_t cap = JPEG_WORK_FLOOR + JPEG_WORK_PER_BYTE * (uint64_t)e->in_len;
+    if (scans > JPEG_MAX_SCANS || work > cap) {
+        snprintf(e->msg, sizeof e->msg,
+                 "%llu scans of %ux%u from %zu bytes: over the cap of %d scans or %llu scan-pixels "
+                 "per byte (a decompression bomb?)",
+                 (unsigned long long)scans, d->image_width, d->image_height, e->in_len,
+                 JPEG_MAX_SCANS, JPEG_WORK_PER_BYTE);
+        e->oom = 0;
+        longjmp(e->jump, 1);
+    }
+}
+
+/* Sets up e as d's error manager and scan-cap progress monitor. */
+static void jerr_init(struct jerr *e, struct jpeg_decompress_struct *d, size_t in_len)
+{
+    memset(e, 0, sizeof *e);
+    d->err = jpeg_std_error(&e->mgr);
+    e->mgr.error_exit = on_error;
+    e->in_len = in_len;
+    e->progress.progress_monitor = on_progress;
 }
 
 static void on_message(j_common_ptr c, int level)
@@ -467,16 +512,15 @@ int sk_jpeg_check(const void *data, size_t n, char *why, size_t cap)
     struct jpeg_decompress_struct d;
     struct jerr e;
     JSAMPARRAY row = NULL;
-    memset(&e, 0, sizeof e);
-    d.err = jpeg_std_error(&e.mgr);
-    e.mgr.error_exit = on_error;
+    jerr_init(&e, &d, n);
     e.mgr.emit_message = on_message;
     if (setjmp(e.jump)) {
         jpeg_destroy_decompress(&d);
         snprintf(why, cap, "%s", e.msg);
-        return 1;
+        return e.oom ? -1 : 1;
     }
     jpeg_create_decompress(&d);
+    d.progress = &e.progress;
     jpeg_mem_src(&d, (const unsigned char *)data, (unsigned long)n);
     jpeg_read_header(&d, TRUE);
     d.dct_method = JDCT_ISLOW;
@@ -497,9 +541,7 @@ int sk_jpeg_conforms(const void *data, size_t n, const sk_image_options *io, cha
 {
     struct jpeg_decompress_struct d;
     struct jerr e;
-    memset(&e, 0, sizeof e);
-    d.err = jpeg_std_error(&e.mgr);
-    e.mgr.error_exit = on_error;
+    jerr_init(&e, &d, n);
     if (setjmp(e.jump)) {
         jpeg_destroy_decompress(&d);
         snprintf(why, cap, "has no readable header");
@@ -540,20 +582,23 @@ int sk_image_transform(const sk_image_options *o, const unsigned char *in, size_
 {
     memset(r, 0, sizeof *r);
     struct jpeg_decompress_struct d;
-    struct jerr e = {0};
+    struct jerr e;
     pixels px = {0};
-    d.err = jpeg_std_error(&e.mgr);
-    e.mgr.error_exit = on_error;
+    jerr_init(&e, &d, len);
     e.mgr.emit_message = on_message;
     if (setjmp(e.jump)) {
         jpeg_destroy_decompress(&d);
         free(px.p);
         free(r->out);
         r->out = NULL;
+        if (e.oom) /* the machine's failure: the run stops, the image is not "bad" */
+            return sk_error_set(err, SK_E_NOMEM, "out of memory decoding a JPEG (%zu bytes): %s",
+                                len, e.msg);
         bad(r, "not a readable JPEG: %s", e.msg);
         return SK_OK;
     }
     jpeg_create_decompress(&d);
+    d.progress = &e.progress;
     if (len < 4 || in[0] != 0xFF || in[1] != 0xD8) {
         jpeg_destroy_decompress(&d);
         bad(r, "not a JPEG%s", "");
@@ -603,8 +648,9 @@ int sk_image_transform(const sk_image_options *o, const unsigned char *in, size_
         bad(r, "%s: over the pixel cap or JPEG's 65500-pixel side", detail);
         return SK_OK;
     }
-    /* --resize-mode no: the bytes stand as they are, orientation included */
-    if (o->resize_mode == SK_RESIZE_NO) {
+    /* --resize-mode no, or only the filters (no --image-size): the bytes
+     * stand as they are, orientation included; only a resize re-encodes */
+    if (o->resize_mode == SK_RESIZE_NO || !o->image_size) {
         jpeg_destroy_decompress(&d);
         return SK_OK;
     }

@@ -49,8 +49,10 @@ void sk_image_target(const sk_image_options *o, unsigned w, unsigned h, unsigned
 int sk_image_meta_json(const char *json, size_t json_len, const sk_image_result *r,
                        char **out, size_t *out_len, sk_error *err);
 
-/* 0 when libjpeg-turbo decodes data completely without a warning; else 1
- * and why holds libjpeg's message (verify --jpeg). */
+/* 0 when libjpeg-turbo decodes data completely without a warning, within
+ * the scan and work caps (image.c, on_progress); else 1 and why holds
+ * libjpeg's message (verify --jpeg); -1 when the machine ran out of
+ * memory (no verdict on the image). */
 int sk_jpeg_check(const void *data, size_t n, char *why, size_t cap);
 /* 0 when the JPEG's size is one io's --image-size rule can give (border,
  * center_crop: NxN; keep_ratio: the smaller side N; keep_ratio_largest:

@@ -49,6 +49,8 @@ static void load(void)
     F(sk_la.entry_pathname_utf8, "archive_entry_pathname_utf8");
     F(sk_la.entry_size, "archive_entry_size");
     F(sk_la.entry_size_is_set, "archive_entry_size_is_set");
+    F(sk_la.read_support_filter_by_code, "archive_read_support_filter_by_code");
+    F(sk_la.filter_bytes, "archive_filter_bytes");
 #undef F
     if (!bad) load_error[0] = 0;
 }
@@ -61,3 +63,13 @@ int sk_la_new(struct archive **a, sk_error *err)
     SK_FAIL_IF(!(*a = read_new()), err, SK_E_NOMEM, "out of memory");
     return SK_OK;
 }
+
+void sk_la_support_filters(struct archive *a)
+{
+    static const int codes[] = {ARCHIVE_FILTER_GZIP, ARCHIVE_FILTER_BZIP2, ARCHIVE_FILTER_COMPRESS,
+                                ARCHIVE_FILTER_XZ,   ARCHIVE_FILTER_LZMA,  ARCHIVE_FILTER_LZIP,
+                                ARCHIVE_FILTER_LZ4,  ARCHIVE_FILTER_ZSTD};
+    for (size_t i = 0; i < SK_ARRAY_LEN(codes); i++)
+        (void)sk_la.read_support_filter_by_code(a, codes[i]); /* one libarchive lacks: not offered */
+}
+

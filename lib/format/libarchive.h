@@ -35,11 +35,20 @@ typedef struct sk_la_api {
     const char *(*entry_pathname_utf8)(struct archive_entry *);
     la_int64_t (*entry_size)(struct archive_entry *);
     int (*entry_size_is_set)(struct archive_entry *);
+    int (*read_support_filter_by_code)(struct archive *, int);
+    la_int64_t (*filter_bytes)(struct archive *, int);
 } sk_la_api;
 extern sk_la_api sk_la;
 
 /* A new libarchive reader in *a, loading the library the first time;
  * SK_E_IO naming the library when it cannot be loaded. */
 int sk_la_new(struct archive **a, sk_error *err);
+
+/* Enables on a the compression filters shards are read through: every one
+ * libarchive decodes in its own process (gzip, bzip2, compress, xz, lzma,
+ * lzip, lz4, zstd), none that runs an external program.  sk_stream_detect
+ * (shard_stream.c) knows each of them by its first bytes, as libarchive's
+ * bidders do. */
+void sk_la_support_filters(struct archive *a);
 
 #endif

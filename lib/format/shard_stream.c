@@ -11,16 +11,39 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* lzma's "alone" format has no magic: libarchive's bidder goes by its
+ * properties byte, a dictionary size LZMA utils write (2^n or 2^n + 2^(n-1),
+ * 4 KiB to 1 GiB), a plausible uncompressed size and a zero first byte of
+ * the range coder; so does this. */
+static int lzma_alone(const unsigned char *m, size_t n)
+{
+    if (n < 14 || m[0] > (4 * 5 + 4) * 9 + 8 || m[13] != 0) return 0;
+    uint32_t dict = sk_get_le32(m + 1);
+    int ok = 0;
+    for (int b = 12; b <= 30 && !ok; b++)
+        ok = dict == 1u << b || (b < 30 && dict == (1u << b) + (1u << (b - 1)));
+    uint64_t size = (uint64_t)sk_get_le32(m + 5) | (uint64_t)sk_get_le32(m + 9) << 32;
+    return ok && (size == UINT64_MAX || size < (1ull << 38));
+}
+
 sk_stream_kind sk_stream_detect(const unsigned char *m, size_t n)
 {
     if (n >= 4) {
         uint32_t v = sk_get_le32(m);
         if (v == 0xFD2FB528u || (v & 0xFFFFFFF0u) == 0x184D2A50u) return SK_STREAM_ZSTD;
     }
-    if (n >= 2 && m[0] == 0x1f && m[1] == 0x8b) return SK_STREAM_ARCHIVE;      /* gzip */
-    if (n >= 3 && !memcmp(m, "BZh", 3)) return SK_STREAM_ARCHIVE;              /* bzip2 */
-    if (n >= 6 && !memcmp(m, "\xfd" "7zXZ\0", 6)) return SK_STREAM_ARCHIVE;    /* xz */
-    if (n >= 4 && !memcmp(m, "\x04\x22\x4d\x18", 4)) return SK_STREAM_ARCHIVE; /* lz4 */
+    /* every filter sk_la_support_filters enables, by libarchive's bidders'
+     * rules */
+    if (n >= 3 && m[0] == 0x1f && m[1] == 0x8b && m[2] == 8) return SK_STREAM_ARCHIVE; /* gzip */
+    if (n >= 10 && !memcmp(m, "BZh", 3) && m[3] >= '1' && m[3] <= '9' &&
+        (!memcmp(m + 4, "\x31\x41\x59\x26\x53\x59", 6) || !memcmp(m + 4, "\x17\x72\x45\x38\x50\x90", 6)))
+        return SK_STREAM_ARCHIVE;                                                      /* bzip2 */
+    if (n >= 3 && m[0] == 0x1f && m[1] == 0x9d) return SK_STREAM_ARCHIVE;              /* compress */
+    if (n >= 6 && !memcmp(m, "\xfd" "7zXZ\0", 6)) return SK_STREAM_ARCHIVE;             /* xz */
+    if (n >= 6 && !memcmp(m, "LZIP", 4) && m[4] <= 1) return SK_STREAM_ARCHIVE;        /* lzip */
+    if (n >= 4 && (!memcmp(m, "\x04\x22\x4d\x18", 4) || !memcmp(m, "\x02\x21\x4c\x18", 4)))
+        return SK_STREAM_ARCHIVE;                                                      /* lz4 */
+    if (lzma_alone(m, n)) return SK_STREAM_ARCHIVE;                                    /* lzma */
     return SK_STREAM_PLAIN;
 }
 
@@ -101,20 +124,12 @@ static int file_read(sk_stream *s, void *dst, size_t n, size_t *got, sk_error *e
     }
 }
 
-static la_ssize_t archive_cb(struct archive *a, void *ctx, const void **out)
-{
-    sk_stream *s = ctx;
-    size_t got = 0;
-    (void)a;
-    if ((s->cb_rc = file_read(s, s->in, SK_STREAM_BUF, &got, s->err))) return -1;
-    *out = s->in;
-    return (la_ssize_t)got;
-}
-
 static int zstd_src(void *ctx, void *dst, size_t n, size_t *got, sk_error *err)
 {
     return file_read(ctx, dst, n, got, err);
 }
+
+static int zstd_src(void *ctx, void *dst, size_t n, size_t *got, sk_error *err);
 
 static int stream_init(sk_stream *s, sk_stream_kind kind, sk_error *err)
 {
@@ -123,19 +138,7 @@ static int stream_init(sk_stream *s, sk_stream_kind kind, sk_error *err)
     if (!s->buf) return SK_E_NOMEM;
     if (kind == SK_STREAM_PLAIN) return SK_OK;
     if (kind == SK_STREAM_ZSTD) return sk_zdec_init(&s->z, path, 0, err);
-    s->in = sk_xmalloc(SK_STREAM_BUF, err);
-    if (!s->in) return SK_E_NOMEM;
-    struct archive_entry *ae;
-    SK_GUARD(sk_la_new(&s->a, err));
-    sk_la.read_support_filter_all(s->a);
-    sk_la.read_support_format_raw(s->a);
-    s->err = err;
-    if (sk_la.read_open(s->a, s, NULL, archive_cb, NULL) != ARCHIVE_OK ||
-        sk_la.read_next_header(s->a, &ae) != ARCHIVE_OK)
-        return s->cb_rc ? s->cb_rc
-                        : sk_error_set(err, SK_E_CORRUPT, "%s: %s", path,
-                                       sk_la.error_string(s->a));
-    return SK_OK;
+    return sk_unpack_open(&s->up, zstd_src, s, path, SK_STREAM_BUF, err);
 }
 
 int sk_stream_open(sk_stream *s, int fd, const char *path, sk_stream_kind kind, sk_error *err)
@@ -164,12 +167,10 @@ int sk_stream_open_src(sk_stream *s, sk_stream_src src, void *ctx, const char *p
 
 void sk_stream_close(sk_stream *s)
 {
-    if (s->a) sk_la.read_free(s->a);
+    sk_unpack_close(&s->up);
     sk_zdec_free(&s->z);
-    free(s->in);
     free(s->buf);
-    s->a = NULL;
-    s->in = s->buf = NULL;
+    s->buf = NULL;
 }
 
 /* Fills s->buf with the next bytes of the tar stream; *got = 0 at its end. */
@@ -180,15 +181,7 @@ static int produce(sk_stream *s, size_t *got, sk_error *err)
     if (s->kind == SK_STREAM_PLAIN) {
         SK_GUARD(file_read(s, s->buf, SK_STREAM_BUF, got, err));
     } else if (s->kind == SK_STREAM_ARCHIVE) {
-        s->err = err;
-        la_ssize_t k = sk_la.read_data(s->a, s->buf, SK_STREAM_BUF);
-        if (k < 0) {
-            if (s->cb_rc) return s->cb_rc;
-            return sk_error_set(err, SK_E_CORRUPT, "%s: %s (near compressed offset %llu)",
-                                s->path, sk_la.error_string(s->a),
-                                (unsigned long long)s->file_read);
-        }
-        *got = (size_t)k;
+        SK_GUARD(sk_unpack_read(&s->up, s->buf, SK_STREAM_BUF, got, err));
     } else {
         SK_GUARD(sk_zdec_read(&s->z, zstd_src, s, s->buf, SK_STREAM_BUF, got, err));
     }

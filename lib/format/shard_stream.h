@@ -5,9 +5,10 @@
  * installed.
  *
  * A shard is a plain tar, a tar compressed with any filter libarchive reads
- * (gzip, bzip2, xz, lz4, zstd: opened as libarchive's "raw" format), or a
- * .tar.zst decoded with libzstd directly; sk_stream_detect tells them apart
- * by magic bytes.  Streaming reads the file once, sequentially, and keeps
+ * in-process (gzip, bzip2, compress, xz, lzma, lzip, lz4, zstd: opened as
+ * libarchive's "raw" format, and read whole through sk_unpack), or a
+ * .tar.zst decoded with libzstd directly; sk_stream_detect, the one
+ * detection every reader uses, tells them apart by their first bytes.  Streaming reads the file once, sequentially, and keeps
  * the CRC32C of every file byte read (file_crc), so that after
  * sk_stream_drain it is the whole file's CRC32C.  sk_stream_read_at is an
  * sk_tar_src read_at callback: forward reads only, except in
@@ -20,8 +21,7 @@
 
 #include <stdint.h>
 #include "format/format.h"
-
-struct archive;
+#include "format/unpack.h"
 
 #define SK_STREAM_BUF (1u << 20)
 
@@ -47,8 +47,7 @@ typedef struct sk_stream {
     /* a cold file is read ahead (shard_stream.c, file_read) */
     uint64_t ra_end;
     int cold, no_nowait;
-    unsigned char *in; /* compressed input */
-    struct archive *a;
+    sk_unpack up; /* SK_STREAM_ARCHIVE: libarchive's filters, and what follows them */
     sk_zdec z;    /* SK_STREAM_ZSTD */
     unsigned char *buf; /* decompressed (or plain) bytes [buf_pos, buf_pos+len) */
     uint64_t buf_pos;
@@ -60,8 +59,6 @@ typedef struct sk_stream {
     unsigned char back[2 * 512];
     size_t back_len;
     int eof;
-    sk_error *err; /* where the libarchive callback reports */
-    int cb_rc;
 } sk_stream;
 
 /* SK_STREAM_ZSTD, SK_STREAM_ARCHIVE or SK_STREAM_PLAIN for a file that

@@ -80,8 +80,9 @@ static int64_t octal8(const unsigned char *p)
 }
 #endif
 
-/* An octal field (leading spaces, digits, then NUL/space) or GNU base-256
- * (high bit of the first byte).  Returns -1 when malformed or negative. */
+/* An octal field (a leading NUL, leading spaces, digits, then NUL/space)
+ * or GNU base-256 (high bit of the first byte): GNU tar's rules.  Returns
+ * -1 when malformed or negative. */
 static int parse_num(const unsigned char *f, size_t w, uint64_t *out)
 {
     uint64_t v = 0;
@@ -115,8 +116,10 @@ static int parse_num(const unsigned char *f, size_t w, uint64_t *out)
         *out = v;
         return 0;
     }
-    size_t i = 0;
-    while (i < w && f[i] == ' ') i++;
+    /* as GNU tar reads it: one leading NUL (an old tar's overflow from the
+     * field before), then leading white space */
+    size_t i = f[0] == 0;
+    while (i < w && (f[i] == ' ' || (f[i] >= '\t' && f[i] <= '\r'))) i++;
     size_t digits = 0;
     for (; i < w && f[i] >= '0' && f[i] <= '7'; i++, digits++) {
         if (v >> 61) return -1;

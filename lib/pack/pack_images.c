@@ -27,6 +27,8 @@ struct packer {
     sk_pack_stats st;
     sk_error err;
     int rc;
+    int done; /* pack's run returned (set under no lock: read after join or
+                 through __atomic) */
 };
 
 static void *pack_thread(void *arg)
@@ -40,6 +42,7 @@ static void *pack_thread(void *arg)
     pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
     k->err = (sk_error)SK_ERROR_INIT;
     k->rc = k->run(k->p, &k->st, &k->err);
+    __atomic_store_n(&k->done, 1, __ATOMIC_RELEASE);
     close(k->p->stream_fd); /* the end of the stream, also after a failure */
     k->p->stream_fd = -1;
     return NULL;
@@ -118,9 +121,14 @@ int sk_pack_run_images(sk_pack *p, sk_pack_run_fn run, sk_pack_stats *stats, sk_
     sk_shard_stats sst;
     const char *inputs[] = {"pack"};
     int rc = sk_reshard(inputs, 1, &so, &sst, err);
+    /* Whether pack had finished before the reading side stopped: if not,
+     * and the reading side failed (a bad image under --bad-image fail, a
+     * full disk), pack's own failure is only the EPIPE of the close below
+     * and the reading side's error is the cause the user must see. */
+    int pack_was_done = __atomic_load_n(&k.done, __ATOMIC_ACQUIRE);
     close(fds[0]); /* a pack thread still writing now fails with EPIPE */
     pthread_join(th, NULL);
-    if (k.rc) { /* pack's own failure explains the rest */
+    if (k.rc && (!rc || pack_was_done)) { /* pack's own failure explains the rest */
         *err = k.err;
         rc = k.rc;
     }

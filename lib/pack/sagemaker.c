@@ -135,17 +135,157 @@ static int bucket_src(struct sm *m, const char *b, size_t n, uint16_t *id, sk_er
 
 /* ------------------------------------------------------------ ManifestFile */
 
+/* The array is read one element at a time, never whole: a ManifestFile
+ * parsed into one jansson tree costs many times its size (5 GB for one
+ * under the size cap), a memory limit then made a valid file "not valid
+ * JSON", and through '-' no size was known to check.  The caps (bytes,
+ * keys, one element's length) apply to what is read, as it is read. */
+#define SM_MAX_ELEMENT (64u << 10) /* one element: a key is at most 1024 bytes, escaped 6x */
+
+struct arr {
+    struct sm *m;
+    uint64_t read; /* bytes of the file so far */
+    char *buf;     /* one element's text */
+    size_t len;
+    int rc; /* the failure behind a -2 from arr_getc */
+};
+
+static int arr_getc(struct arr *a, sk_error *err)
+{
+    int ch = getc(a->m->f);
+    if (ch == EOF && ferror(a->m->f)) {
+        a->rc = sk_error_set(err, SK_E_IO, "%s: read failed: %s", a->m->label, strerror(errno));
+        return -2;
+    }
+    if (ch != EOF && ++a->read > SM_MAX_ARRAY) {
+        a->rc = sk_error_set(err, SK_E_INPUT, "%s: a ManifestFile over %llu bytes; at most that "
+                             "is read", a->m->label, (unsigned long long)SM_MAX_ARRAY);
+        return -2;
+    }
+    return ch;
+}
+
+/* The next character that is not JSON white space (EOF at the end; -2
+ * with err set on a failure). */
+static int arr_skip_ws(struct arr *a, sk_error *err)
+{
+    int ch;
+    while ((ch = arr_getc(a, err)) == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {}
+    return ch;
+}
+
+static int arr_put(struct arr *a, int ch, sk_error *err)
+{
+    SK_FAIL_IF(a->len == SM_MAX_ELEMENT, err, SK_E_INPUT,
+               "%s: an element of the array is longer than %u bytes (at byte %llu)", a->m->label,
+               SM_MAX_ELEMENT, (unsigned long long)a->read);
+    a->buf[a->len++] = (char)ch;
+    return SK_OK;
+}
+
+/* One element, starting with ch, into a->buf and decoded by jansson:
+ * a string (escapes kept for jansson), or an object or array (nesting
+ * counted outside strings), or a bare literal up to the next ',' / ']'
+ * (*next gets that character). */
+static int arr_element(struct arr *a, int ch, json_t **out, int *next, sk_error *err)
+{
+    int depth = 0, in_str = 0, esc = 0;
+    a->len = 0;
+    *next = 0;
+    for (;; ch = arr_getc(a, err)) {
+        if (ch == -2) return a->rc;
+        SK_FAIL_IF(ch == EOF, err, SK_E_INPUT, "%s: the array ends inside an element (byte %llu)",
+                   a->m->label, (unsigned long long)a->read);
+        if (!in_str && !depth && a->len && (ch == ',' || ch == ']' || ch == ' ' || ch == '\n' ||
+                                            ch == '\t' || ch == '\r')) {
+            *next = ch; /* the end of a bare literal */
+            break;
+        }
+        SK_GUARD(arr_put(a, ch, err));
+        if (in_str) {
+            if (esc) esc = 0;
+            else if (ch == '\\') esc = 1;
+            else if (ch == '"') in_str = 0;
+        } else if (ch == '"') {
+            in_str = 1;
+        } else if (ch == '{' || ch == '[') {
+            depth++;
+        } else if (ch == '}' || ch == ']') {
+            depth--;
+        }
+        if (!in_str && depth <= 0 && (ch == '"' || ch == '}' || ch == ']') && a->len) break;
+    }
+    json_error_t je;
+    *out = json_loadb(a->buf, a->len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    SK_FAIL_IF(!*out, err, SK_E_INPUT, "%s: not valid JSON near byte %llu: %s", a->m->label,
+               (unsigned long long)a->read, je.text);
+    return SK_OK;
+}
+
+/* After an element: ',' (*more = 1) or ']' (*more = 0, then only white
+ * space to the end). */
+static int arr_sep(struct arr *a, int ch, int *more, sk_error *err)
+{
+    if (!ch || ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') ch = arr_skip_ws(a, err);
+    if (ch == -2) return a->rc;
+    *more = ch == ',';
+    if (ch == ']') {
+        ch = arr_skip_ws(a, err);
+        if (ch == -2) return a->rc;
+        SK_FAIL_IF(ch != EOF, err, SK_E_INPUT, "%s: bytes after the array's end (byte %llu)",
+                   a->m->label, (unsigned long long)a->read);
+        return SK_OK;
+    }
+    SK_FAIL_IF(ch != ',', err, SK_E_INPUT, "%s: not valid JSON near byte %llu: want ',' or ']'",
+               a->m->label, (unsigned long long)a->read);
+    return SK_OK;
+}
+
+static int manifest_entry(struct sm *m, uint16_t src, const char *k, size_t plen, json_t *e,
+                          uint64_t i, sk_error *err)
+{
+    const char *rel = json_string_value(e), *why;
+    SK_FAIL_IF(!rel, err, SK_E_INPUT, "%s: entry %llu is not a string (a key relative to the prefix)",
+               m->label, (unsigned long long)i);
+    size_t rl = json_string_length(e);
+    char *key = malloc(plen + rl + 1);
+    SK_FAIL_IF(!key, err, SK_E_NOMEM, "out of memory");
+    memcpy(key, k, plen);
+    memcpy(key + plen, rel, rl + 1);
+    if (strlen(key) != plen + rl) why = "a NUL byte in the key";
+    else why = key_problem(rel, rl, 0) ? key_problem(rel, rl, 0) : key_problem(key, plen + rl, 0);
+    if (!why && !sk_catalog_name_usable(rel))
+        why = "not a usable member name (empty, '.', '..', '//' or too long)";
+    if (why) {
+        free(key);
+        return sk_error_set(err, SK_E_INPUT, "%s: entry %llu: '%s': %s", m->label,
+                            (unsigned long long)i, rel, why);
+    }
+    char *name = strdup(rel);
+    if (!name) {
+        free(key);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    return want(m, src, key, name, err);
+}
+
 static int manifest_file(struct sm *m, sk_error *err)
 {
     struct stat st;
-    SK_FAIL_IF(fstat(fileno(m->f), &st) == 0 && (uint64_t)st.st_size > SM_MAX_ARRAY, err, SK_E_INPUT,
-               "%s: a ManifestFile of %llu bytes; at most %llu are read", m->label,
+    SK_FAIL_IF(fstat(fileno(m->f), &st) == 0 && S_ISREG(st.st_mode) &&
+                   (uint64_t)st.st_size > SM_MAX_ARRAY,
+               err, SK_E_INPUT, "%s: a ManifestFile of %llu bytes; at most %llu are read", m->label,
                (unsigned long long)st.st_size, (unsigned long long)SM_MAX_ARRAY);
-    json_error_t je;
-    json_t *root = json_loadf(m->f, JSON_REJECT_DUPLICATES, &je);
-    SK_FAIL_IF(!root, err, SK_E_INPUT, "%s: line %d: not valid JSON: %s", m->label, je.line, je.text);
-    int rc = SK_OK;
-    json_t *first = json_is_array(root) ? json_array_get(root, 0) : NULL;
+    struct arr a = {.m = m, .buf = malloc(SM_MAX_ELEMENT)};
+    SK_FAIL_IF(!a.buf, err, SK_E_NOMEM, "out of memory");
+    json_t *first = NULL;
+    int rc = SK_OK, next = 0, more = 0, ch = arr_skip_ws(&a, err); /* '[', as the caller saw */
+    if (ch == -2) rc = a.rc;
+    if (!rc) {
+        ch = arr_skip_ws(&a, err);
+        rc = ch == -2 ? a.rc : ch == '{' ? arr_element(&a, ch, &first, &next, err) : SK_OK;
+    }
+    if (rc) goto out;
     json_t *pj = first && json_is_object(first) ? json_object_get(first, "prefix") : NULL;
     const char *prefix = pj ? json_string_value(pj) : NULL;
     if (!prefix || json_object_size(first) != 1) {
@@ -159,12 +299,6 @@ static int manifest_file(struct sm *m, sk_error *err)
         rc = sk_error_set(err, SK_E_INPUT, "%s: prefix '%s': %s", m->label, prefix, why);
         goto out;
     }
-    size_t n = json_array_size(root);
-    if (n - 1 > SM_MAX_ENTRIES) {
-        rc = sk_error_set(err, SK_E_INPUT, "%s: %zu keys; at most %llu are taken", m->label, n - 1,
-                          SM_MAX_ENTRIES);
-        goto out;
-    }
     /* SageMaker appends each entry to the prefix as it is: the source's
      * prefix is kept literally (no '/' added) */
     char *bucket = strndup(b, bl);
@@ -173,32 +307,23 @@ static int manifest_file(struct sm *m, sk_error *err)
                 : sk_error_set(err, SK_E_NOMEM, "out of memory");
     free(bucket);
     size_t plen = strlen(k);
-    for (size_t i = 1; !rc && i < n; i++) {
-        json_t *e = json_array_get(root, i);
-        const char *rel = json_string_value(e);
-        if (!rel) {
-            rc = sk_error_set(err, SK_E_INPUT, "%s: entry %zu is not a string (a key relative to "
-                              "the prefix)", m->label, i);
+    if (!rc) rc = arr_sep(&a, next, &more, err);
+    for (uint64_t i = 1; !rc && more; i++) {
+        if (i > SM_MAX_ENTRIES) {
+            rc = sk_error_set(err, SK_E_INPUT, "%s: over %llu keys; at most that many are taken",
+                              m->label, SM_MAX_ENTRIES);
             break;
         }
-        size_t rl = json_string_length(e);
-        char *key = malloc(plen + rl + 1);
-        if (!key) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); break; }
-        memcpy(key, k, plen);
-        memcpy(key + plen, rel, rl + 1);
-        if (strlen(key) != plen + rl) why = "a NUL byte in the key";
-        else why = key_problem(rel, rl, 0) ? key_problem(rel, rl, 0) : key_problem(key, plen + rl, 0);
-        if (!why && !sk_catalog_name_usable(rel))
-            why = "not a usable member name (empty, '.', '..', '//' or too long)";
-        if (why) {
-            free(key);
-            rc = sk_error_set(err, SK_E_INPUT, "%s: entry %zu: '%s': %s", m->label, i, rel, why);
-            break;
-        }
-        rc = want(m, src, key, strdup(rel), err);
+        json_t *e = NULL;
+        ch = arr_skip_ws(&a, err);
+        rc = ch == -2 ? a.rc : arr_element(&a, ch, &e, &next, err);
+        if (!rc) rc = manifest_entry(m, src, k, plen, e, i, err);
+        json_decref(e);
+        if (!rc) rc = arr_sep(&a, next, &more, err);
     }
 out:
-    json_decref(root);
+    json_decref(first);
+    free(a.buf);
     return rc;
 }
 

@@ -20,6 +20,7 @@
  * writer's bounded frame buffer).
  */
 #include "pack/pack_out.h"
+#include "pack/keyset.h"
 #include "io/io.h"
 #include "format/tar.h"
 
@@ -60,6 +61,7 @@ struct sk_sample_writer {
     int kept_fd;         /* a plain local kept shard, to compare its headers */
     char *last_key; /* the previous sample's key: an equal one would merge with it */
     size_t last_len;
+    sk_keyset keys; /* every key of the run: a repeat after other samples is refused */
     /* one sample's work space */
     unsigned char *hdrs;
     size_t hdrs_cap;
@@ -531,6 +533,10 @@ int sk_sample_writer_add(sk_sample_writer *w, const char *key, size_t kl,
     SK_FAIL_IF(w->last_key && w->last_len == kl && !memcmp(w->last_key, key, kl), err, SK_E_INPUT,
                "key \"%.*s\": the same key as the sample before it (readers would take both "
                "as one sample)", kl > 200 ? 200 : (int)kl, key);
+    int seen;
+    SK_GUARD(sk_keyset_check(&w->keys, key, kl, &seen, err));
+    SK_FAIL_IF(seen, err, SK_E_INPUT, "key \"%.*s\": written before in this run (a key names one "
+               "sample; pack never writes one twice)", kl > 200 ? 200 : (int)kl, key);
     SK_GUARD(sort_members(w, key, kl, m, n, err));
     /* the headers, and the sample's tar bytes */
     /* room for each header: a ustar block, or a pax block, its records
@@ -588,6 +594,7 @@ int sk_sample_writer_add(sk_sample_writer *w, const char *key, size_t kl,
     if (!rc && (rc = w->in_kept ? check_kept(w, key, kl, m, n, hl, err)
                                 : write_sample(w, key, kl, m, n, hl, err)))
         rc = fail(w, rc, err);
+    if (!rc && (rc = sk_keyset_add(&w->keys, key, kl, err))) rc = fail(w, rc, err);
     if (!rc) {
         w->cur_bytes += b;
         w->cur_count++;
@@ -629,6 +636,10 @@ int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk_error 
                                     : sk_manifest_write(w->man, w->mpath, err);
     if (rc) return fail(w, rc, err);
     w->state = W_FINISHED;
+    /* the run's time whether or not a progress callback asked for it */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    w->st.seconds = (double)(now.tv_sec - w->t0.tv_sec) + (double)(now.tv_nsec - w->t0.tv_nsec) / 1e9;
     progress(w, 1);
     if (stats) *stats = w->st;
     if (w->lock_fd >= 0) sk_out_unlock(w->lock_path, w->lock_fd);
@@ -647,6 +658,7 @@ void sk_sample_writer_close(sk_sample_writer *w)
     free(w->pattern);
     free(w->manifest);
     free(w->last_key);
+    sk_keyset_free(&w->keys);
     free(w->hdrs);
     free(w->order);
     free(w->crcs);

@@ -17,6 +17,7 @@
 #include "io/io.h"
 #include "io/store.h"
 #include "format/tar.h"
+#include "format/shard_stream.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -531,19 +532,46 @@ out:
     return rc;
 }
 
+/* What a local shard file holds, by its first bytes (sk_stream_detect, the
+ * one detection every reader uses), whatever its name says: a .tar may be
+ * a bzip2 or lzip tar, as index and verify find.  Anything but a regular
+ * file (a FIFO must not be opened twice) is left to the stream's sniff. */
+static void content_kind(const char *url, int *zstd, int *filtered)
+{
+    struct stat sb;
+    if (sk_store_is_remote(url) || stat(url, &sb) != 0 || !S_ISREG(sb.st_mode)) return;
+    int fd = open(url, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return; /* the stream's own open says why */
+    unsigned char b[SK_TAR_BLOCK];
+    size_t got = 0;
+    sk_error e = SK_ERROR_INIT;
+    if (!sk_stream_pread(fd, 0, b, sizeof b, &got, url, &e) && got) {
+        sk_stream_kind k = sk_stream_detect(b, got);
+        *zstd = k == SK_STREAM_ZSTD;
+        *filtered = k == SK_STREAM_ARCHIVE;
+    }
+    close(fd);
+}
+
 static int open_stream(sk_reader *r, size_t s, const struct start *at, sk_reader_stream **out,
                        sk_error *err)
 {
+    const char *url = r->sh[s].url;
+    int zstd = is_zstd_name(url), filtered = is_filtered_name(url);
+    content_kind(url, &zstd, &filtered);
+    /* an object has no first bytes to look at before its GET: its stream
+     * looks (not when resuming inside it, where the name must do) */
+    int sniff = is_stream(r, url) || (sk_store_is_remote(url) && at->raw == 0 && !zstd);
     sk_reader_stream_opts so = {
         .url = r->sh[s].url,
         .raw_offset = at->raw,
         .tar_base = at->tar,
-        .zstd = is_zstd_name(r->sh[s].url),
-        .filtered = is_filtered_name(r->sh[s].url),
+        .zstd = zstd,
+        .filtered = filtered,
         .recordio = r->o.recordio,
         .inline_read = r->o.read_inline,
         .spare = &r->spare,
-        .sniff = is_stream(r, r->sh[s].url), /* no name to go by */
+        .sniff = sniff, /* no name or no bytes to go by */
         .buffer_size = r->o.buffer_size,
         .max_window = r->o.max_sample + 2 * SK_TAR_HEADER_MAX,
         .env = &r->env,

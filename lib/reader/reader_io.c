@@ -16,6 +16,7 @@
  */
 #include "format/format.h"
 #include "format/shard_stream.h"
+#include "format/unpack.h"
 #include "io/store.h"
 #include "reader/reader_io.h"
 
@@ -27,7 +28,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "format/libarchive.h"
 
 /* ------------------------------------------------------------------ source */
 /* A source hands out the stored bytes of a shard sequentially from an
@@ -114,7 +114,7 @@ static int wrap_recordio(src *s, const char *url, sk_error *err)
  * before the rest. */
 struct peek_src {
     src in;
-    unsigned char head[8];
+    unsigned char head[512]; /* enough for every detection rule (sk_stream_detect) */
     size_t len, off;
 };
 
@@ -219,54 +219,15 @@ struct sk_reader_stream {
     src s;
     sk_zdec zd;
     int zstd; /* zd is in use */
-    struct archive *la; /* o.filtered: libarchive's raw format over the filter */
-    int la_rc;          /* the source's error, seen from la's read callback */
-    sk_error la_err;
-    unsigned char *zin;
-    uint64_t raw_pos; /* libarchive's stored offset, for messages */
+    sk_unpack up; /* o.filtered: libarchive's filters, and whatever follows them */
+    int up_on;
 };
 
 /* Produces up to n bytes at dst: a plain read, or decompression. */
-static la_ssize_t la_read(struct archive *a, void *ctx, const void **buf)
-{
-    sk_reader_stream *st = ctx;
-    size_t k = 0;
-    (void)a;
-    if ((st->la_rc = st->s.read(st->s.ctx, st->zin, ZIN, &k, &st->la_err))) return -1;
-    st->raw_pos += k;
-    *buf = st->zin;
-    return (la_ssize_t)k;
-}
-
-/* gzip, bzip2 or xz through libarchive: its raw format hands the filter's
- * output over as one member's data. */
-static int la_start(sk_reader_stream *st, sk_error *err)
-{
-    struct archive_entry *ae;
-    SK_GUARD(sk_la_new(&st->la, err));
-    sk_la.read_support_filter_all(st->la);
-    sk_la.read_support_format_raw(st->la);
-    if (sk_la.read_open(st->la, st, NULL, la_read, NULL) != ARCHIVE_OK ||
-        sk_la.read_next_header(st->la, &ae) != ARCHIVE_OK) {
-        if (st->la_rc) return *err = st->la_err, st->la_rc;
-        return sk_error_set(err, SK_E_CORRUPT, "%s: %s", st->url, sk_la.error_string(st->la));
-    }
-    return SK_OK;
-}
-
 static int produce(sk_reader_stream *st, unsigned char *dst, size_t n, size_t *got,
                    sk_error *err)
 {
-    if (st->la) {
-        la_ssize_t k = sk_la.read_data(st->la, dst, n);
-        if (k < 0) {
-            if (st->la_rc) return *err = st->la_err, st->la_rc;
-            return sk_error_set(err, SK_E_CORRUPT, "%s: %s (near compressed offset %llu)", st->url,
-                                sk_la.error_string(st->la), (unsigned long long)st->raw_pos);
-        }
-        *got = (size_t)k;
-        return SK_OK;
-    }
+    if (st->up_on) return sk_unpack_read(&st->up, dst, n, got, err);
     if (!st->zstd) return st->s.read(st->s.ctx, dst, n, got, err);
     return sk_zdec_read(&st->zd, st->s.read, st->s.ctx, dst, n, got, err);
 }
@@ -283,8 +244,10 @@ static void *producer(void *arg)
         rc = sk_zdec_init(&st->zd, st->url, st->o.raw_offset, &err);
         st->zstd = !rc;
     } else if (!rc && st->o.filtered) {
-        st->zin = malloc(ZIN);
-        rc = st->zin ? la_start(st, &err) : sk_error_set(&err, SK_E_NOMEM, "out of memory");
+        /* gzip, bzip2, xz... read whole: a stream may go on after the
+         * filter's own end with more shards (unpack.c) */
+        st->up_on = 1;
+        rc = sk_unpack_open(&st->up, st->s.read, st->s.ctx, st->url, ZIN, &err);
     }
     pthread_mutex_lock(&st->mu);
     st->cache_state = cache_state;
@@ -438,8 +401,7 @@ void sk_reader_stream_close(sk_reader_stream *st)
     }
     if (st->s.close) st->s.close(st->s.ctx);
     sk_zdec_free(&st->zd);
-    if (st->la) sk_la.read_free(st->la);
-    free(st->zin);
+    if (st->up_on) sk_unpack_close(&st->up);
     sk_reader_spare *sp = st->o.spare;
     if (!st->ring) {
         /* an inline stream never read */

@@ -6,7 +6,6 @@
  */
 #include "s3/s3_internal.h"
 
-#include <stdarg.h>
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -159,35 +158,23 @@ int sk_s3_abort_upload(sk_s3 *s3, const char *bucket, const char *key, const cha
 
 /* ------------------------------------------------------------ listings */
 
-/* A listing goes on while the server says it is truncated and hands a
- * token for the next page.  A server that repeats a token (a bug, or a
- * hostile endpoint) would keep us asking forever: every token is
- * remembered (its hash) and a repeat ends the listing with an error. */
-static int page_guard(uint64_t **seen, size_t *n, size_t *cap, const char *a, const char *b,
-                      sk_error *err, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
-static int page_guard(uint64_t **seen, size_t *n, size_t *cap, const char *a, const char *b,
-                      sk_error *err, const char *fmt, ...)
-{
-    char what[1400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    uint64_t h = sk_fnv1a64(a, strlen(a)) ^ (sk_fnv1a64(b, strlen(b)) * 31);
-    for (size_t i = 0; i < *n; i++)
-        SK_FAIL_IF((*seen)[i] == h, err, SK_E_REMOTE,
-                   "%s: the listing repeats its continuation token after %zu pages: the server "
-                   "is looping", what, *n);
-    SK_GUARD(sk_grow((void **)seen, cap, *n + 1, sizeof **seen, err));
-    (*seen)[(*n)++] = h;
-    return SK_OK;
-}
+/* The three listings (objects, unfinished uploads, an upload's parts) go
+ * through one pager: it asks for pages while the server says the listing
+ * is truncated and hands a token for the next one.  A server (a bug, or a
+ * hostile endpoint) could keep that up forever, so every token is
+ * remembered (its hash) and a repeat ends the listing with an error; and
+ * since new tokens cost it nothing, the pages are capped too: all of them
+ * (a million pages of S3's 1,000 keys is far past any dataset), and the
+ * empty truncated ones (S3 may send a few; a thousand is a loop). */
+#define LIST_MAX_PAGES 1000000u
+#define LIST_MAX_EMPTY 1000u
 
 typedef struct list_state {
     sk_s3_object obj;
     int in_item, truncated, stop, long_key;
     uint64_t *seen; /* FNV-1a of every page's continuation token(s) */
     size_t nseen, capseen;
+    size_t items; /* on the page being parsed */
     char token[1024], marker2[1024];
     sk_s3_list_fn fn;
     sk_s3_uploads_fn ufn;
@@ -197,6 +184,60 @@ typedef struct list_state {
     sk_s3_part part, *parts;
     int nparts, capparts, nomem;
 } list_state;
+
+/* What one kind of listing adds to the pager: its request, its parser. */
+typedef struct listing {
+    const char *bucket, *key; /* the request's; key "" for a bucket listing */
+    void (*query)(sk_s3_req *r, const struct listing *l, const list_state *s);
+    void (*cb)(void *ud, int end, const char *name, const char *text);
+    const char *prefix, *upload_id;
+    char what[1200]; /* the listing, for messages */
+} listing;
+
+static int list_pages(sk_s3 *s3, const listing *l, list_state *s, sk_error *err)
+{
+    size_t pages = 0, empty = 0;
+    int rc;
+    for (;;) {
+        sk_s3_req r;
+        sk_s3_req_init(&r, s3, "GET", l->bucket, l->key);
+        l->query(&r, l, s);
+        rc = sk_s3_run(&r);
+        s->truncated = 0, s->token[0] = 0, s->marker2[0] = 0, s->items = 0;
+        if (!rc) rc = sk_s3_xml_parse(r.resp.p, r.resp.len, l->cb, s, err);
+        else copy_err(err, &r);
+        sk_buf_free(&r.resp);
+        pages++;
+        if (!rc && s->nomem) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        if (!rc && s->long_key)
+            rc = sk_error_set(err, SK_E_REMOTE, "%s: the listing holds a key longer than 1024 bytes",
+                              l->what);
+        if (rc || s->stop || !s->truncated || !s->token[0]) break;
+        if (!s->items && ++empty > LIST_MAX_EMPTY) {
+            rc = sk_error_set(err, SK_E_REMOTE, "%s: %zu empty pages that say the listing goes on "
+                              "(over the cap of %u): the server is looping", l->what, empty,
+                              LIST_MAX_EMPTY);
+            break;
+        }
+        if (pages >= LIST_MAX_PAGES) {
+            rc = sk_error_set(err, SK_E_REMOTE, "%s: the listing goes on past %u pages (the cap): "
+                              "the server is looping", l->what, LIST_MAX_PAGES);
+            break;
+        }
+        uint64_t h = sk_fnv1a64(s->token, strlen(s->token)) ^
+                     (sk_fnv1a64(s->marker2, strlen(s->marker2)) * 31);
+        for (size_t i = 0; i < s->nseen && !rc; i++)
+            if (s->seen[i] == h)
+                rc = sk_error_set(err, SK_E_REMOTE, "%s: the listing repeats its continuation token "
+                                  "after %zu pages: the server is looping", l->what, pages);
+        if (!rc) rc = sk_grow((void **)&s->seen, &s->capseen, s->nseen + 1, sizeof *s->seen, err);
+        if (rc) break;
+        s->seen[s->nseen++] = h;
+    }
+    free(s->seen);
+    s->seen = NULL;
+    return rc;
+}
 
 static void objects_cb(void *ud, int end, const char *name, const char *text)
 {
@@ -214,6 +255,7 @@ static void objects_cb(void *ud, int end, const char *name, const char *text)
         else if (!strcmp(name, "ChecksumCRC32C")) snprintf(s->obj.crc32c, sizeof s->obj.crc32c, "%s", text);
         else if (!strcmp(name, "Contents")) {
             s->in_item = 0;
+            s->items++;
             char *q = strchr(s->obj.etag, '"');
             if (q) *q = 0;
             if (!s->stop && s->fn(s->ud, &s->obj)) s->stop = 1;
@@ -224,34 +266,23 @@ static void objects_cb(void *ud, int end, const char *name, const char *text)
     else if (!strcmp(name, "NextContinuationToken")) snprintf(s->token, sizeof s->token, "%s", text);
 }
 
+static void objects_query(sk_s3_req *r, const listing *l, const list_state *s)
+{
+    sk_s3_req_query(r, "list-type", "2");
+    if (l->prefix && *l->prefix) sk_s3_req_query(r, "prefix", l->prefix);
+    if (s->token[0]) sk_s3_req_query(r, "continuation-token", s->token);
+}
+
 int sk_s3_list(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_list_fn fn, void *ud,
                sk_error *err)
 {
     list_state s;
     memset(&s, 0, sizeof s);
     s.fn = fn, s.ud = ud;
-    for (;;) {
-        sk_s3_req r;
-        sk_s3_req_init(&r, s3, "GET", bucket, "");
-        sk_s3_req_query(&r, "list-type", "2");
-        if (prefix && *prefix) sk_s3_req_query(&r, "prefix", prefix);
-        if (s.token[0]) sk_s3_req_query(&r, "continuation-token", s.token);
-        int rc = sk_s3_run(&r);
-        s.truncated = 0, s.token[0] = 0;
-        if (!rc) rc = sk_s3_xml_parse(r.resp.p, r.resp.len, objects_cb, &s, err);
-        else copy_err(err, &r);
-        sk_buf_free(&r.resp);
-        if (!rc && s.long_key)
-            rc = sk_error_set(err, SK_E_REMOTE, "s3://%s/%s: the listing holds a key longer than "
-                              "1024 bytes", bucket, prefix ? prefix : "");
-        if (!rc && !s.stop && s.truncated && s.token[0])
-            rc = page_guard(&s.seen, &s.nseen, &s.capseen, s.token, "", err, "s3://%s/%s", bucket,
-                            prefix ? prefix : "");
-        if (rc || s.stop || !s.truncated || !s.token[0]) {
-            free(s.seen);
-            return rc;
-        }
-    }
+    listing l = {.bucket = bucket, .key = "", .query = objects_query, .cb = objects_cb,
+                 .prefix = prefix};
+    snprintf(l.what, sizeof l.what, "s3://%s/%s", bucket, prefix ? prefix : "");
+    return list_pages(s3, &l, &s, err);
 }
 
 static void uploads_cb(void *ud, int end, const char *name, const char *text)
@@ -266,6 +297,7 @@ static void uploads_cb(void *ud, int end, const char *name, const char *text)
         else if (!strcmp(name, "UploadId")) snprintf(s->upload_id, sizeof s->upload_id, "%s", text);
         else if (!strcmp(name, "Upload")) {
             s->in_item = 0;
+            s->items++;
             if (!s->stop && s->ufn(s->ud, s->obj.key, s->upload_id)) s->stop = 1;
         }
         return;
@@ -275,32 +307,24 @@ static void uploads_cb(void *ud, int end, const char *name, const char *text)
     else if (!strcmp(name, "NextUploadIdMarker")) snprintf(s->marker2, sizeof s->marker2, "%s", text);
 }
 
+static void uploads_query(sk_s3_req *r, const listing *l, const list_state *s)
+{
+    sk_s3_req_query(r, "uploads", NULL);
+    if (l->prefix && *l->prefix) sk_s3_req_query(r, "prefix", l->prefix);
+    if (s->token[0]) sk_s3_req_query(r, "key-marker", s->token);
+    if (s->marker2[0]) sk_s3_req_query(r, "upload-id-marker", s->marker2);
+}
+
 int sk_s3_list_uploads(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_uploads_fn fn,
                        void *ud, sk_error *err)
 {
     list_state s;
     memset(&s, 0, sizeof s);
     s.ufn = fn, s.ud = ud;
-    for (;;) {
-        sk_s3_req r;
-        sk_s3_req_init(&r, s3, "GET", bucket, "");
-        sk_s3_req_query(&r, "uploads", NULL);
-        if (prefix && *prefix) sk_s3_req_query(&r, "prefix", prefix);
-        if (s.token[0]) sk_s3_req_query(&r, "key-marker", s.token);
-        if (s.marker2[0]) sk_s3_req_query(&r, "upload-id-marker", s.marker2);
-        int rc = sk_s3_run(&r);
-        s.truncated = 0, s.token[0] = 0, s.marker2[0] = 0;
-        if (!rc) rc = sk_s3_xml_parse(r.resp.p, r.resp.len, uploads_cb, &s, err);
-        else copy_err(err, &r);
-        sk_buf_free(&r.resp);
-        if (!rc && !s.stop && s.truncated && s.token[0])
-            rc = page_guard(&s.seen, &s.nseen, &s.capseen, s.token, s.marker2, err,
-                            "s3://%s/%s (unfinished uploads)", bucket, prefix ? prefix : "");
-        if (rc || s.stop || !s.truncated || !s.token[0]) {
-            free(s.seen);
-            return rc;
-        }
-    }
+    listing l = {.bucket = bucket, .key = "", .query = uploads_query, .cb = uploads_cb,
+                 .prefix = prefix};
+    snprintf(l.what, sizeof l.what, "s3://%s/%s (unfinished uploads)", bucket, prefix ? prefix : "");
+    return list_pages(s3, &l, &s, err);
 }
 
 static void parts_cb(void *ud, int end, const char *name, const char *text)
@@ -321,6 +345,7 @@ static void parts_cb(void *ud, int end, const char *name, const char *text)
             snprintf(s->part.crc32c, sizeof s->part.crc32c, "%s", text);
         } else if (!strcmp(name, "Part")) {
             s->in_item = 0;
+            s->items++;
             if (s->nparts == s->capparts) {
                 int cap = s->capparts ? s->capparts * 2 : 64;
                 sk_s3_part *p = realloc(s->parts, (size_t)cap * sizeof *p);
@@ -338,6 +363,12 @@ static void parts_cb(void *ud, int end, const char *name, const char *text)
     else if (!strcmp(name, "NextPartNumberMarker")) snprintf(s->token, sizeof s->token, "%s", text);
 }
 
+static void parts_query(sk_s3_req *r, const listing *l, const list_state *s)
+{
+    sk_s3_req_query(r, "uploadId", l->upload_id);
+    if (s->token[0]) sk_s3_req_query(r, "part-number-marker", s->token);
+}
+
 static int part_cmp(const void *a, const void *b)
 {
     return ((const sk_s3_part *)a)->number - ((const sk_s3_part *)b)->number;
@@ -348,24 +379,10 @@ int sk_s3_mpu_list_parts(sk_s3 *s3, const char *bucket, const char *key, const c
 {
     list_state s;
     memset(&s, 0, sizeof s);
-    int rc;
-    for (;;) {
-        sk_s3_req r;
-        sk_s3_req_init(&r, s3, "GET", bucket, key);
-        sk_s3_req_query(&r, "uploadId", upload_id);
-        if (s.token[0]) sk_s3_req_query(&r, "part-number-marker", s.token);
-        rc = sk_s3_run(&r);
-        s.truncated = 0, s.token[0] = 0;
-        if (!rc) rc = sk_s3_xml_parse(r.resp.p, r.resp.len, parts_cb, &s, err);
-        else copy_err(err, &r);
-        sk_buf_free(&r.resp);
-        if (!rc && s.nomem) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-        if (!rc && s.truncated && s.token[0])
-            rc = page_guard(&s.seen, &s.nseen, &s.capseen, s.token, "", err, "s3://%s/%s (parts)",
-                            bucket, key);
-        if (rc || !s.truncated || !s.token[0]) break;
-    }
-    free(s.seen);
+    listing l = {.bucket = bucket, .key = key, .query = parts_query, .cb = parts_cb,
+                 .upload_id = upload_id};
+    snprintf(l.what, sizeof l.what, "s3://%s/%s (parts)", bucket, key);
+    int rc = list_pages(s3, &l, &s, err);
     if (rc) {
         free(s.parts);
         return rc;

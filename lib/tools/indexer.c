@@ -663,6 +663,11 @@ static int build(const char *shard, const sk_build_opts *o, sk_build_stats *st, 
         rc = sk_error_set(err, tar_rc, "%s", tar_err.msg);
         goto cleanup;
     }
+    if (tar_rc) { /* a damaged shard: no index of part of it is left behind */
+        rc = sk_error_set(err, tar_rc, "%s (no index written; %llu samples before it)", tar_err.msg,
+                          (unsigned long long)st->samples);
+        goto cleanup;
+    }
     if ((rc = close_sample(&s, err))) goto cleanup;
     if ((rc = check_split_keys(&s, err))) goto cleanup;
     st->dirs = r.dirs;
@@ -693,8 +698,6 @@ static int build(const char *shard, const sk_build_opts *o, sk_build_stats *st, 
         else rc = sk_out_write_iov(o->dali_path, iov, 2, err);
         if (rc) goto cleanup;
     }
-    if (tar_rc) rc = sk_error_set(err, tar_rc, "%s (indexed %llu samples before it)", tar_err.msg,
-                                  (unsigned long long)st->samples);
 cleanup:
     if (s.dali) fclose(s.dali);
     free(s.dali_buf);

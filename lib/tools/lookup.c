@@ -954,3 +954,54 @@ int sk_dataset_write_tar(sk_dataset *ds, const sk_hit *h, int fd, const char *fd
     free(name);
     return rc;
 }
+
+/* ----------------------------------------- the shard table, a member's head */
+
+size_t sk_dataset_shard_count(const sk_dataset *ds)
+{
+    return ds->n;
+}
+
+int sk_dataset_shard(sk_dataset *ds, size_t i, sk_dataset_shard_info *out, sk_error *err)
+{
+    uint64_t total;
+    SK_FAIL_IF(i >= ds->n, err, SK_E_USAGE, "shard %zu of a dataset of %zu", i, ds->n);
+    SK_GUARD(sk_dataset_samples(ds, &total, err)); /* every first ordinal known */
+    struct shard *s = &ds->s[i];
+    SK_GUARD(ensure_index(ds, s, err));
+    const sk_index_shard_info *in = sk_index_shard(s->ix);
+    *out = (sk_dataset_shard_info){.path = s->path, .index_path = s->index_path,
+                                   .bytes = in->size, .samples = s->samples,
+                                   .members = sk_index_member_count(s->ix),
+                                   .first_ordinal = s->first_ordinal, .flags = in->flags};
+    return SK_OK;
+}
+
+int sk_dataset_read_head(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size_t n,
+                         size_t *got, sk_error *err)
+{
+    sk_member_ref m;
+    *got = 0;
+    SK_GUARD(sk_dataset_member(ds, h, i, &m, err));
+    if (n >= m.size) {
+        SK_GUARD(sk_dataset_read(ds, h, i, buf, n, err));
+        *got = (size_t)m.size;
+        return SK_OK;
+    }
+    struct shard *s = &ds->s[h->shard];
+    const sk_index_shard_info *in = sk_index_shard(s->ix);
+    SK_GUARD(ensure_shard(ds, s, err));
+    if (in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)) {
+        SK_GUARD(read_compressed(ds, s, &h->sample, m.data_offset, buf, n, err));
+    } else {
+        SK_FAIL_IF(m.data_offset > s->rr.size || m.size > s->rr.size - m.data_offset, err,
+                   SK_E_CORRUPT, "%s: index points past the end of the shard (member at %llu)",
+                   s->index_path, (unsigned long long)m.data_offset);
+        size_t g = 0;
+        SK_GUARD(s->rr.read_at(s->rr.ctx, m.data_offset, buf, n, &g, err));
+        SK_FAIL_IF(g < n, err, SK_E_CORRUPT, "%s: short read at offset %llu", s->path,
+                   (unsigned long long)(m.data_offset + g));
+    }
+    *got = n;
+    return SK_OK;
+}

@@ -432,7 +432,7 @@ static void *jpeg_worker(void *arg)
             cap = (size_t)j->size;
             if (!(buf = malloc(cap))) {
                 cap = 0;
-                j->bad = 1;
+                j->bad = -1;
                 snprintf(j->why, sizeof j->why, "out of memory");
                 continue;
             }
@@ -498,6 +498,10 @@ static int check_jpegs(vstate *v, struct vsrc *f, int compressed, sk_error *err)
         sk_stream_close(&s);
         if (rc) return rc;
     }
+    for (size_t i = 0; i < v->njobs; i++) /* no memory is the run's failure, not the image's */
+        if (v->jobs[i].bad < 0)
+            return sk_error_set(err, SK_E_NOMEM, "%s: sample at offset %llu: out of memory decoding its JPEG: %s",
+                                name, (unsigned long long)v->jobs[i].sample_offset, v->jobs[i].why);
     for (size_t i = 0; i < v->njobs; i++) {
         const struct jpegjob *j = &v->jobs[i];
         if (!j->bad) continue;

@@ -9,6 +9,8 @@ through ctypes (no compiler needed).
     with shardkit.ShardWriter("out/train-%06d.tar", max_size=1 << 30) as w:
         w.write({"__key__": "a/b", "jpg": jpeg_bytes, "json": {"w": 3}, "cls": 3})
 
+WebDataset's decoding: shardkit.Reader(...).decode("pil").to_tuple("jpg", "cls"),
+and shardkit.decode's handlers.
 PyTorch datasets are in shardkit.torch (imported only when used).
 Failures raise shardkit.Error subclasses (see _lib.py).  docs/python.md.
 """
@@ -18,14 +20,17 @@ from ._lib import (Error, UsageError, IoError, InputError, CorruptError, NoMemor
                    library_path, library_version)
 from .reader import Reader, state_info, state_slot
 from .dataset import Dataset
-from .writer import ShardWriter, encode_value
+from .writer import ShardWriter, encode_value, parse_size
+from . import decode
+from .stats import stats
 
 __version__ = "0.1.0"
 
 # the name samples/python/shardkit.py exported
 ShardkitError = Error
 
-__all__ = ["Reader", "Dataset", "ShardWriter", "encode_value", "Error", "ShardkitError", "UsageError", "IoError", "InputError",
+__all__ = ["Reader", "Dataset", "ShardWriter", "encode_value", "parse_size", "decode", "Error", "ShardkitError", "UsageError", "IoError", "InputError",
            "CorruptError", "NoMemoryError", "NetworkError", "RemoteError", "NotFoundError",
            "SampleIndexError", "KeyNotFoundError", "MismatchError", "LibraryError",
-           "load_library", "library_path", "library_version", "state_info", "state_slot"]
+           "load_library", "library_path", "library_version", "state_info", "state_slot",
+           "stats"]

@@ -3,8 +3,9 @@ package uses (ctypes mirrors of lib/shardkit.h's structs), and turns an
 sk_error into a shardkit.Error subclass.
 
 Where the library is looked for, first hit wins:
-  1. the path given to load_library(path);
+  1. the path given to load_library(path) (then only that one);
   2. $SHARDKIT_LIB;
+  2b. the copy bundled in the package (pip install ./python builds it);
   3. the prefix the package was installed into: `make install PREFIX=P`
      puts the package in P/lib/pythonX.Y/site-packages/shardkit and the
      library in P/lib, so P/lib is three levels up from this file;
@@ -16,6 +17,8 @@ Where the library is looked for, first hit wins:
 from __future__ import annotations
 
 import ctypes
+import errno
+import operator
 import os
 import threading
 from typing import Any, Dict, Iterator, Optional, Type
@@ -73,8 +76,14 @@ class RemoteError(Error):
     """SK_E_REMOTE: the server answered with an error."""
 
 
-class NotFoundError(Error, LookupError):
-    """SK_E_NOTFOUND: no such file, object, key or ordinal."""
+class NotFoundError(Error, LookupError, FileNotFoundError):
+    """SK_E_NOTFOUND: no such file, object, key or ordinal.  A
+    FileNotFoundError too (errno ENOENT), so `except FileNotFoundError`
+    catches a missing shard or manifest as it does for open()."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(code, message)
+        self.errno, self.strerror = errno.ENOENT, message
 
 
 class SampleIndexError(NotFoundError, IndexError):
@@ -124,6 +133,18 @@ def set_int(st: ctypes.Structure, name: str, value: Any) -> None:
     setattr(st, name, v)
     if getattr(st, name) != v:
         raise UsageError(SK_E_USAGE, "%s=%d is out of range" % (name, v))
+
+
+def as_int(value: Any, name: str) -> int:
+    """value as an int (int, numpy or torch integers), TypeError naming
+    name for a float, a bool or a string, which int() would take."""
+    if isinstance(value, bool):
+        raise TypeError("%s=%r: an integer, not a bool" % (name, value))
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError("%s=%r: an integer, not a %s" % (name, value,
+                                                         type(value).__name__)) from None
 
 
 def check(rc: int, err: _Error, not_found: Optional[Type[Error]] = None) -> None:
@@ -260,11 +281,17 @@ def _candidates(path: Optional[str]) -> Iterator[str]:
     (find_library runs ldconfig, gcc and ld in subprocesses: a tenth of a
     second or more) happens only when nothing before it loaded."""
     here = os.path.dirname(os.path.abspath(__file__))
-    if path:
+    if path:   # asked for by name: that one or an error, not another found instead
         yield os.fspath(path)
+        return
     env = os.environ.get("SHARDKIT_LIB")
     if env:
         yield env
+    # built and bundled by `pip install ./python` (setup.py)
+    for name in ("libshardkit.so.0", "libshardkit.so"):
+        p = os.path.join(here, name)
+        if os.path.isfile(p):
+            yield p
     prefix_lib = os.path.normpath(os.path.join(here, "..", "..", ".."))
     tree = os.path.normpath(os.path.join(here, "..", "..", "build"))
     dirs = [prefix_lib]

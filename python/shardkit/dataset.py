@@ -16,6 +16,7 @@ and takes none once they are open, so no call here holds a Python lock
 from __future__ import annotations
 
 import ctypes
+import operator
 import os
 import struct
 import threading
@@ -56,6 +57,19 @@ _KEEP_BUF = 4 << 20
 _BATCH = 256
 #: ordinals are uint64 in the library; ctypes would wrap a larger int
 _U64 = 1 << 64
+
+
+def _as_index(i: Any) -> int:
+    """i as an int when it is one (int, numpy or torch integers: what
+    operator.index takes); TypeError for a float, a bool, a string of
+    digits, which int() would turn into another sample's ordinal."""
+    if isinstance(i, bool):
+        raise TypeError("dataset indices must be integers, not bool")
+    try:
+        return operator.index(i)
+    except TypeError:
+        raise TypeError("dataset indices must be integers, slices or keys (str), not %s" %
+                        type(i).__name__) from None
 
 
 class _Thread(threading.local):
@@ -163,6 +177,7 @@ class Dataset:
     __del__ = close
 
     def __enter__(self) -> "Dataset":
+        self._handle()
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -212,7 +227,7 @@ class Dataset:
         """i as a global ordinal (negative: from the end); SampleIndexError
         when none can be (below the start, or past what a uint64 holds,
         which ctypes would wrap round to a sample that exists)."""
-        j = int(i)
+        j = _as_index(i)
         if j < 0:
             j += len(self)
         if not 0 <= j < _U64:
@@ -341,13 +356,18 @@ class Dataset:
             pos += size
         return d
 
-    def __getitem__(self, i: Union[int, slice]) -> Any:
+    def __getitem__(self, i: Union[int, slice, str, bytes]) -> Any:
         """The sample at global ordinal i (negative: from the end); a slice
-        gives a list.  SampleIndexError (an IndexError) when out of range."""
+        gives a list; a str (or bytes) is a key, as get(key).
+        SampleIndexError (an IndexError) when out of range,
+        KeyNotFoundError (a KeyError) for a missing key, TypeError for
+        anything else (a float, a bool: not silently truncated)."""
         if type(i) is int and 0 <= i < _U64:
             return self._get(None, i)
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
+        if isinstance(i, (str, bytes)):
+            return self.get(i)
         return self._get(None, self._ordinal(i))
 
     def __getitems__(self, indices: List[int]) -> List[Sample]:
@@ -368,6 +388,7 @@ class Dataset:
             chunk = wanted[at:at + _BATCH]
             for j, i in enumerate(chunk):
                 ords[j] = i if type(i) is int and 0 <= i < _U64 else self._ordinal(i)
+            ds = self._handle()
             first = 0
             while first < len(chunk):
                 buf, cap, mv, base = t.buf, t.cap, t.mv, t.base

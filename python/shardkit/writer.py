@@ -26,6 +26,36 @@ from ._lib import PackOptions, PackStats, S3Config, SampleMember
 _c = ctypes
 
 
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 10**3, "kib": 1 << 10, "m": 1 << 20, "mb": 10**6,
+          "mib": 1 << 20, "g": 1 << 30, "gb": 10**9, "gib": 1 << 30, "t": 1 << 40,
+          "tb": 10**12, "tib": 1 << 40}
+
+
+def parse_size(value: Any, name: str = "size") -> int:
+    """A size as the command line takes it: an int, or a string of a
+    number and an optional unit, case ignored ("512M" = "512MiB" =
+    512 * 2**20, "1.5G", "200MB" = 200 * 10**6, "4096"); UsageError naming
+    name for anything else."""
+    if isinstance(value, str):
+        t = value.strip()
+        num = t.rstrip("bBkKmMgGtTiI")
+        unit = t[len(num):].lower()
+        try:
+            v = float(num) if num[:1].isdigit() or num[:1] == "." else -1.0
+        except ValueError:
+            v = -1.0
+        if v < 0 or unit not in _UNITS or v != v or v * _UNITS[unit] >= 1.8e19:
+            raise _lib.UsageError(_lib.SK_E_USAGE, "%s=%r is not a size (a number, then "
+                                  "k, M, G, T (powers of 1024), kB, MB, GB, TB (of 1000) "
+                                  "or KiB, MiB...)" % (name, value))
+        return int(round(v * _UNITS[unit]))
+    if isinstance(value, float):   # WebDataset's examples write maxsize=3e9
+        if not 0 <= value < 1.8e19:
+            raise _lib.UsageError(_lib.SK_E_USAGE, "%s=%r is out of range" % (name, value))
+        return int(value)
+    return _lib.as_int(value, name)
+
+
 def encode_value(ext: str, value: Any) -> bytes:
     """One member's bytes by WebDataset's conventions (see the module's
     docstring); UsageError for a value it has no rule for."""
@@ -73,16 +103,19 @@ class ShardWriter:
     same key as the sample before) writes nothing and the writer goes on;
     a failure to write (IoError, S3) is final.  One thread at a time.
 
-    maxsize / maxcount are accepted as WebDataset spells them.  encoder:
+    max_size takes the command line's sizes ("512M", "1.5G", "200MB") or
+    a number; maxsize / maxcount are accepted as WebDataset spells them.
+    stats["seconds"] is the run's wall time, open to close.  encoder:
     a function (ext, value) -> bytes replacing encode_value, or False to
     take bytes only."""
 
-    def __init__(self, pattern: Union[str, "os.PathLike[str]"], max_size: Optional[int] = None,
+    def __init__(self, pattern: Union[str, "os.PathLike[str]"],
+                 max_size: Union[int, float, str, None] = None,
                  max_count: Optional[int] = None, *, manifest: Optional[str] = None,
                  start: int = 0, compress_level: Optional[int] = None, mtime: int = 0,
                  s3_endpoint: Optional[str] = None, part_size: int = 0,
                  encoder: Union[bool, Callable[[str, Any], bytes]] = True,
-                 maxsize: Optional[float] = None, maxcount: Optional[int] = None,
+                 maxsize: Union[int, float, str, None] = None, maxcount: Optional[int] = None,
                  lib: Optional[str] = None) -> None:
         self._w: Optional[ctypes.c_void_p] = None
         self._s3: Optional[ctypes.c_void_p] = None
@@ -91,9 +124,11 @@ class ShardWriter:
             raise _lib.LibraryError(_lib.SK_E_USAGE, "%s has no sample writer (an older "
                                     "libshardkit)" % _lib.library_path())
         if max_size is None and maxsize is not None:
-            max_size = int(maxsize)
+            max_size = maxsize
         if max_count is None and maxcount is not None:
-            max_count = int(maxcount)
+            max_count = maxcount
+        max_size = parse_size(max_size, "max_size") if max_size is not None else None
+        max_count = _lib.as_int(max_count, "max_count") if max_count is not None else None
         self.pattern = os.fspath(pattern)
         if encoder is True:
             self._encode: Optional[Callable[[str, Any], bytes]] = encode_value
@@ -234,6 +269,8 @@ class ShardWriter:
         self._free()
 
     def __enter__(self) -> "ShardWriter":
+        if not self._w:
+            raise _lib.UsageError(_lib.SK_E_USAGE, "%s: the writer is closed" % self.pattern)
         return self
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:

@@ -5,7 +5,7 @@
 # or one missing its value, gets one message and exit 2 in every tool.
 . "$(dirname "$0")/lib.sh"
 tmpdir T
-for c in pack index get cat upload shard verify; do
+for c in pack index get cat upload shard verify stats serve; do
     step "$c"
     "$SK_BIN" help "$c" >"$T/help" || die "shardkit help $c failed"
     "$SK_BIN" "$c" --help >"$T/long" || die "shardkit $c --help failed"

@@ -26,10 +26,8 @@ off=$(python3 -c "
 import tarfile; t=tarfile.open('a.tar'); m=[x for x in t if x.name=='k2.jpg'][0]; print(m.offset_data+100)")
 head -c "$off" a.tar > trunc.tar
 expect_fail 1 "truncated at offset $off, inside member 'k2.jpg'" "$SK_BIN" index trunc.tar
-[ -f trunc.tar.idx ] || fail "no index written for the truncated shard"
+[ ! -e trunc.tar.idx ] || fail "an index of part of the truncated shard was left behind"
 [ ! -f manifest.json ] || fail "manifest written despite the error"
-"$SK_BIN" get trunc.tar k1 --ext jpg | cmp - src/k1.jpg
-"$SK_BIN" get trunc.tar k2 --ext cls | cmp - src/k2.cls   # complete members of the cut sample stay
 expect_fail 1 "truncated at offset $off" "$SK_BIN" index --fast --no-manifest trunc.tar
 # cut inside a header
 hoff=$(python3 -c "

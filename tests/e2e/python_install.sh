@@ -2,8 +2,10 @@
 # python_install.sh - the Python package installs offline and is imported
 # from outside the source tree: `pip install --no-build-isolation ./python`
 # into a fresh venv (--system-site-packages: setuptools and wheel come from
-# the system, nothing from an index), and `make install`, whose copy finds
-# the installed libshardkit without $SHARDKIT_LIB.  Each reads a dataset
+# the system, nothing from an index) builds libshardkit from the tree and
+# bundles it, so the package reads a dataset with no variable set; and
+# `make install`, whose copy finds the installed libshardkit without
+# $SHARDKIT_LIB.  Each reads a dataset
 # and raises shardkit.Error subclasses; the old samples/python path still
 # imports the package.
 . "$(dirname "$0")/lib.sh"
@@ -41,15 +43,22 @@ except shardkit.NotFoundError as e:
 print(shardkit.library_path())
 PY
 
-step "pip install into a fresh venv, offline ($PY)"
-cp -r "$SK_ROOT/python" "$T/src"      # pip builds in place: keep the tree clean
-rm -rf "$T/src/build" "$T/src/"*.egg-info
+step "pip install into a fresh venv, offline ($PY): it builds and bundles libshardkit"
+# a copy of the source tree without its builds: pip builds python/ in place
+# and setup.py compiles the library from python/.. with the Makefile
+mkdir -p "$T/src"
+tar -C "$SK_ROOT" --exclude='./build*' --exclude='./.git' --exclude='./python/build' \
+    --exclude='*.egg-info' --exclude='./demo-out' -cf - . | tar -C "$T/src" -xf - \
+    || die "copying the source tree failed"
 "$PY" -m venv --system-site-packages "$T/venv" >"$T/venv.log" 2>&1 || die "venv failed: $(tail -3 "$T/venv.log")"
-PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 "$T/venv/bin/pip" install -q --no-build-isolation "$T/src" \
-    >"$T/pip.log" 2>&1 || die "pip install failed: $(tail -5 "$T/pip.log")"
-(cd "$T" && SHARDKIT_LIB=$LIB "$T/venv/bin/python" use.py "$T/venv" "$T") >"$T/out" 2>&1 \
+PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 nice "$T/venv/bin/pip" install -q --no-build-isolation \
+    "$T/src/python" >"$T/pip.log" 2>&1 || die "pip install failed: $(tail -5 "$T/pip.log")"
+VSITE=$(echo "$T"/venv/lib/python3*/site-packages)
+[ -f "$VSITE/shardkit/libshardkit.so" ] || die "the venv's package has no libshardkit.so"
+# no variable set, no library on any path it searches but its own
+(cd "$T" && env -u SHARDKIT_LIB -u LD_LIBRARY_PATH "$T/venv/bin/python" use.py "$T/venv" "$T") >"$T/out" 2>&1 \
     || die "the venv's package failed: $(tail -5 "$T/out")"
-assert_eq "$(tail -1 "$T/out")" "$LIB" "library the venv's package loaded"
+assert_eq "$(tail -1 "$T/out")" "$VSITE/shardkit/libshardkit.so" "library the venv's package loaded"
 # every module came along; shardkit.torch where the system has torch
 (cd "$T" && SHARDKIT_LIB=$LIB "$T/venv/bin/python" -c '
 import importlib.util, shardkit, shardkit.writer, shardkit.dataset

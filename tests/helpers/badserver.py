@@ -8,6 +8,8 @@ LOGFILE ("METHOD PATH").  Paths (bucket "bkt", path-style):
                                the client hangs up)
   /bkt?list-type=2&prefix=loop/  a truncated listing whose next token is
                                always the same
+  /bkt?list-type=2&prefix=empty/ empty truncated pages, each with a new
+                               token, forever
   /bkt/drip.tar                HEAD: 200, 1 MiB; GET: one byte a second
   /bkt/e501.tar                501 Not Implemented
   /bkt/e503.tar                503 Slow Down (S3's SlowDown)
@@ -58,6 +60,8 @@ def xml_error(code, msg):
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
+    # TCP_NODELAY: a reply in two writes would wait on a delayed ACK (40 ms)
+    disable_nagle_algorithm = True
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *a):
@@ -112,6 +116,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.end_headers()
                 return
             return self.send(status, body, headers)
+        if u.path in ("/bkt", "/bkt/") and q.get("list-type") == ["2"] and q.get("prefix") == ["empty/"]:
+            n = int(q.get("continuation-token", ["0"])[0]) + 1
+            body = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>true'
+                    f"</IsTruncated><NextContinuationToken>{n}</NextContinuationToken>"
+                    "</ListBucketResult>").encode()
+            return self.send(200, body, [("Content-Type", "application/xml")])
         if u.path in ("/bkt", "/bkt/") and q.get("list-type") == ["2"]:
             body = (b'<?xml version="1.0" encoding="UTF-8"?><ListBucketResult>'
                     b"<IsTruncated>true</IsTruncated><NextContinuationToken>same-token</NextContinuationToken>"

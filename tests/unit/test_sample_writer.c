@@ -10,7 +10,8 @@
  * over the writer's 1 MiB piece), compressed, reads back unchanged; plain
  * shards written through the 1 MiB gather buffer (io/writer.h), with
  * samples that fill it exactly, cross it, and pass it whole, verify (file,
- * index and member CRC32Cs) and read back unchanged. */
+ * index and member CRC32Cs) and read back unchanged; a key repeated after
+ * other samples is refused. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -249,6 +250,36 @@ static void test_refusals_leave_writer_usable(void **state)
     assert_int_equal(sk_sample_writer_add(w, "z", 0, &ok, 1, &err), SK_E_USAGE);
     assert_non_null(strstr(err.msg, "after the writer finished"));
     assert_int_equal(sk_sample_writer_finish(w, NULL, &err), SK_E_USAGE);
+    sk_sample_writer_close(w);
+}
+
+/* A key given again after other samples (a, b, a) is refused, in this
+ * shard or an earlier one, in order or not; 20,000 distinct keys in a
+ * scrambled order are all taken (no false repeat); the refusal leaves the
+ * writer usable. */
+static void test_repeated_key_refused(void **state)
+{
+    (void)state;
+    sk_sample_writer *w = open_writer(3, 0);
+    sk_sample_member ok = {"cls", 0, "1", 1};
+    sk_error err = SK_ERROR_INIT;
+    const char *first[] = {"a", "b", "c", "d"};
+    for (size_t i = 0; i < 4; i++) assert_sk_ok(sk_sample_writer_add(w, first[i], 0, &ok, 1, &err), err);
+    /* "a" is in the first shard, "c" in this run's previous samples */
+    assert_int_equal(sk_sample_writer_add(w, "a", 0, &ok, 1, &err), SK_E_INPUT);
+    assert_non_null(strstr(err.msg, "key \"a\": written before in this run"));
+    assert_int_equal(sk_sample_writer_add(w, "c", 0, &ok, 1, &err), SK_E_INPUT);
+    char key[32];
+    for (uint64_t i = 0; i < 20000; i++) {
+        snprintf(key, sizeof key, "k/%08llu", (unsigned long long)((i * 7919) % 20000));
+        assert_sk_ok(sk_sample_writer_add(w, key, 0, &ok, 1, &err), err);
+    }
+    assert_int_equal(sk_sample_writer_add(w, "k/00000000", 0, &ok, 1, &err), SK_E_INPUT);
+    assert_int_equal(sk_sample_writer_add(w, "b", 0, &ok, 1, &err), SK_E_INPUT);
+    assert_sk_ok(sk_sample_writer_add(w, "e", 0, &ok, 1, &err), err);
+    sk_pack_stats st;
+    assert_sk_ok(sk_sample_writer_finish(w, &st, &err), err);
+    assert_int_equal(st.samples, 20005);
     sk_sample_writer_close(w);
 }
 
@@ -560,6 +591,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_index_and_manifest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollover_by_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusals_leave_writer_usable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_repeated_key_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_and_close_before_finish, setup, teardown),
         cmocka_unit_test_setup_teardown(test_options_and_sticky_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_members_read_back, setup, teardown),

@@ -1,0 +1,175 @@
+/*
+ * stats.c - `shardkit stats`: what a dataset holds (sk_stats_run) as a
+ * table, JSON or an HTML page; with --read-rate, how fast this machine
+ * reads it (sk_read_rate).
+ */
+#include "cmd.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: shardkit stats [options] DATASET\n"
+    "       shardkit stats --read-rate [--shards N] DATASET\n"
+    "\n"
+    "DATASET is a manifest.json, a directory, a shard or a brace pattern of\n"
+    "shards, local or s3:// (as `shardkit get` takes it).  Statistics come\n"
+    "from the indexes; --images and --json-keys also read members.\n"
+    "\n"
+    "      --images         JPEG width/height and aspect ratios from their\n"
+    "                       headers (only the first bytes of each JPEG are read)\n"
+    "      --image-ext LIST image extensions (default jpg,jpeg)\n"
+    "      --json-keys      the keys of .json members and their types\n"
+    "      --json           the statistics as JSON on stdout (docs/stats.md)\n"
+    "      --html FILE      a self-contained HTML page with plots\n"
+    "      --key-mem SIZE   memory of the duplicate-key sort when keys are not\n"
+    "                       in order (default 64MiB; then temp files)\n"
+    "      --check-index    verify each index's body checksum when opening it\n"
+    "      --read-rate      time to first sample, samples/s, MB/s and requests,\n"
+    "                       reading as the reader does, without and with a cache\n"
+    "      --shards N       with --read-rate: the first N shards (default 4)\n"
+    "      --prefetch N     with --read-rate: shards read ahead (reader default)\n"
+    "  -q, --quiet          no table (with --html)\n"
+    "  -h, --help           show this help\n"
+    "S3 (for an s3:// DATASET):\n"
+    CMD_S3_CLIENT_USAGE
+    "\n"
+    "Exit status: 0 done, 1 a problem reading the dataset, 2 usage.\n";
+
+enum { OPT_IMAGES = 256, OPT_IMAGE_EXT, OPT_JSON_KEYS, OPT_JSON, OPT_HTML, OPT_KEY_MEM,
+       OPT_CHECK, OPT_READ_RATE, OPT_SHARDS, OPT_PREFETCH };
+
+static void print_rate(const char *what, const sk_read_rate_run *r)
+{
+    double s = r->seconds > 0 ? r->seconds : 1e-9;
+    printf("  %-14s %10.3f %12.0f %10.1f %10llu %8llu\n", what, r->first_sample,
+           (double)r->samples / s, (double)r->bytes / s / 1e6, (unsigned long long)r->requests,
+           (unsigned long long)r->samples);
+}
+
+static int read_rate(const char *dataset, const sk_read_rate_options *ro, int json, sk_error *err)
+{
+    sk_read_rate_run r[3];
+    int rc = sk_read_rate(dataset, ro, r, err);
+    if (rc) return rc;
+    static const char *const names[3] = {"no_cache", "cache_fill", "cache_read"};
+    if (json) {
+        printf("{\n  \"shards\": %llu,\n", (unsigned long long)r[0].shards);
+        for (int i = 0; i < 3; i++)
+            printf("  \"%s\": {\"first_sample_seconds\": %.6f, \"seconds\": %.6f, "
+                   "\"samples\": %llu, \"bytes\": %llu, \"samples_per_second\": %.1f, "
+                   "\"mb_per_second\": %.3f, \"requests\": %llu}%s\n",
+                   names[i], r[i].first_sample, r[i].seconds, (unsigned long long)r[i].samples,
+                   (unsigned long long)r[i].bytes,
+                   (double)r[i].samples / (r[i].seconds > 0 ? r[i].seconds : 1e-9),
+                   (double)r[i].bytes / (r[i].seconds > 0 ? r[i].seconds : 1e-9) / 1e6,
+                   (unsigned long long)r[i].requests, i < 2 ? "," : "");
+        printf("}\n");
+        return SK_OK;
+    }
+    printf("read rate over %llu shard(s), read as the reader reads them\n",
+           (unsigned long long)r[0].shards);
+    printf("  %-14s %10s %12s %10s %10s %8s\n", "", "first (s)", "samples/s", "MB/s",
+           "requests", "samples");
+    print_rate("no cache", &r[0]);
+    print_rate("cache (fill)", &r[1]);
+    print_rate("cache (read)", &r[2]);
+    return SK_OK;
+}
+
+int cmd_stats(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"images", no_argument, NULL, OPT_IMAGES},
+        {"image-ext", required_argument, NULL, OPT_IMAGE_EXT},
+        {"json-keys", no_argument, NULL, OPT_JSON_KEYS},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"html", required_argument, NULL, OPT_HTML},
+        {"key-mem", required_argument, NULL, OPT_KEY_MEM},
+        {"check-index", no_argument, NULL, OPT_CHECK},
+        {"read-rate", no_argument, NULL, OPT_READ_RATE},
+        {"shards", required_argument, NULL, OPT_SHARDS},
+        {"prefetch", required_argument, NULL, OPT_PREFETCH},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        CMD_S3_CLIENT_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    sk_stats_options so;
+    sk_stats_options_init(&so);
+    sk_read_rate_options ro;
+    sk_read_rate_options_init(&ro);
+    const char *html = NULL;
+    int json = 0, quiet = 0, rate = 0, c;
+    unsigned flags = SK_INDEX_TRUST_BODY;
+    uint64_t v;
+    sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
+    sk_s3 *s3 = NULL;
+    while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_IMAGES: so.flags |= SK_STATS_IMAGES; break;
+        case OPT_IMAGE_EXT: so.image_ext = optarg; break;
+        case OPT_JSON_KEYS: so.flags |= SK_STATS_JSON_KEYS; break;
+        case OPT_JSON: json = 1; break;
+        case OPT_HTML: html = optarg; break;
+        case OPT_KEY_MEM:
+            if (cmd_parse_size(optarg, &so.key_mem))
+                return cmd_usage_error("stats", usage, "bad --key-mem '%s'", optarg);
+            break;
+        case OPT_CHECK: flags &= ~SK_INDEX_TRUST_BODY; break;
+        case OPT_READ_RATE: rate = 1; break;
+        case OPT_SHARDS:
+            if (cmd_parse_u64(optarg, &v) || !v)
+                return cmd_usage_error("stats", usage, "bad --shards '%s'", optarg);
+            ro.shards = (size_t)v;
+            break;
+        case OPT_PREFETCH:
+            if (cmd_parse_u64(optarg, &v) || v > 64)
+                return cmd_usage_error("stats", usage, "bad --prefetch '%s'", optarg);
+            ro.prefetch = (int)v;
+            break;
+        case 'q': quiet = 1; break;
+        case 'h': fputs(usage, stdout); return SK_EXIT_OK;
+        default:
+            switch (cmd_s3_option("stats", usage, c, optarg, &s3cfg, NULL)) {
+            case 1: break;
+            case -1: return SK_EXIT_USAGE;
+            default: return cmd_unknown_option("stats", argv);
+            }
+        }
+    }
+    if (argc - optind != 1) return cmd_usage_error("stats", usage, "need one DATASET");
+    if (rate && (html || so.flags))
+        return cmd_usage_error("stats", usage, "--read-rate measures reading only");
+    const char *dataset = argv[optind];
+    sk_error err = SK_ERROR_INIT;
+    sk_dataset *ds = NULL;
+    sk_stats *st = NULL;
+    int rc;
+    if (cmd_any_s3(&dataset, 1) && (rc = sk_s3_new(&s3, &s3cfg, &err))) goto out;
+    if (rate) {
+        ro.s3 = s3;
+        rc = read_rate(dataset, &ro, json, &err);
+        goto out;
+    }
+    if ((rc = sk_dataset_open_s3(&ds, dataset, s3, flags, &err))) goto out;
+    if ((rc = sk_stats_run(ds, dataset, &so, &st, &err))) goto out;
+    if (html && (rc = sk_stats_write_html(st, html, &err))) goto out;
+    if (json) {
+        char *text = sk_stats_json(st);
+        if (!text) {
+            rc = sk_error_set(&err, SK_E_NOMEM, "stats: out of memory");
+            goto out;
+        }
+        puts(text);
+        free(text);
+    } else if (!quiet) {
+        rc = sk_stats_print(st, stdout, &err);
+    }
+out:
+    sk_stats_free(st);
+    sk_dataset_close(ds);
+    sk_s3_free(s3);
+    return rc ? cmd_report("stats", &err) : SK_EXIT_OK;
+}

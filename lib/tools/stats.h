@@ -1,0 +1,41 @@
+/*
+ * stats.h - what `stats` and `serve` share inside the library: the numbers
+ * of a dataset as one JSON document (stats.c builds it; the terminal
+ * table, the HTML page and the web viewer only render it), HTML text with
+ * every byte from the dataset escaped, the SVG plots, and a JPEG's size
+ * from its header alone.  Internal to libshardkit.
+ */
+#ifndef SK_STATS_H
+#define SK_STATS_H
+
+#include "core/internal.h"
+
+#include <jansson.h>
+
+struct sk_stats {
+    json_t *doc; /* the schema of docs/stats.md */
+};
+
+/* printf onto b (SK_E_NOMEM on exhaustion). */
+int sk_bufp(sk_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* n bytes of untrusted text onto b as HTML: & < > " ' escaped, control
+ * bytes and NUL shown as U+FFFD, so no byte of a key can open markup. */
+int sk_html_esc(sk_buf *b, const char *s, size_t n);
+/* The same for a NUL-terminated string. */
+int sk_html_escs(sk_buf *b, const char *s);
+/* Percent-encodes n bytes for a URL query value. */
+int sk_url_esc(sk_buf *b, const char *s, size_t n);
+
+/* The page body of a stats document (tables and inline SVG plots), for
+ * the --html page and serve's dataset page.  shard_link: when set, each
+ * shard's name links to "shard?i=N" (serve). */
+int sk_stats_html_body(const json_t *doc, int shard_link, sk_buf *b);
+/* The shared style sheet of the pages (no fonts or anything fetched). */
+extern const char sk_stats_css[];
+
+/* A JPEG's width and height from its header (libjpeg-turbo's
+ * jpeg_read_header, no decoding).  0: found; 1: the header runs past the
+ * n bytes given (read more and call again); -1: not a JPEG, why says. */
+int sk_jpeg_dims(const void *data, size_t n, unsigned *w, unsigned *h, char *why, size_t cap);
+
+#endif
