@@ -161,7 +161,7 @@ int cmd_cat(int argc, char **argv)
     sk_error err = SK_ERROR_INIT;
     sk_reader *r;
     sk_s3 *s3 = NULL;
-    if (cmd_any_s3((const char *const *)argv + optind, (size_t)(argc - optind))) {
+    if (cmd_any_remote((const char *const *)argv + optind, (size_t)(argc - optind), &s3cfg)) {
         if (sk_s3_new(&s3, &s3cfg, &err)) return cmd_report("cat", &err);
         o.s3 = s3;
     }

@@ -172,6 +172,10 @@ int cmd_places_args(const char *tool, char *const *args, int n, unsigned flags);
 int cmd_pack_add_list(sk_pack *p, const char *path, const char *root, int nul, sk_error *err);
 /* 1 when any of the n strings is an s3:// URL. */
 int cmd_any_s3(const char *const *s, size_t n);
+/* Whether any of s needs a client: 1 with an s3:// one among them, else
+ * 1 with cfg->http_only set when an http(s):// one is (a plain client,
+ * taking --read-timeout and the other transfer options). */
+int cmd_any_remote(const char *const *s, size_t n, sk_s3_config *cfg);
 
 /* The one status line a tool keeps on a terminal's stderr: warnings clear
  * it before they print, and the tool ends it with cmd_ui_end. */

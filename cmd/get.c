@@ -171,7 +171,7 @@ int cmd_get(int argc, char **argv)
     sk_dataset *ds = NULL;
     sk_hit h;
     int rc;
-    if ((cmd_any_s3(&dataset, 1) && (rc = sk_s3_new(&s3, &s3cfg, &err))) ||
+    if ((cmd_any_remote(&dataset, 1, &s3cfg) && (rc = sk_s3_new(&s3, &s3cfg, &err))) ||
         (rc = sk_dataset_open_s3(&ds, dataset, s3, flags, &err))) {
         sk_s3_free(s3);
         return cmd_report("get", &err);

@@ -9,7 +9,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 int cmd_finish_stdout(int rc)
 {
@@ -157,6 +156,13 @@ int cmd_pack_add_list(sk_pack *p, const char *path, const char *root, int nul, s
                                                 : sk_pack_add_list(p, f, name, root, nul, err);
     if (f != stdin) fclose(f);
     return rc;
+}
+
+int cmd_any_remote(const char *const *s, size_t n, sk_s3_config *cfg)
+{
+    for (size_t i = 0; i < n && !cmd_any_s3(s, n); i++) /* http(s) only: no credentials */
+        if (s[i] && (!strncmp(s[i], "http://", 7) || !strncmp(s[i], "https://", 8))) return cfg->http_only = 1;
+    return cmd_any_s3(s, n);
 }
 
 int cmd_image_option(const char *tool, const char *usage, int c, const char *arg,

@@ -162,7 +162,7 @@ int cmd_verify(int argc, char **argv)
     sk_verify_stats st = {0};
     if (cmd_places_args("verify", argv + optind, argc - optind, CMD_R | CMD_S3 | CMD_HTTP)) return free(req), SK_EXIT_USAGE;
     const char *const *targets = (const char *const *)argv + optind;
-    int r = cmd_any_s3(targets, (size_t)(argc - optind)) ? sk_s3_new(&s3, &s3cfg, &err) : SK_OK;
+    int r = cmd_any_remote(targets, (size_t)(argc - optind), &s3cfg) ? sk_s3_new(&s3, &s3cfg, &err) : SK_OK;
     o.s3 = s3;
     if (!r) r = sk_verify(targets, (size_t)(argc - optind), &o, &st, &err);
     sk_s3_free(s3);

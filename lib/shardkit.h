@@ -589,6 +589,10 @@ typedef struct sk_s3_config {
     int retry_notice;         /* 0 (default): the client's first retry is told in one
                                  line on stderr (the URL, the cause, the attempts
                                  left), as a wait is otherwise silent; -1: never */
+    int http_only;            /* 1: a client for plain http(s):// files (shards on a
+                                 web server): no credentials looked up, nothing
+                                 signed, s3:// refused; the same retries and
+                                 timeouts (docs/http.md) */
 } sk_s3_config;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_s3_config_init_sized(sk_s3_config *o, size_t size);

@@ -13,6 +13,8 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define MANIFEST_FORMAT "shardkit-manifest"
@@ -369,7 +371,23 @@ int sk_manifest_resolve(const char *manifest, const char *url, char **out, sk_er
     *out = NULL;
     const char *slash = strrchr(manifest, '/');
     size_t dl = slash ? (size_t)(slash - manifest) : 0;
-    if (sk_is_s3_url(manifest)) {
+    int http = !strncasecmp(manifest, "http://", 7) || !strncasecmp(manifest, "https://", 8);
+    if (http) {
+        /* a manifest from a web server is someone else's bytes: it names
+         * files under its own directory, relatively or by a URL that starts
+         * with that directory; never "..", another place or a local file */
+        if (!strncmp(url, manifest, dl + 1) && url[dl + 1]) url += dl + 1;
+        if (url[0] == '/' || strstr(url, "://") || strchr(url, '?') || strchr(url, '#') ||
+            strcasestr(url, "%2e") || strcasestr(url, "%2f") || strchr(url, '\\'))
+            return sk_error_set(err, SK_E_CORRUPT, "%s: names '%s', outside the manifest's own "
+                                "directory: only files under it are read from it", manifest, url);
+        int rc = sk_name_check(url, strlen(url), "shard URL", err);
+        if (rc) {
+            char why[SK_ERROR_MAX];
+            snprintf(why, sizeof why, "%s", err->msg);
+            return sk_error_set(err, rc, "%s: %s", manifest, why);
+        }
+    } else if (sk_is_s3_url(manifest)) {
         /* a manifest from a bucket is someone else's bytes: it may name
          * objects (s3:// URLs, or paths under its own prefix), never a
          * file on this machine */

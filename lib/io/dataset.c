@@ -1,12 +1,15 @@
 /*
  * dataset.c - the one dataset resolver: from what a user typed (a shard, a
  * brace pattern, a directory, a manifest.json, an s3:// object, an s3://
- * prefix ending in '/', a FIFO, '-' or /dev/stdin) to the list of shards,
+ * prefix ending in '/', an http(s):// shard, manifest or directory URL
+ * ending in '/' (its manifest.json: a web server has no listing), a FIFO,
+ * '-' or /dev/stdin) to the list of shards,
  * each with what its manifest promises (bytes, samples, first ordinal,
  * CRC32C, index URL) when there is one.  Tools pick which forms they take
  * with flags, so that each tool keeps its own rules about what it accepts.
  */
 #include "io/io.h"
+#include "io/store.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -67,9 +70,17 @@ static int add_manifest(struct out *o, const char *path, const sk_ds_opts *opt, 
     SK_FAIL_IF(sk_is_s3_url(path) && !opt->s3, err, SK_E_USAGE,
                "%s: an s3:// dataset needs an S3 client", path);
     sk_error le = SK_ERROR_INIT;
-    int rc = sk_is_s3_url(path)           ? sk_s3_load_manifest(opt->s3, path, &m, &le)
+    int rc;
+    if (sk_store_is_http(path)) {
+        sk_buf text = {0};
+        rc = sk_store_load(path, opt->env, SK_S3_MANIFEST_MAX, "manifest", &text, &le);
+        if (!rc) rc = sk_manifest_parse(&m, text.p, text.len, path, &le);
+        sk_buf_free(&text);
+    } else {
+        rc = sk_is_s3_url(path)           ? sk_s3_load_manifest(opt->s3, path, &m, &le)
              : opt->flags & SK_DS_LOOKUP ? sk_manifest_load_for_lookup(&m, path, &le)
                                          : sk_manifest_load(&m, path, &le);
+    }
     if (rc && opt->bad_manifest && (rc == SK_E_CORRUPT || rc == SK_E_INPUT || rc == SK_E_MISMATCH)) {
         opt->bad_manifest(opt->ctx, path, &le); /* verify: a finding, not a failure to run */
         return SK_OK;
@@ -154,13 +165,33 @@ static int add_prefix(struct out *o, const char *u, const sk_ds_opts *opt, sk_er
     return rc;
 }
 
+/* An http(s):// directory URL: its manifest.json (a web server's index
+ * page is no listing to trust). */
+static int add_http_dir(struct out *o, const char *u, const sk_ds_opts *opt, sk_error *err)
+{
+    SK_FAIL_IF(opt->flags & SK_DS_LISTING, err, SK_E_USAGE, "%s: a web server has no listing: "
+               "name its shards (a brace pattern of URLs)", u);
+    char *mf;
+    SK_FAIL_IF(asprintf(&mf, "%smanifest.json", u) < 0, err, SK_E_NOMEM, "out of memory");
+    int rc = add_manifest(o, mf, opt, err);
+    free(mf);
+    return rc;
+}
+
 static int add_one(struct out *o, const char *u, const sk_ds_opts *opt, sk_error *err)
 {
-    if ((opt->flags & SK_DS_PREFIX) && sk_is_s3_url(u) && u[strlen(u) - 1] == '/')
+    sk_loc_kind kind;
+    SK_GUARD(sk_store_kind(u, &kind, err)); /* an unknown scheme, by name */
+    SK_FAIL_IF(kind == SK_LOC_HTTP && !opt->env, err, SK_E_USAGE,
+               "%s: http(s):// is not taken here (a web server takes no writes; cat, get and "
+               "verify read from one)", u);
+    if ((opt->flags & SK_DS_PREFIX) && kind == SK_LOC_HTTP && u[strlen(u) - 1] == '/')
+        return add_http_dir(o, u, opt, err);
+    if ((opt->flags & SK_DS_PREFIX) && kind == SK_LOC_S3 && u[strlen(u) - 1] == '/')
         return add_prefix(o, u, opt, err);
     if ((opt->flags & SK_DS_MANIFEST) && ends_with(u, ".json")) return add_manifest(o, u, opt, err);
     struct stat st;
-    if ((opt->flags & SK_DS_DIR) && !sk_is_s3_url(u) && strcmp(u, "-") && stat(u, &st) == 0 &&
+    if ((opt->flags & SK_DS_DIR) && kind == SK_LOC_LOCAL && strcmp(u, "-") && stat(u, &st) == 0 &&
         S_ISDIR(st.st_mode))
         return add_dir(o, u, opt, err);
     return push(o, u, NULL, NULL, err);

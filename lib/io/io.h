@@ -39,6 +39,7 @@ typedef struct sk_ds_shard {
 typedef struct sk_ds_opts {
     unsigned flags;                                  /* SK_DS_* */
     sk_s3 *s3;                                       /* for s3:// manifests (NULL: refused) */
+    struct sk_store_env *env; /* for http(s):// manifests (NULL: refused) */
     /* a directory's shards (SK_DS_DIR); NULL: the names sk_is_shard_name
      * takes, as an s3:// prefix's listing keeps */
     int (*keep)(const char *name, const char *path);

@@ -1,10 +1,12 @@
 /*
  * store_s3.c - a dataset's own objects read back from S3: index objects
  * (loaded whole and adopted by the index), manifests, and the check that
- * lets --resume keep a shard object (its index object agrees with it).
+ * lets --resume keep a shard object (its index object agrees with it);
+ * and the s3:// store kind (an object read by HEAD, ranged and streaming
+ * GETs: store_remote.c).
  */
 #include "io/io.h"
-#include "s3/s3_internal.h"
+#include "io/store_remote.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -229,4 +231,15 @@ int sk_s3_list_shards(sk_s3 *s3, const char *url, char ***urls, size_t *count, s
     *urls = out;
     *count = n;
     return rc;
+}
+
+/* ------------------------------------------------------ the store kind */
+
+int sk_store_s3_open(sk_store **out, const char *url, sk_s3 *s3, sk_error *err)
+{
+    char *bucket = NULL, *key = NULL;
+    *out = NULL;
+    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", url);
+    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+    return sk_remote_new(out, url, s3, bucket, key, err);
 }

@@ -15,6 +15,7 @@
 #include "reader/reader_raw.h"
 #include "core/rng.h"
 #include "io/io.h"
+#include "io/store.h"
 #include "format/tar.h"
 #include "format/shard_stream.h"
 
@@ -35,6 +36,8 @@ struct shard_ent {
     char *url, *index; /* index NULL: "<url>.idx" when it exists */
     int64_t samples;   /* -1 until known */
     uint64_t bytes;    /* as the manifest says; 0 when unknown */
+    uint32_t crc32c;   /* as the manifest says, when crc_known */
+    int crc_known;
 };
 
 struct cursor;
@@ -85,8 +88,8 @@ struct cursor {
 struct sk_reader {
     sk_reader_options o;
     char *cache_dir, *s3_endpoint;
-    int s3_borrowed; /* r->s3 is the caller's (sk_reader_options.s3) */
     sk_s3 *s3; /* one client for every s3:// shard, made when the list has one */
+    sk_store_env env; /* what the shards' stores are opened with (r->s3, the HTTP client) */
     struct shard_ent *sh;
     size_t nsh, cap_sh;
     uint32_t slot, slots;
@@ -133,6 +136,7 @@ static int add_shard(sk_reader *r, const char *url, const char *index, int64_t s
     s->index = index ? strdup(index) : NULL;
     s->samples = samples;
     s->bytes = 0;
+    s->crc32c = 0, s->crc_known = 0;
     if (!s->url || (index && !s->index)) {
         free(s->url);
         free(s->index);
@@ -164,29 +168,38 @@ static int is_zstd_name(const char *n)
 static int need_s3(sk_reader *r, sk_error *err)
 {
     if (r->s3) return SK_OK;
-    if (r->o.s3) { /* the caller's, with all its settings; theirs to free */
-        r->s3 = r->o.s3;
-        r->s3_borrowed = 1;
-        return SK_OK;
-    }
-    sk_s3_config cfg = SK_S3_CONFIG_INIT;
-    cfg.endpoint_url = r->s3_endpoint;
-    return sk_s3_new(&r->s3, &cfg, err);
+    /* the caller's (sk_reader_options.s3, with all its settings), else one
+     * the env makes and frees */
+    SK_GUARD(sk_store_env_need_s3(&r->env, r->s3_endpoint, err));
+    r->s3 = r->env.s3;
+    return SK_OK;
+}
+
+/* Whether url names an S3 object (the store's kinds decide; an unknown
+ * scheme is refused there, by name). */
+static int is_s3(const char *url)
+{
+    sk_loc_kind k;
+    return sk_store_kind(url, &k, NULL) == SK_OK && k == SK_LOC_S3;
 }
 
 /* What the user typed, through the one resolver (io/dataset.c): a shard, a
  * brace pattern, a directory, a manifest, an s3:// prefix, '-' or a FIFO. */
 static int add_url(sk_reader *r, const char *url, sk_error *err)
 {
-    if (sk_reader_is_remote(url)) SK_GUARD(need_s3(r, err));
-    sk_ds_opts o = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = r->s3};
+    if (is_s3(url)) SK_GUARD(need_s3(r, err));
+    sk_ds_opts o = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = r->s3, .env = &r->env};
     sk_ds_shard *list = NULL;
     size_t n = 0;
     int rc = sk_ds_resolve(url, &o, &list, &n, err);
     for (size_t i = 0; !rc && i < n; i++) {
         rc = add_shard(r, list[i].url, list[i].index_url, list[i].known ? (int64_t)list[i].samples : -1,
                        err);
-        if (!rc && list[i].known) r->sh[r->nsh - 1].bytes = list[i].bytes;
+        if (!rc && list[i].known) {
+            r->sh[r->nsh - 1].bytes = list[i].bytes;
+            r->sh[r->nsh - 1].crc32c = list[i].crc32c;
+            r->sh[r->nsh - 1].crc_known = 1;
+        }
     }
     sk_ds_free(list, n);
     return rc;
@@ -269,7 +282,7 @@ static int is_stream(const sk_reader *r, const char *url)
 {
     struct stat sb;
     return r->o.recordio || !strcmp(url, "-") ||
-           (!sk_reader_is_remote(url) && stat(url, &sb) == 0 && !S_ISREG(sb.st_mode));
+           (!sk_store_is_remote(url) && stat(url, &sb) == 0 && !S_ISREG(sb.st_mode));
 }
 
 static void cursor_begin(struct cursor *c, sk_reader_stream *st, size_t shard, const char *url,
@@ -483,7 +496,7 @@ static int locate(sk_reader *r, size_t s, uint64_t k, struct start *out, sk_erro
     const char *ip = index_path(r, s, buf, sizeof buf);
     sk_index *ix = NULL;
     /* RecordIO: an index's offsets are not offsets of the stored bytes */
-    if (r->o.recordio || sk_reader_is_remote(ip) || access(ip, R_OK) != 0) {
+    if (r->o.recordio || sk_store_is_remote(ip) || access(ip, R_OK) != 0) {
         out->skip = k;
         return SK_OK;
     }
@@ -542,7 +555,7 @@ out:
 static void content_kind(const char *url, int *zstd, int *filtered)
 {
     struct stat sb;
-    if (sk_reader_is_remote(url) || stat(url, &sb) != 0 || !S_ISREG(sb.st_mode)) return;
+    if (sk_store_is_remote(url) || stat(url, &sb) != 0 || !S_ISREG(sb.st_mode)) return;
     int fd = open(url, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) return; /* the stream's own open says why */
     unsigned char b[SK_TAR_BLOCK];
@@ -564,7 +577,7 @@ static int open_stream(sk_reader *r, size_t s, const struct start *at, sk_reader
     content_kind(url, &zstd, &filtered);
     /* an object has no first bytes to look at before its GET: its stream
      * looks (not when resuming inside it, where the name must do) */
-    int sniff = is_stream(r, url) || (sk_reader_is_remote(url) && at->raw == 0 && !zstd);
+    int sniff = is_stream(r, url) || (sk_store_is_remote(url) && at->raw == 0 && !zstd);
     sk_reader_stream_opts so = {
         .url = r->sh[s].url,
         .raw_offset = at->raw,
@@ -577,9 +590,11 @@ static int open_stream(sk_reader *r, size_t s, const struct start *at, sk_reader
         .sniff = sniff, /* no name or no bytes to go by */
         .buffer_size = r->o.buffer_size,
         .max_window = r->o.max_sample + 2 * SK_TAR_HEADER_MAX,
-        .s3 = r->s3,
+        .env = &r->env,
         .cache_dir = r->cache_dir,
         .cache_size = r->o.cache_size,
+        .crc32c = r->sh[s].crc32c,
+        .crc_known = r->sh[s].crc_known,
     };
     return sk_reader_stream_open(out, &so, err);
 }
@@ -625,7 +640,7 @@ static int count_samples(sk_reader *r, size_t s, uint64_t *n, sk_error *err)
     }
     char buf[4096];
     const char *ip = index_path(r, s, buf, sizeof buf);
-    if (!r->o.recordio && !sk_reader_is_remote(ip) && access(ip, R_OK) == 0) {
+    if (!r->o.recordio && !sk_store_is_remote(ip) && access(ip, R_OK) == 0) {
         sk_index *ix;
         SK_GUARD(sk_index_open(&ix, ip, SK_INDEX_TRUST_BODY, err));
         *n = sk_index_sample_count(ix);
@@ -769,7 +784,7 @@ static int check_size(sk_reader *r, size_t s, sk_error *err)
 {
     struct stat sb;
     struct shard_ent *sh = &r->sh[s];
-    if (r->o.recordio || sk_reader_is_remote(sh->url) || stat(sh->url, &sb) || !S_ISREG(sb.st_mode))
+    if (r->o.recordio || sk_store_is_remote(sh->url) || stat(sh->url, &sb) || !S_ISREG(sb.st_mode))
         return SK_OK;
     SK_FAIL_IF(sh->bytes && (uint64_t)sb.st_size != sh->bytes, err, SK_E_CORRUPT,
                "%s: %llu bytes, its manifest says %llu: the shard is truncated or not the one the "
@@ -780,7 +795,7 @@ static int check_size(sk_reader *r, size_t s, sk_error *err)
     char buf[4200];
     sk_index *ix;
     const char *ip = index_path(r, s, buf, sizeof buf);
-    if (sk_reader_is_remote(ip) || sk_index_open(&ix, ip, SK_INDEX_TRUST_BODY, NULL)) return SK_OK;
+    if (sk_store_is_remote(ip) || sk_index_open(&ix, ip, SK_INDEX_TRUST_BODY, NULL)) return SK_OK;
     uint64_t want = sk_index_shard(ix)->size;
     if (sh->samples < 0) sh->samples = (int64_t)sk_index_sample_count(ix);
     sk_index_close(ix);
@@ -872,8 +887,10 @@ int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
     *out = NULL;
     sk_reader *r = calloc(1, sizeof *r);
     SK_FAIL_IF(!r, err, SK_E_NOMEM, "out of memory");
+    sk_store_env_init(&r->env, NULL);
     int orc = sk_options_take(&r->o, sizeof r->o, opts, &reader_defaults, "sk_reader_options", err);
     sk_reader_options *o = &r->o;
+    r->env.s3 = o->s3; /* the caller's: a plain one serves http(s):// with its settings */
     int rc = orc;
     if (!rc && o->rank < 0) rc = env_int("RANK", 0, &o->rank, err);
     if (!rc && o->world_size < 0) rc = env_int("WORLD_SIZE", 1, &o->world_size, err);
@@ -902,7 +919,7 @@ int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
     for (size_t i = 0; !rc && i < n; i++) rc = add_url(r, urls[i], err);
     if (!rc && r->nsh == 0) rc = sk_error_set(err, SK_E_USAGE, "no shards to read");
     for (size_t i = 0; !rc && !r->s3 && i < r->nsh; i++)
-        if (sk_reader_is_remote(r->sh[i].url)) rc = need_s3(r, err);
+        if (is_s3(r->sh[i].url)) rc = need_s3(r, err);
     if (!rc) rc = plan_epoch(r, o->epoch, err);
     if (rc) {
         sk_reader_close(r);
@@ -929,7 +946,7 @@ void sk_reader_close(sk_reader *r)
     free(r->buf);
     free(r->cache_dir);
     free(r->s3_endpoint);
-    if (!r->s3_borrowed) sk_s3_free(r->s3);
+    sk_store_env_release(&r->env); /* (its clients: the streams are closed) */
     free(r);
 }
 

@@ -17,6 +17,7 @@
 #include "format/format.h"
 #include "format/shard_stream.h"
 #include "format/unpack.h"
+#include "io/store.h"
 #include "reader/reader_io.h"
 
 #include <dirent.h>
@@ -30,7 +31,9 @@
 
 /* ------------------------------------------------------------------ source */
 /* A source hands out the stored bytes of a shard sequentially from an
- * offset: a local file, or an S3 object through one streaming GET. */
+ * offset: a store's sequential reader (io/store.h: a local file, a pipe,
+ * an S3 object or a file on a web server through one streaming GET, or
+ * any of them through the disk cache), or a wrapper over another source. */
 
 typedef struct src {
     void *ctx;
@@ -38,304 +41,44 @@ typedef struct src {
     void (*close)(void *ctx);
 } src;
 
-struct file_src {
-    int fd;
-    uint64_t pos;
-    const char *url;
+struct store_src {
+    sk_store *store;
+    sk_store_seq *seq;
 };
 
-static int file_read(void *ctx, void *buf, size_t n, size_t *got, sk_error *err)
+static int store_read(void *ctx, void *buf, size_t n, size_t *got, sk_error *err)
 {
-    struct file_src *f = ctx;
-    for (;;) {
-        ssize_t k = read(f->fd, buf, n);
-        if (k < 0 && errno == EINTR) continue;
-        SK_FAIL_IF(k < 0, err, SK_E_IO, "%s: read failed at offset %llu: %s", f->url,
-                   (unsigned long long)f->pos, strerror(errno));
-        *got = (size_t)k;
-        f->pos += (uint64_t)k;
-        return SK_OK;
-    }
+    sk_store_seq *q = ((struct store_src *)ctx)->seq;
+    return q->read(q, buf, n, got, err);
 }
 
-static void file_close(void *ctx)
+static void store_src_close(void *ctx)
 {
-    struct file_src *f = ctx;
-    close(f->fd);
-    free(f);
-}
-
-static int file_open(src *s, const char *url, uint64_t off, sk_error *err)
-{
-    /* "-" is standard input (a duplicate, so closing it leaves fd 0) */
-    int fd = !strcmp(url, "-") ? fcntl(0, F_DUPFD_CLOEXEC, 3) : open(url, O_RDONLY | O_CLOEXEC);
-    SK_FAIL_IF(fd < 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s", url,
-               strerror(errno));
-    /* The kernel reads ahead harder for a file declared sequential. */
-    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    if (off && lseek(fd, (off_t)off, SEEK_SET) < 0) {
-        int e = errno;
-        close(fd);
-        return sk_error_set(err, SK_E_IO, "%s: cannot seek to %llu: %s", url,
-                            (unsigned long long)off, strerror(e));
-    }
-    struct file_src *f = calloc(1, sizeof *f);
-    if (!f) {
-        close(fd);
-        return sk_error_set(err, SK_E_NOMEM, "out of memory");
-    }
-    f->fd = fd;
-    f->pos = off;
-    f->url = url;
-    s->ctx = f;
-    s->read = file_read;
-    s->close = file_close;
-    return SK_OK;
-}
-
-/* An S3 object read with one streaming GET from the start offset to the
- * end (sk_s3_stream): per-request costs are paid once per shard, not per
- * ring refill, and the engine pauses the transfer while the ring is full,
- * so memory stays bounded by the ring plus the stream's 1 MiB window. */
-struct s3_src {
-    sk_s3 *s3;
-    sk_s3_stream *get; /* opened at the first read */
-    char *bucket, *key;
-    uint64_t pos, size;
-    const char *url;
-    /* cache: the bytes also go to tmp, renamed to final at the end */
-    int tee_fd;
-    char *tmp, *final;
-    uint64_t reserved; /* cache bytes promised to this object while it is written */
-};
-
-static void cache_unreserve(struct s3_src *s);
-
-static int s3_read(void *ctx, void *buf, size_t n, size_t *got, sk_error *err)
-{
-    struct s3_src *s = ctx;
-    *got = 0;
-    if (s->pos >= s->size) {
-        if (s->tee_fd >= 0) { /* complete: publish it under its final name */
-            int ok = fsync(s->tee_fd) == 0;
-            ok &= close(s->tee_fd) == 0;
-            s->tee_fd = -1;
-            if (ok && rename(s->tmp, s->final) == 0) {
-                free(s->tmp);
-                s->tmp = NULL;
-            }
-            cache_unreserve(s); /* on disk now, counted there */
-        }
-        return SK_OK;
-    }
-    uint64_t left = s->size - s->pos;
-    size_t want = left < n ? (size_t)left : n;
-    /* The range ends at the size HEAD gave: bytes appended since are not
-     * this shard's, and a replaced object fails the engine's If-Match. */
-    if (!s->get) SK_GUARD(sk_s3_stream_open(&s->get, s->s3, s->bucket, s->key, s->pos, left, err));
-    SK_GUARD(sk_s3_stream_read(s->get, buf, want, got, err));
-    SK_FAIL_IF(*got == 0, err, SK_E_REMOTE, "%s: the object ended at offset %llu, before its size %llu",
-               s->url, (unsigned long long)s->pos, (unsigned long long)s->size);
-    if (s->tee_fd >= 0 && sk_write_all(s->tee_fd, buf, *got, s->tmp, NULL)) {
-        close(s->tee_fd); /* a full cache disk only costs the caching */
-        s->tee_fd = -1;
-        unlink(s->tmp);
-    }
-    s->pos += *got;
-    return SK_OK;
-}
-
-static void s3_close(void *ctx)
-{
-    struct s3_src *s = ctx;
-    sk_s3_stream_close(s->get);
-    if (s->tee_fd >= 0) close(s->tee_fd);
-    if (s->tmp) unlink(s->tmp); /* stopped early: no partial file survives */
-    cache_unreserve(s);
-    free(s->tmp);
-    free(s->final);
-    free(s->bucket);
-    free(s->key);
+    struct store_src *s = ctx;
+    if (s->seq) s->seq->close(s->seq);
+    sk_store_close(s->store);
     free(s);
-}
-
-/* The cache file of bucket/key: cache_dir/HASH.skc, HASH the first 160
- * bits of SHA-256(bucket NUL key) in hex.  S3 keys are untrusted bytes
- * ("x/../../../a.tar" is a valid key): derived this way a cache path can
- * never leave the cache, and the cache holds nothing but names of this
- * one shape, which is what eviction looks for, so it never removes a file
- * shardkit did not put there. */
-#define CACHE_SUFFIX ".skc"
-#define CACHE_HEX 40
-static char *cache_path(const char *dir, const char *bucket, const char *key)
-{
-    char md[65]; /* SHA-256 in hex */
-    size_t bl = strlen(bucket), kl = strlen(key);
-    char *id = malloc(bl + 1 + kl), hex[CACHE_HEX + 1], *p;
-    if (!id) return NULL;
-    memcpy(id, bucket, bl);
-    id[bl] = 0;
-    memcpy(id + bl + 1, key, kl);
-    sk_s3_sha256_hex(id, bl + 1 + kl, md);
-    free(id);
-    memcpy(hex, md, CACHE_HEX);
-    hex[CACHE_HEX] = 0;
-    if (asprintf(&p, "%s/%s" CACHE_SUFFIX, dir, hex) < 0) return NULL;
-    return p;
-}
-
-/* Whether a cache directory entry is one of ours: HASH.skc. */
-static int is_cache_name(const char *name)
-{
-    size_t n = strlen(name);
-    if (n != CACHE_HEX + strlen(CACHE_SUFFIX) || strcmp(name + CACHE_HEX, CACHE_SUFFIX)) return 0;
-    for (int i = 0; i < CACHE_HEX; i++)
-        if (!strchr("0123456789abcdef", name[i])) return 0;
-    return 1;
-}
-
-struct cfile {
-    char *path;
-    uint64_t size;
-    time_t used;
-};
-
-static int cfile_cmp(const void *a, const void *b)
-{
-    const struct cfile *x = a, *y = b;
-    return x->used < y->used ? -1 : x->used > y->used;
-}
-
-static struct cfile *walk_v;
-static size_t walk_n, walk_cap;
-static pthread_mutex_t walk_mu = PTHREAD_MUTEX_INITIALIZER;
-
-/* Lists the cache files (ours only) of dir into walk_v. */
-static void walk_cache(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    for (struct dirent *de; (de = readdir(d));) {
-        struct stat st;
-        if (!is_cache_name(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-            !S_ISREG(st.st_mode))
-            continue;
-        if (sk_grow((void **)&walk_v, &walk_cap, walk_n + 1, sizeof *walk_v, NULL)) break;
-        if (asprintf(&walk_v[walk_n].path, "%s/%s", dir, de->d_name) < 0) break;
-        walk_v[walk_n].size = (uint64_t)st.st_size;
-        walk_v[walk_n].used = st.st_atime > st.st_mtime ? st.st_atime : st.st_mtime;
-        walk_n++;
-    }
-    closedir(d);
-}
-
-/* Bytes promised to cache files being written by this process's streams:
- * they count against the bound before they exist under a final name. */
-static uint64_t cache_reserved;
-
-static void cache_unreserve(struct s3_src *s)
-{
-    pthread_mutex_lock(&walk_mu);
-    cache_reserved -= s->reserved;
-    s->reserved = 0;
-    pthread_mutex_unlock(&walk_mu);
-}
-
-/* Makes room for `need` more bytes under the bound, least recently used
- * files first, and reserves them; 0 when they cannot fit (the object is
- * then read without caching). */
-static int cache_reserve(struct s3_src *s, const char *dir, uint64_t bound, uint64_t need)
-{
-    pthread_mutex_lock(&walk_mu);
-    walk_v = NULL;
-    walk_n = walk_cap = 0;
-    walk_cache(dir);
-    uint64_t total = cache_reserved;
-    for (size_t i = 0; i < walk_n; i++) total += walk_v[i].size;
-    if (walk_n) qsort(walk_v, walk_n, sizeof *walk_v, cfile_cmp);
-    for (size_t i = 0; i < walk_n && total + need > bound; i++)
-        if (unlink(walk_v[i].path) == 0) total -= walk_v[i].size;
-    for (size_t i = 0; i < walk_n; i++) free(walk_v[i].path);
-    free(walk_v);
-    walk_v = NULL;
-    int ok = total + need <= bound;
-    if (ok) {
-        cache_reserved += need;
-        s->reserved = need;
-    }
-    pthread_mutex_unlock(&walk_mu);
-    return ok;
-}
-
-static int s3_open(src *out, const sk_reader_stream_opts *o, int *cache_state, sk_error *err)
-{
-    SK_FAIL_IF(!o->s3, err, SK_E_USAGE, "%s: no S3 client", o->url);
-    struct s3_src *s = calloc(1, sizeof *s);
-    SK_FAIL_IF(!s, err, SK_E_NOMEM, "out of memory");
-    s->tee_fd = -1;
-    s->s3 = o->s3;
-    s->url = o->url;
-    int rc = sk_s3_parse_url(o->url, &s->bucket, &s->key, err);
-    if (!rc && o->cache_dir) {
-        char *cp = cache_path(o->cache_dir, s->bucket, s->key);
-        if (!cp) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-        else if (access(cp, R_OK) == 0) {
-            /* A cache file exists only complete (renamed at the end), so
-             * it is used without asking S3 anything. */
-            rc = file_open(out, cp, o->raw_offset, err);
-            if (!rc) {
-                utimensat(AT_FDCWD, cp, NULL, 0); /* recently used, for eviction */
-                ((struct file_src *)out->ctx)->url = o->url;
-                *cache_state = 1;
-            }
-            free(cp);
-            s3_close(s);
-            return rc;
-        } else {
-            s->final = cp;
-        }
-    }
-    sk_s3_object obj;
-    if (!rc) rc = sk_s3_head(s->s3, s->bucket, s->key, &obj, err);
-    if (!rc) {
-        s->size = obj.size;
-        s->pos = o->raw_offset;
-        if (s->final && o->raw_offset == 0 && (!o->cache_size || obj.size <= o->cache_size)) {
-            char *slash = strrchr(s->final, '/');
-            *slash = 0;
-            int ok = sk_mkdirs(s->final, NULL) == 0;
-            *slash = '/';
-            if (ok && o->cache_size) ok = cache_reserve(s, o->cache_dir, o->cache_size, obj.size);
-            if (ok && asprintf(&s->tmp, "%.*s/.%s.%d.tmp", (int)(slash - s->final), s->final,
-                               slash + 1, (int)gettid()) < 0)
-                s->tmp = NULL;
-            if (s->tmp) { /* a killed reader's leftover goes; never a link planted there */
-                unlink(s->tmp);
-                s->tee_fd = sk_create_excl(s->tmp, NULL, NULL);
-            }
-            if (s->tee_fd < 0) {
-                free(s->tmp);
-                s->tmp = NULL;
-            }
-            *cache_state = 0;
-        }
-    }
-    if (rc) {
-        s3_close(s);
-        return rc;
-    }
-    out->ctx = s;
-    out->read = s3_read;
-    out->close = s3_close;
-    return SK_OK;
 }
 
 static int src_open(src *s, const sk_reader_stream_opts *o, int *cache_state, sk_error *err)
 {
     memset(s, 0, sizeof *s);
     *cache_state = -1;
-    if (sk_reader_is_remote(o->url)) return s3_open(s, o, cache_state, err);
-    return file_open(s, o->url, o->raw_offset, err);
+    struct store_src *ss = calloc(1, sizeof *ss);
+    SK_FAIL_IF(!ss, err, SK_E_NOMEM, "out of memory");
+    int rc = sk_store_open(&ss->store, o->url, o->env, err);
+    if (!rc && o->cache_dir && sk_store_is_remote(o->url)) {
+        sk_store_cache_opts co = {o->cache_dir, o->cache_size, o->crc32c, o->crc_known};
+        rc = sk_store_cache_open(&ss->store, ss->store, &co, err); /* takes the store over */
+    }
+    if (!rc) rc = ss->store->ops->open_seq(ss->store, o->raw_offset, &ss->seq, err);
+    if (rc) {
+        store_src_close(ss);
+        return rc;
+    }
+    *cache_state = ss->store->cache_state;
+    *s = (src){ss, store_read, store_src_close};
+    return SK_OK;
 }
 
 /* A source over another: RecordIO records unwrapped (format/recordio.c). */
@@ -614,7 +357,7 @@ int sk_reader_stream_open(sk_reader_stream **out, const sk_reader_stream_opts *o
     st->cap = page_round(o->buffer_size ? o->buffer_size : (4u << 20));
     st->base = st->head = o->tar_base;
     st->cache_state = -1;
-    st->remote = sk_reader_is_remote(o->url);
+    st->remote = sk_store_is_remote(o->url);
     st->inl = o->inline_read && !st->remote && !o->zstd && !o->filtered && !o->recordio &&
               !o->sniff;
     if (st->url && !st->inl) st->ring = ring_take(st); /* inline: at the first read */

@@ -13,6 +13,8 @@
 
 #include "core/internal.h"
 
+typedef struct sk_store_env sk_store_env;
+
 /* One shard being read: a producer thread fills the ring, the consumer
  * asks for windows of it by tar-stream position and releases what it no
  * longer needs.  Positions are in the (decompressed) tar stream. */
@@ -45,9 +47,11 @@ typedef struct sk_reader_stream_opts {
                             it on the caller's thread (plain tar only) */
     sk_reader_spare *spare; /* rings of buffer_size taken from and left here;
                                NULL: none */
-    sk_s3 *s3;             /* client for s3:// sources */
+    sk_store_env *env;     /* clients for remote sources (io/store.h) */
     const char *cache_dir; /* remote sources: cache here */
     uint64_t cache_size;
+    uint32_t crc32c;       /* the shard's CRC32C when its manifest gives one: */
+    int crc_known;         /* the cache serves only a copy with it */
 } sk_reader_stream_opts;
 
 /* Starts the producer thread; opening the source happens on it, so an
@@ -80,10 +84,5 @@ int sk_reader_stream_skip_to(sk_reader_stream *st, uint64_t pos, uint64_t *reach
 uint64_t sk_reader_stream_grows(const sk_reader_stream *st);
 int sk_reader_stream_cache_state(sk_reader_stream *st);
 
-/* Is url remote (s3://)? */
-static inline int sk_reader_is_remote(const char *url)
-{
-    return !strncmp(url, "s3://", 5);
-}
 
 #endif

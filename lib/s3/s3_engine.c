@@ -108,6 +108,8 @@ static int on_seek(void *ud, curl_off_t off, int origin)
  * unpause, so nothing here may change before push has taken them. */
 static size_t on_push(sk_s3_req *r, char *p, size_t len, long code)
 {
+    if (r->s3->plain && r->range_len && len && r->delivered >= r->range_len)
+        return r->refused = SK_HTTP_TOO_LONG, 0; /* an endless body */
     if (!r->body_seen) {
         r->body_seen = 1;
         /* A server that ignores Range answers 200 with the whole object:
@@ -142,6 +144,8 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ud)
     size_t len = sz * n;
     long code = 0;
     sk_curl.easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+    if (r->s3->plain && code >= 200 && code < 300 && (r->refused = sk_http_body_check(r, code)))
+        return 0;
     if (code < 200 || code >= 300 || (!r->dst && !r->sink && !r->push)) {
         if (r->resp.len + len > (64u << 20)) return 0;
         return sk_buf_add(&r->resp, p, len) ? 0 : len;
@@ -210,6 +214,7 @@ static int build_and_sign(sk_s3 *s3, sk_s3_req *r)
 {
     sk_buf path = {0}, hostb = {0};
     int rc = 0;
+    if (s3->plain) return sk_http_build(r);
     if (s3->path_style) {
         sk_buf_add(&hostb, s3->host, strlen(s3->host));
         sk_buf_add(&path, "/", 1);
@@ -331,6 +336,7 @@ static int start(sk_s3 *s3, sk_s3_req *r)
     sk_curl.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
     sk_curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     sk_curl.easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (s3->plain) sk_http_setopts(r, c);
     if (!strcmp(r->method, "HEAD")) {
         sk_curl.easy_setopt(c, CURLOPT_NOBODY, 1L);
     } else if (r->body || r->body_from_fd || !strcmp(r->method, "PUT") || !strcmp(r->method, "POST")) {
@@ -396,6 +402,7 @@ static int classify(sk_s3 *s3, sk_s3_req *r, CURLcode cc)
 {
     char code[128] = "", msg[512] = "";
     const char *what = r->url;
+    if (s3->plain && (r->refused || cc == CURLE_OK)) return sk_http_classify(r);
     if (cc != CURLE_OK) {
         if (r->sink_stopped) {
             r->rc = sk_error_set(&r->err, SK_E_IO, "%s: stopped by the receiver", what);
@@ -778,7 +785,13 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
     pthread_mutex_init(&s3->mu, NULL);
     pthread_cond_init(&s3->cv, NULL);
 
-    int rc = sk_creds_provider_init(&s3->creds, cfg->creds, cfg->profile, cfg->verbose, err);
+    /* a plain-HTTP client signs nothing: no credentials to look for */
+    sk_creds none = SK_CREDS_INIT;
+    none.access_key = none.secret_key = "";
+    snprintf(none.source, sizeof none.source, "none (plain HTTP)");
+    s3->plain = cfg->http_only;
+    int rc = sk_creds_provider_init(&s3->creds, s3->plain ? &none : cfg->creds, cfg->profile,
+                                    cfg->verbose, err);
     if (rc) goto fail;
     /* tries per request, as the aws cli takes them: the option, then
      * AWS_MAX_ATTEMPTS, then the profile's max_attempts, then 8 */
@@ -805,7 +818,8 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
      * endpoints are ignored (AWS_IGNORE_CONFIGURED_ENDPOINT_URLS or the
      * profile's ignore_configured_endpoint_urls), AWS_ENDPOINT_URL_S3,
      * AWS_ENDPOINT_URL, the profile's services section, its endpoint_url */
-    const char *ep = cfg->endpoint_url, *ign = getenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
+    /* plain: the URL names its server, no endpoint is used */
+    const char *ep = s3->plain ? "http://plain.invalid" : cfg->endpoint_url, *ign = getenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
     char conf_ep[1024] = "";
     int ignore = ign && !strcasecmp(ign, "true");
     if ((!ep || !*ep) && !ignore) ignore = sk_creds_config_endpoint(cfg->profile, conf_ep, sizeof conf_ep);

@@ -165,6 +165,8 @@ struct sk_s3_req {
     int cancel;        /* sk_s3_req_cancel was called (under mu) */
     int ended;         /* done is about to run or ran: never queue it again (under mu) */
     char first_etag[80]; /* the ETag the first bytes came with: a resume must match it */
+    int ranged;        /* plain HTTP: a Range was sent, so only a 206 is an answer */
+    int refused;       /* plain HTTP: the body was refused (SK_HTTP_*) */
     sk_s3_req *resume_next;
     sk_s3_req *next;
     char url[2048];
@@ -197,6 +199,8 @@ struct sk_s3 {
     sk_s3_req *resume_head; /* resumes and cancels for the engine thread */
     uint64_t n_requests, n_retries;
     unsigned rng;
+    int plain; /* a client for plain http(s):// URLs (http_client.c): a request's
+                  key is its whole URL; no signature, redirects followed */
 };
 
 /* Queues r (its done callback runs on the engine thread). */
@@ -223,6 +227,24 @@ void sk_s3_req_cancel(sk_s3_req *r);
  * the profile's endpoint_url.  1 when the profile sets
  * ignore_configured_endpoint_urls = true (out is then ""), else 0. */
 int sk_creds_config_endpoint(const char *profile, char *out, size_t cap);
+
+/* ---- plain HTTP(S) through the same engine (http_client.c) */
+
+/* A client for http(s):// URLs: the engine, its retries, timeouts and
+ * bounds, but no credentials and no signature.  like (may be NULL): the
+ * client whose settings (attempts, read timeout, low-speed limit,
+ * concurrency, verbose) it copies. */
+int sk_http_client_new(sk_s3 **out, const sk_s3 *like, sk_error *err);
+/* Engine: an attempt's URL and headers (no signature). */
+int sk_http_build(sk_s3_req *r);
+/* Engine: the curl options a plain request adds (redirects, bounded). */
+void sk_http_setopts(sk_s3_req *r, CURL *c);
+/* Engine: whether a 2xx body may be taken (0), else why not (SK_HTTP_*). */
+#define SK_HTTP_RANGE_IGNORED 1 /* 200 to a ranged GET: the whole file */
+#define SK_HTTP_TOO_LONG 2      /* more bytes than the range asked for */
+int sk_http_body_check(sk_s3_req *r, long code);
+/* Engine: an attempt's fate once over (see classify): 0 done, 1 retry. */
+int sk_http_classify(sk_s3_req *r);
 
 #endif
 

@@ -19,6 +19,7 @@
  * ("stream from the start").
  */
 #include "format/format.h"
+#include "io/store.h"
 #include "format/shard_stream.h"
 #include "format/tar.h"
 
@@ -262,34 +263,32 @@ static size_t frame_at(const sk_zstd_frame *f, size_t n, uint64_t pos)
     return lo;
 }
 
-/* ------------------------------------------------------------- S3 source */
+/* ---------------------------------------------------------- remote source */
 
-/* An s3:// shard: its size from a HEAD, the first block and the zstd seek
- * table by ranged GETs, and everything else from one streaming GET; with
- * --fast (plain tar) the header walk's windows are ranged GETs instead, a
- * round trip per run of small members, which pays when samples are large
- * (the data between headers is never fetched) and costs when they are
- * small (docs/index.md). */
-struct s3_src {
-    sk_s3 *s3;
-    char *bucket, *key;
-    const char *url;
+/* A remote shard (s3://, http(s)://, through its store: io/store.h): its
+ * size from a HEAD, the first block and the zstd seek table by ranged
+ * GETs, and everything else from one streaming GET; with --fast (plain
+ * tar) the header walk's windows are ranged GETs instead, a round trip per
+ * run of small members, which pays when samples are large (the data
+ * between headers is never fetched) and costs when they are small
+ * (docs/index.md). */
+struct remote_src {
+    sk_store_env env;
+    sk_store *store; /* NULL: a local shard */
+    sk_store_seq *seq;
     uint64_t size;
-    sk_s3_stream *st;
 };
 
-static int s3_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
+static int remote_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got, sk_error *err)
 {
-    struct s3_src *f = ctx;
-    *got = 0;
-    if (pos >= f->size || !n) return SK_OK;
-    if (n > f->size - pos) n = (size_t)(f->size - pos);
-    return sk_s3_get(f->s3, f->bucket, f->key, pos, n, buf, n, got, err);
+    sk_store *st = ((struct remote_src *)ctx)->store;
+    return st->ops->read_at(st, pos, buf, n, got, err);
 }
 
-static int s3_stream_read(void *ctx, void *dst, size_t n, size_t *got, sk_error *err)
+static int remote_stream_read(void *ctx, void *dst, size_t n, size_t *got, sk_error *err)
 {
-    return sk_s3_stream_read(((struct s3_src *)ctx)->st, dst, n, got, err);
+    sk_store_seq *q = ((struct remote_src *)ctx)->seq;
+    return q->read(q, dst, n, got, err);
 }
 
 /* ------------------------------------------------------------------ build */
@@ -556,15 +555,16 @@ static int build(const char *shard, const sk_build_opts *o, sk_build_stats *st, 
                  sk_error *err)
 {
     memset(st, 0, sizeof *st);
-    struct s3_src s3 = {.s3 = o->s3, .url = shard};
+    struct remote_src s3 = {0};
     int fd = -1;
-    if (!strncmp(shard, "s3://", 5)) {
-        SK_FAIL_IF(!o->s3, err, SK_E_USAGE, "%s: an s3:// shard needs an S3 client", shard);
-        sk_s3_object head;
-        int hrc = sk_s3_parse_url(shard, &s3.bucket, &s3.key, err);
-        if (!hrc) hrc = sk_s3_head(o->s3, s3.bucket, s3.key, &head, err);
+    if (sk_store_is_remote(shard)) {
+        sk_store_stat head;
+        sk_store_env_init(&s3.env, o->s3);
+        int hrc = sk_store_open(&s3.store, shard, &s3.env, err);
+        if (!hrc) hrc = s3.store->ops->stat(s3.store, &head, err);
         if (hrc) {
-            free(s3.bucket), free(s3.key);
+            sk_store_close(s3.store);
+            sk_store_env_release(&s3.env);
             return hrc;
         }
         s3.size = head.size;
@@ -584,9 +584,9 @@ static int build(const char *shard, const sk_build_opts *o, sk_build_stats *st, 
     struct stat sb;
     unsigned char first[SK_TAR_BLOCK];
     size_t nfirst = 0;
-    if (s3.key) {
+    if (s3.store) {
         s.file_size = s3.size;
-        rc = s3_read_at(&s3, 0, first, sizeof first, &nfirst, err);
+        rc = remote_read_at(&s3, 0, first, sizeof first, &nfirst, err);
     } else if (fstat(fd, &sb) != 0) {
         rc = sk_error_set(err, SK_E_IO, "%s: %s", shard, strerror(errno));
     } else {
@@ -598,7 +598,7 @@ static int build(const char *shard, const sk_build_opts *o, sk_build_stats *st, 
     sk_index_shard_info info = {.size = s.file_size,
                                 .first_block_crc32c = sk_crc32c(0, first, nfirst)};
     int fast = (o->flags & SK_BUILD_FAST) && s.kind == SK_STREAM_PLAIN;
-    if (fast && s3.key) hs.read_at = s3_read_at, hs.read_ctx = &s3; /* a ranged GET a window */
+    if (fast && s3.store) hs.read_at = remote_read_at, hs.read_ctx = &s3; /* a ranged GET a window */
     if (o->dali_path && s.kind != SK_STREAM_PLAIN) {
         rc = sk_error_set(err, SK_E_USAGE, "%s: DALI's webdataset reader needs an uncompressed tar",
                           shard);
@@ -636,15 +636,15 @@ static int build(const char *shard, const sk_build_opts *o, sk_build_stats *st, 
         if (s.kind == SK_STREAM_ZSTD) {
             info.flags |= SK_INDEX_ZSTD;
             sk_tar_src fsrc = {.ctx = &ps, .read_at = pread_read_at, .size = s.file_size, .name = shard};
-            if (s3.key) fsrc.ctx = &s3, fsrc.read_at = s3_read_at;
+            if (s3.store) fsrc.ctx = &s3, fsrc.read_at = remote_read_at;
             if ((rc = sk_zstd_seek_table(&fsrc, &s.frames, &s.nframes, err))) goto cleanup;
         } else if (s.kind == SK_STREAM_ARCHIVE) {
             info.flags |= SK_INDEX_GZIP;
         }
-        if (s3.key) {
+        if (s3.store) {
             memset(&sm, 0, sizeof sm);
-            if ((rc = sk_s3_stream_open(&s3.st, s3.s3, s3.bucket, s3.key, 0, 0, err))) goto cleanup;
-            rc = sk_stream_open_src(&sm, s3_stream_read, &s3, shard, s.kind, err);
+            if ((rc = s3.store->ops->open_seq(s3.store, 0, &s3.seq, err))) goto cleanup;
+            rc = sk_stream_open_src(&sm, remote_stream_read, &s3, shard, s.kind, err);
         } else {
             rc = sk_stream_open(&sm, fd, shard, s.kind, err);
         }
@@ -674,7 +674,7 @@ static int build(const char *shard, const sk_build_opts *o, sk_build_stats *st, 
     st->links = r.links;
     if (!fast) {
         if ((rc = sk_stream_drain(&sm, err))) goto cleanup;
-        if (s3.key && sm.file_read != s3.size) {
+        if (s3.store && sm.file_read != s3.size) {
             /* replaced between the HEAD and the GET: the offsets are not its */
             rc = sk_error_set(err, SK_E_MISMATCH, "%s: the object changed while it was read "
                               "(%llu bytes, now %llu)", shard, (unsigned long long)s3.size,
@@ -715,8 +715,11 @@ cleanup:
     sk_index_builder_free(s.b);
     free(idx_path);
     if (fd >= 0) close(fd);
-    sk_s3_stream_close(s3.st);
-    free(s3.bucket), free(s3.key);
+    if (s3.seq) s3.seq->close(s3.seq);
+    if (s3.store) {
+        sk_store_close(s3.store);
+        sk_store_env_release(&s3.env);
+    }
     if (gave_up) *gave_up = hs.gave_up;
     return rc;
 }
@@ -741,7 +744,7 @@ int sk_index_build(const char *shard, const sk_build_opts *opts, sk_build_stats 
     sk_build_opts o;
     SK_GUARD(sk_options_take(&o, sizeof o, opts, NULL, "sk_build_opts", err));
     sk_build_stats dummy, *st = stats ? stats : &dummy;
-    if (!(o.flags & SK_BUILD_FAST) || strncmp(shard, "s3://", 5)) return build(shard, &o, st, NULL, err);
+    if (!(o.flags & SK_BUILD_FAST) || !sk_store_is_remote(shard)) return build(shard, &o, st, NULL, err);
     sk_build_opts t = o;
     struct held h = {0};
     h.f = open_memstream(&h.buf, &h.len);

@@ -10,12 +10,12 @@
  * manifests, a directory of shards) every index is searched in turn.
  *
  * Shard bytes come through an sk_range_reader: pread for a local file,
- * one ranged GET per read for an s3:// object (its index object is fetched
- * whole, once, and kept).  Before the first read from a shard, its size and
+ * one ranged GET per read for a remote one (s3://, http(s)://: a view of
+ * its store, io/store.h; its index is fetched whole, once, and kept).  Before the first read from a shard, its size and
  * first-block CRC32C are compared with the index header, so an index never
- * serves offsets into another file; except for a plain s3:// shard listed
+ * serves offsets into another file; except for a plain remote shard listed
  * by a manifest, where each member's GET brings its own tar header, checked
- * against the index instead (read_s3_member): one request per member.
+ * against the index instead (read_remote_member): one request per member.
  *
  * Threads: every lookup and read may run at once on one dataset.  What is
  * opened lazily (an index, a shard's range reader, a .tar.zst seek table,
@@ -27,6 +27,7 @@
  */
 #include "core/internal.h"
 #include "io/io.h"
+#include "io/store.h"
 #include "format/format.h"
 #include "format/tar.h"
 
@@ -47,48 +48,26 @@ static int default_open(void *ctx, sk_range_reader *rr, const char *url, sk_erro
     return sk_range_reader_file(rr, url, err);
 }
 
-struct s3_rr {
-    sk_s3 *s3;
-    char *bucket, *key;
-    uint64_t size;
-};
-
-static int s3_read_at(void *ctx, uint64_t off, void *buf, size_t n, size_t *got, sk_error *err)
+/* A remote shard (s3://, http(s)://) as a range reader: a view of its
+ * store (io/store.h), one ranged GET per read.  Its size is known (size !=
+ * UINT64_MAX: what the manifest says, which the index confirmed) or asked
+ * for with a HEAD. */
+static int remote_range_open(sk_store_env *env, sk_range_reader *rr, const char *url,
+                             uint64_t size, sk_error *err)
 {
-    struct s3_rr *f = ctx;
-    *got = 0;
-    if (off >= f->size || !n) return SK_OK;
-    if (n > f->size - off) n = (size_t)(f->size - off); /* a range past the end is an error */
-    return sk_s3_get(f->s3, f->bucket, f->key, off, n, buf, n, got, err);
-}
-
-static void s3_rr_close(void *ctx)
-{
-    struct s3_rr *f = ctx;
-    free(f->bucket), free(f->key);
-    free(f);
-}
-
-/* An s3:// object as a range reader: one ranged GET per read.  Its size
- * is known (size != UINT64_MAX: what the manifest says, which the index
- * confirmed) or asked for with a HEAD. */
-static int s3_range_open(sk_s3 *s3, sk_range_reader *rr, const char *url, uint64_t size,
-                         sk_error *err)
-{
-    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", url);
+    sk_store *st;
+    sk_store_stat sst = {.size = size};
     memset(rr, 0, sizeof *rr);
-    struct s3_rr *f = calloc(1, sizeof *f);
-    SK_FAIL_IF(!f, err, SK_E_NOMEM, "out of memory");
-    sk_s3_object head = {.size = size};
-    f->s3 = s3;
-    int rc = sk_s3_parse_url(url, &f->bucket, &f->key, err);
-    if (!rc && size == UINT64_MAX) rc = sk_s3_head(s3, f->bucket, f->key, &head, err);
-    if (rc) {
-        s3_rr_close(f);
-        return rc;
+    SK_GUARD(sk_store_open(&st, url, env, err));
+    st->size_hint = size;
+    if (size == UINT64_MAX) {
+        int rc = st->ops->stat(st, &sst, err);
+        if (rc) {
+            sk_store_close(st);
+            return rc;
+        }
     }
-    f->size = head.size;
-    *rr = (sk_range_reader){.ctx = f, .read_at = s3_read_at, .size = f->size, .close = s3_rr_close};
+    sk_store_range_view(st, sst.size, rr);
     return SK_OK;
 }
 
@@ -105,7 +84,7 @@ struct shard {
     sk_index *ix;
     int ix_ok;         /* ix is open and agrees with the manifest */
     sk_range_reader rr;
-    int rr_open;       /* rr is open (and, but for read_s3_member's shards, proven) */
+    int rr_open;       /* rr is open (and, but for read_remote_member's shards, proven) */
     sk_zstd_frame *frames;
     size_t nframes;
     int frames_loaded;
@@ -123,6 +102,7 @@ struct sk_dataset {
     pthread_mutex_t mu; /* taken only to open something lazily */
     int counted;        /* every shard's first_ordinal and samples known */
     sk_s3 *s3; /* the caller's, for s3:// manifests, indexes and shards */
+    sk_store_env env; /* remote shards' and indexes' stores (s3, the HTTP client) */
     sk_range_open_fn range_open; /* local shards (NULL: default_open) */
     void *range_open_ctx;
     size_t *ranged; /* shards with a key range, in key order; NULL: search every index */
@@ -182,6 +162,7 @@ void sk_dataset_close(sk_dataset *ds)
     }
     free(ds->ranged);
     free(ds->s);
+    sk_store_env_release(&ds->env);
     pthread_mutex_destroy(&ds->mu);
     free(ds);
 }
@@ -216,8 +197,10 @@ int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned f
                        sk_error *err)
 {
     *out = NULL;
-    int remote = sk_is_s3_url(path);
-    SK_FAIL_IF(remote && !s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", path);
+    sk_loc_kind kind;
+    SK_GUARD(sk_store_kind(path, &kind, err)); /* an unknown scheme, by name */
+    int remote = kind != SK_LOC_LOCAL;
+    SK_FAIL_IF(kind == SK_LOC_S3 && !s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", path);
     struct stat st = {0};
     SK_FAIL_IF(!remote && !strchr(path, '{') && stat(path, &st) != 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
                "%s: %s", path, strerror(errno));
@@ -225,10 +208,11 @@ int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned f
     SK_FAIL_IF(!ds, err, SK_E_NOMEM, "out of memory");
     ds->flags = flags;
     ds->s3 = s3;
+    sk_store_env_init(&ds->env, s3);
     pthread_mutex_init(&ds->mu, NULL);
     /* the one resolver (io/dataset.c): an s3:// prefix means its manifest
      * (a listing would not say which objects are shards of one dataset) */
-    sk_ds_opts ro = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX | SK_DS_LOOKUP, .s3 = s3,
+    sk_ds_opts ro = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX | SK_DS_LOOKUP, .s3 = s3, .env = &ds->env,
                      .keep = keep_indexed_shard, .dir_wants = "no shards with an index (.idx) in it"};
     sk_ds_shard *list = NULL;
     size_t n = 0;
@@ -265,8 +249,14 @@ int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned f
 static int open_index(sk_dataset *ds, struct shard *s, sk_error *err)
 {
     if (s->ix_ok) return SK_OK;
-    SK_GUARD(sk_is_s3_url(s->index_path) ? sk_s3_load_index(ds->s3, s->index_path, &s->ix, err)
-                                         : sk_index_open(&s->ix, s->index_path, ds->flags, err));
+    if (sk_store_is_remote(s->index_path)) {
+        sk_buf blob = {0};
+        int rc = sk_store_load(s->index_path, &ds->env, SK_S3_INDEX_MAX, "shard index", &blob, err);
+        if (rc) return sk_buf_free(&blob), rc;
+        SK_GUARD(sk_index_adopt(&s->ix, blob.p, blob.len, s->index_path, err)); /* keeps the bytes */
+    } else {
+        SK_GUARD(sk_index_open(&s->ix, s->index_path, ds->flags, err));
+    }
     const sk_index_shard_info *in = sk_index_shard(s->ix);
     if (s->from_manifest) {
         int bad = in->size != s->bytes || sk_index_sample_count(s->ix) != s->samples ||
@@ -300,10 +290,10 @@ static int ensure_index(sk_dataset *ds, struct shard *s, sk_error *err)
 
 /* Opens the shard and proves the index was built from it; the caller
  * holds ds->mu. */
-static int open_shard(const sk_dataset *ds, struct shard *s, sk_error *err)
+static int open_shard(sk_dataset *ds, struct shard *s, sk_error *err)
 {
     if (s->rr_open) return SK_OK;
-    SK_GUARD(sk_is_s3_url(s->path) ? s3_range_open(ds->s3, &s->rr, s->path, UINT64_MAX, err)
+    SK_GUARD(sk_store_is_remote(s->path) ? remote_range_open(&ds->env, &s->rr, s->path, UINT64_MAX, err)
                                    : (ds->range_open ? ds->range_open : default_open)(
                                          ds->range_open_ctx, &s->rr, s->path, err));
     const sk_index_shard_info *in = sk_index_shard(s->ix);
@@ -609,7 +599,7 @@ static int mem_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got
     return SK_OK;
 }
 
-/* An s3:// plain shard whose size the manifest gave (and its index
+/* A remote plain shard whose size the manifest gave (and its index
  * confirmed): a member is one ranged GET of its tar header(s) and data, and
  * the header must name the sample's key with the size and data offset the
  * index gives: the proof, for this member, that the index was built from
@@ -618,7 +608,7 @@ static int mem_read_at(void *ctx, uint64_t pos, void *buf, size_t n, size_t *got
  * by the caller.  Nothing of the dataset changes but the shard's range
  * reader on its first read, so reads from an opened shard may run at once
  * (the Python Dataset relies on it). */
-static int read_s3_member(sk_dataset *ds, struct shard *s, const sk_sample_ref *sr,
+static int read_remote_member(sk_dataset *ds, struct shard *s, const sk_sample_ref *sr,
                           const sk_member_ref *m, void *buf, sk_error *err)
 {
     const sk_index_shard_info *in = sk_index_shard(s->ix);
@@ -630,7 +620,7 @@ static int read_s3_member(sk_dataset *ds, struct shard *s, const sk_sample_ref *
     if (!LOAD(s->rr_open)) {
         int rc = SK_OK;
         pthread_mutex_lock(&ds->mu);
-        if (!s->rr_open && !(rc = s3_range_open(ds->s3, &s->rr, s->path, in->size, err)))
+        if (!s->rr_open && !(rc = remote_range_open(&ds->env, &s->rr, s->path, in->size, err)))
             PUBLISH(s->rr_open);
         pthread_mutex_unlock(&ds->mu);
         SK_GUARD(rc);
@@ -674,8 +664,8 @@ int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size
                (unsigned long long)m.size);
     const sk_index_shard_info *in = sk_index_shard(s->ix);
     int plain = !(in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP));
-    if (plain && s->from_manifest && sk_is_s3_url(s->path)) {
-        SK_GUARD(read_s3_member(ds, s, &h->sample, &m, buf, err));
+    if (plain && s->from_manifest && sk_store_is_remote(s->path)) {
+        SK_GUARD(read_remote_member(ds, s, &h->sample, &m, buf, err));
     } else if (!plain) {
         SK_GUARD(ensure_shard(ds, s, err));
         SK_GUARD(read_compressed(ds, s, &h->sample, m.data_offset, buf, (size_t)m.size, err));
@@ -700,7 +690,7 @@ int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size
 }
 
 /* The members of a sample of a plain shard read through its range reader
- * (a local file, or an s3:// object not served by read_s3_member) lie in
+ * (a local file, or a remote object not served by read_remote_member) lie in
  * [offset, offset + span): one read of the span into buf, then each
  * member's data moved down to its place (left, so memmove never overwrites
  * bytes still to move) and checked.  1 when it applies and was done, 0
@@ -711,7 +701,7 @@ static int read_span(sk_dataset *ds, struct shard *s, const sk_hit *h, unsigned 
     const sk_sample_ref *sr = &h->sample;
     const sk_index_shard_info *in = sk_index_shard(s->ix);
     if ((in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)) || sr->span > cap ||
-        (s->from_manifest && sk_is_s3_url(s->path)))
+        (s->from_manifest && sk_store_is_remote(s->path)))
         return 0;
     for (uint32_t i = 0; i < sr->member_count; i++) {
         const sk_member_ref *m = &members[i];
@@ -801,7 +791,7 @@ static int get_sizes(sk_dataset *ds, const sk_hit *h, sk_member_ref *table, stru
     const sk_sample_ref *sr = &h->sample;
     const sk_index_shard_info *in = sk_index_shard(s->ix);
     int plain = !(in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP));
-    int span_ok = plain && !(s->from_manifest && sk_is_s3_url(s->path));
+    int span_ok = plain && !(s->from_manifest && sk_store_is_remote(s->path));
     int kl = (int)(sr->key_len > 200 ? 200 : sr->key_len);
     memset(z, 0, sizeof *z);
     SK_FAIL_IF(plain && (sr->offset > in->size || sr->span > in->size - sr->offset), err,

@@ -21,6 +21,7 @@
  */
 #include "core/internal.h"
 #include "io/io.h"
+#include "io/store.h"
 #include "format/shard_stream.h"
 #include "format/tar.h"
 #include "format/image.h"
@@ -79,6 +80,7 @@ typedef struct vstate {
     /* progress: the figures beyond st, and when it was last reported */
     sk_verify_progress pr;
     struct timespec t0, last;
+    sk_store_env env; /* remote shards' and indexes' stores */
 } vstate;
 
 /* Reports progress (at most twice a second unless final), pos bytes into
@@ -258,11 +260,14 @@ static int load_index(vstate *v, const char *name, char *ip, size_t cap, sk_inde
     int rc;
     *ix = NULL;
     snprintf(ip, cap, "%s.idx", name);
-    if (!sk_is_s3_url(ip)) {
+    if (!sk_store_is_remote(ip)) {
         if (stat(ip, &sb) != 0) return SK_OK;
         rc = sk_index_open(ix, ip, 0, &e);
     } else {
-        rc = sk_s3_load_index(v->o->s3, ip, ix, &e);
+        sk_buf blob = {0};
+        rc = sk_store_load(ip, &v->env, SK_S3_INDEX_MAX, "shard index", &blob, &e);
+        if (!rc) rc = sk_index_adopt(ix, blob.p, blob.len, ip, &e); /* keeps the bytes */
+        else sk_buf_free(&blob);
         if (rc == SK_E_NOTFOUND) return SK_OK;
         if (rc && rc != SK_E_CORRUPT && rc != SK_E_MISMATCH && rc != SK_E_INPUT)
             return *err = e, rc;
@@ -352,21 +357,21 @@ static int check_index(vstate *v, const char *name, const sk_index_shard_info *a
 /* ------------------------------------------------------------ the source */
 
 /* Where a shard's bytes come from: a local file (random access through
- * fd), or an S3 object read in order through streaming GETs. */
+ * fd), or a remote one (s3://, http(s)://) read in order through its
+ * store's sequential reader (io/store.h: streaming GETs). */
 struct vsrc {
     const char *name;
     int fd;
-    sk_s3 *s3;
-    char *bucket, *key;
-    sk_s3_stream *st; /* the GET feeding the current sk_stream */
+    sk_store *store;
+    sk_store_seq *seq; /* feeding the current sk_stream */
     uint64_t size;
 };
 
 /* Opens name; SK_E_NOTFOUND (with a message) when it does not exist. */
-static int src_open(struct vsrc *f, sk_s3 *s3, const char *name, sk_error *err)
+static int src_open(struct vsrc *f, sk_store_env *env, const char *name, sk_error *err)
 {
-    *f = (struct vsrc){.name = name, .fd = -1, .s3 = s3};
-    if (!sk_is_s3_url(name)) {
+    *f = (struct vsrc){.name = name, .fd = -1};
+    if (!sk_store_is_remote(name)) {
         struct stat sb;
         f->fd = open(name, O_RDONLY | O_CLOEXEC);
         SK_FAIL_IF(f->fd < 0 || fstat(f->fd, &sb) != 0, err,
@@ -375,11 +380,10 @@ static int src_open(struct vsrc *f, sk_s3 *s3, const char *name, sk_error *err)
         f->size = (uint64_t)sb.st_size;
         return SK_OK;
     }
-    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// target needs an S3 client", name);
-    sk_s3_object head;
-    SK_GUARD(sk_s3_parse_url(name, &f->bucket, &f->key, err));
-    SK_GUARD(sk_s3_head(s3, f->bucket, f->key, &head, err));
-    f->size = head.size;
+    sk_store_stat st;
+    SK_GUARD(sk_store_open(&f->store, name, env, err));
+    SK_GUARD(f->store->ops->stat(f->store, &st, err));
+    f->size = st.size;
     return SK_OK;
 }
 
@@ -388,13 +392,14 @@ static int src_first_block(struct vsrc *f, unsigned char *buf, size_t *got, sk_e
     *got = 0;
     if (f->fd >= 0) return sk_stream_pread(f->fd, 0, buf, SK_TAR_BLOCK, got, f->name, err);
     if (!f->size) return SK_OK;
-    return sk_s3_get(f->s3, f->bucket, f->key, 0, f->size < SK_TAR_BLOCK ? f->size : SK_TAR_BLOCK,
-                     buf, SK_TAR_BLOCK, got, err);
+    return f->store->ops->read_at(f->store, 0, buf, f->size < SK_TAR_BLOCK ? f->size : SK_TAR_BLOCK,
+                                  got, err);
 }
 
 static int src_read(void *ctx, void *dst, size_t n, size_t *got, sk_error *err)
 {
-    return sk_s3_stream_read(((struct vsrc *)ctx)->st, dst, n, got, err);
+    sk_store_seq *q = ((struct vsrc *)ctx)->seq;
+    return q->read(q, dst, n, got, err);
 }
 
 /* Starts a pass over the whole shard as kind (SK_STREAM_PREAD: local only). */
@@ -402,17 +407,17 @@ static int src_stream(struct vsrc *f, sk_stream *s, sk_stream_kind kind, sk_erro
 {
     if (f->fd >= 0) return sk_stream_open(s, f->fd, f->name, kind, err);
     memset(s, 0, sizeof *s);
-    sk_s3_stream_close(f->st);
-    f->st = NULL;
-    SK_GUARD(sk_s3_stream_open(&f->st, f->s3, f->bucket, f->key, 0, 0, err));
+    if (f->seq) f->seq->close(f->seq);
+    f->seq = NULL;
+    SK_GUARD(f->store->ops->open_seq(f->store, 0, &f->seq, err));
     return sk_stream_open_src(s, src_read, f, f->name, kind, err);
 }
 
 static void src_close(struct vsrc *f)
 {
     if (f->fd >= 0) close(f->fd);
-    sk_s3_stream_close(f->st);
-    free(f->bucket), free(f->key);
+    if (f->seq) f->seq->close(f->seq);
+    sk_store_close(f->store);
 }
 
 /* ------------------------------------------------------------------ JPEG */
@@ -679,7 +684,7 @@ static int verify_shard(vstate *v, const char *name, const struct expect *ex, sk
 {
     struct vsrc f;
     sk_error oerr = SK_ERROR_INIT;
-    int orc = src_open(&f, v->o->s3, name, &oerr);
+    int orc = src_open(&f, &v->env, name, &oerr);
     if (orc == SK_E_NOTFOUND && ex && ex->have) {
         problem(v, 0, "manifest", ex->manifest, 0, NULL, 0, "shard %s is missing", name);
         src_close(&f);
@@ -845,13 +850,14 @@ int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opt
     vstate v = {.o = &o};
     clock_gettime(CLOCK_MONOTONIC, &v.t0);
     v.last = v.t0;
+    sk_store_env_init(&v.env, o.s3);
     int rc = sk_keysort_new(&v.keys, o.key_mem, err);
     uint64_t listed = 0, listed_bytes = 0;
     int bytes_known = 1;
     for (size_t i = 0; i < n && !rc; i++) {
         /* the one resolver (io/dataset.c): brace patterns, manifests, a
          * directory or an s3:// prefix (its manifest, else its shards) */
-        sk_ds_opts ro = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = o.s3,
+        sk_ds_opts ro = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = o.s3, .env = &v.env,
                          .bad_manifest = bad_manifest, .ctx = &v};
         sk_ds_shard *list = NULL;
         size_t k = 0;
@@ -879,6 +885,7 @@ int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opt
     free(v.m);
     free(v.pool);
     free(v.jobs);
+    sk_store_env_release(&v.env);
     if (stats) *stats = v.st;
     return rc;
 }

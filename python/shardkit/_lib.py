@@ -234,7 +234,8 @@ class S3Config(_c.Structure):
                 ("path_style", _c.c_int), ("concurrency", _c.c_int),
                 ("max_attempts", _c.c_int), ("read_timeout", _c.c_int),
                 ("sign_payload", _c.c_int), ("verbose", _c.c_int),
-                ("low_speed_limit", _c.c_long)]
+                ("low_speed_limit", _c.c_long), ("retry_notice", _c.c_int),
+                ("http_only", _c.c_int)]
 
 
 PACK_PROGRESS_FN = _c.CFUNCTYPE(None, _c.c_void_p, _c.c_void_p)

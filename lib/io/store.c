@@ -1,0 +1,220 @@
+/*
+ * store.c - the store interface's own part: which kind a location names,
+ * the clients a job's stores share (sk_store_env), whole small objects
+ * (manifests, indexes) read through any kind, listings, and the public
+ * range reader as a view of a store.
+ */
+#include "io/store.h"
+#include "s3/s3_internal.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void sk_store_env_init(sk_store_env *e, sk_s3 *s3)
+{
+    memset(e, 0, sizeof *e);
+    e->s3 = s3;
+    pthread_mutex_init(&e->mu, NULL);
+}
+
+void sk_store_env_release(sk_store_env *e)
+{
+    sk_s3_free(e->http);
+    e->http = NULL;
+    if (e->own_s3) sk_s3_free(e->s3);
+    e->s3 = NULL, e->own_s3 = 0;
+    pthread_mutex_destroy(&e->mu);
+}
+
+int sk_store_is_http(const char *url)
+{
+    return url && (!strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8));
+}
+
+int sk_store_is_remote(const char *url)
+{
+    return sk_is_s3_url(url) || sk_store_is_http(url);
+}
+
+int sk_store_kind(const char *url, sk_loc_kind *kind, sk_error *err)
+{
+    if (sk_is_s3_url(url)) return *kind = SK_LOC_S3, SK_OK;
+    if (sk_store_is_http(url)) return *kind = SK_LOC_HTTP, SK_OK;
+    /* "x://..." with a scheme shardkit does not read: refused by name, never
+     * taken for a local path (a relative "ftp:" directory is "./ftp://") */
+    const char *p = strstr(url, "://");
+    if (p && p > url && strspn(url, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") ==
+                            (size_t)(p - url))
+        return sk_error_set(err, SK_E_USAGE, "%s: the scheme '%.*s://' is not one shardkit reads "
+                            "(local paths, s3://, http://, https://)", url, (int)(p - url), url);
+    return *kind = SK_LOC_LOCAL, SK_OK;
+}
+
+int sk_store_env_need_s3(sk_store_env *e, const char *endpoint, sk_error *err)
+{
+    if (e->s3) return SK_OK;
+    sk_s3_config cfg = SK_S3_CONFIG_INIT;
+    cfg.endpoint_url = endpoint;
+    SK_GUARD(sk_s3_new(&e->s3, &cfg, err));
+    e->own_s3 = 1;
+    return SK_OK;
+}
+
+static int need_http(sk_store_env *e, sk_error *err)
+{
+    pthread_mutex_lock(&e->mu);
+    int rc = e->http || (e->s3 && e->s3->plain) ? SK_OK : sk_http_client_new(&e->http, e->s3, err);
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+int sk_store_open(sk_store **out, const char *url, sk_store_env *e, sk_error *err)
+{
+    sk_loc_kind k;
+    *out = NULL;
+    SK_GUARD(sk_store_kind(url, &k, err));
+    if (k == SK_LOC_S3) {
+        SK_FAIL_IF(!e || !e->s3 || e->s3->plain, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client",
+                   url);
+        return sk_store_s3_open(out, url, e->s3, err);
+    }
+    if (k == SK_LOC_HTTP) {
+        SK_FAIL_IF(!e, err, SK_E_USAGE, "%s: no client for http(s)://", url);
+        SK_GUARD(need_http(e, err));
+        /* the caller's client when it is a plain one (a tool's --read-timeout) */
+        return sk_store_http_open(out, url, e->http ? e->http : e->s3, err);
+    }
+    return sk_store_file_open(out, url, err);
+}
+
+void sk_store_close(sk_store *s)
+{
+    if (s) s->ops->close(s);
+}
+
+int sk_store_load(const char *url, sk_store_env *e, size_t max, const char *what, sk_buf *out,
+                  sk_error *err)
+{
+    sk_store *s;
+    sk_store_seq *q = NULL;
+    out->len = 0;
+    SK_GUARD(sk_store_open(&s, url, e, err));
+    if (s->ops->load) {
+        int rc = s->ops->load(s, max, what, out, err);
+        sk_store_close(s);
+        return rc;
+    }
+    int rc = s->ops->open_seq(s, 0, &q, err);
+    char chunk[64 << 10];
+    for (size_t got = 1; !rc && got;) {
+        rc = q->read(q, chunk, sizeof chunk, &got, err);
+        if (!rc && out->len + got > max)
+            rc = sk_error_set(err, SK_E_CORRUPT, "%s: a %s is at most %zu MiB; this one is bigger "
+                              "(or its body does not end)", url, what, max >> 20);
+        else if (!rc && got && sk_buf_add(out, chunk, got))
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    if (!rc && !out->p && sk_buf_add(out, "", 0)) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (q) q->close(q);
+    sk_store_close(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------ listing */
+
+struct pager {
+    int (*keep)(const char *name);
+    sk_store_page_fn page;
+    void *ctx;
+    const char *prefix; /* S3: the key prefix; the page's names are "s3://bucket/KEY" */
+    size_t plen;
+    const char *bucket;
+    char *names[1000];
+    size_t n;
+    int rc;
+};
+
+static int flush(struct pager *p)
+{
+    if (p->n && !p->rc) p->rc = p->page(p->ctx, p->names, p->n);
+    for (size_t i = 0; i < p->n; i++) free(p->names[i]);
+    p->n = 0;
+    return p->rc;
+}
+
+static int add_name(struct pager *p, char *full)
+{
+    if (!full) return p->rc = SK_E_NOMEM;
+    p->names[p->n++] = full;
+    return p->n == SK_ARRAY_LEN(p->names) ? flush(p) : 0;
+}
+
+static int on_object(void *ud, const sk_s3_object *obj)
+{
+    struct pager *p = ud;
+    /* the listing is the server's bytes: outside the prefix, below a
+     * further '/' ("../x" too) or a dot name is no entry of this prefix */
+    if (strncmp(obj->key, p->prefix, p->plen)) return 0;
+    const char *name = obj->key + p->plen;
+    if (!*name || name[0] == '.' || strchr(name, '/') || (p->keep && !p->keep(name))) return 0;
+    char *full;
+    if (asprintf(&full, "s3://%s/%s", p->bucket, obj->key) < 0) full = NULL;
+    return add_name(p, full);
+}
+
+int sk_store_list(const char *url, sk_store_env *e, int (*keep)(const char *name),
+                  sk_store_page_fn page, void *ctx, sk_error *err)
+{
+    sk_loc_kind k;
+    struct pager p = {.keep = keep, .page = page, .ctx = ctx};
+    SK_GUARD(sk_store_kind(url, &k, err));
+    SK_FAIL_IF(k == SK_LOC_HTTP, err, SK_E_USAGE, "%s: a web server has no listing: name its "
+               "manifest.json or a brace pattern of its shards", url);
+    if (k == SK_LOC_S3) {
+        char *bucket = NULL, *key = NULL;
+        SK_FAIL_IF(!e || !e->s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", url);
+        SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+        p.bucket = bucket, p.prefix = key, p.plen = strlen(key);
+        int rc = sk_s3_list(e->s3, bucket, key, on_object, &p, err);
+        if (!rc && !flush(&p) && p.rc) rc = p.rc;
+        if (!rc && p.rc) rc = p.rc == SK_E_NOMEM ? sk_error_set(err, SK_E_NOMEM, "out of memory") : p.rc;
+        flush(&p);
+        free(bucket), free(key);
+        return rc;
+    }
+    DIR *d = opendir(url);
+    SK_FAIL_IF(!d, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot list: %s", url,
+               strerror(errno));
+    for (struct dirent *de; !p.rc && (de = readdir(d));) {
+        if (de->d_name[0] == '.' || (keep && !keep(de->d_name))) continue;
+        char *full;
+        if (asprintf(&full, "%s/%s", url, de->d_name) < 0) full = NULL;
+        add_name(&p, full);
+    }
+    closedir(d);
+    flush(&p);
+    return p.rc == SK_E_NOMEM ? sk_error_set(err, SK_E_NOMEM, "out of memory") : p.rc;
+}
+
+/* ------------------------------------------------- the public range view */
+
+static int view_read_at(void *ctx, uint64_t off, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    sk_store *s = ctx;
+    *got = 0;
+    SK_FAIL_IF(!s->ops->read_at, err, SK_E_USAGE, "%s: cannot be read at an offset (a stream)", s->url);
+    return s->ops->read_at(s, off, buf, n, got, err);
+}
+
+static void view_close(void *ctx)
+{
+    sk_store_close(ctx);
+}
+
+void sk_store_range_view(sk_store *s, uint64_t size, sk_range_reader *rr)
+{
+    *rr = (sk_range_reader){.ctx = s, .read_at = view_read_at, .size = size, .close = view_close};
+}

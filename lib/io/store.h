@@ -1,0 +1,135 @@
+/*
+ * store.h - where a dataset's bytes come back from: the read side's one
+ * interface, as sink.h is the write side's.  Internal to libshardkit.
+ *
+ * A store is one object opened by its location; every job that reads a
+ * shard, an index or a manifest reads it through one.  The kinds, chosen
+ * by sk_store_open from the location:
+ *
+ *   file  (store_file.c)   a local regular file: pread, and sequential
+ *                          reads with the kernel's read-ahead;
+ *   pipe  (store_file.c)   '-', a FIFO or a character device: sequential
+ *                          only, from its start (read_at is NULL);
+ *   S3    (store_s3.c)     s3://bucket/key: HEAD for stat, one ranged GET
+ *                          per read_at, one streaming GET for open_seq;
+ *   HTTP  (store_http.c)   http(s)://: the same, through the same engine
+ *                          (s3/http_client.c: retries, timeouts, bounds;
+ *                          a server that ignores Range is refused);
+ *   cache (store_cache.c)  wraps a remote store: sequential reads from 0
+ *                          are kept on disk, bounded, and served from
+ *                          there only when they match what is expected.
+ *
+ * list (the names under a directory or prefix) is sk_store_list: it is a
+ * question about a location, not about one object.
+ */
+#ifndef SK_IO_STORE_H
+#define SK_IO_STORE_H
+
+#include "core/internal.h"
+
+#include <pthread.h>
+
+typedef struct sk_store sk_store;
+typedef struct sk_store_seq sk_store_seq;
+
+typedef struct sk_store_stat {
+    uint64_t size;  /* bytes; UINT64_MAX when not known (a pipe) */
+    char etag[80];  /* the server's ETag without quotes, "" when none */
+    int64_t mtime;  /* local files: seconds since the epoch; 0 when not known */
+} sk_store_stat;
+
+struct sk_store_ops {
+    /* Size and version; remote kinds ask once (HEAD) and keep the answer. */
+    int (*stat)(sk_store *s, sk_store_stat *out, sk_error *err);
+    /* n bytes at off into buf, *got < n only at the end; one pread or one
+     * ranged GET.  NULL for sequential-only kinds. */
+    int (*read_at)(sk_store *s, uint64_t off, void *buf, size_t n, size_t *got, sk_error *err);
+    /* A sequential reader from off to the end (a pipe: off 0 only), with
+     * read-ahead: the kernel's for files, one streaming GET for remote. */
+    int (*open_seq)(sk_store *s, uint64_t off, sk_store_seq **out, sk_error *err);
+    void (*close)(sk_store *s);
+    /* The whole object into out, at most max bytes (SK_E_CORRUPT beyond,
+     * naming what): one GET, no HEAD.  NULL: read through open_seq. */
+    int (*load)(sk_store *s, size_t max, const char *what, sk_buf *out, sk_error *err);
+};
+
+struct sk_store {
+    const struct sk_store_ops *ops;
+    char *url;          /* the location as the user gave it: every error names it */
+    uint64_t size_hint; /* a size already known (a manifest's, proven later by
+                           the index): remote stat need not ask; UINT64_MAX: none */
+    int cache_state;    /* cache: -1 not cached, 0 fetched into it, 1 served from it */
+};
+
+struct sk_store_seq {
+    /* Up to n bytes into buf; *got = 0 only at the end. */
+    int (*read)(sk_store_seq *q, void *buf, size_t n, size_t *got, sk_error *err);
+    void (*close)(sk_store_seq *q);
+};
+
+/* What opening a location may need: the caller's S3 client, and the
+ * client for http(s):// made on first use (with the S3 client's settings
+ * when there is one).  One per job (reader, dataset, verify run). */
+typedef struct sk_store_env {
+    sk_s3 *s3; /* for s3:// (NULL: refused, naming the URL) */
+    pthread_mutex_t mu;
+    sk_s3 *http; /* ours */
+    int own_s3;  /* s3 was made by sk_store_env_need_s3: freed with the env */
+} sk_store_env;
+/* s3: the caller's client (stays theirs), or NULL. */
+void sk_store_env_init(sk_store_env *e, sk_s3 *s3);
+void sk_store_env_release(sk_store_env *e);
+/* Makes e->s3 when there is none: a client with the default settings for
+ * endpoint (NULL: AWS_ENDPOINT_URL, else AWS), freed with the env. */
+int sk_store_env_need_s3(sk_store_env *e, const char *endpoint, sk_error *err);
+
+/* The kinds a location names.  An unknown scheme is refused by name. */
+typedef enum { SK_LOC_LOCAL, SK_LOC_S3, SK_LOC_HTTP } sk_loc_kind;
+int sk_store_kind(const char *url, sk_loc_kind *kind, sk_error *err);
+/* Is url read from another machine (s3://, http://, https://)? */
+int sk_store_is_remote(const char *url);
+int sk_store_is_http(const char *url);
+
+/* Opens url (no request is made yet for remote kinds). */
+int sk_store_open(sk_store **out, const char *url, sk_store_env *e, sk_error *err);
+void sk_store_close(sk_store *s);
+/* Reads a whole object into *out, at most max bytes (a bigger one, or a
+ * body that does not end, is SK_E_CORRUPT naming what and url); SK_E_NOTFOUND
+ * when it does not exist. */
+int sk_store_load(const char *url, sk_store_env *e, size_t max, const char *what, sk_buf *out,
+                  sk_error *err);
+
+/* The kinds (store_file.c, store_s3.c, store_http.c). */
+int sk_store_file_open(sk_store **out, const char *path, sk_error *err);
+int sk_store_s3_open(sk_store **out, const char *url, sk_s3 *s3, sk_error *err);
+int sk_store_http_open(sk_store **out, const char *url, sk_s3 *http, sk_error *err);
+
+/* store_cache.c: inner (taken over, closed with the cache) read through the
+ * on-disk cache in dir (bound bytes at most, least recently used first
+ * out; 0: no bound).  A copy is served only when it is the object the
+ * caller expects: crc known, the bytes' CRC32C (checked as they are
+ * fetched, before the copy is kept); else the object's ETag at open.  An
+ * object with neither is read without caching. */
+typedef struct sk_store_cache_opts {
+    const char *dir;
+    uint64_t bound;
+    uint32_t crc32c;
+    int crc_known;
+} sk_store_cache_opts;
+int sk_store_cache_open(sk_store **out, sk_store *inner, const sk_store_cache_opts *o,
+                        sk_error *err);
+
+/* A directory's or an s3:// prefix's entries, a page at a time: page gets
+ * up to 1000 full locations ("DIR/NAME", "s3://b/p/NAME"), unsorted, only
+ * names keep accepts; a nonzero return stops the listing (and is
+ * returned).  http(s):// has no listing (SK_E_USAGE: name a manifest or a
+ * brace pattern). */
+typedef int (*sk_store_page_fn)(void *ctx, char **names, size_t n);
+int sk_store_list(const char *url, sk_store_env *e, int (*keep)(const char *name),
+                  sk_store_page_fn page, void *ctx, sk_error *err);
+
+/* The public range reader over a store (the view lookups and callers use);
+ * takes s over. */
+void sk_store_range_view(sk_store *s, uint64_t size, sk_range_reader *rr);
+
+#endif
