@@ -26,7 +26,7 @@ C_NAMES = {
     "S3Config": ("sk_s3_config", None), "PackStats": ("sk_pack_stats", None),
     "SampleMember": ("sk_sample_member", None),
     # a prefix: struct_size tells the library the image options are absent
-    "PackOptions": ("sk_pack_options", "images"),
+    "PackOptions": ("sk_pack_options", None),
     "_StatsOptions": ("sk_stats_options", None),
 }
 
