@@ -1097,6 +1097,10 @@ static int img_pool_emit(rs *r, int block, int drain, sk_error *err)
         else if (j->out.skip) r->st.dropped++;
         else rc = emit_sample(r, &j->s, err);
         j->s.klen = j->s.nm = j->s.elen = j->s.len = 0, j->s.crc = 0;
+        if (j->s.cap > ((size_t)1 << 20)) { /* a free slot keeps no large buffer */
+            free(j->s.img);
+            j->s.img = NULL, j->s.cap = 0;
+        }
         pthread_mutex_lock(&p->mu);
         j->state = JOB_FREE;
         p->queued -= j->bytes;
