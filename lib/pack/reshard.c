@@ -1052,7 +1052,12 @@ static int img_pool_new(struct img_pool **out, const sk_shard_options *o, sk_err
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done, NULL);
-    if (sk_image_budget_new(&p->budget, o->images->memory, err)) {
+    /* memory is read only from a struct that has it (an older program's is
+     * shorter: the default budget) */
+    const sk_image_options *io = o->images;
+    size_t has = io->struct_size ? io->struct_size : sizeof *io;
+    uint64_t memory = has >= offsetof(sk_image_options, memory) + sizeof io->memory ? io->memory : 0;
+    if (sk_image_budget_new(&p->budget, memory, err)) {
         img_pool_free(p);
         return err->code;
     }
