@@ -56,7 +56,7 @@ rss j4big pack in -o j4big/s-%d.tar "${IMG[@]}" -j 4 --image-memory 1G >/dev/nul
 rss j4def pack in -o j4def/s-%d.tar "${IMG[@]}" -j 4 >/dev/null || exit 1
 check_shards j1
 for d in j4 j4big j4def; do
-    for f in j1/*.tar; do
+    for f in j1/*.tar j1/manifest.json; do
         cmp -s "$f" "$d/${f#j1/}" || die "$d/${f#j1/} differs from $f"
     done
 done
