@@ -15,10 +15,11 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 BUILD    ?= build
 CC       ?= cc
-PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson libmicrohttpd
+PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson libmicrohttpd fuse3
 # What the library links.  libcurl, OpenSSL's libcrypto and libarchive are
 # not linked: lib/s3/s3_libs.c and lib/format/libarchive.c open them
-# (dlopen) the first time S3 or a libarchive reader is used, so that a
+# (dlopen) the first time S3 or a libarchive reader is used (libfuse3 too,
+# by `shardkit mount`: lib/tools/mount_libs.c), so that a
 # process that needs neither (`--version`, a local `get`) does not load
 # their ~40 libraries.  Their headers (and run-time packages) are still
 # needed.
@@ -65,7 +66,7 @@ $(CHECK_DEPS_OK): scripts/deps
 	   && { command -v slurmctld || test -x /usr/sbin/slurmctld; } >/dev/null \
 	   && command -v moto_server >/dev/null && command -v aws >/dev/null \
 	   && command -v radosgw >/dev/null && command -v chromium >/dev/null \
-	   && command -v pytest-3 >/dev/null; then :; \
+	   && command -v pytest-3 >/dev/null && command -v fusermount3 >/dev/null; then :; \
 	 else ./scripts/deps check; fi
 	@touch $@
 

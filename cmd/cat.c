@@ -121,6 +121,7 @@ int cmd_cat(int argc, char **argv)
         if (bad) return cmd_usage_error("cat", usage, "bad value '%s' for %s", optarg, argv[optind - 1]);
     }
     if (optind == argc) return cmd_usage_error("cat", usage, "no URL given");
+    if (cmd_places_args("cat", argv + optind, argc - optind, CMD_R | CMD_STREAM | CMD_S3 | CMD_HTTP)) return SK_EXIT_USAGE;
     if (!keys && isatty(STDOUT_FILENO))
         return cmd_usage_error("cat", usage,
                                "stdout is a terminal: redirect the tar stream, or use --keys");

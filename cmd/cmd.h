@@ -20,6 +20,7 @@ int cmd_shard(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_mount(int argc, char **argv);
 
 /* Flush and close stdout; a failed write (full disk, closed pipe) turns a
  * success into exit 1 with a message. */
@@ -138,6 +139,37 @@ int cmd_sagemaker_write(cmd_sagemaker *sm, const char *manifest, const char *pat
  * (exit 2) for a ManifestFile without --sagemaker-prefix. */
 int cmd_sagemaker_check(const cmd_sagemaker *sm, const char *usage, const char *pattern, int part, int parts);
 
+/* --append and --overwrite (pack, shard): what to do with a manifest
+ * already where the run writes one (SK_EXISTING_*; places.c). */
+enum { CMD_OPT_APPEND = 990, CMD_OPT_OVERWRITE };
+#define CMD_EXISTING_OPTIONS                              \
+    {"append", no_argument, NULL, CMD_OPT_APPEND},        \
+    {"overwrite", no_argument, NULL, CMD_OPT_OVERWRITE}
+#define CMD_EXISTING_USAGE                                                                    \
+    "      --append             add to the dataset already there: numbers after its last\n"   \
+    "                           shard, its options, its manifest grown (docs/pack.md)\n"      \
+    "      --overwrite          replace a manifest that lists shards this run does not\n"    \
+    "                           write (refused without it, exit 2)\n"
+/* 1: c is one of those options, taken into *existing; 0: another; -1:
+ * both given, reported with the usage (exit 2). */
+int cmd_existing_option(const char *tool, const char *usage, int c, int *existing);
+
+/* The places a tool was given, each checked against the library's one
+ * grammar (sk_place_check, SK_PLACE_* flags): 0, or exit 2 after the
+ * message naming the option.  A NULL place is skipped. */
+typedef struct cmd_place {
+    const char *opt, *place;
+    unsigned flags;
+} cmd_place;
+#define CMD_R SK_PLACE_READ
+#define CMD_W SK_PLACE_WRITE
+#define CMD_STREAM SK_PLACE_STREAM
+#define CMD_S3 SK_PLACE_S3_OK
+#define CMD_HTTP SK_PLACE_HTTP_OK
+int cmd_places(const char *tool, const cmd_place *p, size_t n);
+/* The same for n positional arguments that take the same flags. */
+int cmd_places_args(const char *tool, char *const *args, int n, unsigned flags);
+
 /* 1 when any of the n strings is an s3:// URL. */
 int cmd_any_s3(const char *const *s, size_t n);
 
@@ -153,6 +185,9 @@ void cmd_ui_warn(void *ctx, const char *msg);
 void cmd_ui_status(cmd_ui *ui, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Ends the status line, if one was shown. */
 void cmd_ui_end(cmd_ui *ui);
+
+/* Prints one line on stderr, its control characters escaped (msg.c). */
+void cmd_eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints "shardkit <tool>: <message>" for a library error and maps its code
  * to an exit code (usage errors give 2, everything else 1). */

@@ -57,6 +57,21 @@ static int write_file(const char *path, const void *buf, size_t n, sk_error *err
     return sk_out_commit(o, err);
 }
 
+/* Bytes a terminal would take as control sequences (a JPEG, a tar, an
+ * .npy): anything below 0x20 but tab and line ends, and DEL.  Text members
+ * (.txt, .json, .cls) print. */
+static int binary(const unsigned char *p, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        if ((p[k] < 0x20 && p[k] != '\t' && p[k] != '\n' && p[k] != '\r') || p[k] == 0x7f) return 1;
+    return 0;
+}
+
+static int to_terminal(const char *path)
+{
+    return (!path || !strcmp(path, "-")) && isatty(STDOUT_FILENO);
+}
+
 static int write_member(sk_dataset *ds, const sk_hit *h, uint32_t i, const char *path,
                         sk_error *err)
 {
@@ -67,6 +82,11 @@ static int write_member(sk_dataset *ds, const sk_hit *h, uint32_t i, const char 
     if (!buf) return sk_error_set(err, SK_E_NOMEM, "out of memory for %llu bytes",
                                   (unsigned long long)m.size);
     rc = sk_dataset_read(ds, h, i, buf, (size_t)m.size, err);
+    if (!rc && to_terminal(path) && binary(buf, (size_t)m.size))
+        rc = sk_error_set(err, SK_E_USAGE, "stdout is a terminal and member '%.*s' of sample "
+                          "'%.*s' is binary (%llu bytes): redirect it, or use -o FILE",
+                          (int)m.ext_len, m.ext, (int)h->sample.key_len, h->sample.key,
+                          (unsigned long long)m.size);
     if (!rc) rc = write_file(path, buf, (size_t)m.size, err);
     free(buf);
     return rc;
@@ -106,6 +126,8 @@ int cmd_get(int argc, char **argv)
     if (argc - optind != 2) return cmd_usage_error("get", usage, "need DATASET and KEY (or '#N')");
     if (tar && ext) return cmd_usage_error("get", usage, "--tar writes whole samples; drop --ext");
     const char *dataset = argv[optind], *key = argv[optind + 1];
+    const cmd_place pl[] = {{NULL, dataset, CMD_R | CMD_S3 | CMD_HTTP}, {"-o", out, CMD_W | CMD_STREAM}};
+    if (cmd_places("get", pl, 2)) return SK_EXIT_USAGE;
     sk_error err = SK_ERROR_INIT;
     sk_dataset *ds = NULL;
     sk_hit h;
@@ -126,7 +148,10 @@ int cmd_get(int argc, char **argv)
         rc = sk_dataset_find(ds, key, strlen(key), &h, &err);
     }
     if (rc) goto fail;
-    if (tar) {
+    if (tar && to_terminal(out)) {
+        sk_dataset_close(ds), sk_s3_free(s3);
+        return cmd_usage_error("get", usage, "stdout is a terminal: redirect the tar, or use -o FILE");
+    } else if (tar) {
         sk_out *o;
         if ((rc = sk_out_open(&o, out, &err))) goto fail;
         rc = sk_dataset_write_tar(ds, &h, sk_out_fd(o), sk_out_name(o), &err);

@@ -28,6 +28,7 @@ static const char usage[] =
     "  -o, --manifest PATH  manifest to write (default: manifest.json in the\n"
     "                       shards' common directory)\n"
     "      --no-manifest    write the indexes only\n"
+    "      --overwrite      replace a manifest that lists shards not indexed now\n"
     "      --fast           plain .tar: read headers only, never data; member and\n"
     "                       shard CRC32C are left unknown (0)\n"
     "      --dali           also write DALI's wds2idx v1.2 index, SHARD.dali.idx\n"
@@ -58,7 +59,7 @@ struct out {
 static void on_warn(void *ctx, const char *msg)
 {
     (void)ctx;
-    fprintf(stderr, "shardkit index: warning: %s\n", msg);
+    cmd_eprintf("shardkit index: warning: %s", msg);
 }
 
 static void on_done(void *ctx, const char *shard, const sk_build_stats *st, const sk_error *err)
@@ -75,7 +76,7 @@ static void on_done(void *ctx, const char *shard, const sk_build_stats *st, cons
            st->kept ? " (kept: its index object matches)"
            : st->flags & SK_INDEX_NO_CRC ? " (headers only)" : "");
     if (st->meta || st->links || st->unkeyed)
-        fprintf(stderr, "shardkit index: %s: skipped %llu metadata, %llu link and %llu unkeyed members\n",
+        cmd_eprintf("shardkit index: %s: skipped %llu metadata, %llu link and %llu unkeyed members",
                 shard, (unsigned long long)st->meta, (unsigned long long)st->links,
                 (unsigned long long)st->unkeyed);
 }
@@ -107,6 +108,10 @@ static int run_merge(int argc, char **argv)
     }
     if (!out) return cmd_usage_error("index merge", usage, "-o OUT.json is required");
     if (optind >= argc) return cmd_usage_error("index merge", usage, "no manifests given");
+    /* s3:// passes the grammar; the merge itself says why it is refused */
+    if (cmd_places("index merge", &(cmd_place){"-o", out, CMD_W | CMD_S3}, 1) ||
+        cmd_places_args("index merge", argv + optind, argc - optind, CMD_R | CMD_S3))
+        return SK_EXIT_USAGE;
     sk_error err = SK_ERROR_INIT;
     if (sk_manifest_merge((const char *const *)argv + optind, (size_t)(argc - optind), out, &err) ||
         cmd_sagemaker_write(&sm, out, NULL, 0, 0, NULL, &err))
@@ -124,6 +129,7 @@ int cmd_index(int argc, char **argv)
         {"jobs", required_argument, NULL, 'j'},
         {"manifest", required_argument, NULL, 'o'},
         {"no-manifest", no_argument, NULL, OPT_NO_MANIFEST},
+        {"overwrite", no_argument, NULL, CMD_OPT_OVERWRITE},
         {"quiet", no_argument, NULL, 'q'},
         {"resume", no_argument, NULL, OPT_RESUME},
         {"wids", optional_argument, NULL, OPT_WIDS},
@@ -153,6 +159,7 @@ int cmd_index(int argc, char **argv)
         case OPT_WIDS: o.wids = optarg ? optarg : ""; break;
         case OPT_NO_MANIFEST: o.no_manifest = 1; break;
         case OPT_RESUME: o.resume = 1; break;
+        case CMD_OPT_OVERWRITE: o.overwrite = 1; break;
         default:
             switch (cmd_sagemaker_option("index", usage, c, optarg, &sm)) {
             case 1: continue;
@@ -166,6 +173,10 @@ int cmd_index(int argc, char **argv)
         }
     }
     if (optind >= argc) return cmd_usage_error("index", usage, "no shards given");
+    const cmd_place pl[] = {{"-o", o.manifest, CMD_W | CMD_S3}, {"--wids", o.wids && *o.wids ? o.wids : NULL, CMD_W},
+                            {"--sagemaker-manifest", sm.out, CMD_W | CMD_S3}};
+    if (cmd_places("index", pl, 3) || cmd_places_args("index", argv + optind, argc - optind, CMD_R | CMD_S3))
+        return SK_EXIT_USAGE;
     if (o.no_manifest && (o.manifest || o.wids || sm.out))
         return cmd_usage_error("index", usage, "--no-manifest conflicts with -o, --wids and --sagemaker-manifest");
 #ifdef __GLIBC__

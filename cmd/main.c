@@ -28,6 +28,7 @@ static const struct command commands[] = {
     {"verify", cmd_verify, "prove shards sound: tar, index, manifest, keys, JPEGs"},
     {"stats", cmd_stats, "what a dataset holds: table, JSON or an HTML page; read rate"},
     {"serve", cmd_serve, "a read-only web viewer of a dataset (samples, images, thumbnails)"},
+    {"mount", cmd_mount, "a dataset (local or s3://) as a read-only file tree (FUSE)"},
 };
 
 static void usage(FILE *out)
@@ -54,7 +55,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
             if (!strcmp(argv[2], commands[i].name))
                 return cmd_finish_stdout(commands[i].fn(2, args));
-        fprintf(stderr, "shardkit: '%s' is not a command; see 'shardkit --help'\n", argv[2]);
+        cmd_eprintf("shardkit: '%s' is not a command; see 'shardkit --help'", argv[2]);
         return SK_EXIT_USAGE;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -64,6 +65,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return cmd_finish_stdout(commands[i].fn(argc - 1, argv + 1));
-    fprintf(stderr, "shardkit: '%s' is not a command; see 'shardkit --help'\n", argv[1]);
+    cmd_eprintf("shardkit: '%s' is not a command; see 'shardkit --help'", argv[1]);
     return SK_EXIT_USAGE;
 }

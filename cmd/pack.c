@@ -39,6 +39,7 @@ static const char usage[] =
     "                           sample or run of small samples; level 1..22, default 3)\n"
     "  -j, --jobs N             worker threads (default: number of cores)\n"
     "      --resume             keep complete shards of an earlier run of the same job\n"
+    CMD_EXISTING_USAGE
     "      --part I/N|auto      pack only part I of 0..N-1 (chosen by a hash of each\n"
     "                           sample key); auto reads SLURM_ARRAY_TASK_ID,\n"
     "                           JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX;\n"
@@ -93,6 +94,7 @@ static const struct option options[] = {
     {"compress", required_argument, NULL, OPT_COMPRESS},
     CMD_S3_CLIENT_OPTIONS,
     CMD_SAGEMAKER_OPTIONS,
+    CMD_EXISTING_OPTIONS,
     CMD_IMAGE_OPTIONS,
     CMD_S3_PART_SIZE_OPTION,
     {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
@@ -191,7 +193,8 @@ int cmd_pack(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'h': free(srcs); fputs(usage, stdout); return SK_EXIT_OK;
         default:
-            switch (cmd_image_option("pack", usage, c, optarg, &images) ?: cmd_sagemaker_option("pack", usage, c, optarg, &sm)) {
+            switch (cmd_image_option("pack", usage, c, optarg, &images) ?: cmd_sagemaker_option("pack", usage, c, optarg, &sm)
+                    ?: cmd_existing_option("pack", usage, c, &o.existing)) {
             case 1: continue;
             case -1: free(srcs); return SK_EXIT_USAGE;
             }
@@ -213,6 +216,15 @@ int cmd_pack(int argc, char **argv)
     }
     if (!o.pattern) return free(srcs), cmd_usage_error("pack", usage, "no output: give -o PATTERN");
     if (!nsrcs) return free(srcs), cmd_usage_error("pack", usage, "no SOURCE to pack");
+    static const cmd_place by_kind[] = {{NULL, 0, CMD_R | CMD_S3}, {"--files-from", 0, CMD_R | CMD_STREAM}, {"--from-archive", 0, CMD_R}, {NULL, 0, CMD_R | CMD_S3}, {"--from-manifest", 0, CMD_R | CMD_S3}};
+    const cmd_place pl[] = {{"-o", o.pattern, CMD_W | CMD_STREAM | CMD_S3}, {"--manifest", o.manifest, CMD_W | CMD_S3}, {"--root", root, CMD_R | CMD_S3},
+                            {"--tmp-dir", o.tmp_dir, CMD_W}, {"--sagemaker-manifest", sm.out, CMD_W | CMD_S3}};
+    int bad = cmd_places("pack", pl, sizeof pl / sizeof *pl);
+    for (size_t i = 0; i < nsrcs && !bad; i++)
+        bad = cmd_places("pack", &(cmd_place){by_kind[srcs[i].kind].opt, srcs[i].path, by_kind[srcs[i].kind].flags}, 1);
+    if (bad) return free(srcs), SK_EXIT_USAGE;
+    if (!strcmp(o.pattern, "-") && isatty(STDOUT_FILENO))
+        return free(srcs), cmd_usage_error("pack", usage, "stdout is a terminal: redirect the tar stream");
     cmd_check_zst_pattern("pack", o.pattern, &o.compress_level);
     if (parts && !part) return free(srcs), cmd_usage_error("pack", usage, "--parts needs --part");
     if (part) {
@@ -238,6 +250,7 @@ int cmd_pack(int argc, char **argv)
         rc = sk_s3_new(&s3, &s3cfg, &err);
         if (!rc) rc = sk_pack_set_s3(p, s3, (int)concurrency, part_size, &err);
     }
+    if (!rc) rc = sk_pack_add_output(p, sm.out, "--sagemaker-manifest", &err);
     for (size_t i = 0; !rc && i < nsrcs; i++) {
         const char *path = srcs[i].path;
         struct stat sb;
@@ -274,8 +287,8 @@ int cmd_pack(int argc, char **argv)
     sk_s3_free(s3);
     free(srcs);
     if (rc) return cmd_report("pack", &err);
-    if (json)
-        printf("{\"shards\": %llu, \"shards_resumed\": %llu, \"samples\": %llu, \"files\": %llu, "
+    if (json) /* with -o -, stdout is the tar stream */
+        fprintf(strcmp(o.pattern, "-") ? stdout : stderr, "{\"shards\": %llu, \"shards_resumed\": %llu, \"samples\": %llu, \"files\": %llu, "
                "\"bytes\": %llu, \"output_bytes\": %llu, \"seconds\": %.3f, \"skipped\": %llu, "
                "\"images\": %llu, \"image_skips\": %llu, \"bad_images\": %llu}\n",
                (unsigned long long)st.shards, (unsigned long long)st.shards_resumed,

@@ -102,6 +102,7 @@ int cmd_serve(int argc, char **argv)
         }
     }
     if (argc - optind != 1) return cmd_usage_error("serve", usage, "need one DATASET");
+    if (cmd_places_args("serve", argv + optind, 1, CMD_R | CMD_S3 | CMD_HTTP)) return SK_EXIT_USAGE;
     const char *dataset = argv[optind];
     sk_error err = SK_ERROR_INIT;
     sk_dataset *ds = NULL;

@@ -42,6 +42,7 @@ static const char usage[] =
     "      --mtime N            modification time in every header (default 0)\n"
     "      --manifest PATH      write the manifest there (default: beside the shards)\n"
     "      --resume             keep complete shards of an earlier run of the same job\n"
+    CMD_EXISTING_USAGE
     "      --part I/N|auto      write only part I of 0..N-1 (by a hash of each sample\n"
     "                           key; auto reads Slurm, Kubernetes or AWS Batch array\n"
     "                           variables); PATTERN must then hold {part}\n"
@@ -89,6 +90,7 @@ static const struct option options[] = {
     {"jobs", required_argument, NULL, 'j'},
     CMD_S3_CLIENT_OPTIONS,
     CMD_SAGEMAKER_OPTIONS,
+    CMD_EXISTING_OPTIONS,
     CMD_S3_PART_SIZE_OPTION,
     CMD_IMAGE_OPTIONS,
     {"quiet", no_argument, NULL, 'q'},
@@ -207,7 +209,8 @@ int cmd_shard(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'h': fputs(usage, stdout); goto out;
         default:
-            switch (cmd_image_option("shard", usage, c, optarg, &images) ?: cmd_sagemaker_option("shard", usage, c, optarg, &sm)) {
+            switch (cmd_image_option("shard", usage, c, optarg, &images) ?: cmd_sagemaker_option("shard", usage, c, optarg, &sm)
+                    ?: cmd_existing_option("shard", usage, c, &o.existing)) {
             case 1: continue;
             case -1: rc = SK_EXIT_USAGE; goto out;
             }
@@ -220,6 +223,10 @@ int cmd_shard(int argc, char **argv)
     }
     if (!o.pattern) BAD("no output: give -o PATTERN");
     if (optind >= argc) BAD("no INPUT shards");
+    const cmd_place pl[] = {{"-o", o.pattern, CMD_W | CMD_STREAM | CMD_S3}, {"--manifest", o.manifest, CMD_W | CMD_S3},
+                            {"--keys", o.keys_file, CMD_R}, {"--tmp-dir", o.tmp_dir, CMD_W}, {"--sagemaker-manifest", sm.out, CMD_W | CMD_S3}};
+    if (cmd_places("shard", pl, sizeof pl / sizeof *pl) ||
+        cmd_places_args("shard", argv + optind, argc - optind, CMD_R | CMD_STREAM | CMD_S3 | CMD_HTTP)) { rc = SK_EXIT_USAGE; goto out; }
     if (sm.out && !strcmp(o.pattern, "-")) BAD("--sagemaker-manifest: -o - writes no shards to list");
     if (parts && !part) BAD("--parts needs --part");
     if (part) {

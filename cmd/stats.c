@@ -140,6 +140,7 @@ int cmd_stats(int argc, char **argv)
         }
     }
     if (argc - optind != 1) return cmd_usage_error("stats", usage, "need one DATASET");
+    if (cmd_places_args("stats", argv + optind, 1, CMD_R | CMD_S3 | CMD_HTTP)) return SK_EXIT_USAGE;
     if (rate && (html || so.flags))
         return cmd_usage_error("stats", usage, "--read-rate measures reading only");
     const char *dataset = argv[optind];

@@ -112,8 +112,8 @@ static void on_done(void *ud, const sk_s3_xfer_result *res)
     if (res->rc) {
         r->failed++;
         const char *m = res->err->msg; /* most messages name the source already */
-        if (!strncmp(m, res->src, strlen(res->src))) fprintf(stderr, "shardkit upload: %s\n", m);
-        else fprintf(stderr, "shardkit upload: %s: %s\n", res->src, m);
+        if (!strncmp(m, res->src, strlen(res->src))) cmd_eprintf("shardkit upload: %s", m);
+        else cmd_eprintf("shardkit upload: %s: %s", res->src, m);
     } else {
         r->ok++;
         r->bytes += res->size;
@@ -131,8 +131,7 @@ static void on_done(void *ud, const sk_s3_xfer_result *res)
     }
 }
 
-/* --dry-run: each planned transfer, as it would go. */
-struct dry { const char *bucket; const sk_s3_xfer_opts *xo; };
+struct dry { const char *bucket; const sk_s3_xfer_opts *xo; }; /* --dry-run: each planned transfer, as it would go */
 
 static int print_item(void *ud, const sk_upload_item *it, const char *sb, sk_error *err)
 {
@@ -171,7 +170,7 @@ static int send_item(void *ud, const sk_upload_item *it, const char *sb, sk_erro
     /* the plan knows each source (its listing or HEAD): no second HEAD */
     if (sb ? sk_s3_xfer_add_copy_known(s->x, s->src, sb, it->src, it->obj, s->bucket, it->key, &xerr)
            : sk_s3_xfer_add_file(s->x, it->src, s->bucket, it->key, &xerr)) {
-        fprintf(stderr, "shardkit upload: %s\n", xerr.msg);
+        cmd_eprintf("shardkit upload: %s", xerr.msg);
         s->r->failed++;
         return 0;
     }
@@ -226,7 +225,8 @@ int cmd_upload(int argc, char **argv)
     cfg.concurrency = conc ? conc : 64;
     int nsrc = argc - optind - 1;
     if (nsrc < 1) return cmd_usage_error("upload", usage_text, "need at least one source and an s3:// destination");
-    const char *dst = argv[argc - 1];
+    const char *dst = argv[argc - 1]; /* an s3:// URL (below); the sources: */
+    if (cmd_places_args("upload", argv + optind, nsrc, CMD_R | CMD_STREAM | CMD_S3)) return SK_EXIT_USAGE;
     const char *const *srcs = (const char *const *)argv + optind;
     sk_error err = SK_ERROR_INIT;
     char *bucket = NULL, *prefix = NULL;

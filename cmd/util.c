@@ -61,42 +61,7 @@ int cmd_parse_size(const char *s, uint64_t *out)
     return -1;
 }
 
-int cmd_report(const char *tool, const sk_error *err)
-{
-    fprintf(stderr, "shardkit %s: %s\n", tool,
-            err->msg[0] ? err->msg : sk_code_name(err->code));
-    return err->code == SK_E_USAGE ? SK_EXIT_USAGE : SK_EXIT_PROBLEM;
-}
 
-int cmd_usage_error(const char *tool, const char *usage, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "shardkit %s: ", tool);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n\n%s", usage);
-    return SK_EXIT_USAGE;
-}
-
-int cmd_unknown_option(const char *tool, char **argv)
-{
-    /* getopt is told to be quiet (main.c): this is the one message.  For
-     * a long option getopt leaves optopt 0 when it does not know it, and
-     * the option's value when it lacks its argument. */
-    const char *arg = optind > 0 ? argv[optind - 1] : "?";
-    int eq = (int)strcspn(arg, "=");
-    if (!optopt)
-        fprintf(stderr, "shardkit %s: unknown option '%.*s'", tool, eq, arg);
-    else if (!strncmp(arg, "--", 2))
-        fprintf(stderr, "shardkit %s: option '%.*s' needs a value", tool, eq, arg);
-    else if (optopt > 0 && optopt < 128)
-        fprintf(stderr, "shardkit %s: unknown option '-%c', or it needs a value", tool, optopt);
-    else
-        fprintf(stderr, "shardkit %s: option '%s' needs a value", tool, arg);
-    fprintf(stderr, " (see 'shardkit %s --help')\n", tool);
-    return SK_EXIT_USAGE;
-}
 
 int cmd_parse_compress(const char *s, int *level)
 {
@@ -125,7 +90,7 @@ void cmd_ui_warn(void *ctx, const char *msg)
 {
     cmd_ui *ui = ctx;
     if (ui->progress_shown) fputs("\r\033[K", stderr);
-    fprintf(stderr, "shardkit %s: warning: %s\n", ui->tool, msg);
+    cmd_eprintf("shardkit %s: warning: %s", ui->tool, msg);
 }
 
 void cmd_ui_status(cmd_ui *ui, const char *fmt, ...)
@@ -235,7 +200,7 @@ int cmd_image_option(const char *tool, const char *usage, int c, const char *arg
 
 static void sm_warn(void *ctx, const char *msg)
 {
-    fprintf(stderr, "shardkit %s: warning: %s\n", ((cmd_sagemaker *)ctx)->tool, msg);
+    cmd_eprintf("shardkit %s: warning: %s", ((cmd_sagemaker *)ctx)->tool, msg);
 }
 
 int cmd_sagemaker_option(const char *tool, const char *usage, int c, const char *arg,

@@ -140,6 +140,7 @@ int cmd_verify(int argc, char **argv)
     o.ctx = &json;
     sk_error err = SK_ERROR_INIT;
     sk_verify_stats st = {0};
+    if (cmd_places_args("verify", argv + optind, argc - optind, CMD_R | CMD_S3 | CMD_HTTP)) return free(req), SK_EXIT_USAGE;
     const char *const *targets = (const char *const *)argv + optind;
     int r = cmd_any_s3(targets, (size_t)(argc - optind)) ? sk_s3_new(&s3, &s3cfg, &err) : SK_OK;
     o.s3 = s3;
@@ -148,7 +149,7 @@ int cmd_verify(int argc, char **argv)
     free(req);
     if (r) {
         fflush(stdout);
-        fprintf(stderr, "shardkit verify: %s\n", err.msg[0] ? err.msg : sk_code_name(err.code));
+        cmd_eprintf("shardkit verify: %s", err.msg[0] ? err.msg : sk_code_name(err.code));
         return SK_EXIT_USAGE; /* usage or I/O error: 2, as documented */
     }
     if (json)

@@ -12,7 +12,7 @@ trap 'rm -rf "$t"' EXIT
 "$B/tools/mkcorpus" "$t/c" --samples 12 >/dev/null
 "$B/shardkit" pack "$t/c" -o "$t/p/s-%02d.tar" --max-count 4 -q
 "$B/shardkit" pack "$t/c" -o "$t/z/s-%02d.tar.zst" --max-count 6 --compress zstd -q
-mkdir -p "$O"/{tar,index,manifest,manifest_table,s3_xml,zstd_seek,brace,names,image,urllist,jpeg_head}
+mkdir -p "$O"/{tar,index,manifest,manifest_table,s3_xml,zstd_seek,brace,names,image,urllist,jpeg_head,mount_tree}
 # a manifest of 64 shards has a lookup table beside it
 "$B/tools/mkcorpus" "$t/c64" --samples 64 >/dev/null
 "$B/shardkit" pack "$t/c64" -o "$t/l/s-%02d.tar" --max-count 1 -q
@@ -28,6 +28,7 @@ for fmt, name in ((tarfile.PAX_FORMAT, "pax.tar"), (tarfile.GNU_FORMAT, "gnu.tar
 PY
 cp "$t"/p/s-00.tar.idx "$O/index/s-00.idx"
 cp "$t"/z/s-00.tar.zst.idx "$O/index/z-00.idx"
+cp "$t"/p/s-00.tar.idx "$O/mount_tree/s-00.idx"
 cp "$t"/p/manifest.json "$O/manifest/m.json"
 cp "$t"/z/s-00.tar.zst "$O/zstd_seek/s.tar.zst"
 cp "$(find "$t/c" -name '*.jpg' | head -1)" "$O/image/a.jpg"

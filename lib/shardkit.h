@@ -37,6 +37,10 @@
 extern "C" {
 #endif
 
+/* The S3 client handle (sk_s3_new), declared once up here because several
+ * sections take one; C99 forbids a typedef repeated. */
+typedef struct sk_s3 sk_s3;
+
 /* ---------------------------------------------------------------- version */
 
 #define SK_VERSION_MAJOR 0
@@ -314,6 +318,9 @@ typedef struct sk_pack_options {
     /* Resize JPEG members on the way (NULL or inactive: untouched).  Shards
      * then roll over by their real sizes, as `shard` does (docs/images.md). */
     const sk_image_options *images;
+    /* A manifest already at the manifest path: SK_EXISTING_REFUSE (0),
+     * _APPEND or _OVERWRITE (section "an existing dataset", at the end). */
+    int existing;
 } sk_pack_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_pack_options_init_sized(sk_pack_options *o, size_t size);
@@ -381,7 +388,6 @@ SK_API void sk_brace_free(char **list);
 /* Build flags for sk_index_build. */
 #define SK_BUILD_FAST 1u /* plain .tar only: read headers, never data; no CRCs */
 
-typedef struct sk_s3 sk_s3;
 typedef struct sk_build_opts {
     size_t struct_size; /* sizeof, set by sk_build_opts_init; 0: this version's */
     unsigned flags;         /* SK_BUILD_* */
@@ -441,7 +447,6 @@ SK_API int sk_dataset_open(sk_dataset **out, const char *path, unsigned flags, s
  * (of a plain shard listed by a manifest: its header and data, the header
  * proving the index belongs to the object; otherwise, on the shard's first
  * read, a HEAD and a 512-byte GET prove it).  s3 stays the caller's; free it after the dataset. */
-typedef struct sk_s3 sk_s3;
 SK_API int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned flags,
                        sk_error *err);
 SK_API void sk_dataset_close(sk_dataset *ds);
@@ -485,7 +490,8 @@ SK_API int sk_dataset_read_sample(sk_dataset *ds, const sk_hit *h, void *buf, si
  * call costs, and for threads: like every lookup and read above, it may
  * run on one dataset from several threads at once; a dataset whose
  * indexes and shards are open takes no lock).  key != NULL: the sample
- * with this key (key_len bytes), as sk_dataset_find; key == NULL: the
+ * with this key (key_len bytes, or NUL-terminated when key_len is 0, as
+ * sk_sample_writer_add takes it), as sk_dataset_find; key == NULL: the
  * sample at a global ordinal, as sk_dataset_at.  buf (aligned as malloc
  * aligns) receives, in order: the member records (member_count
  * sk_member_refs, as sk_dataset_member gives them, but each ext pointing
@@ -585,7 +591,6 @@ SK_API void sk_s3_config_init_sized(sk_s3_config *o, size_t size);
     {.struct_size = sizeof(sk_s3_config), .path_style = -1, .concurrency = 16,            \
      .max_attempts = 0, .read_timeout = 30, .low_speed_limit = 1024}
 
-typedef struct sk_s3 sk_s3;
 /* Creates a client and starts its engine thread. */
 SK_API int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg, sk_error *err);
 SK_API void sk_s3_free(sk_s3 *s3);
@@ -826,6 +831,9 @@ typedef struct sk_index_dataset_opts {
      * warn and ctx default to these) */
     const char *sagemaker;
     const sk_sagemaker_opts *sagemaker_opts;
+    /* A manifest already at the manifest path that lists a shard this run
+     * did not index is refused (SK_E_USAGE naming it) unless overwrite. */
+    int overwrite;
 } sk_index_dataset_opts;
 SK_API void sk_index_dataset_opts_init_sized(sk_index_dataset_opts *o, size_t size);
 #define sk_index_dataset_opts_init(o) sk_index_dataset_opts_init_sized((o), sizeof *(o))
@@ -1089,6 +1097,7 @@ typedef struct sk_shard_options {
     void *in_open_ctx;
     const sk_image_options *images; /* resize JPEG members (NULL or inactive: untouched) */
     int jobs;              /* threads for the image work; 0 = one per core */
+    int existing;          /* a manifest already there: SK_EXISTING_* (at the end) */
 } sk_shard_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_shard_options_init_sized(sk_shard_options *o, size_t size);
@@ -1275,6 +1284,58 @@ SK_API int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk
  * written.  Accepts NULL. */
 SK_API void sk_sample_writer_close(sk_sample_writer *w);
 
+/* ------------------------------------------------ text safe for a terminal */
+/* Copies src to dst (cap bytes, always NUL-terminated, cut at a whole
+ * character): C0 controls (ESC, BEL, newline...), DEL, C1 controls and
+ * bytes that are not valid UTF-8 become "\xHH"; the rest is kept.  Every
+ * sk_error message and library warning is made so; the command line
+ * passes what it prints of its own through it too.  Returns the length. */
+SK_API size_t sk_escape_text(char *dst, size_t cap, const char *src);
+
+/* ------------------------------------------- outputs that are not inputs */
+/* Declares a further file the caller writes for this pack run (a SageMaker
+ * ManifestFile, an export); what names its role in messages ("--sagemaker-
+ * manifest", a string that outlives p).  sk_pack_run refuses (SK_E_USAGE),
+ * before anything is written, a run where it, or the manifest, is one of
+ * the inputs (the same file, by device and inode) or lies inside an input
+ * directory.  A local path only ("-" and URLs are ignored). */
+SK_API int sk_pack_add_output(sk_pack *p, const char *path, const char *what, sk_error *err);
+
+/* ---------------------------------------------------- an existing dataset */
+/* What a run that writes shards and a manifest (sk_pack_options.existing,
+ * sk_shard_options.existing, the sample writer's sk_pack_options) does
+ * with a manifest already at its manifest path, local or s3:// (docs/pack.md,
+ * "Adding to a dataset"). */
+/* The default: SK_E_USAGE, naming the manifest and a shard, before any
+ * shard is written, when it lists a shard this run would not write (not
+ * named by its pattern at start or after); a run that rewrites the same
+ * names replaces it. */
+#define SK_EXISTING_REFUSE 0
+/* The run continues the dataset: numbering after its last shard (start 0;
+ * a start inside it is refused), the options it records but "start" must
+ * be this run's (else SK_E_USAGE naming the first difference), and the
+ * manifest is rewritten with its shards first and this run's after (first
+ * ordinals continuing), under the run's lock, temporary name and rename. */
+#define SK_EXISTING_APPEND 1
+/* The manifest is replaced whatever it lists. */
+#define SK_EXISTING_OVERWRITE 2
+
+/* ----------------------------------------------------------------- places */
+/* The one grammar of a place a user names, which every tool applies to
+ * every option and argument naming one: a local path, '-' (standard input
+ * or output, where a stream fits), s3://BUCKET/KEY, http(s):// (read
+ * only).  Any other scheme ("gs://", "az://", "hf://", "file://", "xyz://")
+ * and "pipe:" are refused by name, never taken as a local path. */
+enum sk_place_kind { SK_PLACE_FILE, SK_PLACE_STDIO, SK_PLACE_S3, SK_PLACE_HTTP };
+#define SK_PLACE_READ 1u     /* the place is read */
+#define SK_PLACE_WRITE 2u    /* the place is written */
+#define SK_PLACE_STREAM 4u   /* '-' is taken here */
+#define SK_PLACE_S3_OK 8u    /* s3:// is taken here */
+#define SK_PLACE_HTTP_OK 16u /* http(s):// is taken here (reading) */
+/* SK_OK and *kind (may be NULL) when place fits flags; else SK_E_USAGE
+ * naming what ("pack -o", "--files-from"), the place and why. */
+SK_API int sk_place_check(const char *place, unsigned flags, const char *what, int *kind,
+                          sk_error *err);
 
 /* ------------------------------------------------ dataset: shards, heads */
 /* What stats and serve need of a dataset beyond one sample: its shards
@@ -1389,6 +1450,47 @@ SK_API void sk_serve_options_init_sized(sk_serve_options *o, size_t size);
 /* Serves ds until the process gets SIGINT or SIGTERM (blocked in the
  * calling thread and the server's, and waited for), then stops cleanly. */
 SK_API int sk_serve(sk_dataset *ds, const char *name, const sk_serve_options *o, sk_error *err);
+
+/* ------------------------------------------------------------------ mount */
+/* `shardkit mount`: a dataset as a read-only file tree through FUSE
+ * (libfuse3, opened when a mount starts); docs/mount.md. */
+
+/* Reads n bytes of the sample's tar stream at position off (inside
+ * [sample.offset, sample.offset + span): a part of a member's data, or its
+ * headers), unchecked: one pread or one ranged GET for a plain shard; for
+ * a .tar.zst with a seek table, decompressed from the frame holding off.
+ * SK_E_CORRUPT when the shard ends before off + n. */
+SK_API int sk_dataset_read_at(sk_dataset *ds, const sk_hit *h, uint64_t off, void *buf, size_t n,
+                              sk_error *err);
+
+typedef struct sk_mount_options {
+    size_t struct_size;  /* sizeof, set by sk_mount_options_init; 0: this version's */
+    int by_shard;        /* one directory per shard (its name) holding its members */
+    int foreground;      /* -f: stay in the foreground, messages on stderr */
+    int allow_other;     /* -o allow_other */
+    int verify;          /* check each member's CRC32C on its first read (EIO on a mismatch) */
+    int threads;         /* FUSE worker threads at most; 0: libfuse's default (10) */
+    const char *fuse_opts; /* more -o options for libfuse (comma-separated), or NULL */
+    /* Opens the dataset (the caller's: it makes the S3 client an s3://
+     * DATASET needs); called once, in the process that serves the mount
+     * (after the fork into the background), and close after unmounting. */
+    int (*open)(void *ctx, sk_dataset **ds, sk_error *err);
+    void (*close)(void *ctx, sk_dataset *ds);
+    void *ctx;
+    /* Warnings (members skipped for their names, failed reads): NULL
+     * prints them on stderr (and to syslog once in the background). */
+    void (*warn)(void *ctx, const char *msg);
+} sk_mount_options;
+SK_API void sk_mount_options_init_sized(sk_mount_options *o, size_t size);
+#define sk_mount_options_init(o) sk_mount_options_init_sized((o), sizeof *(o))
+/* Mounts the dataset on mountpoint (an empty directory) read-only and
+ * serves it until unmounted (fusermount3 -u, SIGINT, SIGTERM).  Refused
+ * with the reason: no /dev/fuse, mountpoint missing or not empty, no index,
+ * a shard the index cannot serve at random (.tar.gz: named).  In the
+ * background (foreground 0) it returns in the parent once the mount is up
+ * (0) or failed (its error). */
+SK_API int sk_mount_run(const char *dataset, const char *mountpoint, const sk_mount_options *o,
+                        sk_error *err);
 
 #ifdef __cplusplus
 }

@@ -109,8 +109,9 @@ int sk_path_within(const char *path, const char *dir)
     char p[4200];
     if (stat(dir, &d) || !S_ISDIR(d.st_mode)) return 0;
     snprintf(p, sizeof p, "%s", *path ? path : ".");
-    /* an output directory not made yet: its nearest existing ancestor */
-    while (stat(p, &st)) {
+    /* an output directory not made yet: its nearest existing ancestor; a
+     * file: its directory (".." of a file is no path) */
+    while (stat(p, &st) || !S_ISDIR(st.st_mode)) {
         char *sl = strrchr(p, '/');
         if (!sl) {
             snprintf(p, sizeof p, ".");
@@ -140,51 +141,96 @@ struct sk_out {
     char *path, *tmp;
 };
 
+/* An output path that exists as something other than a regular file.  A
+ * name shardkit chose for itself (SK_OUT_REGULAR: a sidecar, a manifest, a
+ * shard) is refused: a planted link, FIFO or device is never written
+ * through.  A name the user gave (a device, a FIFO, /dev/stdout) is
+ * written in place, opened without blocking: a FIFO with no reader is an
+ * error, not a hang. */
+static int open_in_place(sk_out *o, const char *path, const struct stat *st, unsigned flags,
+                         sk_error *err)
+{
+    if (flags & SK_OUT_REGULAR) return sk_out_check_regular(path, err);
+    if (S_ISDIR(st->st_mode)) return sk_error_set(err, SK_E_USAGE, "%s is a directory", path);
+    o->in_place = 1;
+    o->fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (o->fd < 0 && errno == ENXIO)
+        return sk_error_set(err, SK_E_IO, "%s: a FIFO with no reader: nothing to write to", path);
+    if (o->fd < 0) return sk_error_set(err, SK_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fl = fcntl(o->fd, F_GETFL);
+    if (fl >= 0) fcntl(o->fd, F_SETFL, fl & ~O_NONBLOCK); /* opened: now write as usual */
+    return SK_OK;
+}
+
+const char *sk_file_kind(unsigned mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFLNK: return "a symbolic link";
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    default: return "a special file";
+    }
+}
+
+int sk_create_excl(const char *path, const char *shown, sk_error *err)
+{
+    /* O_EXCL: never a file that is there already, nor through a link
+     * planted at the name (O_CREAT | O_EXCL does not follow one) */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        sk_error_set(err, SK_E_IO, "%s: cannot create %s: %s", shown ? shown : path,
+                     shown ? "a temporary file beside it" : "it", strerror(errno));
+    return fd;
+}
+
+int sk_out_check_regular(const char *path, sk_error *err)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || S_ISREG(st.st_mode)) return SK_OK;
+    return sk_error_set(err, SK_E_USAGE, "%s exists and is %s, not a regular file: shardkit "
+                        "will not write through it or replace it", path, sk_file_kind(st.st_mode));
+}
+
 int sk_out_open(sk_out **out, const char *path, sk_error *err)
+{
+    return sk_out_open_as(out, path, 0, err);
+}
+
+int sk_out_open_as(sk_out **out, const char *path, unsigned flags, sk_error *err)
 {
     *out = NULL;
     sk_out *o = calloc(1, sizeof *o);
     SK_FAIL_IF(!o, err, SK_E_NOMEM, "out of memory");
     o->fd = -1;
     struct stat st;
+    int rc = SK_OK;
     if (!path || !strcmp(path, "-")) {
         o->fd = STDOUT_FILENO;
         o->in_place = 2; /* not ours to close */
         o->path = strdup("stdout");
-    } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    } else if (((flags & SK_OUT_REGULAR) ? lstat(path, &st) : stat(path, &st)) == 0 &&
+               !S_ISREG(st.st_mode)) {
         /* a device, a FIFO, /dev/stdout: there is nothing to replace, and
          * renaming over it or unlinking it would destroy it */
-        if (S_ISDIR(st.st_mode)) {
-            free(o);
-            return sk_error_set(err, SK_E_USAGE, "%s is a directory", path);
-        }
-        o->in_place = 1;
-        o->path = strdup(path);
-        o->fd = o->path ? open(path, O_WRONLY | O_CLOEXEC) : -1;
-        if (o->fd < 0) {
-            int rc = sk_error_set(err, o->path ? SK_E_IO : SK_E_NOMEM, "%s: cannot open: %s", path,
-                                  strerror(errno));
-            sk_out_abort(o);
-            return rc;
-        }
+        rc = open_in_place(o, path, &st, flags, err);
+        if (!rc) o->path = strdup(path);
     } else {
         o->path = strdup(path);
         o->tmp = sk_tmp_name_unique(path, err);
-        if (!o->path || !o->tmp) {
-            sk_out_abort(o);
-            return err && err->code ? err->code : SK_E_NOMEM;
-        }
-        o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (o->fd < 0) {
-            int rc = sk_error_set(err, SK_E_IO, "%s: cannot create: %s", o->tmp, strerror(errno));
+        if (!o->path || !o->tmp) rc = err && err->code ? err->code : SK_E_NOMEM;
+        else if ((o->fd = sk_create_excl(o->tmp, path, err)) < 0) {
             free(o->tmp), o->tmp = NULL; /* not ours: never unlinked */
-            sk_out_abort(o);
-            return rc;
+            rc = err ? err->code : SK_E_IO;
         }
     }
-    if (!o->path) {
+    if (!rc && !o->path) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (rc) {
         sk_out_abort(o);
-        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+        return rc;
     }
     *out = o;
     return SK_OK;
@@ -192,7 +238,7 @@ int sk_out_open(sk_out **out, const char *path, sk_error *err)
 
 int sk_out_fd(const sk_out *o) { return o->fd; }
 
-const char *sk_out_name(const sk_out *o) { return o->tmp ? o->tmp : o->path; }
+const char *sk_out_name(const sk_out *o) { return o->path; }
 
 int sk_out_commit(sk_out *o, sk_error *err)
 {
@@ -203,7 +249,8 @@ int sk_out_commit(sk_out *o, sk_error *err)
         o->fd = -1;
     }
     if (!rc && o->tmp && rename(o->tmp, o->path) != 0)
-        rc = sk_error_set(err, SK_E_IO, "%s: rename to %s failed: %s", o->tmp, o->path, strerror(errno));
+        rc = sk_error_set(err, SK_E_IO, "%s: cannot put it in place (rename from %s): %s", o->path,
+                          o->tmp, strerror(errno));
     if (!rc) free(o->tmp), o->tmp = NULL; /* renamed: nothing left to remove */
     sk_out_abort(o);
     return rc;
@@ -279,8 +326,20 @@ int sk_out_lock(const char *output, const char *what, int *out_fd, sk_error *err
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - output) : 1, slash ? output : ".");
     if (!dir[0]) snprintf(dir, sizeof dir, "/");
     for (int tries = 0; tries < 8; tries++) {
-        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        SK_FAIL_IF(fd < 0, err, SK_E_IO, "%s: cannot create the lock file: %s", path, strerror(errno));
+        /* never through a link planted at the name (it would make the
+         * lock truncate and write the file it points to), never a FIFO */
+        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+        struct stat a, b;
+        if (fd < 0 && errno == ELOOP)
+            return sk_error_set(err, SK_E_USAGE, "%s: its run lock %s is a symbolic link: shardkit "
+                                "will not follow it (remove it)", output, path);
+        SK_FAIL_IF(fd < 0, err, SK_E_IO, "%s: cannot create its run lock %s: %s", output, path,
+                   strerror(errno));
+        if (fstat(fd, &a) != 0 || !S_ISREG(a.st_mode)) {
+            close(fd);
+            return sk_error_set(err, SK_E_USAGE, "%s: its run lock %s is %s, not a regular file "
+                                "(remove it)", output, path, sk_file_kind(a.st_mode));
+        }
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             int e = errno;
             char holder[256] = "";
@@ -294,12 +353,11 @@ int sk_out_lock(const char *output, const char *what, int *out_fd, sk_error *err
                 return sk_error_set(err, SK_E_USAGE, "%s is being written by another run (%s): two "
                                     "runs with one output would mix their shards", output,
                                     holder[0] ? holder : "lock held");
-            return sk_error_set(err, SK_E_IO, "%s: cannot lock: %s", path, strerror(e));
+            return sk_error_set(err, SK_E_IO, "%s: cannot lock %s: %s", output, path, strerror(e));
         }
         /* a run that just finished may have removed the file we opened:
          * the lock is only good on the file the name points to now */
-        struct stat a, b;
-        if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+        if (lstat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
             char line[256];
             int len = snprintf(line, sizeof line, "pid %ld: shardkit %s\n", (long)getpid(), what);
             if (ftruncate(fd, 0) == 0 && len > 0) {
@@ -312,22 +370,26 @@ int sk_out_lock(const char *output, const char *what, int *out_fd, sk_error *err
         }
         close(fd);
     }
-    return sk_error_set(err, SK_E_IO, "%s: the lock file keeps changing", path);
+    return sk_error_set(err, SK_E_IO, "%s: its run lock %s keeps changing", output, path);
 }
 
 void sk_out_unlock(const char *output, int fd)
 {
     if (fd < 0) return;
     char path[4200];
-    if (!lock_name(output, path, sizeof path))
-        unlink(path); /* ours (created or taken over under the lock): not litter for the user */
+    struct stat a, b;
+    /* ours (created or taken over under the lock): not litter for the
+     * user; but only while the name is still that file */
+    if (!lock_name(output, path, sizeof path) && fstat(fd, &a) == 0 && lstat(path, &b) == 0 &&
+        a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        unlink(path);
     close(fd);
 }
 
-int sk_out_write_iov(const char *path, struct iovec *iov, int iovcnt, sk_error *err)
+int sk_out_write_iov(const char *path, unsigned flags, struct iovec *iov, int iovcnt, sk_error *err)
 {
     sk_out *o;
-    SK_GUARD(sk_out_open(&o, path, err));
+    SK_GUARD(sk_out_open_as(&o, path, flags, err));
     int rc = sk_writev_all(sk_out_fd(o), iov, iovcnt, sk_out_name(o), err);
     if (rc) {
         sk_out_abort(o); /* what was at path is still there */

@@ -112,6 +112,32 @@ int sk_ext_check(const char *ext, size_t len, const char *what, sk_error *err);
  * member is skipped). */
 int sk_name_strip(const char *name, size_t len, size_t *skip);
 
+/* path.c: path as a manifest in dir names it (docs/format.md: relative
+ * to the manifest's directory): the part under dir when it lies there by
+ * name, else through the real directories ("../out/s-000.tar"); a URL is
+ * relative only under dir's prefix.  -1 when it does not fit cap. */
+int sk_path_rel(const char *path, const char *dir, char *buf, size_t cap);
+
+/* fileid.c: the files a run reads, by identity (device, inode), so that
+ * none of its outputs is written over one.  Zero-initialise; names are
+ * not copied (they must outlive the set). */
+struct sk_fileid;
+typedef struct sk_fileids {
+    struct sk_fileid *v;
+    size_t n, cap;
+    int sorted;
+} sk_fileids;
+/* Adds the file at path (links followed); "-", a URL or a missing file is
+ * no local input and is left out. */
+int sk_fileids_add(sk_fileids *s, const char *path, sk_error *err);
+/* The name of the input that path is (the same file), or NULL. */
+const char *sk_fileids_find(sk_fileids *s, const char *path);
+/* SK_E_USAGE naming output, what it is ("--wids", "the manifest") and the
+ * input, when output is one of the inputs; checked before anything is
+ * written. */
+int sk_fileids_refuse(sk_fileids *s, const char *output, const char *what, sk_error *err);
+void sk_fileids_free(sk_fileids *s);
+
 /* fsutil.c */
 /* A private scratch file with no name: in dir (NULL or "": $TMPDIR, else
  * /tmp), O_TMPFILE where the file system has it, else mkstemp and an
@@ -136,10 +162,26 @@ char *sk_tmp_name_unique(const char *path, sk_error *err);
  * longer running) are removed.  *fd is the lock, for sk_out_unlock. */
 int sk_out_lock(const char *output, const char *what, int *fd, sk_error *err);
 void sk_out_unlock(const char *output, int fd);
+/* sk_out_open with flags: SK_OUT_REGULAR for a name shardkit chose itself
+ * (an index sidecar, a manifest, a shard): it must be a regular file or
+ * nothing; a link, FIFO or device there is refused, never written through.
+ * Without it (a name the user gave) a device or FIFO is written in place,
+ * opened without blocking.  Errors name path, never the temporary name. */
+#define SK_OUT_REGULAR 0x100u
+int sk_out_open_as(sk_out **out, const char *path, unsigned flags, sk_error *err);
+/* SK_OK when path is a regular file or nothing (lstat: a link is not);
+ * else SK_E_USAGE naming it and what it is.  For a name a run will write
+ * later, checked before anything is written. */
+int sk_out_check_regular(const char *path, sk_error *err);
+/* Creates path (O_EXCL, O_NOFOLLOW, mode 0644) for writing: the fd, or -1
+ * with err naming shown (the user's name for a temporary file; NULL: path). */
+int sk_create_excl(const char *path, const char *shown, sk_error *err);
+/* "a FIFO", "a symbolic link"...: the kind of a file of mode st_mode. */
+const char *sk_file_kind(unsigned mode);
 /* Writes a whole file at path through sk_out (shardkit.h): a temporary
  * name renamed on success, a device or FIFO written in place, an existing
- * file untouched on failure.  iov is consumed. */
-int sk_out_write_iov(const char *path, struct iovec *iov, int iovcnt, sk_error *err);
+ * file untouched on failure; flags as sk_out_open_as.  iov is consumed. */
+int sk_out_write_iov(const char *path, unsigned flags, struct iovec *iov, int iovcnt, sk_error *err);
 /* mkdir -p. */
 int sk_mkdirs(const char *dir, sk_error *err);
 /* The directory part of path: "." when it has none, "/" for the root;

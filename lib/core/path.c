@@ -102,3 +102,60 @@ int sk_path_join(const char *dir, const char *name, size_t len, const char *what
     *out = p;
     return SK_OK;
 }
+
+/* The real directory of path's parent (the file itself need not exist). */
+static char *real_parent(const char *path)
+{
+    char *dir = sk_dir_of(path);
+    char *real = dir ? realpath(dir, NULL) : NULL;
+    free(dir);
+    return real;
+}
+
+int sk_path_rel(const char *path, const char *dir, char *buf, size_t cap)
+{
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/') dl--;
+    const char *rel = path;
+    if (strstr(path, "://") || strstr(dir, "://")) {
+        /* a URL: relative only under the manifest's own prefix */
+        if (dl && !strncmp(path, dir, dl) && path[dl] == '/') rel = path + dl + 1;
+        return snprintf(buf, cap, "%s", rel) >= (int)cap ? -1 : 0;
+    }
+    if (!dl || (dl == 1 && dir[0] == '.')) {
+        if (path[0] != '/') { /* the manifest is in the working directory */
+            while (!strncmp(rel, "./", 2)) rel += 2;
+            return snprintf(buf, cap, "%s", rel) >= (int)cap ? -1 : 0;
+        }
+    } else if (!strncmp(path, dir, dl) && path[dl] == '/' && !strstr(path + dl, "/../")) {
+        return snprintf(buf, cap, "%s", path + dl + 1) >= (int)cap ? -1 : 0;
+    }
+    /* elsewhere: through the real directories, "../" up to what they share */
+    char *pd = real_parent(path), *md = realpath(dl ? dir : ".", NULL);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    int rc = -1;
+    if (pd && md) {
+        /* the bytes both share up to a whole component ("/a/b" and "/a/bc"
+         * share "/a") */
+        size_t i = 0, common = 0;
+        while (pd[i] && pd[i] == md[i]) i++;
+        if ((!pd[i] || pd[i] == '/') && (!md[i] || md[i] == '/')) common = i;
+        else
+            for (common = i; common && pd[common - 1] != '/';) common--;
+        size_t k = 0;
+        buf[0] = 0;
+        for (const char *q = md + common; *q; q++) /* "../" for each component of md left */
+            if (*q != '/' && (q == md + common || q[-1] == '/'))
+                k += (size_t)snprintf(buf + k, k < cap ? cap - k : 0, "../");
+        const char *down = pd + common;
+        while (*down == '/') down++;
+        if (k < cap) k += (size_t)snprintf(buf + k, cap - k, "%s%s%s", down, *down ? "/" : "", base);
+        rc = k < cap ? 0 : -1;
+    } else {
+        rc = snprintf(buf, cap, "%s", path) >= (int)cap ? -1 : 0; /* not there: as given */
+    }
+    free(pd);
+    free(md);
+    return rc;
+}

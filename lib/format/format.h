@@ -90,13 +90,16 @@ void sk_key_range_free(sk_key_range *r);
 /* manifest.c: the manifest's JSON written to path (through sk_out), and
  * what its lookup table needs to be tied to it: the file's length and
  * CRC32C, and whether the key ranges went in. */
-int sk_manifest_write_json(sk_manifest *m, const char *path, uint64_t *file_len, uint32_t *file_crc,
-                           int *with_ranges, sk_error *err);
+int sk_manifest_write_json(sk_manifest *m, const char *path, unsigned out_flags, uint64_t *file_len,
+                           uint32_t *file_crc, int *with_ranges, sk_error *err);
 /* manifest_table.c: sk_manifest_write, with (table = 1, what the public
  * call does) or without MANIFEST.lookup beside it (a scratch file on its
  * way to S3).  Here, above manifest.c, so that the JSON writer does not
- * call back into the table. */
-int sk_manifest_write_to(sk_manifest *m, const char *path, int table, sk_error *err);
+ * call back into the table.  flags: SK_MANIFEST_TABLE, and SK_OUT_REGULAR
+ * for a manifest name the run chose (not the user's --manifest): a link,
+ * FIFO or device there is refused (core/internal.h). */
+#define SK_MANIFEST_TABLE 1u
+int sk_manifest_write_to(sk_manifest *m, const char *path, unsigned flags, sk_error *err);
 /* manifest_table.c: PATH.lookup, the binary table of the manifest just
  * written to PATH (file_len bytes, CRC32C file_crc), when it lists at
  * least SK_MANIFEST_TABLE_MIN shards and PATH is a regular local file
@@ -169,5 +172,24 @@ struct json_t *sk_json_u64(uint64_t v);
 /* naming.c: the number n for which pattern gives name (the inverse of
  * sk_shard_name); 0 when name is not one of pattern's. */
 int sk_shard_number(const char *pattern, const char *name, uint64_t *n);
+
+
+/* keyseen.c: the sample keys of one shard in the order a streaming reader
+ * meets them; *again = 1 (nothing added) when key was met before, in a
+ * sample not adjacent to this one: a split sample.  Zero it to start;
+ * reset between shards. */
+typedef struct sk_keyseen {
+    char *arena;
+    size_t alen, acap;
+    size_t *off, *len, *slot;
+    size_t n, ocap, lcap, scap;
+    int unsorted;
+} sk_keyseen;
+int sk_keyseen_add(sk_keyseen *k, const char *key, size_t len, int *again, sk_error *err);
+void sk_keyseen_reset(sk_keyseen *k);
+void sk_keyseen_free(sk_keyseen *k);
+/* index.c: how many keys occur as more than one sample of the shard (the
+ * key order table holds them side by side), and the first of them. */
+uint64_t sk_index_split_keys(const sk_index *ix, const char **first, size_t *first_len);
 
 #endif

@@ -317,7 +317,7 @@ int sk_index_builder_write(sk_index_builder *b, const char *path,
         {b->strings, b->nstrings},
         {zeros, pad8(b->nstrings) - b->nstrings},
     };
-    rc = sk_out_write_iov(path, iov, (int)SK_ARRAY_LEN(iov), err);
+    rc = sk_out_write_iov(path, SK_OUT_REGULAR, iov, (int)SK_ARRAY_LEN(iov), err);
     free(order);
     return rc;
 }
@@ -594,4 +594,33 @@ int sk_index_find(const sk_index *ix, const char *key, size_t key_len, uint64_t 
     }
     return sk_error_set(err, SK_E_NOTFOUND, "%s: no sample with key '%.*s'", ix->path,
                         (int)(key_len > 200 ? 200 : key_len), key);
+}
+
+uint64_t sk_index_split_keys(const sk_index *ix, const char **first, size_t *first_len)
+{
+    /* equal keys sit side by side in the key order table; a table out of
+     * range (a crafted index opened with SK_INDEX_TRUST_BODY) ends the count */
+    uint64_t S = ix->nsamples, n = 0;
+    const char *pk = NULL;
+    uint32_t pl = 0;
+    int counted = 0;
+    *first = NULL, *first_len = 0;
+    for (uint64_t i = 0; i < S; i++) {
+        uint32_t o = sk_get_le32(ix->order + i * 4);
+        if (o >= S) break;
+        const unsigned char *r = ix->samples + (uint64_t)o * IDX_SAMPLE;
+        const char *k = NULL;
+        uint32_t kl = sk_get_le32(r + 36);
+        if (string_at(ix, sk_get_le32(r + 32), kl, &k, NULL)) break;
+        if (pk && pl == kl && !memcmp(pk, k, kl)) {
+            if (!counted++) {
+                n++;
+                if (!*first) *first = k, *first_len = kl;
+            }
+        } else {
+            counted = 0;
+        }
+        pk = k, pl = kl;
+    }
+    return n;
 }

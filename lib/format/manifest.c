@@ -191,7 +191,8 @@ json_t *sk_json_str(const char *s)
     return j;
 }
 
-int sk_manifest_write_json(sk_manifest *m, const char *path, uint64_t *file_len, uint32_t *file_crc,
+int sk_manifest_write_json(sk_manifest *m, const char *path, unsigned out_flags, uint64_t *file_len,
+                           uint32_t *file_crc,
                            int *with_ranges, sk_error *err)
 {
     json_t *root = json_object(), *shards = json_array(), *exts = json_object();
@@ -245,7 +246,7 @@ int sk_manifest_write_json(sk_manifest *m, const char *path, uint64_t *file_len,
     text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!text) { rc = sk_error_set(err, SK_E_NOMEM, "%s: cannot format manifest", path); goto cleanup; }
     struct iovec iov[2] = {{text, strlen(text)}, {(void *)"\n", 1}};
-    rc = sk_out_write_iov(path, iov, 2, err);
+    rc = sk_out_write_iov(path, out_flags & SK_OUT_REGULAR, iov, 2, err);
     if (file_len) *file_len = iov[0].iov_len + 1;
     if (file_crc) *file_crc = sk_crc32c(sk_crc32c(0, text, iov[0].iov_len), "\n", 1);
     if (with_ranges) *with_ranges = ranges;

@@ -88,7 +88,7 @@ int sk_manifest_table_write(const sk_manifest *m, const char *path, uint64_t fil
     sk_put_le32(hdr + 48, sk_crc32c(sk_crc32c(0, rec, S * TAB_RECORD), str, nstr));
     sk_put_le32(hdr + 56, sk_crc32c(0, hdr, 56));
     struct iovec iov[] = {{hdr, TAB_HEADER}, {rec, S * TAB_RECORD}, {str, nstr}};
-    rc = sk_out_write_iov(tpath, iov, 3, err);
+    rc = sk_out_write_iov(tpath, SK_OUT_REGULAR, iov, 3, err);
 out:
     free(rec);
     free(str);
@@ -97,18 +97,18 @@ out:
 }
 
 /* Reads a whole small file; 0 when it is not there or not readable. */
-int sk_manifest_write_to(sk_manifest *m, const char *path, int table, sk_error *err)
+int sk_manifest_write_to(sk_manifest *m, const char *path, unsigned flags, sk_error *err)
 {
     uint64_t len = 0;
     uint32_t crc = 0;
     int ranges = 0;
-    SK_GUARD(sk_manifest_write_json(m, path, &len, &crc, &ranges, err));
-    return table ? sk_manifest_table_write(m, path, len, crc, ranges, err) : SK_OK;
+    SK_GUARD(sk_manifest_write_json(m, path, flags, &len, &crc, &ranges, err));
+    return flags & SK_MANIFEST_TABLE ? sk_manifest_table_write(m, path, len, crc, ranges, err) : SK_OK;
 }
 
 int sk_manifest_write(sk_manifest *m, const char *path, sk_error *err)
 {
-    return sk_manifest_write_to(m, path, 1, err);
+    return sk_manifest_write_to(m, path, SK_MANIFEST_TABLE, err);
 }
 
 static int slurp(const char *path, size_t max, unsigned char **out, size_t *len)

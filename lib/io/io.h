@@ -108,4 +108,40 @@ int sk_s3_scratch(char *buf, size_t cap, const char *what, sk_error *err);
 int sk_s3_load_manifest(sk_s3 *s3, const char *url, sk_manifest **m, sk_error *err);
 int sk_s3_load_index(sk_s3 *s3, const char *url, sk_index **out, sk_error *err);
 
+/* -------------------------------------------------------- existing.c */
+
+/* The manifest already where a run writes one (pack, shard, the sample
+ * writer): refused, appended to or replaced, as mode says (SK_EXISTING_*).
+ * Zero it, set mode, call sk_existing_begin before the first shard and
+ * sk_existing_commit instead of writing the manifest. */
+typedef struct sk_existing {
+    int mode;
+    int began;
+    int parts;          /* the run is a --part (no append then) */
+    sk_manifest *old;   /* what was there at the start (NULL: nothing) */
+    char *mpath, *relpat;
+    uint64_t start;     /* the first number this run writes */
+} sk_existing;
+/* Reads the manifest at mpath (local or s3://) and decides: refuses
+ * (SK_E_USAGE naming it) a manifest listing a shard outside this run's
+ * pattern (relative to mdir) does not name at *start or after (nshards,
+ * the run's count or UINT64_MAX, is not held against it: a rerun with
+ * fewer is warned of at commit); with append, options that differ
+ * from options_json (but "start") and a --start inside the dataset, and
+ * sets *start after its last shard when 0. */
+int sk_existing_begin(sk_existing *g, sk_s3 *s3, const char *pattern, const char *mpath, const char *mdir,
+                  const char *options_json, uint64_t *start, uint64_t nshards, sk_error *err);
+/* Writes man (this run's shards) to mpath: with append, after the shards
+ * already listed (read again: they must not have changed); otherwise in its
+ * place, warning of earlier shards it no longer lists.  flags: those of
+ * sk_manifest_write_to for a local manifest (its lookup table; a name the
+ * run chose must be a regular file or nothing). */
+int sk_existing_commit(sk_existing *g, sk_s3 *s3, sk_manifest *man, const char *mpath,
+                       unsigned flags, void (*warn)(void *, const char *), void *ctx, sk_error *err);
+void sk_existing_release(sk_existing *g);
+/* index, merge: SK_E_USAGE naming it when the manifest at mpath lists a
+ * shard URL man does not ("did not <verb>": index, merge). */
+int sk_existing_listed(sk_s3 *s3, const char *mpath, const sk_manifest *man, const char *verb,
+                       sk_error *err);
+
 #endif

@@ -48,11 +48,11 @@ static size_t common_dir(char *const *urls, size_t n)
 static int write_out(const char *out, const char *text, sk_s3 *s3, sk_error *err)
 {
     struct iovec iov[2] = {{(void *)text, strlen(text)}, {(void *)"\n", 1}};
-    if (!sk_is_s3_url(out)) return sk_out_write_iov(out, iov, 2, err);
+    if (!sk_is_s3_url(out)) return sk_out_write_iov(out, 0, iov, 2, err);
     SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// output needs an S3 client", out);
     char tmp[4200];
     SK_GUARD(sk_s3_scratch(tmp, sizeof tmp, "sagemaker", err));
-    int rc = sk_out_write_iov(tmp, iov, 2, err);
+    int rc = sk_out_write_iov(tmp, SK_OUT_REGULAR, iov, 2, err);
     if (!rc) rc = sk_s3_put_file(s3, tmp, out, NULL, err);
     unlink(tmp);
     return rc;

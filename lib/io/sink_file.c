@@ -13,16 +13,15 @@
 
 struct file_sink {
     sk_sink base;
-    char *path, *tmp, *index_path;
-    int fd;
-    int own_fd; /* 0 for a caller's descriptor: never closed, nothing renamed */
+    char *path, *index_path;
+    sk_out *out; /* a shard file (core's temporary name, renamed at publish); NULL for a descriptor */
+    int fd;      /* out's, or the caller's (never closed) */
 };
 
 static void file_free(struct file_sink *f)
 {
-    if (f->own_fd && f->fd >= 0) close(f->fd);
+    sk_out_abort(f->out); /* a shard not published: its temporary file goes */
     free(f->path);
-    free(f->tmp);
     free(f->index_path);
     free(f);
 }
@@ -72,7 +71,7 @@ static int file_pwrite(sk_sink *s, const struct iovec *iov, int iovcnt, uint64_t
 static int file_truncate(sk_sink *s, uint64_t size, int shrink, sk_error *err)
 {
     struct file_sink *f = (struct file_sink *)s;
-    SK_FAIL_IF(shrink && !f->own_fd, err, SK_E_IO,
+    SK_FAIL_IF(shrink && !f->out, err, SK_E_IO,
                "%s: cannot drop bytes already written to a stream", s->where);
     SK_FAIL_IF((shrink && ftruncate(f->fd, (off_t)size) != 0) ||
                    lseek(f->fd, (off_t)size, SEEK_SET) < 0,
@@ -85,16 +84,11 @@ static int file_publish(sk_sink *s, sk_index_builder *index, const sk_index_shar
 {
     struct file_sink *f = (struct file_sink *)s;
     int rc = SK_OK;
-    if (f->own_fd) {
-        int fd = f->fd;
-        f->fd = -1;
-        if (close(fd) != 0)
-            rc = sk_error_set(err, SK_E_IO, "%s: close failed: %s", f->tmp, strerror(errno));
-        if (!rc && index) rc = sk_index_builder_write(index, f->index_path, info, err);
-        if (!rc && rename(f->tmp, f->path) != 0)
-            rc = sk_error_set(err, SK_E_IO, "%s: rename to %s failed: %s", f->tmp, f->path,
-                              strerror(errno));
-        if (rc) unlink(f->tmp);
+    if (f->out) {
+        /* the index first: a shard under its final name always has one */
+        if (index) rc = sk_index_builder_write(index, f->index_path, info, err);
+        if (!rc) rc = sk_out_commit(f->out, err); /* closed, renamed; freed either way */
+        f->out = NULL;
     }
     file_free(f);
     return rc;
@@ -102,13 +96,7 @@ static int file_publish(sk_sink *s, sk_index_builder *index, const sk_index_shar
 
 static void file_abort(sk_sink *s)
 {
-    struct file_sink *f = (struct file_sink *)s;
-    if (f->own_fd) {
-        close(f->fd);
-        f->fd = -1;
-        unlink(f->tmp);
-    }
-    file_free(f);
+    file_free((struct file_sink *)s);
 }
 
 static const struct sk_sink_ops file_ops = {file_write, file_pwrite, file_truncate, file_publish,
@@ -121,12 +109,10 @@ int sk_sink_file_open(sk_sink **out, const char *path, sk_error *err)
     struct file_sink *f = calloc(1, sizeof *f);
     SK_FAIL_IF(!f, err, SK_E_NOMEM, "out of memory");
     f->fd = -1;
-    f->own_fd = 1;
     f->path = strdup(path);
-    f->tmp = sk_tmp_name_unique(path, err);
     size_t n = strlen(path) + 5;
     f->index_path = malloc(n);
-    if (!f->path || !f->tmp || !f->index_path) {
+    if (!f->path || !f->index_path) {
         file_free(f);
         return sk_error_set(err, SK_E_NOMEM, "out of memory");
     }
@@ -134,22 +120,18 @@ int sk_sink_file_open(sk_sink **out, const char *path, sk_error *err)
     /* what is already at path (a shard of an earlier run, or a file of
      * the user's) stays until the new shard is complete and renamed over
      * it: a failed run destroys nothing.  A path that is not a regular
-     * file (a device, a FIFO, a directory) is never renamed over. */
-    struct stat st;
-    if (stat(f->path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        int rc = sk_error_set(err, SK_E_USAGE, "%s exists and is not a regular file: a shard "
-                              "will not replace it", f->path);
+     * file (a link, a device, a FIFO, a directory) is refused: neither
+     * renamed over nor written through (core's SK_OUT_REGULAR) -- nor is
+     * its index sidecar, checked here so that no shard is written first. */
+    int rc = sk_out_open_as(&f->out, path, SK_OUT_REGULAR, err);
+    if (!rc) rc = sk_out_check_regular(f->index_path, err);
+    if (rc) {
         file_free(f);
         return rc;
     }
-    f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (f->fd < 0) {
-        int rc = sk_error_set(err, SK_E_IO, "%s: cannot create: %s", f->tmp, strerror(errno));
-        file_free(f);
-        return rc;
-    }
+    f->fd = sk_out_fd(f->out);
     f->base.ops = &file_ops;
-    f->base.where = f->tmp;
+    f->base.where = f->path;
     *out = &f->base;
     return SK_OK;
 }

@@ -220,7 +220,7 @@ int sk_sink_s3_put_manifest(sk_s3 *s3, sk_manifest *man, const char *url, sk_err
     SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
     int rc = sk_s3_scratch(tmp, sizeof tmp, "manifest", err);
     if (!rc) {
-        rc = sk_manifest_write_to(man, tmp, 0, err); /* no .lookup beside a scratch file */
+        rc = sk_manifest_write_to(man, tmp, SK_OUT_REGULAR, err); /* no .lookup beside a scratch file */
         if (!rc) rc = put_file(s3, tmp, bucket, key, NULL, err);
         unlink(tmp);
     }

@@ -40,28 +40,13 @@ void sk_pack_options_init_sized(sk_pack_options *o, size_t size)
     sk_options_init(o, size, &defaults, sizeof defaults);
 }
 
-/* The run's lock (sk_out_lock on its manifest); create: make the
- * directory first, else only lock when it exists.  With images the
- * resharding half takes it (pack_images.c). */
+/* The run's locks (sk_run_lock: its manifest and its shard names);
+ * create: make the directories first, else only lock where they exist.
+ * With images the resharding half takes them (pack_images.c). */
 static int take_lock(sk_pack *p, int create, sk_error *err)
 {
-    if (p->lock_fd >= 0 || p->stream_fd >= 0 || sk_is_s3_url(p->o.pattern) ||
-        sk_is_s3_url(p->o.manifest) || sk_image_options_active(p->o.images))
-        return SK_OK;
-    sk_pack_lock_path(p->o.pattern, p->o.manifest, p->lock_path, sizeof p->lock_path);
-    char *dir = sk_dir_of(p->lock_path);
-    SK_FAIL_IF(!dir, err, SK_E_NOMEM, "out of memory");
-    struct stat st;
-    int rc = SK_OK;
-    if (stat(dir, &st) != 0) {
-        if (create) rc = sk_mkdirs(dir, err);
-        else {
-            free(dir);
-            return SK_OK;
-        }
-    }
-    free(dir);
-    return rc ? rc : sk_out_lock(p->lock_path, "pack", &p->lock_fd, err);
+    if (p->stream_fd >= 0 || sk_image_options_active(p->o.images)) return SK_OK;
+    return sk_run_lock_take(&p->lock, p->o.pattern, p->o.manifest, "pack", create, err);
 }
 
 int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
@@ -72,12 +57,20 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
     char probe[4096];
     *out = NULL;
     SK_FAIL_IF(!opts->pattern, err, SK_E_USAGE, "no output pattern");
-    SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
+    /* "-": the samples as one plain tar stream on standard output (the
+     * stream mode pack feeds its image pool with): no index, no manifest */
+    int to_stdout = !strcmp(opts->pattern, "-");
+    SK_FAIL_IF(to_stdout && (opts->parts || opts->resume || opts->compress_level ||
+                             opts->manifest || sk_image_options_active(opts->images)),
+               err, SK_E_USAGE, "-o - writes one plain tar stream on stdout: --part, --resume, "
+               "--compress, --manifest and image resizing do not apply (shard -o - resizes)");
+    if (!to_stdout) SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
     SK_GUARD(sk_pack_check_suffix(opts->pattern, opts->compress_level, err));
     sk_pack *p = calloc(1, sizeof *p);
     SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
     p->o = *opts;
-    p->stream_fd = p->lock_fd = -1;
+    p->stream_fd = -1;
+    p->lock = (sk_run_lock)SK_RUN_LOCK_INIT;
     if (!p->o.max_size) p->o.max_size = SK_PACK_DEFAULT_MAX_SIZE;
     if (p->o.jobs <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -105,6 +98,11 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
     }
     p->o.pattern = p->part_pattern;
     if (p->part_manifest) p->o.manifest = p->part_manifest;
+    if (to_stdout) {
+        p->stream_fd = STDOUT_FILENO;
+        p->o.max_size = UINT64_MAX / 4; /* one stream: no rolling over */
+        p->o.max_count = 0;
+    }
     /* one run at a time per dataset, from the start when its directory
      * exists (before the walk of the inputs, which may take long), else
      * once sk_pack_run has made it */
@@ -131,7 +129,9 @@ void sk_pack_free(sk_pack *p)
     free(p->part_pattern);
     free(p->part_manifest);
     if (p->inline_fill) sk_pack_dir_cache_release(&p->inline_dc, &p->cat);
-    if (p->lock_fd >= 0) sk_out_unlock(p->lock_path, p->lock_fd);
+    sk_run_lock_release(&p->lock);
+    sk_run_files_free(&p->files);
+    sk_existing_release(&p->grow);
     sk_catalog_release(&p->cat);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->slot_ready);
@@ -156,6 +156,7 @@ int sk_pack_add_dir(sk_pack *p, const char *dir, sk_error *err)
                    "into later ones: write the output outside it", dir, outs[i]);
     }
     /* walked when the run starts: a window at a time in stream mode */
+    SK_GUARD(sk_run_files_add(&p->files, dir, NULL, 1, err));
     return sk_catalog_add_dir_lazy(&p->cat, dir, err);
 }
 
@@ -167,7 +168,14 @@ int sk_pack_add_list(sk_pack *p, FILE *list, const char *list_name, const char *
 
 int sk_pack_add_archive(sk_pack *p, const char *path, sk_error *err)
 {
+    SK_GUARD(sk_run_files_add(&p->files, path, NULL, 0, err));
     return sk_catalog_add_archive(&p->cat, path, err);
+}
+
+int sk_pack_add_output(sk_pack *p, const char *path, const char *what, sk_error *err)
+{
+    SK_FAIL_IF(!p || !what, err, SK_E_USAGE, "sk_pack_add_output: no pack or no role");
+    return sk_run_files_add(&p->files, path, what, 0, err);
 }
 
 /* s3io: S3 sources and sink live in catalog_s3.c, fetch_s3.c, sink_s3.c */
@@ -183,6 +191,7 @@ int sk_pack_add_s3(sk_pack *p, const char *url, sk_error *err)
 
 int sk_pack_add_sagemaker_manifest(sk_pack *p, const char *manifest, sk_error *err)
 {
+    SK_GUARD(sk_run_files_add(&p->files, manifest, NULL, 0, err));
     return sk_catalog_add_sagemaker(&p->cat, manifest, err);
 }
 
@@ -299,6 +308,12 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
         k = sk_pack_sample_key(&p->cat, p->order[sp->first + sp->count - 1], key);
         ok = ok && k == last.key_len && !memcmp(key, last.key, k);
     }
+    /* and every sample is this run's: the same members, sizes and bytes
+     * in its inputs (an earlier run over other inputs with the same names
+     * is not resumed) */
+    ok = ok && sk_pack_shard_options_match(p, path, ix);
+    for (uint64_t i = 0; ok && i < sp->count; i++)
+        ok = sk_pack_sample_proven(p, p->order[sp->first + i], ix, i);
     /* The shard's bytes must still be the ones the index was made for:
      * reading it back costs far less than rewriting it. */
     if (ok) ok = sk_pack_file_crc32c(path, info->size) == (int64_t)info->crc32c;
@@ -636,7 +651,7 @@ static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, i
     for (size_t i = 0; i < p->nshards && !rc; i++) {
         struct shard_plan *sp = &p->shards[i];
         if (sp->done) continue;
-        if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) break;
+        if (p->stream_fd < 0 && (rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) break;
         if ((rc = p->stream_fd >= 0 ? sk_shard_out_begin_fd(out, p->stream_fd, "pack's sample stream", err)
                                     : sk_shard_out_begin(out, path, err)))
             break;
@@ -715,15 +730,28 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     const char *slash = strrchr(p->o.pattern, '/');
     snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern);
     if (mdir[0] && !sk_is_s3_url(mdir) && (rc = sk_mkdirs(mdir, err))) goto cleanup;
+    /* no output over an input: the manifest and the side outputs */
+    sk_pack_lock_path(p->o.pattern, p->o.manifest, path, sizeof path);
+    if (p->stream_fd < 0 && ((rc = sk_run_files_add(&p->files, path, "the manifest", 0, err)) ||
+                             (rc = sk_run_files_check(&p->files, err))))
+        goto cleanup;
     if ((rc = take_lock(p, 1, err))) goto cleanup;
+    sk_pack_manifest_path(p->o.pattern, p->o.manifest, mpath, sizeof mpath, mdir, sizeof mdir);
+    man = sk_manifest_new();
+    if (!man || !(man->options_json = sk_pack_options_json(p->pattern_tmpl, &p->o))) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
+    /* a manifest already there: refused, appended to (numbering after its
+     * last shard) or replaced, before any shard is written */
+    p->grow.mode = p->o.existing;
+    p->grow.parts = p->o.parts;
+    if (p->stream_fd < 0 &&
+        (rc = sk_existing_begin(&p->grow, p->cat.s3, p->o.pattern, mpath, mdir, man->options_json,
+                            &p->o.start, p->cat.defer_sizes ? UINT64_MAX : p->nshards, err)))
+        goto cleanup;
     if (sk_is_s3_url(p->o.pattern) && p->stream_fd < 0 && /* s3io: aborts a killed run's uploads */
         (rc = sk_sink_s3_prepare(p->cat.s3, p->o.pattern, p->o.start, p->nshards,
                                    p->cat.warn, p->cat.warn_ctx, err)))
         goto cleanup;
     out.sink_opts = (sk_sink_opts){p->cat.s3, p->cat.s3_part_size};
-    sk_pack_manifest_path(p->o.pattern, p->o.manifest, mpath, sizeof mpath, mdir, sizeof mdir);
-    man = sk_manifest_new();
-    if (!man || !(man->options_json = sk_pack_options_json(p->pattern_tmpl, &p->o))) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
     man->part = p->o.part; /* --part */
     man->parts = p->o.parts;
 
@@ -732,7 +760,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     if (!p->pending) { rc = SK_E_NOMEM; goto cleanup; }
     for (size_t i = 0; i < p->nshards; i++) {
         struct shard_plan *sp = &p->shards[i];
-        if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
+        if (p->stream_fd < 0 && (rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
         if (p->o.resume && shard_matches_plan(p, sp, path)) {
             sp->done = 1;
             p->st.shards_resumed++;
@@ -798,8 +826,8 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
                                             strlen(p->ext_tallies[i]->exts[k].ext),
                                             p->ext_tallies[i]->exts[k].count, err)))
                 goto cleanup;
-    if (!(rc = sk_is_s3_url(mpath) ? sk_sink_s3_put_manifest(p->cat.s3, man, mpath, err) /* s3io */
-                                   : sk_manifest_write(man, mpath, err)))
+    if (!(rc = sk_existing_commit(&p->grow, p->cat.s3, man, mpath, sk_pack_manifest_flags(p->o.manifest),
+                                  p->cat.warn, p->cat.warn_ctx, err)))
         sk_pack_progress(p, 1);
 
 cleanup:

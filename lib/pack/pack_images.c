@@ -95,6 +95,7 @@ int sk_pack_run_images(sk_pack *p, sk_pack_run_fn run, sk_pack_stats *stats, sk_
     so.compress_level = p->o.compress_level;
     so.mtime = p->o.mtime;
     so.resume = p->o.resume;
+    so.existing = p->o.existing;
     so.part = p->o.part;
     so.parts = p->o.parts;
     so.warn = p->o.warn;

@@ -9,7 +9,9 @@
 #define SK_PACK_INT_H
 
 #include "pack/catalog.h"
+#include "io/io.h"
 #include "io/writer.h"
+#include "pack/pack_out.h"
 #include "format/format.h"
 
 #include <pthread.h>
@@ -86,9 +88,12 @@ struct sk_pack {
     /* --image-size (pack_images.c): the whole run goes as one tar stream
      * to this descriptor, no index, no manifest; -1 otherwise */
     int stream_fd;
-    /* the run's lock (sk_out_lock on the manifest), from sk_pack_new */
-    int lock_fd;
-    char lock_path[4200];
+    /* the run's locks (manifest and shard names: pack_out.h), from sk_pack_new */
+    sk_run_lock lock;
+    /* the run's local inputs (files, directories) and side outputs, checked
+     * against each other before anything is written (pack_out.h) */
+    sk_run_files files;
+    sk_existing grow; /* the manifest already there (io/existing.c) */
     /* the inputs are directories walked in key order a window at a time
      * while writing (stream mode, pack_pos.c): memory does not grow with
      * the number of files */
@@ -119,6 +124,13 @@ uint64_t sk_pack_sample_bytes(const sk_catalog *c, uint32_t s);
 /* Sample s's key (directory and basename up to the key's end) into buf
  * (room for SK_TAR_NAME_MAX + 1); returns its length. */
 size_t sk_pack_sample_key(const sk_catalog *c, uint32_t s, char *buf);
+/* --resume (pack_resume.c): 1 when sample ordinal of the shard indexed by
+ * ix holds exactly catalog sample s: its members' extensions, sizes and
+ * CRC32C, read again from the inputs. */
+int sk_pack_sample_proven(sk_pack *p, uint32_t s, const sk_index *ix, uint64_t ordinal);
+/* --resume: 1 when the shard at path (indexed by ix) was written with this
+ * run's --mtime and compression. */
+int sk_pack_shard_options_match(sk_pack *p, const char *path, const sk_index *ix);
 /* Adds a skip message to the slot's warnings, in member order. */
 void sk_pack_slot_warn(struct slot *s, const char *msg);
 /* Opens name under dirfd for reading (O_NOATIME where allowed), plus extra flags. */

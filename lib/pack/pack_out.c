@@ -82,6 +82,88 @@ void sk_pack_lock_path(const char *pattern, const char *manifest, char *buf, siz
     }
 }
 
+/* The directory of path (without making it): whether it exists. */
+static int dir_exists(const char *path, int create, sk_error *err, int *rc)
+{
+    char *dir = sk_dir_of(path);
+    struct stat st;
+    *rc = SK_OK;
+    if (!dir) {
+        *rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        return 0;
+    }
+    int there = stat(dir, &st) == 0;
+    if (!there && create) there = !(*rc = sk_mkdirs(dir, err));
+    free(dir);
+    return there;
+}
+
+int sk_run_lock_take(sk_run_lock *l, const char *pattern, const char *manifest, const char *what,
+                     int create, sk_error *err)
+{
+    if (sk_is_s3_url(pattern) || sk_is_s3_url(manifest) || !strcmp(pattern, "-")) return SK_OK;
+    int rc = SK_OK;
+    if (l->mfd < 0) {
+        sk_pack_lock_path(pattern, manifest, l->mpath, sizeof l->mpath);
+        if (!manifest) SK_GUARD(sk_out_check_regular(l->mpath, err));
+        if (dir_exists(l->mpath, create, err, &rc)) SK_GUARD(sk_out_lock(l->mpath, what, &l->mfd, err));
+        SK_GUARD(rc);
+    }
+    /* the shard names' lock: ".PATTERN.lock" beside the shards, unless the
+     * pattern's number is in its directory part (shards in many places) */
+    const char *slash = strrchr(pattern, '/');
+    if (l->pfd < 0 && !(slash && memchr(pattern, '%', (size_t)(slash - pattern)))) {
+        snprintf(l->pattern, sizeof l->pattern, "%s", pattern);
+        if (dir_exists(pattern, create, err, &rc)) SK_GUARD(sk_out_lock(pattern, what, &l->pfd, err));
+        SK_GUARD(rc);
+    }
+    return SK_OK;
+}
+
+void sk_run_lock_release(sk_run_lock *l)
+{
+    if (l->pfd >= 0) sk_out_unlock(l->pattern, l->pfd);
+    if (l->mfd >= 0) sk_out_unlock(l->mpath, l->mfd);
+    l->pfd = l->mfd = -1;
+}
+
+int sk_run_files_add(sk_run_files *f, const char *path, const char *what, int dir, sk_error *err)
+{
+    if (!path || !strcmp(path, "-") || strstr(path, "://")) return SK_OK; /* not a local file */
+    SK_GUARD(sk_grow((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v, err));
+    SK_FAIL_IF(!(f->v[f->n].path = strdup(path)), err, SK_E_NOMEM, "out of memory");
+    f->v[f->n].what = what;
+    f->v[f->n++].dir = dir;
+    return SK_OK;
+}
+
+int sk_run_files_check(const sk_run_files *f, sk_error *err)
+{
+    for (size_t o = 0; o < f->n; o++) {
+        if (!f->v[o].what) continue;
+        sk_fileids one = {0};
+        for (size_t i = 0; i < f->n; i++) {
+            const struct sk_run_file *in = &f->v[i];
+            if (in->what) continue;
+            SK_FAIL_IF(in->dir && sk_path_within(f->v[o].path, in->path), err, SK_E_USAGE,
+                       "%s (%s) is inside the input directory %s: it would be packed, or replace "
+                       "an input; write it outside", f->v[o].path, f->v[o].what, in->path);
+            if (!in->dir && sk_fileids_add(&one, in->path, err)) return sk_fileids_free(&one), SK_E_NOMEM;
+        }
+        int rc = sk_fileids_refuse(&one, f->v[o].path, f->v[o].what, err);
+        sk_fileids_free(&one);
+        SK_GUARD(rc);
+    }
+    return SK_OK;
+}
+
+void sk_run_files_free(sk_run_files *f)
+{
+    for (size_t i = 0; i < f->n; i++) free(f->v[i].path);
+    free(f->v);
+    *f = (sk_run_files){0};
+}
+
 void sk_pack_manifest_path(const char *pattern, const char *manifest, char *mpath, size_t mcap,
                            char *mdir, size_t dcap)
 {
@@ -101,16 +183,8 @@ int sk_pack_index_path(const char *shard, char *buf, size_t cap)
     return snprintf(buf, cap, "%s.idx", shard) >= (int)cap ? -1 : 0;
 }
 
-/* Relative to the manifest when the shard sits under its directory;
- * otherwise the path as given. */
-static int shard_url(const char *shard, const char *manifest_dir, char *buf, size_t cap)
-{
-    size_t dl = strlen(manifest_dir);
-    const char *rel = shard;
-    if (dl && !strncmp(shard, manifest_dir, dl) && shard[dl] == '/') rel = shard + dl + 1;
-    else if (!dl && !strncmp(shard, "./", 2)) rel = shard + 2;
-    return snprintf(buf, cap, "%s", rel) >= (int)cap ? -1 : 0;
-}
+/* Relative to the manifest's directory, wherever the shard is (core). */
+#define shard_url sk_path_rel
 
 int sk_pack_manifest_add(sk_manifest *man, const char *path, const char *mdir,
                          const sk_index_shard_info *info, uint64_t samples, int part,

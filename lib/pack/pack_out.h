@@ -10,6 +10,7 @@
 #ifndef SK_PACK_OUT_H
 #define SK_PACK_OUT_H
 
+#include "format/format.h"
 #include "io/writer.h"
 
 #define SK_PACK_DEFAULT_MAX_SIZE (512ULL << 20)
@@ -38,9 +39,42 @@ char *sk_pack_options_json(const char *pattern_tmpl, const sk_pack_options *o);
 /* Where the run's lock goes: the manifest (given, or manifest.json beside
  * the shards). */
 void sk_pack_lock_path(const char *pattern, const char *manifest, char *buf, size_t cap);
+/* The run's locks: one on its manifest, one on its shard names (the
+ * pattern, {part} expanded, in the shards' directory), so that two runs
+ * cannot write one manifest, nor one set of shard names under two
+ * manifests.  take: each lock not held yet whose directory exists (create:
+ * make the directories first); a manifest name the run chose must be a
+ * regular file or nothing, checked here before any shard is written.
+ * Local outputs only (an s3:// one has no lock). */
+typedef struct sk_run_lock {
+    int mfd, pfd;
+    char mpath[4200], pattern[4200];
+} sk_run_lock;
+#define SK_RUN_LOCK_INIT {.mfd = -1, .pfd = -1}
+int sk_run_lock_take(sk_run_lock *l, const char *pattern, const char *manifest, const char *what,
+                     int create, sk_error *err);
+void sk_run_lock_release(sk_run_lock *l);
+/* What a run reads (files and directories named as sources) and writes
+ * beside its shards (manifest, exports): sk_run_files_check refuses, before
+ * anything is written, an output that is an input (same file) or lies in
+ * an input directory.  Zero-initialise. */
+typedef struct sk_run_files {
+    struct sk_run_file {
+        char *path;
+        const char *what; /* an output's role ("the manifest"); NULL: an input */
+        int dir;
+    } *v;
+    size_t n, cap;
+} sk_run_files;
+int sk_run_files_add(sk_run_files *f, const char *path, const char *what, int dir, sk_error *err);
+int sk_run_files_check(const sk_run_files *f, sk_error *err);
+void sk_run_files_free(sk_run_files *f);
 /* The manifest's path and its directory (shard URLs are relative to it). */
 void sk_pack_manifest_path(const char *pattern, const char *manifest, char *mpath, size_t mcap,
                            char *mdir, size_t dcap);
+/* How the manifest is written: with its lookup table, and (when the run
+ * chose its name, manifest NULL) only over a regular file or nothing. */
+#define sk_pack_manifest_flags(manifest) (SK_MANIFEST_TABLE | ((manifest) ? 0 : SK_OUT_REGULAR))
 /* "<shard>.idx"; -1 when it does not fit. */
 int sk_pack_index_path(const char *shard, char *buf, size_t cap);
 /* Appends shard (its file at path, samples in it) to the manifest, named

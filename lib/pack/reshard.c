@@ -234,9 +234,11 @@ typedef struct rs {
     uint64_t shard_no, in_shard;
     uint64_t target; /* samples for the open shard (num_shards), else 0 */
     sk_manifest *man;
+    sk_existing grow; /* the manifest already there (io/existing.c) */
     char mdir[4200], mpath[4200];
     /* --resume: the existing shard being skipped */
     sk_index *rix;
+    int rfd; /* the resumed shard, local and plain: its samples compared byte for byte */
     uint64_t rpos;
     /* scratch */
     unsigned char *rec;
@@ -503,14 +505,8 @@ static int out_add(rs *r, const struct sview *v, sk_error *err)
     return SK_OK;
 }
 
-static int shard_url(const char *path, const char *dir, char *buf, size_t cap)
-{
-    size_t dl = strlen(dir);
-    const char *rel = path;
-    if (dl && !strncmp(path, dir, dl) && path[dl] == '/') rel = path + dl + 1;
-    else if (!dl && !strncmp(path, "./", 2)) rel = path + 2;
-    return snprintf(buf, cap, "%s", rel) >= (int)cap ? -1 : 0;
-}
+/* Relative to the manifest's directory, wherever the shard is (core). */
+#define shard_url sk_path_rel
 
 /* keys: the shard's smallest and largest key (first NULL: not known) */
 static int add_to_manifest(rs *r, const char *path, const sk_index_shard_info *info,
@@ -532,9 +528,37 @@ static int add_to_manifest(rs *r, const char *path, const sk_index_shard_info *i
     return SK_OK;
 }
 
+static void resume_fd_close(rs *r)
+{
+    if (r->rfd >= 0) close(r->rfd);
+    r->rfd = -1;
+}
+
+/* --resume: whether sample v is, byte for byte, the one at s of the
+ * resumed shard (a plain local one; else its members' sizes): a shard of
+ * other inputs with the same keys is not this run's. */
+static int resume_same(rs *r, const sk_sample_ref *s, const struct sview *v)
+{
+    if (r->rfd < 0) {
+        if (s->member_count != v->nm) return 0;
+        for (uint32_t i = 0; i < s->member_count; i++) {
+            sk_member_ref m;
+            if (sk_index_member(r->rix, s->first_member + i, &m, NULL) || m.size != v->m[i].size)
+                return 0;
+        }
+        return 1;
+    }
+    if (s->stored_span != v->len) return 0;
+    unsigned char *b = malloc(v->len ? v->len : 1);
+    ssize_t got = b ? pread(r->rfd, b, v->len, (off_t)s->stored_offset) : -1;
+    int same = got == (ssize_t)v->len && !memcmp(b, v->img, v->len);
+    free(b);
+    return same;
+}
+
 /* --resume: an existing shard is kept when its index is sound and agrees
  * with the file; the samples this run would put in it are then checked
- * key by key against it instead of being written. */
+ * against it (keys, and bytes: resume_same) instead of being written. */
 static int try_resume(rs *r, const char *path)
 {
     if (sk_is_s3_url(path)) { /* object and index object agree, CRC32C included */
@@ -544,9 +568,12 @@ static int try_resume(rs *r, const char *path)
         struct stat sb;
         snprintf(ipath, sizeof ipath, "%s.idx", path);
         if (stat(path, &sb) != 0 || sk_index_open(&r->rix, ipath, 0, NULL) != SK_OK) return 0;
+        if (!(sk_index_shard(r->rix)->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)))
+            r->rfd = open(path, O_RDONLY | O_CLOEXEC);
         if (sk_index_shard(r->rix)->size != (uint64_t)sb.st_size) {
             sk_index_close(r->rix);
             r->rix = NULL;
+            resume_fd_close(r);
             return 0;
         }
     }
@@ -554,6 +581,7 @@ static int try_resume(rs *r, const char *path)
         (r->target && sk_index_sample_count(r->rix) != r->target)) {
         sk_index_close(r->rix);
         r->rix = NULL;
+        resume_fd_close(r);
         return 0;
     }
     r->rpos = 0;
@@ -571,6 +599,7 @@ static int close_shard(rs *r, sk_error *err)
     if (r->rix) { /* resumed */
         sk_index *ix = r->rix;
         r->rix = NULL;
+        resume_fd_close(r);
         int rc = SK_OK;
         if (r->rpos != sk_index_sample_count(ix))
             rc = sk_error_set(err, SK_E_INPUT, "%s: --resume: the shard holds %llu samples, this "
@@ -642,11 +671,12 @@ static int emit(rs *r, const struct sview *v, sk_error *err)
         sk_sample_ref s;
         int ok = r->rpos < sk_index_sample_count(r->rix) &&
                  !sk_index_sample(r->rix, r->rpos, &s, NULL) && s.key_len == v->klen &&
-                 !memcmp(s.key, v->key, v->klen);
+                 !memcmp(s.key, v->key, v->klen) && resume_same(r, &s, v);
         char path[4200];
         sk_shard_name(r->o->pattern, r->o->start + r->shard_no, path, sizeof path, NULL);
         SK_FAIL_IF(!ok, err, SK_E_INPUT, "%s: --resume: sample %llu is not '%.*s' as this run "
-                   "would write; remove the shard or run without --resume", path,
+                   "would write it (another run's shard, of other inputs or options); remove "
+                   "the shard or run without --resume", path,
                    (unsigned long long)r->rpos, (int)v->klen, v->key);
         r->rpos++;
         return SK_OK;
@@ -1190,6 +1220,9 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, uint
                       sk_error *err)
 {
     struct la_ctx c = {.r = r, .err = err};
+    sk_keyseen seen = {0}; /* a sample's members not adjacent: refused, never split */
+    uint64_t split = 0;
+    char *split_key = NULL;
     SK_GUARD(sk_is_s3_url(url) ? s3_in_open(r->o->s3, &c.in, url, err)
                                   : (r->o->in_open ? r->o->in_open : default_in_open)(
                                         r->o->in_open_ctx, &c.in, url, err));
@@ -1247,10 +1280,21 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, uint
             continue;
         }
         if (kl != s->klen || memcmp(name, s->key, kl)) { /* a new sample */
-            if ((rc = sample_done(r, s, counting, err))) goto done;
+            int again;
+            if ((rc = sk_keyseen_add(&seen, name, kl, &again, err))) goto done;
+            if (again && !split++ && !(split_key = strndup(name, kl))) {
+                rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+                goto done;
+            }
+            /* after a split one, only count the others: nothing is written */
+            if (!split && (rc = sample_done(r, s, counting, err))) goto done;
             if ((rc = sk_grow((void **)&s->key, &s->kcap, kl + 1, 1, err))) goto done;
             memcpy(s->key, name, kl);
             s->klen = kl;
+        }
+        if (split) {
+            s->nm = s->len = s->elen = 0;
+            continue;
         }
         const char *oe;
         size_t oel;
@@ -1320,8 +1364,16 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, uint
         s->elen += 2 * oel;
         s->len += hl + sk_tar_pad(size);
     }
-    rc = sample_done(r, s, counting, err);
+    rc = split ? sk_error_set(err, SK_E_INPUT, "%s: %llu sample%s whose members are not adjacent "
+                              "(first: '%s', met again after other samples): shard would split "
+                              "each in two, so nothing is written; put each sample's members "
+                              "together first (GNU tar --sort=name, or extract and `shardkit "
+                              "pack`; `shardkit index` names them)", url,
+                              (unsigned long long)split, split == 1 ? "" : "s", split_key)
+               : sample_done(r, s, counting, err);
 done:
+    sk_keyseen_free(&seen);
+    free(split_key);
     if (a) sk_la.read_free(a);
     free(c.buf);
     c.in.close(c.in.ctx);
@@ -1601,6 +1653,15 @@ static int direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, 
         close(fd);
         return SK_OK;
     }
+    const char *sk1;
+    size_t sk1l;
+    uint64_t nsplit = sk_index_split_keys(ix, &sk1, &sk1l);
+    if (nsplit) { /* a key as several samples: libarchive decides, from the tar
+                   * itself (an index may lie), and refuses a real split */
+        sk_index_close(ix);
+        close(fd);
+        return SK_OK;
+    }
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     int kept = 0; /* --shuffle: fd is r->inf's, for the drain */
     if (r->inf) {
@@ -1719,19 +1780,6 @@ static int expand_inputs(sk_s3 *s3, const char *const *in, size_t n, char ***out
     return SK_OK;
 }
 
-struct file_id {
-    dev_t dev;
-    ino_t ino;
-    size_t input;
-};
-
-static int file_id_cmp(const void *pa, const void *pb)
-{
-    const struct file_id *x = pa, *y = pb;
-    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
-    return x->ino < y->ino ? -1 : x->ino > y->ino;
-}
-
 /* Refuses, before anything is written, a run whose output names include
  * one of its inputs: a finished shard (and its .idx) is renamed over its
  * final name, so `shard ds/ -o ds/s-%03d.tar` would replace inputs it had
@@ -1739,45 +1787,43 @@ static int file_id_cmp(const void *pa, const void *pb)
  * matched by file identity against the files in the output directory that
  * the pattern names (so "./ds/s-000.tar", a symbolic or hard link to it
  * are all caught); s3:// URLs as text. */
-static int refuse_own_inputs(const char *pattern, uint64_t start, char *const *in, size_t n,
-                             sk_error *err)
+static int refuse_own_inputs(const char *pattern, const char *manifest, uint64_t start,
+                             char *const *in, size_t n, sk_error *err)
 {
     const char *problem = NULL;
     uint64_t k;
+    int rc = SK_OK;
+    sk_fileids ids = {0}; /* the inputs, by identity (core/fileid.c) */
     if (sk_is_s3_url(pattern)) {
         for (size_t i = 0; i < n && !problem; i++)
             if (sk_shard_number(pattern, in[i], &k) && k >= start) problem = in[i];
     } else {
         const char *slash = strrchr(pattern, '/');
-        char odir[4200];
+        char odir[4200], name[8400];
         snprintf(odir, sizeof odir, "%.*s", slash ? (int)(slash - pattern) + 1 : 1,
                  slash ? pattern : ".");
         const char *obase = slash ? slash + 1 : pattern;
-        struct file_id *ids = sk_xmalloc((n ? n : 1) * sizeof *ids, err);
-        if (!ids) return SK_E_NOMEM;
-        size_t m = 0;
-        struct stat st;
-        for (size_t i = 0; i < n; i++)
-            if (strcmp(in[i], "-") && !sk_is_s3_url(in[i]) && !stat(in[i], &st))
-                ids[m++] = (struct file_id){st.st_dev, st.st_ino, i};
-        qsort(ids, m, sizeof *ids, file_id_cmp);
-        DIR *d = m ? opendir(odir) : NULL; /* none there yet: nothing to replace */
+        for (size_t i = 0; i < n && !rc; i++) rc = sk_fileids_add(&ids, in[i], err);
+        DIR *d = !rc && ids.n ? opendir(odir) : NULL; /* none there yet: nothing to replace */
         struct dirent *de;
         while (d && !problem && (de = readdir(d))) {
-            if (!sk_shard_number(obase, de->d_name, &k) || k < start ||
-                fstatat(dirfd(d), de->d_name, &st, 0))
-                continue;
-            struct file_id key = {st.st_dev, st.st_ino, 0};
-            const struct file_id *hit = bsearch(&key, ids, m, sizeof *ids, file_id_cmp);
-            if (hit) problem = in[hit->input];
+            if (!sk_shard_number(obase, de->d_name, &k) || k < start) continue;
+            snprintf(name, sizeof name, "%s%s", slash ? odir : "", de->d_name);
+            problem = sk_fileids_find(&ids, name);
         }
         if (d) closedir(d);
-        free(ids);
     }
-    SK_FAIL_IF(problem, err, SK_E_USAGE,
-               "%s: an input of this run is also one of its output names (%s): write the new "
-               "shards to another directory or pattern", problem, pattern);
-    return SK_OK;
+    if (!rc && problem)
+        rc = sk_error_set(err, SK_E_USAGE, "%s: an input of this run is also one of its output "
+                          "names (%s): write the new shards to another directory or pattern",
+                          problem, pattern);
+    if (!rc) { /* nor is the manifest (given, or beside the shards) */
+        char mpath[4200];
+        sk_pack_lock_path(pattern, manifest, mpath, sizeof mpath);
+        rc = sk_fileids_refuse(&ids, mpath, "the manifest", err);
+    }
+    sk_fileids_free(&ids);
+    return rc;
 }
 
 /* The options that shaped the output, for the manifest (docs/format.md),
@@ -1866,14 +1912,15 @@ static int count_samples(rs *r, char **in, size_t n, struct samp *s, sk_error *e
     return SK_OK;
 }
 
-static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
+static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_options *opts,
                        const char *pattern_tmpl, sk_shard_stats *stats, sk_error *err)
 {
-    rs r = {.o = opts, .pattern_tmpl = pattern_tmpl};
+    rs r = {.o = opts, .pattern_tmpl = pattern_tmpl, .rfd = -1};
     struct samp s = {0};
-    char **in = NULL, lockpath[4200] = "";
+    char **in = NULL;
+    sk_run_lock lock = SK_RUN_LOCK_INIT;
     size_t nin = 0;
-    int rc = SK_OK, lock_fd = -1;
+    int rc = SK_OK;
     clock_gettime(CLOCK_MONOTONIC, &r.t0);
     r.last = r.t0;
     r.out.zlevel = opts->compress_level;
@@ -1893,7 +1940,8 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
     }
     if (!ninputs) return sk_error_set(err, SK_E_USAGE, "no input shards");
     if ((rc = expand_inputs(opts->s3, inputs, ninputs, &in, &nin, err))) goto cleanup;
-    if (!r.to_stdout && (rc = refuse_own_inputs(opts->pattern, opts->start, in, nin, err)))
+    if (!r.to_stdout &&
+        (rc = refuse_own_inputs(opts->pattern, opts->manifest, opts->start, in, nin, err)))
         goto cleanup;
     r.st.inputs = nin;
     for (size_t i = 0; i < nin && !rc; i++) { /* for the ETA and the shuffle's buckets */
@@ -1917,16 +1965,26 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
         } else {
             snprintf(r.mpath, sizeof r.mpath, "%s%smanifest.json", r.mdir, r.mdir[0] ? "/" : "");
         }
-        /* one run at a time per dataset (the lock goes with the process) */
-        snprintf(lockpath, sizeof lockpath, "%s", r.mpath);
-        if (!sk_is_s3_url(opts->pattern) && !sk_is_s3_url(r.mpath) &&
-            (rc = sk_out_lock(lockpath, "shard", &lock_fd, err)))
+        /* one run at a time per dataset and per shard names (the locks go
+         * with the process) */
+        if ((rc = sk_run_lock_take(&lock, opts->pattern, opts->manifest, "shard", 1, err)))
             goto cleanup;
         r.man = sk_manifest_new();
         if (!r.man || !(r.man->options_json = options_json(&r))) {
             rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
             goto cleanup;
         }
+        /* a manifest already there: refused, appended to or replaced,
+         * before any shard is written; an append starts after its last */
+        uint64_t start0 = opts->start;
+        r.grow.mode = opts->existing;
+        r.grow.parts = opts->parts;
+        if ((rc = sk_existing_begin(&r.grow, opts->s3, opts->pattern, r.mpath, r.mdir,
+                                r.man->options_json, &opts->start,
+                                opts->num_shards ? opts->num_shards : UINT64_MAX, err)) ||
+            (opts->start != start0 &&
+             (rc = refuse_own_inputs(opts->pattern, opts->manifest, opts->start, in, nin, err))))
+            goto cleanup;
     }
 
     r.out.sink_opts = (sk_sink_opts){opts->s3, opts->s3_part_size};
@@ -1983,8 +2041,8 @@ static int reshard_run(const char *const *inputs, size_t ninputs, const sk_shard
         for (size_t i = 0; i < r.man->nshards; i++) r.man->shards[i].part = opts->part;
     }
     if (!rc && r.man) /* last of all: a reader never sees a manifest of missing shards */
-        rc = sk_is_s3_url(r.mpath) ? sk_sink_s3_put_manifest(opts->s3, r.man, r.mpath, err)
-                                   : sk_manifest_write(r.man, r.mpath, err);
+        rc = sk_existing_commit(&r.grow, opts->s3, r.man, r.mpath, sk_pack_manifest_flags(opts->manifest),
+                                opts->warn, opts->ctx, err);
     if (!rc) progress(&r, 1);
 
 cleanup:
@@ -1995,12 +2053,14 @@ cleanup:
         free(r.ob[i].heap);
     }
     img_pool_free(r.pool);
-    sk_out_unlock(lockpath, lock_fd);
+    sk_run_lock_release(&lock);
     if (r.rix) sk_index_close(r.rix);
+    resume_fd_close(&r);
     sk_shard_out_release(&r.out);
     sk_shuffler_free(r.shuf);
     sk_infiles_free(r.inf);
     sk_manifest_free(r.man);
+    sk_existing_release(&r.grow);
     keyset_free(&r.keys);
     for (size_t i = 0; i < nin; i++) free(in[i]);
     free(in);

@@ -47,8 +47,8 @@ struct sk_sample_writer {
     uint64_t cur_bytes, cur_count; /* the open shard's planned tar bytes and samples */
     sk_manifest *man;           /* shards published so far; extension counts */
     char mpath[4200], mdir[4200];
-    int lock_fd;
-    char lock_path[4200];
+    sk_run_lock lock;
+    sk_existing ex; /* the manifest already there (io/existing.c) */
     sk_s3 *s3;
     uint64_t s3_part_size;
     int s3_prepared;
@@ -82,6 +82,17 @@ static int fail(sk_sample_writer *w, int rc, const sk_error *err)
     return rc;
 }
 
+/* The manifest already there, before the first shard: at open for a
+ * local one (under the lock), at the first shard or at finish for an
+ * s3:// one (its client comes after open). */
+static int check_existing(sk_sample_writer *w, sk_error *err)
+{
+    if (w->ex.began) return SK_OK;
+    w->ex.mode = w->o.existing;
+    return sk_existing_begin(&w->ex, w->s3, w->pattern, w->mpath, w->mdir, w->man->options_json,
+                             &w->o.start, UINT64_MAX, err);
+}
+
 int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in, sk_error *err)
 {
     sk_pack_options o;
@@ -110,7 +121,8 @@ int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in
     SK_GUARD(sk_pack_check_suffix(o.pattern, o.compress_level, err));
     sk_sample_writer *w = calloc(1, sizeof *w);
     SK_FAIL_IF(!w, err, SK_E_NOMEM, "out of memory");
-    w->lock_fd = w->kept_fd = -1;
+    w->kept_fd = -1;
+    w->lock = (sk_run_lock)SK_RUN_LOCK_INIT;
     w->resuming = o.resume;
     w->o = o;
     w->o.images = NULL;
@@ -134,15 +146,9 @@ int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in
         snprintf(probe, sizeof probe, "%.*s", (int)(slash - w->pattern), w->pattern);
         rc = sk_mkdirs(probe, err);
     }
-    if (!rc && !sk_is_s3_url(w->pattern) && !sk_is_s3_url(w->manifest)) {
-        sk_pack_lock_path(w->pattern, w->manifest, w->lock_path, sizeof w->lock_path);
-        char *dir = sk_dir_of(w->lock_path);
-        struct stat st;
-        if (!dir) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-        else if (stat(dir, &st) != 0) rc = sk_mkdirs(dir, err);
-        free(dir);
-        if (!rc) rc = sk_out_lock(w->lock_path, "sample writer", &w->lock_fd, err);
-    }
+    if (!rc) rc = sk_run_lock_take(&w->lock, w->pattern, w->manifest, "sample writer", 1, err);
+    if (!rc && !sk_is_s3_url(w->pattern) && !sk_is_s3_url(w->manifest))
+        rc = check_existing(w, err); /* refused now, not at the first sample */
     if (rc) {
         sk_sample_writer_close(w);
         return rc;
@@ -334,6 +340,7 @@ static int begin_shard(sk_sample_writer *w, sk_error *err)
 {
     char path[4200];
     int kept = 0;
+    SK_GUARD(check_existing(w, err));
     if (w->resuming) SK_GUARD(keep_shard(w, w->shard_no, &kept, err));
     if (kept) {
         w->shard_no++;
@@ -631,9 +638,10 @@ int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk_error 
                               path, (unsigned long long)have, (unsigned long long)w->cur_count);
         }
     }
+    if (!rc) rc = check_existing(w, err);
     if (!rc)
-        rc = sk_is_s3_url(w->mpath) ? sk_sink_s3_put_manifest(w->s3, w->man, w->mpath, err)
-                                    : sk_manifest_write(w->man, w->mpath, err);
+        rc = sk_existing_commit(&w->ex, w->s3, w->man, w->mpath, sk_pack_manifest_flags(w->manifest),
+                                w->o.warn, w->o.ctx, err);
     if (rc) return fail(w, rc, err);
     w->state = W_FINISHED;
     /* the run's time whether or not a progress callback asked for it */
@@ -642,8 +650,7 @@ int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk_error 
     w->st.seconds = (double)(now.tv_sec - w->t0.tv_sec) + (double)(now.tv_nsec - w->t0.tv_nsec) / 1e9;
     progress(w, 1);
     if (stats) *stats = w->st;
-    if (w->lock_fd >= 0) sk_out_unlock(w->lock_path, w->lock_fd);
-    w->lock_fd = -1;
+    sk_run_lock_release(&w->lock);
     return SK_OK;
 }
 
@@ -653,8 +660,9 @@ void sk_sample_writer_close(sk_sample_writer *w)
     if (w->in_shard) sk_shard_out_abort(&w->out);
     sk_shard_out_release(&w->out);
     drop_kept(w);
-    if (w->lock_fd >= 0) sk_out_unlock(w->lock_path, w->lock_fd);
+    sk_run_lock_release(&w->lock);
     sk_manifest_free(w->man);
+    sk_existing_release(&w->ex);
     free(w->pattern);
     free(w->manifest);
     free(w->last_key);

@@ -75,6 +75,11 @@ struct cursor {
      * cursor itself would release. */
     const sk_reader_holder *hold;
     uint64_t rel;
+    /* the shard's keys so far (a file's, not a stream's: shards back to
+     * back may share keys), so that a sample whose members are not
+     * adjacent is refused, never handed out in two halves */
+    sk_keyseen seen;
+    int check_split;
 };
 
 struct sk_reader {
@@ -252,6 +257,7 @@ static void cursor_free(struct cursor *c)
     free(c->m);
     free(c->names);
     free(c->members);
+    sk_keyseen_free(&c->seen);
     memset(c, 0, sizeof *c);
 }
 
@@ -283,6 +289,8 @@ static void cursor_begin(struct cursor *c, sk_reader_stream *st, size_t shard, c
     c->done = 0;
     c->size_checked = 0;
     c->ordinal = ordinal;
+    sk_keyseen_reset(&c->seen);
+    c->check_split = !stream;
 }
 
 /* Adds s to the sample's names (lower: as an extension, lowercased as
@@ -383,6 +391,14 @@ static int cursor_next(struct cursor *c, int *got, sk_error *err)
     }
     size_t key_len = kl;
     uint64_t first_hdr = c->m[0].hdr;
+    int again = 0;
+    if (c->check_split) SK_GUARD(sk_keyseen_add(&c->seen, c->names, key_len, &again, err));
+    SK_FAIL_IF(again, err, SK_E_INPUT,
+               "%s: sample '%s' at offset %llu: its key came before, with other samples between: "
+               "its members are not adjacent, and reading on would hand it out in two halves "
+               "(refused; put each sample's members together first: GNU tar --sort=name, or "
+               "extract and `shardkit pack`; `shardkit index` counts them)",
+               c->url, c->names, (unsigned long long)first_hdr);
     for (;;) {
         SK_GUARD(next_entry(c, &e, &kl, &eo, &end, err));
         if (end) {

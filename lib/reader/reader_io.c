@@ -309,7 +309,10 @@ static int s3_open(src *out, const sk_reader_stream_opts *o, int *cache_state, s
             if (ok && asprintf(&s->tmp, "%.*s/.%s.%d.tmp", (int)(slash - s->final), s->final,
                                slash + 1, (int)gettid()) < 0)
                 s->tmp = NULL;
-            if (s->tmp) s->tee_fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (s->tmp) { /* a killed reader's leftover goes; never a link planted there */
+                unlink(s->tmp);
+                s->tee_fd = sk_create_excl(s->tmp, NULL, NULL);
+            }
             if (s->tee_fd < 0) {
                 free(s->tmp);
                 s->tmp = NULL;

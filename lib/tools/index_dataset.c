@@ -7,6 +7,7 @@
  * manifest never depend on --jobs or on scheduling.
  */
 #include "core/internal.h"
+#include "format/format.h"
 #include "io/io.h"
 
 #include <pthread.h>
@@ -241,14 +242,6 @@ static void common_dir(char *a, const char *b)
     if (!a[0]) strcpy(a, abs ? "/" : ".");
 }
 
-/* p relative to dir when it lies under it, else p itself. */
-static const char *under(const char *p, const char *dir)
-{
-    size_t n = strlen(dir);
-    if (!strcmp(dir, ".")) return p;
-    if (!strncmp(p, dir, n) && p[n] == '/') return p + n + 1;
-    return p;
-}
 
 static const sk_index_dataset_opts no_opts = {.struct_size = sizeof no_opts};
 
@@ -299,6 +292,33 @@ static int sagemaker(const sk_index_dataset_opts *o, const char *mpath, sk_error
     if (!so.s3) so.s3 = o->s3;
     if (!so.warn) so.warn = o->warn, so.ctx = o->ctx;
     return sk_sagemaker_manifest_write(mpath, o->sagemaker, &so, err);
+}
+
+/* Before anything is written: no output of the run (the manifest, the wids
+ * JSON, an index or DALI sidecar) is one of its input shards, by identity
+ * ("index a.tar -o a.tar" would replace the shard with JSON). */
+static int refuse_inputs(const sk_index_dataset_opts *o, char *const *shards, size_t n,
+                         const struct job *jobs, const char *mpath, const char *mdir, sk_error *err)
+{
+    sk_fileids ids = {0};
+    int rc = SK_OK;
+    char *wp = NULL;
+    for (size_t i = 0; i < n && !rc; i++) rc = sk_fileids_add(&ids, shards[i], err);
+    if (!rc && !o->no_manifest) rc = sk_fileids_refuse(&ids, mpath, "the manifest", err);
+    if (!rc && !o->no_manifest && o->wids) {
+        if (*o->wids) rc = sk_fileids_refuse(&ids, o->wids, "--wids", err);
+        else if (asprintf(&wp, "%s/wids.json", mdir) < 0) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        else rc = sk_fileids_refuse(&ids, wp, "--wids", err);
+    }
+    if (!rc && !o->no_manifest && o->sagemaker)
+        rc = sk_fileids_refuse(&ids, o->sagemaker, "--sagemaker-manifest", err);
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (jobs[i].idx) rc = sk_fileids_refuse(&ids, jobs[i].idx, "its index", err);
+        if (!rc && jobs[i].dpath) rc = sk_fileids_refuse(&ids, jobs[i].dpath, "its DALI index", err);
+    }
+    free(wp);
+    sk_fileids_free(&ids);
+    return rc;
 }
 
 int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_index_dataset_opts *opts,
@@ -376,6 +396,7 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
             goto nomem;
         }
     }
+    if ((rc = refuse_inputs(&o, shards, nshards, jobs, mpath, mdir, err))) goto done;
     size_t want = o.jobs > 0 ? (size_t)o.jobs : 0;
     if (!want) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -412,8 +433,11 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         st_all.samples += j->st.samples;
         st_all.members += j->st.members;
         if (o.done) o.done(o.ctx, j->shard, &j->st, NULL);
-        sk_manifest_shard ms = {.url = (char *)under(j->shard, mdir),
-                                .index_url = (char *)under(j->idx_url ? j->idx_url : j->idx, mdir),
+        char url[4200], iurl[4200]; /* relative to the manifest's directory */
+        if (sk_path_rel(j->shard, mdir, url, sizeof url) ||
+            sk_path_rel(j->idx_url ? j->idx_url : j->idx, mdir, iurl, sizeof iurl))
+            snprintf(url, sizeof url, "%s", j->shard), snprintf(iurl, sizeof iurl, "%s", j->idx_url ? j->idx_url : j->idx);
+        sk_manifest_shard ms = {.url = url, .index_url = iurl,
                                 .bytes = j->st.bytes,
                                 .samples = j->st.samples, .crc32c = j->st.crc32c};
         sk_error e = SK_ERROR_INIT;
@@ -436,9 +460,13 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         rc = sk_error_set(err, SK_E_CORRUPT, "%llu of %zu shards could not be indexed%s",
                           (unsigned long long)st_all.failed, nshards,
                           o.no_manifest ? "" : ": manifest not written");
+    } else if (!o.no_manifest && !o.overwrite && (rc = sk_existing_listed(o.s3, mpath, m, "index", err))) {
+        /* (said in err: a manifest of other shards is not replaced) */
     } else if (!o.no_manifest && sk_is_s3_url(mpath)) {
         rc = sk_sink_s3_put_manifest(o.s3, m, mpath, err);
-    } else if (!o.no_manifest && (rc = sk_manifest_write(m, mpath, err))) {
+    } else if (!o.no_manifest &&
+               (rc = sk_manifest_write_to(m, mpath, SK_MANIFEST_TABLE | (o.manifest ? 0 : SK_OUT_REGULAR),
+                                          err))) {
         /* (said in err) */
     } else if (packed) {
         rc = sk_error_set(err, SK_E_INPUT, "--wids: %s is %s-compressed, and wids reads "
@@ -449,7 +477,9 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         char *wp = NULL;
         if (*o.wids) wp = strdup(o.wids);
         else if (asprintf(&wp, "%s/wids.json", mdir) < 0) wp = NULL;
-        rc = wp ? sk_manifest_write_wids(m, mpath, wp, err) : sk_error_set(err, SK_E_NOMEM, "out of memory");
+        if (!wp) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        else if (!*o.wids) rc = sk_out_check_regular(wp, err); /* a name the run chose */
+        if (!rc) rc = sk_manifest_write_wids(m, mpath, wp, err);
         free(wp);
     }
     if (!rc && !o.no_manifest && o.sagemaker) rc = sagemaker(&o, mpath, err);

@@ -695,7 +695,7 @@ static int build(const char *shard, const sk_build_opts *o, sk_build_stats *st, 
         int hl = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)s.dali_samples);
         struct iovec iov[2] = {{head, (size_t)hl}, {s.dali_buf, s.dali_len}};
         if (bad) rc = sk_error_set(err, SK_E_NOMEM, "%s: out of memory", o->dali_path);
-        else rc = sk_out_write_iov(o->dali_path, iov, 2, err);
+        else rc = sk_out_write_iov(o->dali_path, SK_OUT_REGULAR, iov, 2, err);
         if (rc) goto cleanup;
     }
 cleanup:

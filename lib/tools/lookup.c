@@ -846,6 +846,7 @@ int sk_dataset_get(sk_dataset *ds, const char *key, size_t key_len, uint64_t ord
     sk_get_result f;
     memset(&f, 0, sizeof f);
     f.struct_size = out->struct_size;
+    if (key && !key_len) key_len = strlen(key); /* NUL-terminated, as sk_sample_writer_add */
     int rc = key ? sk_dataset_find(ds, key, key_len, &f.hit, err)
                  : sk_dataset_at(ds, ordinal, &f.hit, err);
     const sk_sample_ref *sr = &f.hit.sample;
@@ -1013,5 +1014,69 @@ int sk_dataset_read_head(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf,
                    (unsigned long long)(m.data_offset + g));
     }
     *got = n;
+    return SK_OK;
+}
+
+/* --------------------------------------------- byte ranges (shardkit mount) */
+
+/* The .tar.zst seek table, read once per shard (read_compressed does the same). */
+static int load_frames(sk_dataset *ds, struct shard *s, sk_error *err)
+{
+    if (LOAD(s->frames_loaded)) return SK_OK;
+    sk_tar_src f = {.ctx = s->rr.ctx, .read_at = s->rr.read_at, .size = s->rr.size, .name = s->path};
+    int rc = SK_OK;
+    pthread_mutex_lock(&ds->mu);
+    if (!s->frames_loaded && !(rc = sk_zstd_seek_table(&f, &s->frames, &s->nframes, err)))
+        PUBLISH(s->frames_loaded);
+    pthread_mutex_unlock(&ds->mu);
+    return rc;
+}
+
+/* A part of a sample's tar bytes: a FUSE read of a large member asks for
+ * one window of it at a time, so a plain shard's part is one read through
+ * the range reader (one pread, one ranged GET) and a .tar.zst's is
+ * decompressed from the frame holding its first byte, not from the
+ * sample's first frame.  A shard shorter than the index says (cut short
+ * after it was opened) is SK_E_CORRUPT for the bytes past the cut. */
+int sk_dataset_read_at(sk_dataset *ds, const sk_hit *h, uint64_t off, void *buf, size_t n,
+                       sk_error *err)
+{
+    SK_FAIL_IF(h->shard >= ds->n, err, SK_E_USAGE, "shard %zu of a dataset of %zu", h->shard,
+               ds->n);
+    const sk_sample_ref *sr = &h->sample;
+    struct shard *s = &ds->s[h->shard];
+    SK_FAIL_IF(off < sr->offset || off - sr->offset > sr->span || n > sr->span - (off - sr->offset),
+               err, SK_E_USAGE, "%s: bytes %llu..+%zu are not in sample '%.*s'", s->path,
+               (unsigned long long)off, n, (int)(sr->key_len > 200 ? 200 : sr->key_len), sr->key);
+    if (!n) return SK_OK;
+    SK_GUARD(ensure_index(ds, s, err));
+    SK_GUARD(ensure_shard(ds, s, err));
+    const sk_index_shard_info *in = sk_index_shard(s->ix);
+    if (in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)) {
+        sk_sample_ref part = *sr;
+        if ((in->flags & SK_INDEX_ZSTD) && sr->stored_offset != 0) {
+            SK_GUARD(load_frames(ds, s, err));
+            size_t lo = 0, hi = s->nframes; /* the last frame starting at or before off */
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (s->frames[mid].d_off <= off) lo = mid + 1;
+                else hi = mid;
+            }
+            uint64_t end = sr->stored_offset + sr->stored_span;
+            if (lo > 0 && s->frames[lo - 1].c_off >= sr->stored_offset &&
+                s->frames[lo - 1].c_off < end) {
+                part.stored_offset = s->frames[lo - 1].c_off;
+                part.stored_span = end - part.stored_offset;
+            }
+        }
+        return read_compressed(ds, s, &part, off, buf, n, err);
+    }
+    SK_FAIL_IF(off > s->rr.size || n > s->rr.size - off, err, SK_E_CORRUPT,
+               "%s: index points past the end of the shard (byte %llu)", s->index_path,
+               (unsigned long long)(off + n));
+    size_t got = 0;
+    SK_GUARD(s->rr.read_at(s->rr.ctx, off, buf, n, &got, err));
+    SK_FAIL_IF(got < n, err, SK_E_CORRUPT, "%s: shard cut short: %zu of %zu bytes at offset %llu",
+               s->path, got, n, (unsigned long long)off);
     return SK_OK;
 }

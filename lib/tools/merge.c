@@ -326,7 +326,7 @@ int sk_manifest_write_wids(const sk_manifest *m, const char *manifest_path, cons
         goto cleanup;
     }
     struct iovec iov[2] = {{text, strlen(text)}, {(void *)"\n", 1}};
-    rc = sk_out_write_iov(out_path, iov, 2, err);
+    rc = sk_out_write_iov(out_path, 0, iov, 2, err);
 cleanup:
     json_decref(list);
     json_decref(root);

@@ -378,7 +378,7 @@ int sk_stats_write_html(const sk_stats *st, const char *path, sk_error *err)
         return sk_error_set(err, SK_E_NOMEM, "stats: out of memory for the page");
     }
     struct iovec iov = {b.p, b.len};
-    rc = sk_out_write_iov(path, &iov, 1, err);
+    rc = sk_out_write_iov(path, 0, &iov, 1, err); /* a name the user gave */
     sk_buf_free(&b);
     return rc;
 }

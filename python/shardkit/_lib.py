@@ -241,8 +241,7 @@ PACK_PROGRESS_FN = _c.CFUNCTYPE(None, _c.c_void_p, _c.c_void_p)
 
 
 class PackOptions(_c.Structure):
-    # sk_pack_options up to ctx; struct_size tells the library images
-    # (after it) is absent, so it takes its default (none).
+    # sk_pack_options up to existing; images stays NULL (none).
     _fields_ = [
         ("struct_size", _c.c_size_t),
         ("pattern", _c.c_char_p), ("manifest", _c.c_char_p),
@@ -252,7 +251,9 @@ class PackOptions(_c.Structure):
         ("follow_symlinks", _c.c_int), ("tmp_dir", _c.c_char_p),
         ("compress_level", _c.c_int), ("part", _c.c_int), ("parts", _c.c_int),
         ("warn", WARN_FN), ("progress", PACK_PROGRESS_FN), ("ctx", _c.c_void_p),
+        ("images", _c.c_void_p), ("existing", _c.c_int),
     ]
+SK_EXISTING_REFUSE, SK_EXISTING_APPEND, SK_EXISTING_OVERWRITE = 0, 1, 2
 
 
 class PackStats(_c.Structure):

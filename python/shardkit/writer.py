@@ -103,6 +103,12 @@ class ShardWriter:
     same key as the sample before) writes nothing and the writer goes on;
     a failure to write (IoError, S3) is final.  One thread at a time.
 
+    A manifest already there that lists shards this writer would not
+    write (another pattern, an earlier start) is refused (UsageError,
+    naming it): append=True continues that dataset (numbering after its
+    last shard, its options; the manifest grows when closed),
+    overwrite=True replaces it.
+
     max_size takes the command line's sizes ("512M", "1.5G", "200MB") or
     a number; maxsize / maxcount are accepted as WebDataset spells them.
     stats["seconds"] is the run's wall time, open to close.  encoder:
@@ -116,6 +122,7 @@ class ShardWriter:
                  s3_endpoint: Optional[str] = None, part_size: int = 0,
                  encoder: Union[bool, Callable[[str, Any], bytes]] = True,
                  maxsize: Union[int, float, str, None] = None, maxcount: Optional[int] = None,
+                 append: bool = False, overwrite: bool = False,
                  lib: Optional[str] = None) -> None:
         self._w: Optional[ctypes.c_void_p] = None
         self._s3: Optional[ctypes.c_void_p] = None
@@ -143,8 +150,13 @@ class ShardWriter:
         o.pattern, o.manifest = self._keep
         if compress_level is None:  # as `pack -o NAME.tar.zst`: the suffix decides
             compress_level = 3 if self.pattern.endswith(".zst") else 0
+        if append and overwrite:
+            raise _lib.UsageError(_lib.SK_E_USAGE, "append=True and overwrite=True: choose one")
+        existing = (_lib.SK_EXISTING_APPEND if append else
+                    _lib.SK_EXISTING_OVERWRITE if overwrite else _lib.SK_EXISTING_REFUSE)
         for name, v in (("max_size", max_size or 0), ("max_count", max_count or 0),
-                        ("start", start), ("compress_level", compress_level), ("mtime", mtime)):
+                        ("start", start), ("compress_level", compress_level), ("mtime", mtime),
+                        ("existing", existing)):
             _lib.set_int(o, name, v)
         err = _lib._Error()
         self._err = err

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# startup_libs.sh - libcurl, libcrypto, libarchive and libmicrohttpd (serve)
-# are opened when first
+# startup_libs.sh - libcurl, libcrypto, libarchive, libmicrohttpd (serve)
+# and libfuse3 (mount) are opened when first
 # needed, not at start: `shardkit --version` and a local `get` from a plain
 # tar load none of them (LD_DEBUG=files lists what the loader opens), and
 # neither the binary nor libshardkit.so names them as NEEDED; a .tar.gz
@@ -16,13 +16,13 @@ key=$(tar tf ds/s-00.tar | sed -n 1p | sed 's/\.[^/]*$//')
 
 # loaded LIB CMD...: does the process running CMD open LIB (file=LIB... in LD_DEBUG)?
 opened() { LD_DEBUG=files "${@:2}" 2>&1 >/dev/null | grep -c "file=$1" || true; }
-for lib in libcurl libcrypto libssl libarchive libxml2 libicu libmicrohttpd libgnutls; do
+for lib in libcurl libcrypto libssl libarchive libxml2 libicu libmicrohttpd libgnutls libfuse; do
     assert_eq "$(opened "$lib" "$SK_BIN" --version)" 0 "$lib opened by --version"
     assert_eq "$(opened "$lib" "$SK_BIN" get ds/manifest.json "$key" --ext cls)" 0 "$lib opened by a local get"
 done
 for f in "$SK_BIN" "$(dirname "$SK_BIN")/libshardkit.so"; do
     readelf -d "$f" | grep NEEDED >needed
-    for lib in libcurl libcrypto libssl libarchive libmicrohttpd; do assert_not_contains needed "$lib" "NEEDED of $f"; done
+    for lib in libcurl libcrypto libssl libarchive libmicrohttpd libfuse; do assert_not_contains needed "$lib" "NEEDED of $f"; done
 done
 
 step "a .tar.gz lookup opens libarchive when it needs it"

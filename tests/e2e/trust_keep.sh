@@ -33,6 +33,6 @@ tar tf o/s-000.tar | grep -q k1.bin || die "o/s-000.tar was not replaced"
 
 step "an output name that is a FIFO or a directory is refused, not replaced"
 mkdir -p f && mkfifo f/s-000.tar && mkdir f/s-000.tar.idx
-expect_fail 2 "f/s-000.tar exists and is not a regular file" "$SK_BIN" shard good/s-000.tar -o 'f/s-%03d.tar'
+expect_fail 2 "f/s-000.tar exists and is a FIFO, not a regular file" "$SK_BIN" shard good/s-000.tar -o 'f/s-%03d.tar'
 [ -p f/s-000.tar ] || die "the FIFO was replaced"
 echo ok

@@ -121,7 +121,8 @@ python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); assert m["totals"][
 step "the output runs out of space (ulimit -f): the shard being written goes, the others stay"
 run bash -c 'trap "" XFSZ; ulimit -f 100; exec "$@"' sh "$W" --max-count 3 7 40 "$T/full/s-%03d.tar"
 [ "$RC" -eq 1 ] || die "expected exit 1, got $RC"
-assert_contains "$ERR" "$T/full/.s-"
+assert_contains "$ERR" "$T/full/s-" # the shard's own name, not its temporary one
+assert_not_contains "$ERR" ".tmp"
 assert_contains "$ERR" "File too large"
 check_shards "$T/full"
 [ "$SHARDS" -ge 1 ] || die "no complete shard kept"

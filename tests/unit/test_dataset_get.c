@@ -160,6 +160,9 @@ static void test_not_there(void **state)
     assert_int_equal(sk_dataset_get(ds, "k9999", 5, 0, buf, 1 << 16, &r, &err), SK_E_NOTFOUND);
     assert_non_null(strstr(err.msg, "k9999"));
     assert_int_equal(sk_dataset_get(ds, "", 0, 0, buf, 1 << 16, &r, &err), SK_E_NOTFOUND);
+    /* key_len 0: a NUL-terminated key, as sk_sample_writer_add takes one */
+    assert_sk_ok(sk_dataset_get(ds, "k0003", 0, 0, buf, 1 << 16, &r, &err), err);
+    assert_null(check_sample(&r, 3));
     /* a caller's struct from before 'data' existed is refused, not overrun */
     r.struct_size = offsetof(sk_get_result, data);
     assert_int_equal(sk_dataset_get(ds, NULL, 0, 1, buf, 1 << 16, &r, &err), SK_E_USAGE);
