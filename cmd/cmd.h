@@ -72,7 +72,7 @@ int cmd_s3_option(const char *tool, const char *usage, int c, const char *arg, s
 /* The image options of pack and shard (img2dataset's names; sk_image_options). */
 enum { CMD_OPT_IMAGE_SIZE = 950, CMD_OPT_RESIZE_MODE, CMD_OPT_RESIZE_ONLY_IF_BIGGER,
        CMD_OPT_ENCODE_QUALITY, CMD_OPT_MIN_IMAGE_SIZE, CMD_OPT_MAX_ASPECT_RATIO, CMD_OPT_IMAGE_EXT,
-       CMD_OPT_IMAGE_META, CMD_OPT_BAD_IMAGE, CMD_OPT_MAX_PIXELS };
+       CMD_OPT_IMAGE_META, CMD_OPT_BAD_IMAGE, CMD_OPT_MAX_PIXELS, CMD_OPT_IMAGE_MEMORY };
 #define CMD_IMAGE_OPTIONS                                                        \
     {"image-size", required_argument, NULL, CMD_OPT_IMAGE_SIZE},                 \
     {"resize-mode", required_argument, NULL, CMD_OPT_RESIZE_MODE},               \
@@ -83,7 +83,8 @@ enum { CMD_OPT_IMAGE_SIZE = 950, CMD_OPT_RESIZE_MODE, CMD_OPT_RESIZE_ONLY_IF_BIG
     {"image-ext", required_argument, NULL, CMD_OPT_IMAGE_EXT},                   \
     {"image-meta", no_argument, NULL, CMD_OPT_IMAGE_META},                       \
     {"bad-image", required_argument, NULL, CMD_OPT_BAD_IMAGE},                   \
-    {"max-pixels", required_argument, NULL, CMD_OPT_MAX_PIXELS}
+    {"max-pixels", required_argument, NULL, CMD_OPT_MAX_PIXELS},                 \
+    {"image-memory", required_argument, NULL, CMD_OPT_IMAGE_MEMORY}
 #define CMD_IMAGE_USAGE                                                                        \
     "      --image-size N       resize JPEG members so that their side is N pixels\n"            \
     "      --resize-mode MODE   border (default: largest side N, black borders to NxN),\n"       \
@@ -98,7 +99,9 @@ enum { CMD_OPT_IMAGE_SIZE = 950, CMD_OPT_RESIZE_MODE, CMD_OPT_RESIZE_ONLY_IF_BIG
     "                           to each sample's .json (created when absent)\n"             \
     "      --bad-image POLICY   an image that does not decode: skip (default) the\n"          \
     "                           sample, keep the member as it is, or fail\n"                  \
-    "      --max-pixels N       images with more pixels are bad (default 89478485)\n"
+    "      --max-pixels N       images with more pixels are bad (default 89478485)\n"          \
+    "      --image-memory SIZE  memory all image threads share for decoding; an image\n"    \
+    "                           needing more is bad (default: 1/4 of RAM, 256MiB..2GiB)\n"
 /* 1: c is an image option, taken into io; 0: another option; -1: a bad
  * value, reported with the usage (exit 2). */
 int cmd_image_option(const char *tool, const char *usage, int c, const char *arg,

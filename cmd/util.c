@@ -207,6 +207,10 @@ int cmd_image_option(const char *tool, const char *usage, int c, const char *arg
         if (cmd_parse_u64(arg, &io->max_pixels) || !io->max_pixels)
             return cmd_usage_error(tool, usage, "--max-pixels '%s': want a positive integer", arg), -1;
         return 1;
+    case CMD_OPT_IMAGE_MEMORY:
+        if (cmd_parse_size(arg, &io->memory) || io->memory < ((uint64_t)1 << 20))
+            return cmd_usage_error(tool, usage, "--image-memory '%s': want a size of 1MiB or more", arg), -1;
+        return 1;
     default: return 0;
     }
 }

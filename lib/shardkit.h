@@ -262,6 +262,9 @@ typedef struct sk_image_options {
     int image_meta;            /* add width, height, original_width, original_height to .json */
     int bad_image;             /* enum sk_bad_image */
     uint64_t max_pixels;       /* 0: SK_IMAGE_MAX_PIXELS */
+    uint64_t memory;           /* --image-memory: bytes all image workers share for
+                                * decoding; 0: a quarter of physical memory,
+                                * 256 MiB..2 GiB (docs/images.md) */
 } sk_image_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_image_options_init_sized(sk_image_options *o, size_t size);

@@ -577,16 +577,80 @@ static void bad(sk_image_result *r, const char *fmt, const char *detail)
     snprintf(r->why, sizeof r->why, fmt, detail);
 }
 
+/* The bytes decoding d at 1/denom and what follows (orientation, resample
+ * to rw x rh, canvas cw x ch, encode) will hold at the most, from the
+ * header alone: the largest of the phases, each counting what is alive
+ * in it.  A progressive (or multi-scan) JPEG makes libjpeg keep every DCT
+ * coefficient of the full-size image until the last scan: for each
+ * component its blocks, rounded up to whole MCUs, of 64 x 2 bytes. */
+static uint64_t decode_need(struct jpeg_decompress_struct *d, int denom, int orientation,
+                            int resize, unsigned rw, unsigned rh, unsigned cw, unsigned ch)
+{
+    d->scale_num = 1;
+    d->scale_denom = (unsigned)denom;
+    jpeg_calc_output_dimensions(d);
+    uint64_t ow = d->output_width, oh = d->output_height, oc = (uint64_t)d->output_components;
+    uint64_t pc = oc == 4 ? 3 : oc; /* CMYK becomes RGB */
+    uint64_t coef = 0;
+    if (d->progressive_mode || d->comps_in_scan < d->num_components)
+        for (int i = 0; i < d->num_components; i++) {
+            jpeg_component_info *c = &d->comp_info[i];
+            uint64_t bw = c->width_in_blocks, bh = c->height_in_blocks;
+            uint64_t hs = (uint64_t)c->h_samp_factor, vs = (uint64_t)c->v_samp_factor;
+            coef += (bw + hs - 1) / hs * hs * ((bh + vs - 1) / vs * vs) * DCTSIZE2 * sizeof(JCOEF);
+        }
+    uint64_t dec = ow * oh * pc;
+    uint64_t need = coef + dec + ow * oc * 17; /* a row of ours, ~16 of libjpeg's */
+    if (!resize && orientation == 1) return need + ((uint64_t)1 << 20);
+    uint64_t orient_peak = orientation != 1 ? dec * 2 : 0;
+    uint64_t inh = orientation >= 5 ? ow : oh;
+    uint64_t rs = (uint64_t)rw * pc, out = rs * rh;
+    uint64_t resample_peak = dec + rs * inh + out + rs * 4 + (ow + oh + rw + rh) * 16;
+    uint64_t canvas = (uint64_t)cw * ch * pc;
+    uint64_t canvas_peak = out + canvas, encode_peak = canvas * 2 + ((uint64_t)64 << 10);
+    if (orient_peak > need) need = orient_peak;
+    if (resample_peak > need) need = resample_peak;
+    if (canvas_peak > need) need = canvas_peak;
+    if (encode_peak > need) need = encode_peak;
+    return need + ((uint64_t)1 << 20); /* libjpeg's own tables and pools */
+}
+
+/* Reserves need from b for one decode, or makes the image bad when need
+ * alone is over all of b (0: reserved, 1: bad). */
+static int reserve(sk_image_budget *b, uint64_t need, sk_image_result *r)
+{
+    if (!b) return 0;
+    uint64_t total = sk_image_budget_total(b);
+    if (need > total) {
+        char detail[96];
+        snprintf(detail, sizeof detail, "%llu MiB to decode, over --image-memory %llu MiB",
+                 (unsigned long long)((need + (1 << 20) - 1) >> 20),
+                 (unsigned long long)(total >> 20));
+        bad(r, "needs %s", detail);
+        return 1;
+    }
+    sk_image_budget_take(b, need);
+    return 0;
+}
+
 int sk_image_transform(const sk_image_options *o, const unsigned char *in, size_t len,
                        sk_image_result *r, sk_error *err)
+{
+    return sk_image_transform_in(o, NULL, in, len, r, err);
+}
+
+int sk_image_transform_in(const sk_image_options *o, sk_image_budget *b, const unsigned char *in,
+                          size_t len, sk_image_result *r, sk_error *err)
 {
     memset(r, 0, sizeof *r);
     struct jpeg_decompress_struct d;
     struct jerr e;
     pixels px = {0};
+    volatile uint64_t held = 0; /* reserved from b; read after a longjmp */
     jerr_init(&e, &d, len);
     e.mgr.emit_message = on_message;
     if (setjmp(e.jump)) {
+        sk_image_budget_give(b, held);
         jpeg_destroy_decompress(&d);
         free(px.p);
         free(r->out);
@@ -658,10 +722,17 @@ int sk_image_transform(const sk_image_options *o, const unsigned char *in, size_
         /* nothing to change; still prove it decodes when a size was asked
          * for, so a bad image is caught the same way in every mode */
         if (o->image_size && o->resize_mode != SK_RESIZE_NO) {
+            uint64_t need = decode_need(&d, 1, 1, 0, 0, 0, 0, 0);
+            if (reserve(b, need, r)) {
+                jpeg_destroy_decompress(&d);
+                return SK_OK;
+            }
+            held = need;
             int drc = decode(&d, &e, 1, &px, r->why, sizeof r->why);
             free(px.p);
             px.p = NULL;
             jpeg_destroy_decompress(&d);
+            sk_image_budget_give(b, held);
             if (drc == -2) return sk_error_set(err, SK_E_NOMEM, "out of memory");
             if (drc) r->verdict = SK_IMAGE_BAD;
         } else {
@@ -677,9 +748,16 @@ int sk_image_transform(const sk_image_options *o, const unsigned char *in, size_
             denom = k;
             break;
         }
+    uint64_t need = decode_need(&d, denom, orientation, resize, rw, rh, cw, ch);
+    if (reserve(b, need, r)) {
+        jpeg_destroy_decompress(&d);
+        return SK_OK;
+    }
+    held = need;
     int drc = decode(&d, &e, denom, &px, r->why, sizeof r->why);
     jpeg_destroy_decompress(&d);
     if (drc) {
+        sk_image_budget_give(b, held);
         free(px.p);
         if (drc == -2) return sk_error_set(err, SK_E_NOMEM, "out of memory");
         r->verdict = SK_IMAGE_BAD;
@@ -691,6 +769,7 @@ int sk_image_transform(const sk_image_options *o, const unsigned char *in, size_
     if (!mrc) mrc = encode(&px, o->encode_quality > 0 && o->encode_quality <= 100 ? o->encode_quality : 95,
                            &r->out, &r->out_len);
     free(px.p);
+    sk_image_budget_give(b, held);
     if (mrc) return sk_error_set(err, SK_E_NOMEM, "out of memory (image of %ux%u)", w, h);
     r->width = cw;
     r->height = ch;

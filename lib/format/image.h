@@ -32,6 +32,24 @@ typedef struct sk_image_result {
 int sk_image_transform(const sk_image_options *o, const unsigned char *in, size_t len,
                        sk_image_result *r, sk_error *err);
 
+/* The image stage's memory budget (image_budget.c), shared by a run's
+ * image workers: --image-memory bytes, 0 for sk_image_memory_default (a
+ * quarter of physical memory, within SK_IMAGE_MEMORY_MIN..MAX). */
+#define SK_IMAGE_MEMORY_MIN ((uint64_t)256 << 20)
+#define SK_IMAGE_MEMORY_MAX ((uint64_t)2 << 30)
+typedef struct sk_image_budget sk_image_budget;
+uint64_t sk_image_memory_default(void);
+int sk_image_budget_new(sk_image_budget **out, uint64_t bytes, sk_error *err);
+void sk_image_budget_free(sk_image_budget *b);
+uint64_t sk_image_budget_total(const sk_image_budget *b);
+void sk_image_budget_take(sk_image_budget *b, uint64_t bytes);
+void sk_image_budget_give(sk_image_budget *b, uint64_t bytes);
+/* sk_image_transform within budget b (NULL: none): the decode waits until
+ * the memory the header says it needs is free, and an image that needs
+ * more than all of b is a bad image. */
+int sk_image_transform_in(const sk_image_options *o, sk_image_budget *b, const unsigned char *in,
+                          size_t len, sk_image_result *r, sk_error *err);
+
 /* Whether ext (lowercase, ext_len bytes) is an image member under o. */
 int sk_image_is_image(const sk_image_options *o, const char *ext, size_t ext_len);
 

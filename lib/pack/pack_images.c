@@ -10,7 +10,8 @@
  * plain tar stream into the pipe on a thread of its own; sk_reshard reads
  * the pipe as its only input, resizes, and writes the shards, their
  * indexes and the manifest with the caller's options.  Memory stays
- * bounded (the pipe and the pool's ring), no temporary copy touches disk,
+ * bounded (the pipe, the pool's ring bounded by count and bytes, and the
+ * decodes' shared --image-memory budget), no temporary copy touches disk,
  * and the bytes are the same whatever --jobs is, as for both halves.
  */
 #include "pack/pack_int.h"

@@ -940,8 +940,8 @@ struct img_outcome {
  * out->skip is set when the sample is to be dropped (too small, too
  * elongated, or a bad image under --bad-image skip).  Touches nothing but
  * s and out: worker threads run it. */
-static int sample_images(const sk_shard_options *o, struct samp *s, struct img_outcome *out,
-                         sk_error *err)
+static int sample_images(const sk_shard_options *o, sk_image_budget *b, struct samp *s,
+                         struct img_outcome *out, sk_error *err)
 {
     const sk_image_options *io = o->images;
     sk_image_result first = {0};
@@ -951,7 +951,7 @@ static int sample_images(const sk_shard_options *o, struct samp *s, struct img_o
         struct memb *m = &s->m[i];
         if (!sk_image_is_image(io, s->exts + m->ext_off, m->ext_len)) continue;
         sk_image_result res;
-        SK_GUARD(sk_image_transform(io, s->img + m->data_off, (size_t)m->size, &res, err));
+        SK_GUARD(sk_image_transform_in(io, b, s->img + m->data_off, (size_t)m->size, &res, err));
         if (res.verdict == SK_IMAGE_BAD) {
             out->bad_images++;
             if (io->bad_image == SK_BAD_IMAGE_FAIL)
@@ -999,12 +999,16 @@ static int sample_images(const sk_shard_options *o, struct samp *s, struct img_o
 /* ------------------------------------------------------ the image workers */
 /* Decoding and encoding JPEGs is most of the work when images are resized,
  * so samples go to a pool of worker threads (one per core) through a ring
- * of jobs and come back out in the order they went in. */
+ * of jobs and come back out in the order they went in.  Memory is bounded
+ * whatever --jobs is: the decodes share one budget (--image-memory, see
+ * image_budget.c), and the whole samples queued in the ring are bounded by
+ * bytes as well as by count (a quarter of the budget, at least one). */
 
 enum { JOB_FREE, JOB_QUEUED, JOB_DONE };
 
 struct img_job {
     struct samp s;
+    size_t bytes; /* s's bytes when queued, counted in the pool's queued */
     int state, rc;
     sk_error err;
     struct img_outcome out;
@@ -1017,6 +1021,8 @@ struct img_pool {
     struct img_job *jobs;
     size_t cap;
     uint64_t head, tail, next; /* next to emit, next to fill, next to work on */
+    sk_image_budget *budget;
+    uint64_t queued, max_queued; /* bytes of the samples in the ring */
     int stop;
     pthread_t *th;
     int nth;
@@ -1032,7 +1038,7 @@ static void *img_worker(void *arg)
         struct img_job *j = &p->jobs[p->next++ % p->cap];
         pthread_mutex_unlock(&p->mu);
         j->err = (sk_error)SK_ERROR_INIT;
-        j->rc = sample_images(p->o, &j->s, &j->out, &j->err);
+        j->rc = sample_images(p->o, p->budget, &j->s, &j->out, &j->err);
         pthread_mutex_lock(&p->mu);
         j->state = JOB_DONE;
         pthread_cond_broadcast(&p->done);
@@ -1057,6 +1063,7 @@ static void img_pool_free(struct img_pool *p)
     for (size_t i = 0; p->jobs && i < p->cap; i++) samp_free(&p->jobs[i].s);
     free(p->jobs);
     free(p->th);
+    sk_image_budget_free(p->budget);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->work);
     pthread_cond_destroy(&p->done);
@@ -1075,6 +1082,16 @@ static int img_pool_new(struct img_pool **out, const sk_shard_options *o, sk_err
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done, NULL);
+    /* memory is read only from a struct that has it (an older program's is
+     * shorter: the default budget) */
+    const sk_image_options *io = o->images;
+    size_t has = io->struct_size ? io->struct_size : sizeof *io;
+    uint64_t memory = has >= offsetof(sk_image_options, memory) + sizeof io->memory ? io->memory : 0;
+    if (sk_image_budget_new(&p->budget, memory, err)) {
+        img_pool_free(p);
+        return err->code;
+    }
+    p->max_queued = sk_image_budget_total(p->budget) / 4;
     p->jobs = calloc(p->cap, sizeof *p->jobs);
     p->th = calloc((size_t)n, sizeof *p->th);
     if (!p->jobs || !p->th) {
@@ -1115,8 +1132,13 @@ static int img_pool_emit(rs *r, int block, int drain, sk_error *err)
         else if (j->out.skip) r->st.dropped++;
         else rc = emit_sample(r, &j->s, err);
         j->s.klen = j->s.nm = j->s.elen = j->s.len = 0, j->s.crc = 0;
+        if (j->s.cap > ((size_t)1 << 20)) { /* a free slot keeps no large buffer */
+            free(j->s.img);
+            j->s.img = NULL, j->s.cap = 0;
+        }
         pthread_mutex_lock(&p->mu);
         j->state = JOB_FREE;
+        p->queued -= j->bytes;
         p->head++;
         if (!drain) block = 0; /* one freed slot is all a submit needs */
     }
@@ -1129,11 +1151,17 @@ static int img_pool_submit(rs *r, struct samp *s, sk_error *err)
 {
     struct img_pool *p = r->pool;
     if (p->tail - p->head == p->cap) SK_GUARD(img_pool_emit(r, 1, 0, err));
+    /* room by bytes too: wait for the oldest until s fits (or the ring is
+     * empty, so one sample of any size still goes) */
+    while (p->tail > p->head && p->queued + s->len > p->max_queued)
+        SK_GUARD(img_pool_emit(r, 1, 0, err));
     pthread_mutex_lock(&p->mu);
     struct img_job *j = &p->jobs[p->tail % p->cap];
     struct samp t = j->s;
     j->s = *s;
     *s = t;
+    j->bytes = j->s.len;
+    p->queued += j->bytes;
     j->state = JOB_QUEUED;
     p->tail++;
     pthread_cond_signal(&p->work);
