@@ -22,15 +22,10 @@
 #include <stdint.h>
 #include "format/format.h"
 #include "format/unpack.h"
+#include "format/detect.h"
 
 #define SK_STREAM_BUF (1u << 20)
 
-typedef enum {
-    SK_STREAM_PLAIN,   /* uncompressed tar, read sequentially */
-    SK_STREAM_ARCHIVE, /* any compression filter, through libarchive */
-    SK_STREAM_ZSTD,    /* zstd, through libzstd */
-    SK_STREAM_PREAD    /* uncompressed tar, random access, no CRC */
-} sk_stream_kind;
 
 /* A sequential source of the file's bytes: up to n into dst, *got = 0 at
  * the end. */
@@ -60,10 +55,6 @@ typedef struct sk_stream {
     size_t back_len;
     int eof;
 } sk_stream;
-
-/* SK_STREAM_ZSTD, SK_STREAM_ARCHIVE or SK_STREAM_PLAIN for a file that
- * starts with the n bytes at m. */
-sk_stream_kind sk_stream_detect(const unsigned char *m, size_t n);
 
 /* pread until n bytes or end of file; *got says how many. */
 int sk_stream_pread(int fd, uint64_t off, void *buf, size_t n, size_t *got, const char *path,

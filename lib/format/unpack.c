@@ -7,7 +7,7 @@
 
 #include "format/libarchive.h"
 #include "format/tar.h"
-#include "format/shard_stream.h"
+#include "format/detect.h"
 #include <stdlib.h>
 
 /* The stored bytes: the ones a filter left (pend) first, then the source. */

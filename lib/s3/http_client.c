@@ -23,20 +23,6 @@
  * takes one or two; a loop is cut here. */
 #define HTTP_MAX_REDIRS 5L
 
-int sk_http_client_new(sk_s3 **out, const sk_s3 *like, sk_error *err)
-{
-    sk_s3_config cfg = SK_S3_CONFIG_INIT;
-    cfg.http_only = 1;
-    if (like) {
-        cfg.concurrency = like->concurrency;
-        cfg.max_attempts = like->max_attempts;
-        cfg.read_timeout = like->read_timeout;
-        cfg.low_speed_limit = like->low_speed_limit;
-        cfg.verbose = like->verbose;
-    }
-    return sk_s3_new(out, &cfg, err);
-}
-
 int sk_http_build(sk_s3_req *r)
 {
     size_t n = strlen(r->key);

@@ -230,11 +230,9 @@ int sk_creds_config_endpoint(const char *profile, char *out, size_t cap);
 
 /* ---- plain HTTP(S) through the same engine (http_client.c) */
 
-/* A client for http(s):// URLs: the engine, its retries, timeouts and
- * bounds, but no credentials and no signature.  like (may be NULL): the
- * client whose settings (attempts, read timeout, low-speed limit,
- * concurrency, verbose) it copies. */
-int sk_http_client_new(sk_s3 **out, const sk_s3 *like, sk_error *err);
+/* A client for http(s):// URLs is an sk_s3 made with http_only
+ * (io/store_open.c makes one): the engine, its retries, timeouts and
+ * bounds, but no credentials and no signature; these are its hooks. */
 /* Engine: an attempt's URL and headers (no signature). */
 int sk_http_build(sk_s3_req *r);
 /* Engine: the curl options a plain request adds (redirects, bounded). */

@@ -23,6 +23,33 @@
 
 /* ------------------------------------------------------------------ bits */
 
+/* A query parameter of the request (the pages' only way in from the URL). */
+const char *sk_q(const sk_query *q, const char *name, size_t *n)
+{
+    const char *v = NULL;
+    size_t len = 0;
+    if (sk_mhd.lookup_value_n(q->c, MHD_GET_ARGUMENT_KIND, name, strlen(name), &v, &len) !=
+            MHD_YES || !v)
+        return NULL;
+    *n = len;
+    return v;
+}
+
+int sk_q_u64(const sk_query *q, const char *name, uint64_t *v)
+{
+    size_t n;
+    const char *s = sk_q(q, name, &n);
+    if (!s || !n || n > 19) return -1;
+    uint64_t x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        x = x * 10 + (uint64_t)(s[i] - '0');
+    }
+    *v = x;
+    return 0;
+}
+
+
 static int is_ext(const char *ext, size_t n, const char *const *list)
 {
     for (; *list; list++)

@@ -102,17 +102,18 @@ EOF
 for victim in b/01000.jpg b/02499.json; do
     step "hostile: $victim claims 4 GiB"
     patch_size "$victim"
+    # the same error full, --fast warm and --fast cold, and no index of
+    # part of a damaged shard left behind by any of them
+    rm -f bad.tar.idx
     expect_fail 1 "truncated at offset $size, inside member '$victim'" \
         "$SK_BIN" index --no-manifest bad.tar
-    dump bad.tar.idx > full.txt
+    [ ! -e bad.tar.idx ] || die "bad.tar: the full index left bad.tar.idx behind"
     expect_fail 1 "truncated at offset $size, inside member '$victim'" \
         "$SK_BIN" index --fast --no-manifest bad.tar
-    cp bad.tar.idx warm.idx
+    [ ! -e bad.tar.idx ] || die "bad.tar: --fast warm left bad.tar.idx behind"
     "$DROP" bad.tar
     expect_fail 1 "truncated at offset $size, inside member '$victim'" \
         "$SK_BIN" index --fast --no-manifest bad.tar
-    cmp bad.tar.idx warm.idx || die "bad.tar: --fast cold wrote another index than warm"
-    dump bad.tar.idx > fast.txt
-    cmp full.txt fast.txt || die "bad.tar: --fast and the full index disagree"
+    [ ! -e bad.tar.idx ] || die "bad.tar: --fast cold left bad.tar.idx behind"
 done
 echo "index --fast cold ok"

@@ -12,7 +12,7 @@ cd "$T" || die cd
 mkdir a b
 for i in 1 2 3; do echo "a$i" >a/x$i.txt; echo "b$i" >b/y$i.txt; done
 expect_ok "$SK_BIN" pack a -o 'A-%d.tar' -q
-expect_ok "$SK_BIN" pack b -o 'B-%d.tar' -q
+expect_ok "$SK_BIN" pack b -o 'B-%d.tar' --manifest B.json -q
 gzip -kn A-0.tar && bzip2 -k A-0.tar && gzip -kn B-0.tar && zstd -q B-0.tar -o B-0.tar.zst
 printf 'x1\nx2\nx3\ny1\ny2\ny3\n' >want.keys
 cat A-0.tar.gz B-0.tar >gz_tar

@@ -1,0 +1,87 @@
+/*
+ * store_open.c - a location opened as the store its scheme names (file or
+ * stream, s3://, http(s)://), and whole small objects (manifests, indexes)
+ * read through any kind under a cap.  Kept apart from store.c, the part
+ * every kind uses, so that the kinds sit between the two and nothing
+ * calls back up.
+ */
+#include "io/store.h"
+#include "s3/s3_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A client for http(s):// URLs (sk_s3_config.http_only: the S3 engine's
+ * retries, timeouts and bounds, no credentials, no signature); like (may
+ * be NULL): the client whose settings (attempts, read timeout, low-speed
+ * limit, concurrency, verbose) it copies. */
+static int http_client_new(sk_s3 **out, const sk_s3 *like, sk_error *err)
+{
+    sk_s3_config cfg = SK_S3_CONFIG_INIT;
+    cfg.http_only = 1;
+    if (like) {
+        cfg.concurrency = like->concurrency;
+        cfg.max_attempts = like->max_attempts;
+        cfg.read_timeout = like->read_timeout;
+        cfg.low_speed_limit = like->low_speed_limit;
+        cfg.verbose = like->verbose;
+    }
+    return sk_s3_new(out, &cfg, err);
+}
+
+static int need_http(sk_store_env *e, sk_error *err)
+{
+    pthread_mutex_lock(&e->mu);
+    int rc = e->http || (e->s3 && e->s3->plain) ? SK_OK : http_client_new(&e->http, e->s3, err);
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+int sk_store_open(sk_store **out, const char *url, sk_store_env *e, sk_error *err)
+{
+    sk_loc_kind k;
+    *out = NULL;
+    SK_GUARD(sk_store_kind(url, &k, err));
+    if (k == SK_LOC_S3) {
+        SK_FAIL_IF(!e || !e->s3 || e->s3->plain, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client",
+                   url);
+        return sk_store_s3_open(out, url, e->s3, err);
+    }
+    if (k == SK_LOC_HTTP) {
+        SK_FAIL_IF(!e, err, SK_E_USAGE, "%s: no client for http(s)://", url);
+        SK_GUARD(need_http(e, err));
+        /* the caller's client when it is a plain one (a tool's --read-timeout) */
+        return sk_store_http_open(out, url, e->http ? e->http : e->s3, err);
+    }
+    return sk_store_file_open(out, url, err);
+}
+
+
+int sk_store_load(const char *url, sk_store_env *e, size_t max, const char *what, sk_buf *out,
+                  sk_error *err)
+{
+    sk_store *s;
+    sk_store_seq *q = NULL;
+    out->len = 0;
+    SK_GUARD(sk_store_open(&s, url, e, err));
+    if (s->ops->load) {
+        int rc = s->ops->load(s, max, what, out, err);
+        sk_store_close(s);
+        return rc;
+    }
+    int rc = s->ops->open_seq(s, 0, &q, err);
+    char chunk[64 << 10];
+    for (size_t got = 1; !rc && got;) {
+        rc = q->read(q, chunk, sizeof chunk, &got, err);
+        if (!rc && out->len + got > max)
+            rc = sk_error_set(err, SK_E_CORRUPT, "%s: a %s is at most %zu MiB; this one is bigger "
+                              "(or its body does not end)", url, what, max >> 20);
+        else if (!rc && got && sk_buf_add(out, chunk, got))
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    if (!rc && !out->p && sk_buf_add(out, "", 0)) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (q) q->close(q);
+    sk_store_close(s);
+    return rc;
+}
