@@ -35,7 +35,7 @@ expect_fail 1 "b.tar.zst is zstd-compressed, and wids reads uncompressed .tar sh
     "$SK_BIN" index --wids "$T/wd/a.tar" "$T/wd/b.tar.zst"
 [ ! -e "$T/wd/wids.json" ] || die "a wids.json naming a compressed shard was written"
 [ -e "$T/wd/manifest.json" ] && [ -e "$T/wd/b.tar.zst.idx" ] || die "the indexes and manifest were not written"
-expect_ok "$SK_BIN" index --wids -q "$T/wd/a.tar"
+expect_ok "$SK_BIN" index --wids -q --overwrite "$T/wd/a.tar"
 [ -e "$T/wd/wids.json" ] || die "no wids.json for a plain tar"
 
 step "pkg-config --static: a static libshardkit.a links and runs"

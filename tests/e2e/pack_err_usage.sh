@@ -43,6 +43,6 @@ step "the same sizes that are valid"
 for sz in 4K 1M 1.5MiB 10000; do
     expect_ok "$SK_BIN" pack in -o "o/s-%d.tar" --max-size "$sz"
 done
-expect_ok "$SK_BIN" pack in -o 'o/100%%-%03x.tar' --start 255
+expect_ok "$SK_BIN" pack in -o 'o/100%%-%03x.tar' --start 255 --overwrite
 [ -f 'o/100%-0ff.tar' ] || die "'100%%-%03x' with --start 255 did not give '100%-0ff.tar': $(ls o)"
 echo "usage cases passed"
