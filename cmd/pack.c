@@ -217,7 +217,7 @@ int cmd_pack(int argc, char **argv)
     }
     if (!o.pattern) return free(srcs), cmd_usage_error("pack", usage, "no output: give -o PATTERN");
     if (!nsrcs) return free(srcs), cmd_usage_error("pack", usage, "no SOURCE to pack");
-    static const cmd_place by_kind[] = {{NULL, 0, CMD_R | CMD_S3}, {"--files-from", 0, CMD_R | CMD_STREAM}, {"--from-archive", 0, CMD_R}, {NULL, 0, CMD_R | CMD_S3}, {"--from-manifest", 0, CMD_R | CMD_S3}};
+    static const cmd_place by_kind[] = {{NULL, 0, CMD_R | CMD_S3}, {"--files-from", 0, CMD_R | CMD_STREAM}, {"--from-archive", 0, CMD_R}, {NULL, 0, CMD_R | CMD_S3}, {"--from-manifest", 0, CMD_R | CMD_STREAM | CMD_S3}};
     const cmd_place pl[] = {{"-o", o.pattern, CMD_W | CMD_STREAM | CMD_S3}, {"--manifest", o.manifest, CMD_W | CMD_S3}, {"--root", root, CMD_R | CMD_S3},
                             {"--tmp-dir", o.tmp_dir, CMD_W}, {"--sagemaker-manifest", sm.out, CMD_W | CMD_S3}};
     int bad = cmd_places("pack", pl, sizeof pl / sizeof *pl);

@@ -48,7 +48,12 @@ static int load_existing(sk_s3 *s3, const char *mpath, sk_manifest **out, sk_err
         return rc;
     }
     struct stat st;
-    if (stat(mpath, &st) != 0 && errno == ENOENT) return SK_OK;
+    int found = stat(mpath, &st) == 0;
+    if (!found && errno == ENOENT) return SK_OK;
+    /* a device or FIFO the user named (/dev/null, a pipe to a consumer)
+     * holds no dataset, and reading one could block: what may be written
+     * there is the writer's rule (core/fsutil.c) */
+    if (found && !S_ISREG(st.st_mode)) return SK_OK;
     rc = sk_manifest_load(out, mpath, err);
     return rc == SK_E_NOTFOUND ? SK_OK : rc;
 }
