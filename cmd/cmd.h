@@ -191,6 +191,9 @@ typedef struct cmd_ui {
     uint64_t total, bytes_total; /* the largest totals shown: never shown shrinking */
     const char *unit;         /* what total counts (a new unit starts a new total) */
 } cmd_ui;
+/* Clears the status line before a line is printed; the next update draws
+ * it again at once. */
+void cmd_ui_clear(cmd_ui *ui);
 /* A library warn callback (ctx is a cmd_ui): "shardkit TOOL: warning: MSG". */
 void cmd_ui_warn(void *ctx, const char *msg);
 /* Starts (or redraws) the status line. */

@@ -76,14 +76,14 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total, uint64_t sampl
 static void on_warn(void *ctx, const char *msg)
 {
     struct out *o = ctx;
-    if (o && o->ui.progress_shown) fputs("\r\033[K", stderr), o->ui.progress_shown = 0;
+    if (o) cmd_ui_clear(&o->ui);
     cmd_eprintf("shardkit index: warning: %s", msg);
 }
 
 static void on_done(void *ctx, const char *shard, const sk_build_stats *st, const sk_error *err)
 {
     struct out *o = ctx;
-    if (o->ui.progress_shown) fputs("\r\033[K", stderr), o->ui.progress_shown = 0;
+    cmd_ui_clear(&o->ui);
     if (err) {
         int rc = cmd_report("index", err);
         if (rc > o->status) o->status = rc;

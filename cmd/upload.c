@@ -95,7 +95,7 @@ static void progress(void *ud, uint64_t done, uint64_t total)
 static void on_done(void *ud, const sk_s3_xfer_result *res)
 {
     run *r = ud;
-    if (r->ui.progress_shown) fputs("\r\033[K", stderr), r->ui.progress_shown = 0;
+    cmd_ui_clear(&r->ui);
     if (res->rc) {
         r->failed++;
         const char *m = res->err->msg; /* most messages name the source already */
@@ -267,7 +267,7 @@ int cmd_upload(int argc, char **argv)
     r.walked = 1;
     int first = sk_s3_xfer_wait(x, progress, &r, &werr); /* what is in flight, even after a failed walk */
     first = snd.first ? snd.first : first;
-    if (r.ui.progress_shown) fputs("\r\033[K", stderr), r.ui.progress_shown = 0;
+    cmd_ui_clear(&r.ui);
     if (walk_rc && !r.failed && (rc = walk_rc)) goto fail;
     double el = cmd_progress_elapsed(&r.ui);
     uint64_t nreq = 0, nretry = 0;

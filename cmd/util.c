@@ -85,10 +85,20 @@ void cmd_check_zst_pattern(const char *tool, const char *pattern, int *level)
                 "shard names (%s) do not end in .zst\n", tool, pattern);
 }
 
+void cmd_ui_clear(cmd_ui *ui)
+{
+    if (ui->progress_shown) fputs("\r\033[K", stderr);
+    ui->progress_shown = 0;
+    /* redrawn at the next update, under the line printed now: a tool that
+     * prints a line an object more often than the refresh would else keep
+     * its progress line off the screen */
+    ui->last = 0;
+}
+
 void cmd_ui_warn(void *ctx, const char *msg)
 {
     cmd_ui *ui = ctx;
-    if (ui->progress_shown) fputs("\r\033[K", stderr);
+    cmd_ui_clear(ui);
     cmd_eprintf("shardkit %s: warning: %s", ui->tool, msg);
 }
 

@@ -69,7 +69,7 @@ static void on_problem(void *ctx, const sk_verify_problem *p)
 {
     struct vctx *c = ctx;
     int json = c->json;
-    if (c->ui.progress_shown) fputs("\r\033[K", stderr), c->ui.progress_shown = 0;
+    cmd_ui_clear(&c->ui);
     if (json) { /* one object a line; names are whatever bytes the shard holds */
         json_t *o = json_object();
         json_object_set_new(o, "severity", json_string(p->warning ? "warning" : "error"));

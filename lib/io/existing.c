@@ -41,6 +41,7 @@ static int load_existing(sk_s3 *s3, const char *mpath, sk_manifest **out, sk_err
     *out = NULL;
     int rc;
     if (sk_is_s3_url(mpath)) {
+        SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// output needs an S3 client", mpath);
         sk_error e = SK_ERROR_INIT;
         rc = sk_s3_load_manifest(s3, mpath, out, &e);
         if (rc == SK_E_NOTFOUND) return SK_OK;
@@ -173,6 +174,7 @@ int sk_existing_begin(sk_existing *g, sk_s3 *s3, const char *pattern, const char
     g->old = NULL;
     sk_error le = SK_ERROR_INIT;
     int rc = load_existing(s3, mpath, &g->old, &le);
+    if (rc == SK_E_USAGE) return *err = le, rc; /* no client: nothing about the manifest to add */
     SK_FAIL_IF(rc, err, rc, "%s (the manifest already there: %s; --overwrite replaces it)",
                le.msg, g->mode == SK_EXISTING_APPEND ? "--append needs it read"
                                                      : "this run cannot tell what it lists");
@@ -277,6 +279,7 @@ int sk_existing_listed(sk_s3 *s3, const char *mpath, const sk_manifest *man, con
     sk_manifest *old = NULL;
     sk_error le = SK_ERROR_INIT;
     int rc = load_existing(s3, mpath, &old, &le);
+    if (rc == SK_E_USAGE) return *err = le, rc; /* no client: nothing about the manifest to add */
     SK_FAIL_IF(rc, err, rc, "%s (the manifest already there: this run cannot tell what it lists; "
                "--overwrite replaces it)", le.msg);
     if (!old) return SK_OK;
