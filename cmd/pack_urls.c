@@ -38,8 +38,9 @@ static const char usage[] =
     "      --disallowed-header-directives D,...  X-Robots-Tag directives that forbid\n"
     "                           taking an image (default noai,noimageai,noindex,\n"
     "                           noimageindex; '' takes every image)\n"
-    "      --allow-private-addresses  also fetch from loopback, private, link-local\n"
-    "                           and multicast addresses (tests, on-premise mirrors)\n"
+    "      --allow-private-addresses[=CIDR,...]  also fetch from loopback, private,\n"
+    "                           link-local and multicast addresses (all, or only those\n"
+    "                           in the ranges given: tests, on-premise mirrors)\n"
     "      --compute-hash H     sha256 (default), md5 or none: of the bytes served\n"
     "      --verify-hash COL    fail rows whose hash differs from column COL\n"
     "      --incremental        keep the shards an earlier run finished\n"
@@ -86,7 +87,7 @@ static const struct option options[] = {
     {"retries", required_argument, NULL, OPT_RETRIES},
     {"user-agent-token", required_argument, NULL, OPT_UA_TOKEN},
     {"disallowed-header-directives", required_argument, NULL, OPT_DIRECTIVES},
-    {"allow-private-addresses", no_argument, NULL, OPT_ALLOW_PRIVATE},
+    {"allow-private-addresses", optional_argument, NULL, OPT_ALLOW_PRIVATE},
     {"compute-hash", required_argument, NULL, OPT_HASH},
     {"verify-hash", required_argument, NULL, OPT_VERIFY_HASH},
     {"incremental", no_argument, NULL, OPT_INCREMENTAL},
@@ -145,7 +146,7 @@ int cmd_pack_urls(int argc, char **argv)
         case OPT_SAVE_COLS: u.save_columns = optarg; break;
         case OPT_UA_TOKEN: u.user_agent_token = optarg; break;
         case OPT_DIRECTIVES: u.disallowed_header_directives = optarg; break;
-        case OPT_ALLOW_PRIVATE: u.allow_private = 1; break;
+        case OPT_ALLOW_PRIVATE: u.allow_private = 1; u.allow_addresses = optarg; break;
         case OPT_HASH: u.compute_hash = optarg; break;
         case OPT_VERIFY_HASH: u.verify_hash = optarg; break;
         case OPT_INCREMENTAL: u.incremental = 1; break;

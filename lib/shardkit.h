@@ -1578,6 +1578,8 @@ typedef struct sk_urls_options {
     const char *user_agent_token; /* named in User-Agent, and obeyed in X-Robots-Tag */
     const char *disallowed_header_directives; /* NULL: "noai,noimageai,noindex,noimageindex"; "": none */
     int allow_private;       /* also fetch from loopback, private, link-local, multicast addresses */
+    const char *allow_addresses; /* with allow_private: only those within these ranges
+                                  * ("127.0.0.0/8,fd00::/8"); NULL: all of them */
     const char *compute_hash; /* "sha256" (NULL), "md5" or "none": of the bytes downloaded */
     const char *verify_hash; /* a column holding the expected hash, or NULL */
     int incremental;         /* keep shards (and status files) an earlier run finished */

@@ -53,8 +53,16 @@ typedef struct xfer {
     char errbuf[CURL_ERROR_SIZE];
 } xfer;
 
+typedef struct cidr {
+    int family;
+    unsigned char a[16];
+    unsigned bits;
+} cidr;
+
 struct sk_urlfetch {
     sk_urlfetch_opts o;
+    cidr *allow; /* allow_cidrs parsed */
+    size_t nallow;
     CURLM *m;
     xfer *x;
     size_t nx;
@@ -78,7 +86,7 @@ static int v4_blocked(const unsigned char *b, char *why, size_t cap, const char 
     else if (b[0] == 10 || (b[0] == 172 && (b[1] & 0xF0) == 16) || (b[0] == 192 && b[1] == 168))
         what = "private";
     else if (b[0] == 100 && (b[1] & 0xC0) == 64) what = "private (carrier-grade NAT)";
-    else if (b[0] == 169 && b[1] == 254) what = "link-local (cloud metadata lives there)";
+    else if (b[0] == 169 && b[1] == 254) what = "link-local";
     else if (b[0] >= 224 && b[0] < 240) what = "multicast";
     else if (b[0] >= 240) what = "reserved";
     else if (b[0] == 192 && b[1] == 0 && b[2] == 0) what = "reserved (IETF protocol assignments)";
@@ -118,14 +126,63 @@ int sk_urlfetch_addr_blocked(const struct sockaddr *a, char *why, size_t cap)
     return 1;
 }
 
+static int parse_cidrs(sk_urlfetch *f, const char *list, sk_error *err)
+{
+    char one[64];
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        SK_FAIL_IF(n >= sizeof one, err, SK_E_USAGE, "--allow-private-addresses: '%.*s' is not "
+                   "an address range", (int)(n > 60 ? 60 : n), p);
+        memcpy(one, p, n);
+        one[n] = 0;
+        p += n + (p[n] == ',');
+        if (!n) continue;
+        cidr c = {0};
+        char *slash = strchr(one, '/'), *end = NULL;
+        if (slash) *slash = 0;
+        c.family = strchr(one, ':') ? AF_INET6 : AF_INET;
+        unsigned max = c.family == AF_INET ? 32 : 128;
+        c.bits = slash ? (unsigned)strtoul(slash + 1, &end, 10) : max;
+        SK_FAIL_IF(inet_pton(c.family, one, c.a) != 1 || (slash && (end == slash + 1 || *end)) ||
+                       c.bits > max, err, SK_E_USAGE, "--allow-private-addresses: '%s%s%s' is not "
+                   "an address range such as 10.0.0.0/8", one, slash ? "/" : "", slash ? slash + 1 : "");
+        cidr *g = realloc(f->allow, (f->nallow + 1) * sizeof *g);
+        SK_FAIL_IF(!g, err, SK_E_NOMEM, "out of memory");
+        f->allow = g;
+        f->allow[f->nallow++] = c;
+    }
+    return SK_OK;
+}
+
+static int in_cidr(const cidr *c, const unsigned char *a)
+{
+    unsigned full = c->bits / 8, rest = c->bits % 8;
+    if (memcmp(c->a, a, full)) return 0;
+    return !rest || ((c->a[full] ^ a[full]) & (0xFF << (8 - rest))) == 0;
+}
+
+/* Whether the user allowed this blocked address (allow_private, within
+ * allow_cidrs when given). */
+static int allowed(const sk_urlfetch *f, const struct sockaddr *a)
+{
+    if (!f->o.allow_private) return 0;
+    if (!f->nallow) return 1;
+    const unsigned char *b = a->sa_family == AF_INET
+                                 ? (const unsigned char *)&((const struct sockaddr_in *)a)->sin_addr
+                                 : ((const struct sockaddr_in6 *)a)->sin6_addr.s6_addr;
+    for (size_t i = 0; i < f->nallow; i++)
+        if (f->allow[i].family == a->sa_family && in_cidr(&f->allow[i], b)) return 1;
+    return 0;
+}
+
 static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
 {
     xfer *t = ud;
     char why[160];
     (void)purpose;
-    if (!t->f->o.allow_private && sk_urlfetch_addr_blocked(&a->addr, why, sizeof why)) {
+    if (sk_urlfetch_addr_blocked(&a->addr, why, sizeof why) && !allowed(t->f, &a->addr)) {
         snprintf(t->refused, sizeof t->refused,
-                 "refused: %s (not fetched from a URL list without --allow-private-addresses)", why);
+                 "refused: %s (a URL list may not reach it; see --allow-private-addresses)", why);
         return CURL_SOCKET_BAD;
     }
     return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
@@ -255,6 +312,13 @@ int sk_urlfetch_new(sk_urlfetch **out, const sk_urlfetch_opts *o, sk_error *err)
     if (f->o.low_speed <= 0) f->o.low_speed = 1024;
     if (f->o.retry_after_max_ms <= 0) f->o.retry_after_max_ms = 60000;
     if (!f->o.user_agent) f->o.user_agent = "shardkit";
+    if (f->o.allow_private && f->o.allow_cidrs) {
+        int rc = parse_cidrs(f, f->o.allow_cidrs, err);
+        if (rc) {
+            sk_urlfetch_free(f);
+            return rc;
+        }
+    }
     f->nx = (size_t)f->o.concurrency;
     f->x = calloc(f->nx, sizeof *f->x);
     f->m = sk_curl.multi_init();
@@ -427,5 +491,6 @@ void sk_urlfetch_free(sk_urlfetch *f)
     }
     if (f->m) sk_curl.multi_cleanup(f->m);
     free(f->x);
+    free(f->allow);
     free(f);
 }

@@ -24,6 +24,8 @@ typedef struct sk_urlfetch_opts {
     int retries;              /* further attempts after a retryable failure */
     long retry_after_max_ms;  /* longest Retry-After honoured (0: 60 s); longer fails */
     int allow_private;        /* fetch loopback, private, link-local, multicast too */
+    const char *allow_cidrs;  /* with allow_private: only within these ("127.0.0.0/8,
+                               * fd00::/8"); NULL: any */
     const char *user_agent;   /* the User-Agent header */
     const char *robots_token; /* our token in X-Robots-Tag (NULL: none) */
     const char *robots_directives; /* that forbid use (NULL or "": no check) */
@@ -44,7 +46,8 @@ typedef struct sk_urlfetch_result {
 typedef struct sk_urlfetch sk_urlfetch;
 typedef void (*sk_urlfetch_done_fn)(void *cb_ctx, sk_urlfetch_result *r);
 
-/* Loads libcurl (on first use) and makes a fetcher. */
+/* Loads libcurl (on first use) and makes a fetcher; SK_E_USAGE names an
+ * allow_cidrs entry that is not an address/prefix. */
 int sk_urlfetch_new(sk_urlfetch **out, const sk_urlfetch_opts *o, sk_error *err);
 /* Queues url (copied); the caller keeps at most concurrency queued (the
  * transfers not yet handed back, sk_urlfetch_pending).  A URL that is not

@@ -587,6 +587,7 @@ int sk_pack_urls(const sk_pack_options *po, const sk_urls_options *uo, sk_s3 *s3
         .concurrency = j->uo.concurrency, .per_host = j->uo.per_host,
         .max_bytes = j->uo.max_image_bytes, .timeout_ms = (long)(j->uo.timeout * 1000),
         .retries = j->uo.retries, .allow_private = j->uo.allow_private, .user_agent = ua,
+        .allow_cidrs = j->uo.allow_addresses,
         .robots_token = token,
         .robots_directives = j->uo.disallowed_header_directives
                                  ? j->uo.disallowed_header_directives
