@@ -277,6 +277,7 @@ typedef struct cmd_opts {
     const cmd_opt *t; /* the rows (at most 64) */
     size_t n;
     sk_s3_config *s3; /* not NULL: the S3 client options too (CMD_S3_CLIENT_OPTIONS) */
+    uint64_t *part_size; /* not NULL (with s3): --part-size too */
     /* A family of options shared with other tools (CMD_IMAGE_OPTIONS, ...):
      * its getopt rows, and the function taking them (1 taken, 0 not one of
      * them, -1 a bad value, reported). */

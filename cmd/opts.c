@@ -62,7 +62,8 @@ static int take(const char *tool, const char *usage, const cmd_opt *o, char *arg
 
 int cmd_getopt(const cmd_opts *os, int argc, char **argv, int *first)
 {
-    static const struct option s3rows[] = {CMD_S3_CLIENT_OPTIONS};
+    static const struct option s3rows[] = {CMD_S3_CLIENT_OPTIONS, CMD_S3_PART_SIZE_OPTION};
+    size_t ns3 = sizeof s3rows / sizeof *s3rows - !os->part_size;
     struct option lo[2 * ROWS_MAX + 1 + sizeof s3rows / sizeof *s3rows + 1];
     char shorts[3 * ROWS_MAX + 2] = "h";
     size_t k = 0, sl = 1;
@@ -80,7 +81,7 @@ int cmd_getopt(const cmd_opts *os, int argc, char **argv, int *first)
     shorts[sl] = 0;
     lo[k++] = (struct option){"help", no_argument, NULL, 'h'};
     for (size_t i = 0; i < os->nmore; i++) lo[k++] = os->more[i];
-    for (size_t i = 0; os->s3 && i < sizeof s3rows / sizeof *s3rows; i++) lo[k++] = s3rows[i];
+    for (size_t i = 0; os->s3 && i < ns3; i++) lo[k++] = s3rows[i];
     lo[k] = (struct option){NULL, 0, NULL, 0};
     int c;
     while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
@@ -100,7 +101,7 @@ int cmd_getopt(const cmd_opts *os, int argc, char **argv, int *first)
         case 1: continue;
         case -1: return SK_EXIT_USAGE;
         }
-        switch (os->s3 ? cmd_s3_option(os->tool, os->usage, c, optarg, os->s3, NULL) : 0) {
+        switch (os->s3 ? cmd_s3_option(os->tool, os->usage, c, optarg, os->s3, os->part_size) : 0) {
         case 1: break;
         case -1: return SK_EXIT_USAGE;
         default: return cmd_unknown_option(os->tool, argv);
