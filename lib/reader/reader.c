@@ -13,6 +13,7 @@
  * from sample counts without reading data.
  */
 #include "reader/reader_raw.h"
+#include "reader/reader_global.h"
 #include "core/rng.h"
 #include "io/io.h"
 #include "io/store.h"
@@ -29,6 +30,7 @@
 #define DEFAULT_BUFFER (4u << 20)
 #define DEFAULT_MAX_SAMPLE ((size_t)1 << 30)
 #define MAX_PREFETCH 64
+#define DEFAULT_READ_AHEAD (8u << 20)
 
 /* ------------------------------------------------------------- shard list */
 
@@ -38,6 +40,7 @@ struct shard_ent {
     uint64_t bytes;    /* as the manifest says; 0 when unknown */
     uint32_t crc32c;   /* as the manifest says, when crc_known */
     int crc_known;
+    size_t dataset;    /* which url of sk_reader_open it came from */
 };
 
 struct cursor;
@@ -110,6 +113,9 @@ struct sk_reader {
     sk_error ferr;
     sk_reader_holder holder; /* cur.hold points here when set */
     sk_reader_spare spare;   /* a closed shard's ring, for the next one */
+    sk_gread *g;             /* the global order (reader_global.c), when asked */
+    sk_gshard *gs;           /* its view of sh */
+    size_t url_now;          /* the url add_url is resolving */
 };
 
 static void warnf(sk_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -137,6 +143,7 @@ static int add_shard(sk_reader *r, const char *url, const char *index, int64_t s
     s->samples = samples;
     s->bytes = 0;
     s->crc32c = 0, s->crc_known = 0;
+    s->dataset = r->url_now;
     if (!s->url || (index && !s->index)) {
         free(s->url);
         free(s->index);
@@ -838,6 +845,8 @@ static int pull(sk_reader *r, const sk_reader_sample **v, sk_error *err)
             warnf(r, "%s; skipping the rest of %s", e.msg, r->sh[r->order[r->pos]].url);
             r->stats.shards_skipped++;
         } else if (got) {
+            r->cur.view.position = UINT64_MAX; /* no global order here */
+            r->cur.view.dataset = r->sh[r->order[r->pos]].dataset;
             *v = &r->cur.view;
             return SK_OK;
         } else {
@@ -859,7 +868,8 @@ static int pull(sk_reader *r, const sk_reader_sample **v, sk_error *err)
 static const sk_reader_options reader_defaults = {
     .struct_size = sizeof(sk_reader_options),
     .rank = -1, .world_size = -1, .worker = -1, .num_workers = -1,
-    .prefetch = 2, .buffer_size = DEFAULT_BUFFER, .max_sample = DEFAULT_MAX_SAMPLE};
+    .prefetch = 2, .buffer_size = DEFAULT_BUFFER, .max_sample = DEFAULT_MAX_SAMPLE,
+    .shuffle_window = 8, .batch_size = 1, .read_ahead = DEFAULT_READ_AHEAD};
 
 void sk_reader_options_init_sized(sk_reader_options *o, size_t size)
 {
@@ -879,6 +889,41 @@ static int env_int(const char *name, int dflt, int *out, sk_error *err)
                "environment variable %s=%s is not a non-negative integer", name, v);
     *out = (int)x;
     return SK_OK;
+}
+
+/* The global order over the resolved shard list (reader_global.c). */
+static int open_global(sk_reader *r, sk_error *err)
+{
+    const sk_reader_options *o = &r->o;
+    SK_FAIL_IF(o->shuffle_buffer > 1, err, SK_E_USAGE,
+               "global_order shuffles samples itself (shuffle_window); shuffle_buffer must be 0");
+    SK_FAIL_IF(o->recordio, err, SK_E_USAGE,
+               "global_order reads through indexes; a RecordIO channel is read as a stream");
+    SK_FAIL_IF(o->batch_size < 0, err, SK_E_USAGE, "batch_size %d is negative", o->batch_size);
+    r->gs = calloc(r->nsh, sizeof *r->gs);
+    SK_FAIL_IF(!r->gs, err, SK_E_NOMEM, "out of memory");
+    int remote = 0;
+    for (size_t i = 0; i < r->nsh; i++) {
+        SK_FAIL_IF(is_stream(r, r->sh[i].url), err, SK_E_USAGE,
+                   "%s: a stream; global_order reads shards at offsets (read it without "
+                   "global_order)", r->sh[i].url);
+        remote |= sk_store_is_remote(r->sh[i].url);
+        r->gs[i] = (sk_gshard){.url = r->sh[i].url, .index = r->sh[i].index,
+                               .samples = r->sh[i].samples, .bytes = r->sh[i].bytes,
+                               .dataset = r->sh[i].dataset};
+    }
+    sk_gread_opts go = {
+        .shards = r->gs, .nshards = r->nsh, .env = &r->env,
+        .rank = (uint32_t)o->rank, .ranks = (uint32_t)o->world_size,
+        .worker = (uint32_t)o->worker, .workers = (uint32_t)o->num_workers,
+        .batch = o->batch_size > 0 ? (uint32_t)o->batch_size : 1,
+        .seed = o->seed, .shuffle = o->shuffle_shards,
+        .window = o->shuffle_window ? o->shuffle_window : 8,
+        .read_ahead = o->read_ahead ? o->read_ahead : DEFAULT_READ_AHEAD,
+        .max_gap = o->max_gap ? o->max_gap : remote ? (1u << 20) : (64u << 10),
+        .max_sample = o->max_sample,
+    };
+    return sk_gread_open(&r->g, &go, o->epoch, err);
 }
 
 int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
@@ -916,11 +961,15 @@ int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
     if (!rc && o->s3_endpoint && !(r->s3_endpoint = strdup(o->s3_endpoint)))
         rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
     o->s3_endpoint = r->s3_endpoint;
-    for (size_t i = 0; !rc && i < n; i++) rc = add_url(r, urls[i], err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        r->url_now = i;
+        rc = add_url(r, urls[i], err);
+    }
     if (!rc && r->nsh == 0) rc = sk_error_set(err, SK_E_USAGE, "no shards to read");
     for (size_t i = 0; !rc && !r->s3 && i < r->nsh; i++)
         if (is_s3(r->sh[i].url)) rc = need_s3(r, err);
     if (!rc) rc = plan_epoch(r, o->epoch, err);
+    if (!rc && o->global_order) rc = open_global(r, err);
     if (rc) {
         sk_reader_close(r);
         return rc;
@@ -932,6 +981,8 @@ int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
 void sk_reader_close(sk_reader *r)
 {
     if (!r) return;
+    sk_gread_close(r->g);
+    free(r->gs);
     close_streams(r); /* a holder writes what it holds here */
     if (r->cur.hold) r->holder.detach(r->holder.ctx);
     r->cur.hold = NULL;
@@ -967,7 +1018,9 @@ int sk_reader_next(sk_reader *r, const sk_reader_sample **out, sk_error *err)
     }
     const sk_reader_sample *v;
     int rc;
-    if (r->o.shuffle_buffer <= 1) {
+    if (r->g) {
+        if ((rc = sk_gread_next(r->g, out, err))) return fail(r, rc, err);
+    } else if (r->o.shuffle_buffer <= 1) {
         if ((rc = pull(r, &v, err))) return fail(r, rc, err);
         *out = v;
     } else {
@@ -1016,7 +1069,8 @@ void sk_reader_set_holder(sk_reader *r, const sk_reader_holder *h)
 
 int sk_reader_start_epoch(sk_reader *r, uint64_t epoch, sk_error *err)
 {
-    return plan_epoch(r, epoch, err);
+    SK_GUARD(plan_epoch(r, epoch, err));
+    return r->g ? sk_gread_plan(r->g, epoch, err) : SK_OK;
 }
 
 size_t sk_reader_shard_count(const sk_reader *r)
@@ -1106,6 +1160,8 @@ static int read_one(sk_reader *r, size_t s, uint64_t k, struct owned **out, sk_e
 
 int sk_reader_restore(sk_reader *r, const sk_reader_state *st, sk_error *err)
 {
+    SK_FAIL_IF(r->g, err, SK_E_USAGE, "a reader in the global order resumes from its position "
+               "(sk_reader_get_position, sk_reader_seek), not from a stream state");
     SK_FAIL_IF(st->magic != SK_READER_STATE_MAGIC || st->version != 1, err, SK_E_USAGE,
                "not a reader state (magic %08x, version %u)", st->magic, st->version);
     SK_FAIL_IF(st->slot != r->slot || st->slots != r->slots || st->shards != r->nsh ||
@@ -1167,4 +1223,43 @@ int sk_reader_restore(sk_reader *r, const sk_reader_state *st, sk_error *err)
     }
     r->yielded = st->yielded;
     return SK_OK;
+}
+
+/* ------------------------------------------------- global order: position */
+
+int sk_reader_get_position(const sk_reader *r, sk_reader_position *p, sk_error *err)
+{
+    SK_FAIL_IF(!r->g, err, SK_E_USAGE, "the reader is not in the global order (global_order)");
+    sk_gread_position(r->g, 0, 0, p);
+    return SK_OK;
+}
+
+int sk_reader_position_at(const sk_reader *r, uint64_t rank_samples, sk_reader_position *p,
+                          sk_error *err)
+{
+    SK_FAIL_IF(!r->g, err, SK_E_USAGE, "the reader is not in the global order (global_order)");
+    sk_gread_position(r->g, 1, rank_samples, p);
+    return SK_OK;
+}
+
+int sk_reader_seek(sk_reader *r, const sk_reader_position *p, sk_error *err)
+{
+    SK_FAIL_IF(!r->g, err, SK_E_USAGE, "the reader is not in the global order (global_order)");
+    r->failed = 0;
+    return sk_gread_seek(r->g, p, err);
+}
+
+uint64_t sk_reader_epoch_samples(const sk_reader *r)
+{
+    return r->g ? sk_gread_epoch_samples(r->g) : 0;
+}
+
+uint64_t sk_reader_slot_left(const sk_reader *r)
+{
+    return r->g ? sk_gread_slot_left(r->g) : 0;
+}
+
+uint64_t sk_reader_global_reads(const sk_reader *r)
+{
+    return r->g ? sk_gread_reads(r->g) : 0;
 }
