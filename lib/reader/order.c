@@ -135,31 +135,69 @@ static uint64_t full_per_slot(const sk_split *s)
     return s->m / (slots_of(s) * s->batch) * s->batch;
 }
 
+/* The last, partial round: L positions, q each slot and one more for the
+ * first rem slots (worker-major: slot w*R + r), laid out as one block per
+ * slot in that order, so that the partial batches a DataLoader hands
+ * (worker 0's, then worker 1's...) consume a prefix, rank by rank. */
+static void tail_of(const sk_split *s, uint64_t *q, uint64_t *rem)
+{
+    uint64_t S = slots_of(s), L = s->m - full_per_slot(s) * S;
+    *q = L / S;
+    *rem = L % S;
+}
+
 uint64_t sk_split_count(const sk_split *s, uint32_t rank, uint32_t worker)
 {
-    uint64_t S = slots_of(s), f = full_per_slot(s), tail = s->m - f * S;
-    uint64_t me = (uint64_t)worker * s->ranks + rank;
-    return f + (tail > me ? (tail - me - 1) / S + 1 : 0);
+    uint64_t q, rem, me = (uint64_t)worker * s->ranks + rank;
+    tail_of(s, &q, &rem);
+    return full_per_slot(s) + q + (me < rem);
 }
 
 uint64_t sk_split_position(const sk_split *s, uint32_t rank, uint32_t worker, uint64_t k)
 {
-    uint64_t S = slots_of(s), B = s->batch, f = full_per_slot(s);
+    uint64_t S = slots_of(s), B = s->batch, f = full_per_slot(s), q, rem;
     if (k < f)
         return (k / B) * S * B + (uint64_t)worker * s->ranks * B + (uint64_t)rank * B + k % B;
-    return f * S + (k - f) * S + (uint64_t)worker * s->ranks + rank;
+    tail_of(s, &q, &rem);
+    uint64_t me = (uint64_t)worker * s->ranks + rank;
+    return f * S + me * q + (me < rem ? me : rem) + (k - f);
 }
 
-uint64_t sk_split_rank_index(const sk_split *s, uint32_t worker, uint64_t k)
+/* Samples slot (rank, w) has in the tail. */
+static uint64_t tail_n(const sk_split *s, uint32_t rank, uint64_t w, uint64_t q, uint64_t rem)
 {
-    uint64_t W = s->workers, B = s->batch, f = full_per_slot(s);
+    return q + (w * s->ranks + rank < rem);
+}
+
+uint64_t sk_split_rank_index(const sk_split *s, uint32_t rank, uint32_t worker, uint64_t k)
+{
+    uint64_t W = s->workers, B = s->batch, f = full_per_slot(s), q, rem, before = 0;
     if (k < f) return (k / B) * W * B + (uint64_t)worker * B + k % B;
-    return f * W + (k - f) * W + worker;
+    tail_of(s, &q, &rem);
+    for (uint64_t w = 0; w < worker; w++) before += tail_n(s, rank, w, q, rem);
+    return f * W + before + (k - f);
 }
 
-uint64_t sk_split_consumed(const sk_split *s, uint64_t i)
+uint64_t sk_split_consumed(const sk_split *s, uint32_t rank, uint64_t i)
 {
-    if (i && s->ranks > UINT64_MAX / i) return s->m;
-    uint64_t c = i * s->ranks;
-    return c < s->m ? c : s->m;
+    uint64_t W = s->workers, f = full_per_slot(s), q, rem;
+    if (i <= f * W) {
+        if (i && s->ranks > UINT64_MAX / i) return s->m;
+        uint64_t c = i * s->ranks;
+        return c < s->m ? c : s->m;
+    }
+    tail_of(s, &q, &rem);
+    uint64_t t = i - f * W, mine = 0, done = 0;
+    for (uint64_t w = 0; w < W; w++) mine += tail_n(s, rank, w, q, rem);
+    if (t >= mine) return s->m; /* the rank read its whole share */
+    /* whole tail blocks of the rank's workers, in the DataLoader's order:
+     * the other ranks' blocks of those workers come before in the layout */
+    for (uint64_t w = 0; w < W; w++) {
+        uint64_t n = tail_n(s, rank, w, q, rem);
+        if (n == 0 || t < n) break;
+        t -= n;
+        done = w + 1;
+    }
+    uint64_t S = slots_of(s), end = done * s->ranks;
+    return f * S + end * q + (end < rem ? end : rem);
 }

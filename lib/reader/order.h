@@ -20,8 +20,9 @@
  * A slot's share is by position, for R ranks, W workers a rank and a
  * batch size B (the DataLoader's: a worker hands B samples at once):
  * positions come in rounds of R*W*B; in a round, worker w of rank r takes
- * the B positions at w*R*B + r*B; the last, partial round goes one
- * position at a time, rank fastest.  So a rank consuming its batches in
+ * the B positions at w*R*B + r*B; the last, partial round (fewer than
+ * R*W*B positions) gives each slot one block of consecutive positions,
+ * slots in the order (w, r), block sizes within one of each other.  So a rank consuming its batches in
  * the DataLoader's order consumes a prefix of the sequence together with
  * the other ranks, and every slot's count is within one of the others'.
  */
@@ -69,8 +70,10 @@ uint64_t sk_split_count(const sk_split *s, uint32_t rank, uint32_t worker);
 uint64_t sk_split_position(const sk_split *s, uint32_t rank, uint32_t worker, uint64_t k);
 /* The rank-local index (the order a rank's DataLoader yields its
  * workers' batches in) of the slot's k-th sample. */
-uint64_t sk_split_rank_index(const sk_split *s, uint32_t worker, uint64_t k);
-/* Positions consumed when every rank has consumed i samples: min(m, i*R). */
-uint64_t sk_split_consumed(const sk_split *s, uint64_t i);
+uint64_t sk_split_rank_index(const sk_split *s, uint32_t rank, uint32_t worker, uint64_t k);
+/* Positions consumed when every rank has consumed i samples of its share
+ * in the DataLoader's order: i*R in the whole rounds; in the last round,
+ * the workers' whole blocks; m when the rank read its whole share. */
+uint64_t sk_split_consumed(const sk_split *s, uint32_t rank, uint64_t i);
 
 #endif

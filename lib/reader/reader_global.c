@@ -538,8 +538,9 @@ void sk_gread_position(const sk_gread *g, int have_rank_samples, uint64_t rank_s
     p->samples = g->ord.total;
     p->fingerprint = g->fingerprint;
     if (!have_rank_samples)
-        rank_samples = g->handed ? sk_split_rank_index(&g->split, g->o.worker, g->handed - 1) + 1 : 0;
-    p->consumed = g->base + sk_split_consumed(&g->split, rank_samples);
+        rank_samples = g->handed ? sk_split_rank_index(&g->split, g->o.rank, g->o.worker,
+                                                       g->handed - 1) + 1 : 0;
+    p->consumed = g->base + sk_split_consumed(&g->split, g->o.rank, rank_samples);
 }
 
 int sk_gread_seek(sk_gread *g, const sk_reader_position *p, sk_error *err)
