@@ -960,6 +960,17 @@ typedef struct sk_reader_options {
     uint64_t max_gap;        /* bytes between two samples of a shard read
                                 through, joining two reads into one
                                 (default 64 KiB; 1 MiB for remote shards) */
+    /* Mixing (global order): each url of sk_reader_open is a stream, these
+     * arrays have one entry per url (NULL, or 0 in an entry: unset), as
+     * MosaicML's Streams: a relative proportion, or an absolute repeat
+     * (a multiple of the stream's size) or choose (samples); one kind for
+     * all streams.  A stream taking fewer samples than it has gets a new
+     * uniform subset each epoch.  sk_reader_sample.dataset names it. */
+    const double *proportion;
+    const double *repeat;
+    const uint64_t *choose;
+    uint64_t samples_per_epoch; /* the epoch's length; 0: the streams' sizes
+                                   (proportion) or their sum (absolute) */
 } sk_reader_options;
 /* Defaults: every field as documented above, struct_size included. */
 SK_API void sk_reader_options_init_sized(sk_reader_options *o, size_t size);

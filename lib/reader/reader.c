@@ -116,6 +116,7 @@ struct sk_reader {
     sk_gread *g;             /* the global order (reader_global.c), when asked */
     sk_gshard *gs;           /* its view of sh */
     size_t url_now;          /* the url add_url is resolving */
+    size_t nurls;
 };
 
 static void warnf(sk_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -922,6 +923,9 @@ static int open_global(sk_reader *r, sk_error *err)
         .read_ahead = o->read_ahead ? o->read_ahead : DEFAULT_READ_AHEAD,
         .max_gap = o->max_gap ? o->max_gap : remote ? (1u << 20) : (64u << 10),
         .max_sample = o->max_sample,
+        .mix = o->proportion || o->repeat || o->choose || o->samples_per_epoch,
+        .ndatasets = r->nurls, .proportion = o->proportion, .repeat = o->repeat,
+        .choose = o->choose, .samples_per_epoch = o->samples_per_epoch,
     };
     return sk_gread_open(&r->g, &go, o->epoch, err);
 }
@@ -961,6 +965,7 @@ int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
     if (!rc && o->s3_endpoint && !(r->s3_endpoint = strdup(o->s3_endpoint)))
         rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
     o->s3_endpoint = r->s3_endpoint;
+    r->nurls = n;
     for (size_t i = 0; !rc && i < n; i++) {
         r->url_now = i;
         rc = add_url(r, urls[i], err);

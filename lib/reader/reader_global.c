@@ -15,6 +15,7 @@
  */
 #include "reader/reader_global.h"
 #include "reader/order.h"
+#include "reader/mix.h"
 #include "core/rng.h"
 #include "io/io.h"
 #include "io/store.h"
@@ -25,7 +26,7 @@
 #include <sys/stat.h>
 
 #define MAX_ITEMS 4096     /* samples a batch holds at most */
-#define MAX_INDEXES_MIN 16 /* indexes kept loaded, at least (else 2 windows) */
+#define MAX_INDEXES_MIN 64 /* indexes kept loaded, at least (else 2 windows) */
 #define MAX_STORES 64      /* shards kept open by the read thread */
 
 /* A planned sample: where it is, where its bytes land in the batch. */
@@ -82,7 +83,11 @@ struct open_store {
 
 struct sk_gread {
     sk_gread_opts o;
-    uint64_t *counts;
+    uint64_t *counts; /* per shard */
+    sk_mix mix;       /* with o.mix: the epoch's units (order.c permutes them) */
+    size_t *first;    /* ndatasets + 1: each dataset's first shard */
+    uint64_t *ucounts;
+    size_t ucap;
     struct gsh *sh;
     size_t nloaded, max_loaded;
     uint64_t clock;
@@ -294,6 +299,11 @@ static int plan_item(sk_gread *g, struct batch *b, uint64_t k, sk_error *err)
     size_t s;
     uint64_t ord;
     SK_GUARD(sk_order_at(&g->ord, pos, &s, &ord, err));
+    if (g->o.mix) { /* a unit: a shard, whole or a subset of its ordinals */
+        const sk_mix_unit *u = &g->mix.units[s];
+        s = u->shard;
+        if (u->pick != SIZE_MAX) ord = g->mix.picks[u->pick + ord];
+    }
     SK_GUARD(load_index(g, s, err));
     const sk_index *ix = g->sh[s].ix;
     const char *url = g->o.shards[s].url;
@@ -394,8 +404,29 @@ static uint64_t fingerprint(const sk_gread *g)
         const char *u = g->o.shards[i].url, *slash = strrchr(u, '/');
         const char *base = slash ? slash + 1 : u; /* the place may change, not the shards */
         h = sk_rng_derive(h, sk_fnv1a64(base, strlen(base)), g->counts[i]);
+        h = sk_rng_derive(h, g->o.shards[i].dataset, 0);
     }
+    for (size_t d = 0; g->o.mix && d < g->mix.nstreams; d++)
+        h = sk_rng_derive(h, d, g->mix.take[d]);
     return h;
+}
+
+/* The streams: each dataset's shards (they come in dataset order). */
+static int mix_init(sk_gread *g, sk_error *err)
+{
+    size_t n = g->o.ndatasets;
+    SK_FAIL_IF(!(g->first = calloc(n + 1, sizeof *g->first)), err, SK_E_NOMEM, "out of memory");
+    size_t s = 0;
+    for (size_t d = 0; d < n; d++) {
+        g->first[d] = s;
+        while (s < g->o.nshards && g->o.shards[s].dataset == d) s++;
+    }
+    g->first[n] = s;
+    g->mix = (sk_mix){.nstreams = n, .first = g->first, .counts = g->counts,
+                      .proportion = g->o.proportion, .repeat = g->o.repeat,
+                      .choose = g->o.choose, .samples_per_epoch = g->o.samples_per_epoch,
+                      .seed = g->o.seed};
+    return sk_mix_init(&g->mix, err);
 }
 
 static void drain(sk_gread *g)
@@ -406,6 +437,14 @@ static void drain(sk_gread *g)
 int sk_gread_plan(sk_gread *g, uint64_t epoch, sk_error *err)
 {
     drain(g);
+    if (g->o.mix) {
+        SK_GUARD(sk_mix_epoch(&g->mix, epoch, err));
+        SK_GUARD(sk_grow((void **)&g->ucounts, &g->ucap, g->mix.nunits + 1, sizeof *g->ucounts,
+                         err));
+        for (size_t i = 0; i < g->mix.nunits; i++) g->ucounts[i] = g->mix.units[i].count;
+        g->ord.nshards = g->mix.nunits;
+        g->ord.counts = g->ucounts;
+    }
     SK_GUARD(sk_order_plan(&g->ord, epoch, err));
     g->base = 0;
     g->split.m = g->ord.total;
@@ -444,6 +483,7 @@ int sk_gread_open(sk_gread **out, const sk_gread_opts *o, uint64_t epoch, sk_err
     g->ord = (sk_order){.nshards = o->nshards, .counts = g->counts, .seed = o->seed,
                         .window = g->o.window, .shuffle = o->shuffle, .held = SIZE_MAX};
     g->split = (sk_split){.ranks = o->ranks, .workers = o->workers, .batch = g->o.batch};
+    if (!rc && o->mix) rc = mix_init(g, err);
     if (!rc) g->fingerprint = fingerprint(g);
     if (!rc) rc = sk_gread_plan(g, epoch, err);
     if (!rc && pthread_create(&g->th, NULL, io_main, g))
@@ -477,6 +517,9 @@ void sk_gread_close(sk_gread *g)
         free(b->it), free(b->m), free(b->names), free(b->rg), free(b->sorted), free(b->data);
     }
     sk_order_free(&g->ord);
+    sk_mix_free(&g->mix);
+    free(g->first);
+    free(g->ucounts);
     free(g->counts);
     free(g->sh);
     free(g->mv);

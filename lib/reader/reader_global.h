@@ -31,6 +31,13 @@ typedef struct sk_gread_opts {
     size_t read_ahead;  /* bytes a batch reads at most (at least one sample) */
     uint64_t max_gap;   /* bytes of a gap between two samples read through */
     size_t max_sample;  /* largest sample span accepted */
+    /* mixing (mix.c): shards are in dataset order; per dataset (ndatasets
+     * entries each, NULL: unset); mix 0: one sequence over every shard */
+    int mix;
+    size_t ndatasets;
+    const double *proportion, *repeat;
+    const uint64_t *choose;
+    uint64_t samples_per_epoch;
 } sk_gread_opts;
 
 typedef struct sk_gread sk_gread;

@@ -36,11 +36,15 @@ static size_t window = 8;
 static uint64_t seed = 7;
 static int batch = 4;
 static int failures;
+/* mixing: one entry per url */
+static double proportion[16];
+static int mixing;
+static uint64_t samples_per_epoch;
 static uint64_t reads;
 
 /* A sample's identity: the shard's place in the list and its ordinal. */
 typedef struct {
-    uint64_t shard, ordinal;
+    uint64_t shard, ordinal, dataset;
 } ident;
 
 static void die(const char *what, const sk_error *e)
@@ -75,6 +79,8 @@ static sk_reader *open_slot(int rank, int world, int worker, int nworkers, int b
     o.batch_size = b;
     o.read_ahead = 256 << 10;
     o.s3_endpoint = endpoint;
+    if (mixing) o.proportion = proportion;
+    o.samples_per_epoch = samples_per_epoch;
     sk_reader *r;
     sk_error e = SK_ERROR_INIT;
     if (sk_reader_open(&r, urls, nurls, &o, &e)) die("open", &e);
@@ -99,7 +105,7 @@ static uint64_t take(sk_reader *r, uint64_t n, ident *seen, unsigned char *mark,
         check(!mark[s->position], "%s: position %llu handed out twice", where,
               (unsigned long long)s->position);
         mark[s->position] = 1;
-        seen[s->position] = (ident){s->shard, s->ordinal};
+        seen[s->position] = (ident){s->shard, s->ordinal, s->dataset};
     }
     return got;
 }
@@ -136,10 +142,20 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--window")) window = strtoul(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--seed")) seed = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--samples")) samples_per_epoch = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--proportion")) {
+            char *p = argv[i + 1], *end;
+            for (int k = 0; k < 16 && *p; k++, p = *end ? end + 1 : end) {
+                proportion[k] = strtod(p, &end);
+                if (end == p) break;
+            }
+            mixing = 1;
+        }
         else break;
     }
     if (i >= argc || batch < 1) {
-        fprintf(stderr, "usage: order_grid [--endpoint URL] [--window N] [--seed S] [--batch B] URL...\n");
+        fprintf(stderr, "usage: order_grid [--endpoint URL] [--window N] [--seed S] [--batch B] "
+                        "[--proportion P,P...] [--samples N] URL...\n");
         return 2;
     }
     urls = (const char *const *)argv + i;
@@ -156,9 +172,28 @@ int main(int argc, char **argv)
     ident *sorted = malloc((total + 1) * sizeof *sorted);
     memcpy(sorted, ref, total * sizeof *ref);
     qsort(sorted, total, sizeof *sorted, cmp_ident);
-    for (uint64_t p = 1; p < total; p++)
+    for (uint64_t p = 1; !mixing && p < total; p++)
         check(cmp_ident(&sorted[p - 1], &sorted[p]) != 0, "the sequence holds a sample twice");
     free(sorted);
+    if (mixing) {
+        /* each stream's share of the epoch, and of its first tenth */
+        double psum = 0;
+        for (size_t d = 0; d < nurls; d++) psum += proportion[d];
+        for (int part = 0; part < 2; part++) {
+            uint64_t n = part ? total / 10 : total, got[16] = {0};
+            for (uint64_t p = 0; p < n; p++) got[ref[p].dataset < 16 ? ref[p].dataset : 15]++;
+            for (size_t d = 0; d < nurls; d++) {
+                double want = proportion[d] / psum, have = (double)got[d] / (double)n;
+                printf("stream %zu: %.4f of %s%llu samples (asked %.4f)\n", d, have,
+                       part ? "the first " : "", (unsigned long long)n, want);
+                /* the whole epoch is exact; a prefix shows how whole
+                 * shards in windows mix (printed, not checked) */
+                if (!part)
+                    check(have > want - 0.01 && have < want + 0.01,
+                          "stream %zu: %.4f of the samples, asked %.4f", d, have, want);
+            }
+        }
+    }
 
     /* the grid */
     for (size_t a = 0; a < NW; a++)
