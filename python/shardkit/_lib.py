@@ -177,6 +177,8 @@ class ReaderOptions(_c.Structure):
         ("global_order", _c.c_int), ("shuffle_window", _c.c_size_t),
         ("batch_size", _c.c_int), ("read_ahead", _c.c_size_t),
         ("max_gap", _c.c_uint64),
+        ("proportion", _c.c_void_p), ("repeat", _c.c_void_p), ("choose", _c.c_void_p),
+        ("samples_per_epoch", _c.c_uint64),
     ]
 
 

@@ -48,7 +48,10 @@ class Reader:
                  cache_size: int = 0, s3_endpoint: Optional[str] = None,
                  recordio: bool = False, lib: Optional[str] = None,
                  global_order: bool = False, shuffle_window: int = 8, batch_size: int = 1,
-                 read_ahead: int = 8 << 20) -> None:
+                 read_ahead: int = 8 << 20,
+                 proportion: Optional[Sequence[float]] = None,
+                 repeat: Optional[Sequence[float]] = None,
+                 choose: Optional[Sequence[int]] = None, samples_per_epoch: int = 0) -> None:
         self._h: Optional[ctypes.c_void_p] = None
         # one lock for every call through the handle: the C reader is for
         # one thread at a time (a second thread's sk_reader_next would
@@ -87,8 +90,22 @@ class Reader:
         self._global = bool(global_order)
         o.global_order = 1 if global_order else 0
         for name, v in (("shuffle_window", shuffle_window), ("batch_size", batch_size),
-                        ("read_ahead", read_ahead)):
+                        ("read_ahead", read_ahead), ("samples_per_epoch", samples_per_epoch)):
             _lib.set_int(o, name, v)
+        # mixing: one entry per url (None: unset), kept alive with the reader
+        self._mix = []
+        for name, vals, ctype in (("proportion", proportion, _c.c_double),
+                                  ("repeat", repeat, _c.c_double),
+                                  ("choose", choose, _c.c_uint64)):
+            if vals is None:
+                continue
+            vals = list(vals)
+            if len(vals) != len(names):
+                raise _lib.UsageError(_lib.SK_E_USAGE, "%s: %d values for %d urls" %
+                                      (name, len(vals), len(names)))
+            arr = (ctype * len(vals))(*[0 if v is None else v for v in vals])
+            self._mix.append(arr)
+            setattr(o, name, _c.cast(arr, _c.c_void_p))
         enc = [os.fsencode(u) for u in urls]
         arr = (_c.c_char_p * len(enc))(*enc)
         err = _lib._Error()

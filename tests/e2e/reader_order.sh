@@ -35,19 +35,33 @@ mkdir "$t/noidx" && cp "$t/few/train-000001.tar" "$t/noidx/"
 out=$("$SK_TOOLS/order_grid" "$t/noidx/train-000001.tar" 2>&1) && fail "read a shard without an index"
 grep -q "train-000001.tar" <<<"$out" && grep -q "index" <<<"$out" || fail "unclear refusal: $out"
 
+echo "== mixing: two datasets at 0.3 / 0.7 over 100,000 samples, every grid point"
+"$SK_TOOLS/mkcorpus" "$t/c2" --samples 600 --seed 3 >/dev/null
+"$SK_BIN" pack "$t/c2" -o "$t/b/b-%06d.tar" --max-count 20 >/dev/null 2>&1
+grid --no-resume --proportion 0.3,0.7 --samples 100000 "$t/few/manifest.json" "$t/b/manifest.json"
+echo "== mixing: resume into other world sizes (5,000 samples)"
+grid --proportion 0.3,0.7 --samples 5000 --window 4 "$t/few/manifest.json" "$t/b/manifest.json"
+
 skip_unless_moto
 s3_serve auth bkt
 proxy_start "$MOTO_URL" "$t/req.log"
-aws s3 cp --recursive --quiet "$t/few" s3://bkt/few/
-aws s3 cp --recursive --quiet "$t/many" s3://bkt/many/
-echo "== S3: fewer shards than slots"
-s3few=$(grid --endpoint "$PROXY_URL" s3://bkt/few/manifest.json)
+# smaller datasets: the grid opens some 200 readers, and moto answers a
+# few dozen GETs a second on a loaded machine
+"$SK_TOOLS/mkcorpus" "$t/c3" --samples 240 --seed 5 >/dev/null
+"$SK_BIN" pack "$t/c3" -o "$t/sfew/train-%06d.tar" --max-count 100 >/dev/null 2>&1
+"$SK_BIN" pack "$t/c3" -o "$t/smany/train-%06d.tar" --max-count 6 >/dev/null 2>&1
+aws s3 cp --recursive --quiet "$t/sfew" s3://bkt/few/
+aws s3 cp --recursive --quiet "$t/smany" s3://bkt/many/
+echo "== S3: fewer shards than slots (3 shards)"
+lfew=$(grid --read-ahead 4000000 "$t/sfew/manifest.json")
+s3few=$(grid --read-ahead 4000000 --endpoint "$PROXY_URL" s3://bkt/few/manifest.json)
 echo "$s3few"
-[ "$(seq_of "$s3few")" = "$(seq_of "$few")" ] || fail "S3 and local orders differ (few)"
-echo "== S3: many shards"
-s3many=$(grid --endpoint "$PROXY_URL" --window 3 --batch 3 s3://bkt/many/manifest.json)
+[ "$(seq_of "$s3few")" = "$(seq_of "$lfew")" ] || fail "S3 and local orders differ (few)"
+echo "== S3: many shards (40)"
+lmany=$(grid --read-ahead 4000000 --window 3 --batch 3 "$t/smany/manifest.json")
+s3many=$(grid --read-ahead 4000000 --endpoint "$PROXY_URL" --window 3 --batch 3 s3://bkt/many/manifest.json)
 echo "$s3many"
-[ "$(seq_of "$s3many")" = "$(seq_of "$many")" ] || fail "S3 and local orders differ (many)"
+[ "$(seq_of "$s3many")" = "$(seq_of "$lmany")" ] || fail "S3 and local orders differ (many)"
 grep -Eq '^GET /bkt/(few|many)/train-[0-9]+\.tar 206' "$t/req.log" || fail "no ranged GET of a shard"
 rps=$(sed -n 's/.*reads_per_sample=\([0-9.]*\).*/\1/p' <<<"$s3few")
 awk -v r="$rps" 'BEGIN { exit !(r < 1) }' || fail "$rps GETs a sample: reads are not coalesced"

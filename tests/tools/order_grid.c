@@ -15,7 +15,12 @@
  * the epoch exactly once.  Prints the epoch's key sequence digest and
  * the reads per sample; exit 0 when every check holds, 1 on a failed
  * check, 2 on usage or a reader error.
- *   order_grid [--endpoint URL] [--window N] [--seed S] [--batch B] URL...
+ * With --proportion, each URL is a stream mixed in that proportion
+ * (--samples: the epoch's length): each stream's share of the epoch must
+ * be within 1% of the asked.
+ *   order_grid [--endpoint URL] [--window N] [--seed S] [--batch B]
+ *              [--read-ahead BYTES] [--proportion P,P...] [--samples N]
+ *              [--no-resume] URL...
  */
 #include "shardkit.h"
 
@@ -40,6 +45,8 @@ static int failures;
 static double proportion[16];
 static int mixing;
 static uint64_t samples_per_epoch;
+static size_t read_ahead = 256 << 10;
+static int no_resume;
 static uint64_t reads;
 
 /* A sample's identity: the shard's place in the list and its ordinal. */
@@ -77,7 +84,7 @@ static sk_reader *open_slot(int rank, int world, int worker, int nworkers, int b
     o.rank = rank, o.world_size = world;
     o.worker = worker, o.num_workers = nworkers;
     o.batch_size = b;
-    o.read_ahead = 256 << 10;
+    o.read_ahead = read_ahead;
     o.s3_endpoint = endpoint;
     if (mixing) o.proportion = proportion;
     o.samples_per_epoch = samples_per_epoch;
@@ -137,11 +144,17 @@ int main(int argc, char **argv)
 {
     int i = 1;
     for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i += 2) {
+        if (!strcmp(argv[i], "--no-resume")) {
+            no_resume = 1;
+            i--;
+            continue;
+        }
         if (i + 1 >= argc) break;
         if (!strcmp(argv[i], "--endpoint")) endpoint = argv[i + 1];
         else if (!strcmp(argv[i], "--window")) window = strtoul(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--seed")) seed = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--read-ahead")) read_ahead = strtoul(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--samples")) samples_per_epoch = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--proportion")) {
             char *p = argv[i + 1], *end;
@@ -155,7 +168,7 @@ int main(int argc, char **argv)
     }
     if (i >= argc || batch < 1) {
         fprintf(stderr, "usage: order_grid [--endpoint URL] [--window N] [--seed S] [--batch B] "
-                        "[--proportion P,P...] [--samples N] URL...\n");
+                        "[--read-ahead BYTES] [--proportion P,P...] [--samples N] [--no-resume] URL...\n");
         return 2;
     }
     urls = (const char *const *)argv + i;
@@ -224,7 +237,7 @@ int main(int argc, char **argv)
     static const int plan[][4] = {{8, 4, 6, 2}, {4, 2, 3, 0}, {2, 0, 8, 4}, {3, 1, 1, 2},
                                   {1, 4, 4, 1}};
     static const double stops[] = {0.0, 0.13, 0.5, 0.77, 0.999};
-    for (size_t pi = 0; pi < sizeof plan / sizeof *plan; pi++)
+    for (size_t pi = 0; !no_resume && pi < sizeof plan / sizeof *plan; pi++)
         for (size_t si = 0; si < sizeof stops / sizeof *stops; si++) {
             int R1 = plan[pi][0], W1 = plan[pi][1] ? plan[pi][1] : 1;
             int R2 = plan[pi][2], W2 = plan[pi][3] ? plan[pi][3] : 1;
