@@ -35,6 +35,9 @@ static const char usage[] =
     "      --shuffle-shards    shuffle the shard list per epoch\n"
     "      --shuffle N         sample shuffle buffer of N samples\n"
     "      --seed N            seed of both shuffles (default 0)\n"
+    "      --global-order      one sample order per epoch whatever the split, read\n"
+    "                          through the indexes (docs/reader.md)\n"
+    "      --shuffle-window N  with --global-order: shards shuffled together (8)\n"
     "      --epoch N           the epoch to read (default 0)\n"
     "      --epochs N          read N epochs, from --epoch on (default 1)\n"
     "  -n, --limit N           stop after N samples\n"
@@ -55,7 +58,7 @@ static const char usage[] =
 enum {
     OPT_RANK = 256, OPT_WORLD, OPT_WORKER, OPT_NWORKERS, OPT_SHUF_SHARDS, OPT_SHUFFLE, OPT_SEED,
     OPT_EPOCH, OPT_EPOCHS, OPT_PREFETCH, OPT_BUFFER, OPT_MAXSAMPLE, OPT_SKIP, OPT_CACHE,
-    OPT_CACHE_SIZE, OPT_RECORDIO, OPT_JSON
+    OPT_CACHE_SIZE, OPT_RECORDIO, OPT_JSON, OPT_GLOBAL, OPT_WINDOW
 };
 
 /* --json: one line per sample; keys and extensions are the shard's bytes */
@@ -94,6 +97,7 @@ int cmd_cat(int argc, char **argv)
         {"cache-size", required_argument, NULL, OPT_CACHE_SIZE},
         {"epoch", required_argument, NULL, OPT_EPOCH},
         {"epochs", required_argument, NULL, OPT_EPOCHS},
+        {"global-order", no_argument, NULL, OPT_GLOBAL},
         {"help", no_argument, NULL, 'h'},
         {"keys", no_argument, NULL, 'k'},
         {"limit", required_argument, NULL, 'n'},
@@ -107,6 +111,7 @@ int cmd_cat(int argc, char **argv)
         {"seed", required_argument, NULL, OPT_SEED},
         {"shuffle", required_argument, NULL, OPT_SHUFFLE},
         {"shuffle-shards", no_argument, NULL, OPT_SHUF_SHARDS},
+        {"shuffle-window", required_argument, NULL, OPT_WINDOW},
         {"skip-errors", no_argument, NULL, OPT_SKIP},
         {"worker", required_argument, NULL, OPT_WORKER},
         {"world-size", required_argument, NULL, OPT_WORLD},
@@ -139,6 +144,8 @@ int cmd_cat(int argc, char **argv)
         case OPT_MAXSAMPLE: bad = cmd_parse_size(optarg, &v); o.max_sample = (size_t)v; break;
         case OPT_SKIP: o.skip_errors = 1; break;
         case OPT_RECORDIO: o.recordio = 1; break;
+        case OPT_GLOBAL: o.global_order = 1; break;
+        case OPT_WINDOW: bad = cmd_parse_u64(optarg, &v) || !v; o.shuffle_window = (size_t)v; break;
         case OPT_CACHE: o.cache_dir = optarg; break;
         case OPT_CACHE_SIZE: bad = cmd_parse_size(optarg, &o.cache_size); break;
         default:
