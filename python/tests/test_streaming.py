@@ -114,3 +114,19 @@ def test_mixing_by_weight(data, tmp_path):
     # weights= is the same as proportions
     ds2 = skt.StreamingDataset([data, str(d2)], weights=[1, 3], samples_per_epoch=4000, seed=0)
     assert [s["__key__"] for s in ds2] == [s["__key__"] for s in ds]
+
+
+def test_a_forged_position_is_refused(data):
+    import struct
+    with shardkit.Reader(data, global_order=True, shuffle_shards=True, seed=1) as r:
+        good = r.position(0)
+        magic, version, epoch, consumed, n, fp = struct.unpack("<IIQQQQ", good)
+        past = struct.pack("<IIQQQQ", magic, version, epoch, n + 1, n, fp)
+        with pytest.raises(shardkit.MismatchError, match="does not fit"):
+            r.seek(past)
+        with pytest.raises(shardkit.UsageError, match="not a reader position"):
+            r.seek(struct.pack("<IIQQQQ", 0, version, epoch, 0, n, fp))
+        with pytest.raises(shardkit.UsageError, match="bytes"):
+            r.seek(good[:-1])
+        r.seek(good)                       # the real one still works
+        assert len(list(r)) == n

@@ -35,6 +35,36 @@ mkdir "$t/noidx" && cp "$t/few/train-000001.tar" "$t/noidx/"
 out=$("$SK_TOOLS/order_grid" "$t/noidx/train-000001.tar" 2>&1) && fail "read a shard without an index"
 grep -q "train-000001.tar" <<<"$out" && grep -q "index" <<<"$out" || fail "unclear refusal: $out"
 
+echo "== hostile shards and indexes: each refused by name, never read past"
+cp -r "$t/few" "$t/bad"
+gcat() { "$SK_BIN" cat --keys --global-order --shuffle-shards "$@"; }
+# a byte of a member's data changed: its CRC32C (from the index) says so
+off=$(( $(stat -c %s "$t/bad/train-000001.tar") / 2 ))
+printf 'X' | dd of="$t/bad/train-000001.tar" bs=1 seek=$off conv=notrunc status=none
+rc=0; out=$(gcat "$t/bad/train-{000000..000002}.tar" 2>&1 >/dev/null) || rc=$?
+[ $rc = 1 ] && grep -q "train-000001.tar: member .*CRC32C" <<<"$out" || fail "a changed byte was not caught (rc $rc): $out"
+# another shard's index: sizes and counts disagree
+cp "$t/few/train-000001.tar" "$t/bad/train-000001.tar"
+cp "$t/few/train-000002.tar.idx" "$t/bad/train-000000.tar.idx"
+rc=0; out=$(gcat "$t/bad/train-{000000..000002}.tar" 2>&1 >/dev/null) || rc=$?
+[ $rc = 1 ] && grep -q "train-000000.tar" <<<"$out" || fail "a foreign index was used (rc $rc): $out"
+cp "$t/few/train-000000.tar.idx" "$t/bad/"
+# a shard cut short: the manifest's size (and the index's) disagree
+head -c 100000 "$t/few/train-000002.tar" >"$t/bad/train-000002.tar"
+rc=0; out=$(gcat "$t/bad/manifest.json" 2>&1 >/dev/null) || rc=$?
+[ $rc = 1 ] && grep -q "train-000002.tar" <<<"$out" || fail "a truncated shard was read (rc $rc): $out"
+rc=0; out=$(gcat "$t/bad/train-{000000..000002}.tar" 2>&1 >/dev/null) || rc=$?
+[ $rc = 1 ] && grep -q "train-000002.tar" <<<"$out" || fail "a truncated shard was read (rc $rc): $out"
+# a compressed shard or a stream: the global order says to read it without
+if command -v zstd >/dev/null; then
+    mkdir "$t/z" && zstd -q "$t/few/train-000000.tar" -o "$t/z/z.tar.zst"
+    "$SK_BIN" index "$t/z/z.tar.zst" >/dev/null 2>&1 || fail "index of a .tar.zst"
+    rc=0; out=$(gcat "$t/z/z.tar.zst" 2>&1 >/dev/null) || rc=$?
+    [ $rc != 0 ] && grep -q "global_order" <<<"$out" || fail "a .tar.zst in the global order (rc $rc): $out"
+fi
+rc=0; out=$(gcat - <"$t/few/train-000000.tar" 2>&1 >/dev/null) || rc=$?
+[ $rc != 0 ] && grep -q "stream" <<<"$out" || fail "stdin in the global order (rc $rc): $out"
+
 echo "== mixing: two datasets at 0.3 / 0.7 over 100,000 samples, every grid point"
 "$SK_TOOLS/mkcorpus" "$t/c2" --samples 600 --seed 3 >/dev/null
 "$SK_BIN" pack "$t/c2" -o "$t/b/b-%06d.tar" --max-count 20 >/dev/null 2>&1
