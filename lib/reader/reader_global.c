@@ -220,7 +220,7 @@ static int fill(sk_gread *g, struct batch *b, sk_error *err)
         SK_GUARD(store_of(g, r->shard, &st, err));
         size_t got = 0;
         SK_GUARD(st->ops->read_at(st, r->off, b->data + r->at, (size_t)r->len, &got, err));
-        g->reads++;
+        __atomic_add_fetch(&g->reads, 1, __ATOMIC_RELAXED);
         SK_FAIL_IF(got < r->len, err, SK_E_CORRUPT,
                    "%s: ends at offset %llu, inside bytes %llu..%llu its index names: truncated",
                    g->o.shards[r->shard].url, (unsigned long long)(r->off + got),
@@ -340,10 +340,9 @@ static int plan_item(sk_gread *g, struct batch *b, uint64_t k, sk_error *err)
     return SK_OK;
 }
 
-static const struct item *sort_base;
-static int by_place(const void *a, const void *b)
+static int by_place(const void *a, const void *b, void *items)
 {
-    const struct item *x = &sort_base[*(const size_t *)a], *y = &sort_base[*(const size_t *)b];
+    const struct item *it = items, *x = &it[*(const size_t *)a], *y = &it[*(const size_t *)b];
     if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
     return x->off < y->off ? -1 : x->off > y->off;
 }
@@ -362,8 +361,7 @@ static int plan(sk_gread *g, struct batch *b, sk_error *err)
     }
     SK_GUARD(sk_grow((void **)&b->sorted, &b->cap_sorted, b->n + 1, sizeof *b->sorted, err));
     for (size_t i = 0; i < b->n; i++) b->sorted[i] = i;
-    sort_base = b->it; /* the caller's thread only: plan runs there */
-    qsort(b->sorted, b->n, sizeof *b->sorted, by_place);
+    qsort_r(b->sorted, b->n, sizeof *b->sorted, by_place, b->it);
     uint64_t total = 0;
     for (size_t i = 0; i < b->n; i++) {
         struct item *it = &b->it[b->sorted[i]];
@@ -617,5 +615,5 @@ uint64_t sk_gread_slot_left(const sk_gread *g)
 
 uint64_t sk_gread_reads(const sk_gread *g)
 {
-    return g->reads;
+    return __atomic_load_n(&g->reads, __ATOMIC_RELAXED);
 }
