@@ -201,6 +201,9 @@ static int store_of(sk_gread *g, size_t s, sk_store **out, sk_error *err)
     }
     sk_store *st;
     SK_GUARD(sk_store_open(&st, g->o.shards[s].url, g->o.env, err));
+    /* its size is known (the index proved it against the manifest or the
+     * file): a remote store need not ask with a HEAD */
+    if (g->sh[s].size) st->size_hint = g->sh[s].size;
     SK_FAIL_IF(!st->ops->read_at, err, SK_E_USAGE,
                "%s: a stream cannot be read in the global order (read it without global_order)",
                g->o.shards[s].url);
