@@ -97,6 +97,7 @@ struct sk_gread {
     uint64_t count, k, handed; /* the slot's samples, next to plan, handed out */
     uint64_t fingerprint;
     struct batch b[2];
+    int inline_io; /* every shard local: batches read on the caller's thread */
     int cur;     /* the batch being handed out */
     int pending; /* the other batch is with the read thread */
     /* the read thread */
@@ -277,6 +278,10 @@ static void submit(sk_gread *g, int j)
 
 static void wait_done(sk_gread *g, int j)
 {
+    if (g->inline_io) {
+        g->pending = 0;
+        return;
+    }
     pthread_mutex_lock(&g->mu);
     while (!g->done[j]) pthread_cond_wait(&g->cv, &g->mu);
     pthread_mutex_unlock(&g->mu);
@@ -387,10 +392,16 @@ static int plan(sk_gread *g, struct batch *b, sk_error *err)
     }
     SK_FAIL_IF(total > SIZE_MAX / 2, err, SK_E_NOMEM, "a batch of %llu bytes", (unsigned long long)total);
     if (total > b->data_cap) {
+        /* grown once to what a batch may hold (twice read_ahead, or one
+         * large sample) and kept: a new buffer each batch would be fresh
+         * pages, a page fault every 4 KiB */
+        size_t cap = 2 * g->o.read_ahead + (64u << 10);
+        if (cap < b->data_cap * 2) cap = b->data_cap * 2;
+        if (cap < total) cap = (size_t)total;
         free(b->data);
         b->data_cap = 0;
-        if (!(b->data = sk_xmalloc((size_t)total, err))) return SK_E_NOMEM;
-        b->data_cap = (size_t)total;
+        if (!(b->data = sk_xmalloc(cap, err))) return SK_E_NOMEM;
+        b->data_cap = cap;
     }
     b->data_len = (size_t)total;
     return SK_OK;
@@ -487,9 +498,11 @@ int sk_gread_open(sk_gread **out, const sk_gread_opts *o, uint64_t epoch, sk_err
     if (!rc && o->mix) rc = mix_init(g, err);
     if (!rc) g->fingerprint = fingerprint(g);
     if (!rc) rc = sk_gread_plan(g, epoch, err);
-    if (!rc && pthread_create(&g->th, NULL, io_main, g))
+    g->inline_io = 1;
+    for (size_t i = 0; i < o->nshards; i++) g->inline_io &= !sk_store_is_remote(o->shards[i].url);
+    if (!rc && !g->inline_io && pthread_create(&g->th, NULL, io_main, g))
         rc = sk_error_set(err, SK_E_NOMEM, "cannot start the read-ahead thread");
-    else if (!rc) g->th_ok = 1;
+    else if (!rc && !g->inline_io) g->th_ok = 1;
     if (rc) {
         sk_gread_close(g);
         return rc;
@@ -527,12 +540,23 @@ void sk_gread_close(sk_gread *g)
     free(g);
 }
 
-/* Plans the batch after the current one and gives it to the thread. */
+/* Plans the batch after the current one and gives it to the thread; with
+ * local shards only, reads it here and now (a pread from the page cache
+ * costs less than handing the batch to another thread and back, which on
+ * a loaded machine waits for the scheduler twice). */
 static int read_ahead(sk_gread *g, sk_error *err)
 {
     if (g->pending || g->k >= g->count) return SK_OK;
     struct batch *b = &g->b[1 - g->cur];
     SK_GUARD(plan(g, b, err));
+    if (g->inline_io) {
+        b->err.code = 0;
+        b->err.msg[0] = 0;
+        b->rc = fill(g, b, &b->err);
+        g->done[1 - g->cur] = 1;
+        g->pending = 1;
+        return SK_OK;
+    }
     submit(g, 1 - g->cur);
     return SK_OK;
 }
