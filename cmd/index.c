@@ -47,10 +47,11 @@ static const char usage[] =
     "  -h, --help           show this help\n"
     "\n"
     CMD_SAGEMAKER_USAGE
-    "S3 (for s3:// shards):\n"
+    "S3 (for s3:// shards, and merge's s3:// manifests):\n"
     CMD_S3_CLIENT_USAGE
     "\n"
-    "merge: -o, --output PATH  the merged manifest (required); and the SageMaker\n"
+    "merge: -o, --output PATH  the merged manifest (required), a file or s3://;\n"
+    "                       MANIFESTs local or s3://; the SageMaker and S3\n"
     "                       options above\n"
     "\n"
     "Exit status: 0 all indexed, 1 a shard could not be (fully) indexed, 2 usage.\n";
@@ -114,9 +115,12 @@ static int run_merge(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"manifest", required_argument, NULL, 'o'},
         CMD_SAGEMAKER_OPTIONS,
+        CMD_S3_CLIENT_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     const char *out = NULL;
+    sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
+    sk_s3 *s3 = NULL;
     cmd_sagemaker sm = {0};
     int c;
     optind = 1;
@@ -125,7 +129,8 @@ static int run_merge(int argc, char **argv)
         case 'h': fputs(usage, stdout); return SK_EXIT_OK;
         case 'o': out = optarg; break;
         default:
-            switch (cmd_sagemaker_option("index merge", usage, c, optarg, &sm)) {
+            switch (cmd_sagemaker_option("index merge", usage, c, optarg, &sm)
+                        ?: cmd_s3_option("index merge", usage, c, optarg, &s3cfg, NULL)) {
             case 1: continue;
             case -1: return SK_EXIT_USAGE;
             }
@@ -134,15 +139,16 @@ static int run_merge(int argc, char **argv)
     }
     if (!out) return cmd_usage_error("index merge", usage, "-o OUT.json is required");
     if (optind >= argc) return cmd_usage_error("index merge", usage, "no manifests given");
-    /* s3:// passes the grammar; the merge itself says why it is refused */
     if (cmd_places("index merge", &(cmd_place){"-o", out, CMD_W | CMD_S3}, 1) ||
         cmd_places_args("index merge", argv + optind, argc - optind, CMD_R | CMD_S3))
         return SK_EXIT_USAGE;
     sk_error err = SK_ERROR_INIT;
-    if (sk_manifest_merge((const char *const *)argv + optind, (size_t)(argc - optind), out, &err) ||
-        cmd_sagemaker_write(&sm, out, NULL, 0, 0, NULL, &err))
-        return cmd_report("index merge", &err);
-    return SK_EXIT_OK;
+    const char *const *ins = (const char *const *)argv + optind;
+    int rc = ((cmd_any_s3(&out, 1) || cmd_any_s3(ins, (size_t)(argc - optind))) && sk_s3_new(&s3, &s3cfg, &err)) ||
+             sk_manifest_merge_s3(ins, (size_t)(argc - optind), out, s3, &err) ||
+             cmd_sagemaker_write(&sm, out, NULL, 0, 0, s3, &err);
+    sk_s3_free(s3);
+    return rc ? cmd_report("index merge", &err) : SK_EXIT_OK;
 }
 
 int cmd_index(int argc, char **argv)

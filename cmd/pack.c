@@ -209,7 +209,7 @@ int cmd_pack(int argc, char **argv)
     }
     const char *named[] = {o.pattern, o.manifest, root, sm.out};
     int need_s3 = cmd_any_s3(named, 4);
-    for (size_t i = 0; i < nsrcs; i++) need_s3 |= srcs[i].kind == SRC_MANIFEST;
+    for (size_t i = 0; i < nsrcs; i++) need_s3 |= srcs[i].kind == SRC_MANIFEST || cmd_any_s3(&srcs[i].path, 1);
     for (int i = optind; i < argc; i++) {
         int s3 = !strncmp(argv[i], "s3://", 5);
         need_s3 |= s3;
@@ -217,7 +217,7 @@ int cmd_pack(int argc, char **argv)
     }
     if (!o.pattern) return free(srcs), cmd_usage_error("pack", usage, "no output: give -o PATTERN");
     if (!nsrcs) return free(srcs), cmd_usage_error("pack", usage, "no SOURCE to pack");
-    static const cmd_place by_kind[] = {{NULL, 0, CMD_R | CMD_S3}, {"--files-from", 0, CMD_R | CMD_STREAM}, {"--from-archive", 0, CMD_R}, {NULL, 0, CMD_R | CMD_S3}, {"--from-manifest", 0, CMD_R | CMD_STREAM | CMD_S3}};
+    static const cmd_place by_kind[] = {{NULL, 0, CMD_R | CMD_S3}, {"--files-from", 0, CMD_R | CMD_STREAM | CMD_S3 | CMD_HTTP}, {"--from-archive", 0, CMD_R | CMD_S3 | CMD_HTTP}, {NULL, 0, CMD_R | CMD_S3}, {"--from-manifest", 0, CMD_R | CMD_STREAM | CMD_S3}};
     const cmd_place pl[] = {{"-o", o.pattern, CMD_W | CMD_STREAM | CMD_S3}, {"--manifest", o.manifest, CMD_W | CMD_S3}, {"--root", root, CMD_R | CMD_S3},
                             {"--tmp-dir", o.tmp_dir, CMD_W}, {"--sagemaker-manifest", sm.out, CMD_W | CMD_S3}};
     int bad = cmd_places("pack", pl, sizeof pl / sizeof *pl);
@@ -267,7 +267,7 @@ int cmd_pack(int argc, char **argv)
         case SRC_ARCHIVE: rc = sk_pack_add_archive(p, path, &err); break;
         case SRC_S3: rc = sk_pack_add_s3(p, path, &err); break;
         case SRC_MANIFEST: rc = sk_pack_add_sagemaker_manifest(p, path, &err); break;
-        case SRC_LIST: rc = cmd_pack_add_list(p, path, root, nul, &err); break;
+        case SRC_LIST: rc = cmd_pack_add_list(p, path, root, nul, s3, &err); break;
         }
     }
     if (!rc) rc = sk_pack_run(p, &st, &err);

@@ -244,6 +244,12 @@ int sk_http_body_check(sk_s3_req *r, long code);
 /* Engine: an attempt's fate once over (see classify): 0 done, 1 retry. */
 int sk_http_classify(sk_s3_req *r);
 
+/* One page (up to 1,000 objects, in key order) of the listing of prefix
+ * that begins after the key start_after (NULL or "": from the start);
+ * *truncated: more follow.  A merge-walk's step (upload_sync.c). */
+int sk_s3_list_page(sk_s3 *s3, const char *bucket, const char *prefix, const char *start_after,
+                    sk_s3_list_fn fn, void *ud, int *truncated, sk_error *err);
+
 #endif
 
 /* ---- multipart pieces shared by s3_ops.c and s3_xfer.c */
