@@ -112,7 +112,8 @@ struct sk_s3_req {
     sk_s3 *s3;
     const char *method;           /* "GET", "PUT", "POST", "HEAD", "DELETE" */
     const char *bucket, *key;     /* kept alive by the caller; key may be "" */
-    char query[768];              /* encoded, "partNumber=2&uploadId=..." */
+    char query[6400];             /* encoded, "partNumber=2&uploadId=..."; a 1,024-byte
+                                     key (start-after) and prefix, each percent-encoded */
     char hdrs[SK_S3_MAX_HDRS][320]; /* extra headers, lowercase names */
     int nhdrs;
     const unsigned char *body;    /* request body, body_len bytes... */
@@ -169,7 +170,7 @@ struct sk_s3_req {
     int refused;       /* plain HTTP: the body was refused (SK_HTTP_*) */
     sk_s3_req *resume_next;
     sk_s3_req *next;
-    char url[2048];
+    char url[10240]; /* the host, a 1,024-byte key percent-encoded, the query */
 };
 
 struct sk_s3 {
