@@ -253,7 +253,7 @@ int sk_s3_list_page(sk_s3 *s3, const char *bucket, const char *prefix, const cha
 
 #endif
 
-/* ---- multipart pieces shared by s3_ops.c and s3_xfer.c */
+/* ---- multipart pieces shared by s3_ops.c and the transfers (s3_xfer*.c, s3_writer.c) */
 typedef struct sk_s3_part {
     int number;
     uint64_t size;
