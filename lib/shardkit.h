@@ -544,6 +544,10 @@ SK_API int sk_dataset_write_tar(sk_dataset *ds, const sk_hit *h, int fd, const c
  * Duplicate shard URLs, duplicate keys across shards (checked through
  * their indexes), and missing or repeated parts are errors naming them. */
 SK_API int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, sk_error *err);
+/* The same, where any manifest (and the indexes it names) and out_path
+ * may be s3:// objects, read and written through s3. */
+SK_API int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_path, sk_s3 *s3,
+                                sk_error *err);
 
 /* Writes wids' shard-index JSON (wids-shard-index-v1) for a manifest's
  * shards, URLs relative to out_path's directory. */
@@ -1395,7 +1399,9 @@ SK_API int sk_place_check(const char *place, unsigned flags, const char *what, i
 
 /* ------------------------------------------------------------ upload sync */
 /* `upload --sync`: a rerun sends only what the destination does not hold
- * yet.  sk_upload_sync_open lists s3://bucket/prefix once (sizes, ETags);
+ * yet.  sk_upload_sync_open makes the walk over s3://bucket/prefix (sizes,
+ * ETags), one listing page held at a time, merged with the keys asked
+ * about in key order (a key out of order starts a page just before it);
  * sk_upload_sync_same says whether key already holds the size bytes of the
  * local file path: 1 same (its size, and its ETag is the MD5 of the bytes,
  * or of the parts' MD5s at part_size, upload's rule); 0 different or not
@@ -1667,6 +1673,34 @@ SK_API uint64_t sk_reader_epoch_samples(const sk_reader *r);
 SK_API uint64_t sk_reader_slot_left(const sk_reader *r);
 /* Ranged reads the global order made (coalesced neighbours count once). */
 SK_API uint64_t sk_reader_global_reads(const sk_reader *r);
+
+/* --------------------------------------------------- places read, written */
+/* A place (sk_place_check's grammar) opened as a file for what is not a
+ * dataset: a list read line by line, one object written whole.  Local
+ * paths and '-' are plain files and standard input or output; s3:// (and,
+ * for reading, http(s)://) stream through the library's stores and sinks,
+ * with s3 the client for s3:// (NULL: refused, naming the URL). */
+typedef struct sk_place_in sk_place_in;
+/* Opens place for reading (a remote one: one streaming GET; a missing
+ * object is an error naming its URL).  A remote line of over 64 KiB is an
+ * error (a list holds names), so memory stays bounded whatever it holds. */
+SK_API int sk_place_in_open(sk_place_in **out, const char *place, sk_s3 *s3, sk_error *err);
+SK_API FILE *sk_place_in_file(sk_place_in *in);
+/* Closes; returns rc, or the remote read's own error (in err) when one
+ * stopped the stream. */
+SK_API int sk_place_in_close(sk_place_in *in, int rc, sk_error *err);
+/* A place written whole: a local path (sk_out: temporary name, rename at
+ * commit), NULL or '-' (standard output), or s3://BUCKET/KEY (the object
+ * appears at commit, one PUT, or parts past 8 MiB; nothing on abort). */
+typedef struct sk_place_out sk_place_out;
+SK_API int sk_place_out_open(sk_place_out **out, const char *place, sk_s3 *s3, sk_error *err);
+/* Where to write (a descriptor), and its name for messages. */
+SK_API int sk_place_out_fd(const sk_place_out *o);
+SK_API const char *sk_place_out_name(const sk_place_out *o);
+/* Publishes and frees o, whatever happens. */
+SK_API int sk_place_out_commit(sk_place_out *o, sk_error *err);
+/* Frees o, publishing nothing; accepts NULL. */
+SK_API void sk_place_out_abort(sk_place_out *o);
 
 #ifdef __cplusplus
 }

@@ -337,8 +337,9 @@ static void keyset_free(struct keyset *k)
 
 static int load_keys(rs *r, const char *path, sk_error *err)
 {
-    FILE *f = fopen(path, "r");
-    SK_FAIL_IF(!f, err, SK_E_IO, "%s: cannot open key list: %s", path, strerror(errno));
+    sk_place_in *in; /* a local file, or s3:// and http(s):// streamed */
+    SK_GUARD(sk_place_in_open(&in, path, r->o->s3, err));
+    FILE *f = sk_place_in_file(in);
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -349,8 +350,7 @@ static int load_keys(rs *r, const char *path, sk_error *err)
     }
     if (!rc && ferror(f)) rc = sk_error_set(err, SK_E_IO, "%s: read failed", path);
     free(line);
-    fclose(f);
-    return rc;
+    return sk_place_in_close(in, rc, err);
 }
 
 /* ---------------------------------------------------------------- filters */
@@ -1221,7 +1221,7 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, uint
 {
     struct la_ctx c = {.r = r, .err = err};
     sk_keyseen seen = {0}; /* a sample's members not adjacent: refused, never split */
-    uint64_t split = 0;
+    uint64_t split = 0, split_first = 0, split_again = 0; /* the first split one's places */
     char *split_key = NULL;
     SK_GUARD(sk_is_s3_url(url) ? s3_in_open(r->o->s3, &c.in, url, err)
                                   : (r->o->in_open ? r->o->in_open : default_in_open)(
@@ -1281,7 +1281,9 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, uint
         }
         if (kl != s->klen || memcmp(name, s->key, kl)) { /* a new sample */
             int again;
-            if ((rc = sk_keyseen_add(&seen, name, kl, &again, err))) goto done;
+            uint64_t at = (uint64_t)sk_la.read_header_position(a), first;
+            if ((rc = sk_keyseen_add_at(&seen, name, kl, at, &again, &first, err))) goto done;
+            if (again && !split) split_first = first, split_again = at;
             if (again && !split++ && !(split_key = strndup(name, kl))) {
                 rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
                 goto done;
@@ -1365,11 +1367,13 @@ static int read_input(rs *r, const char *url, struct samp *s, int counting, uint
         s->len += hl + sk_tar_pad(size);
     }
     rc = split ? sk_error_set(err, SK_E_INPUT, "%s: %llu sample%s whose members are not adjacent "
-                              "(first: '%s', met again after other samples): shard would split "
-                              "each in two, so nothing is written; put each sample's members "
-                              "together first (GNU tar --sort=name, or extract and `shardkit "
-                              "pack`; `shardkit index` names them)", url,
-                              (unsigned long long)split, split == 1 ? "" : "s", split_key)
+                              "(first: '%s', members at byte %llu and again at byte %llu, after "
+                              "other samples): shard would split each in two, so nothing is "
+                              "written; put each sample's members together first (GNU tar "
+                              "--sort=name, or extract and `shardkit pack`; `shardkit index` "
+                              "names them)", url, (unsigned long long)split,
+                              split == 1 ? "" : "s", split_key, (unsigned long long)split_first,
+                              (unsigned long long)split_again)
                : sample_done(r, s, counting, err);
 done:
     sk_keyseen_free(&seen);
