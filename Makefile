@@ -30,6 +30,13 @@ PYTHON   ?= python3
 # make install: no pip, so it works offline; empty when there is no Python.
 PYTHON_SITE ?= $(shell $(PYTHON) -c 'import sys; print("$(PREFIX)/lib/python%d.%d/site-packages" % sys.version_info[:2])' 2>/dev/null)
 SAN      ?=
+# The Python package's compiled lookups (python/shardkit/_ext.c) for the
+# source tree's tests and benchmarks, beside the library (pip builds its own
+# copy into the package: python/setup.py).  Built when $(PYTHON) has its
+# headers, and not under a sanitizer (an uninstrumented python cannot load
+# it); without it the package uses ctypes alone.
+PY_EXT_INFO := $(shell $(PYTHON) -c 'import os, sysconfig as s; i = s.get_paths()["include"]; os.path.isfile(i + "/Python.h") and print(s.get_config_var("EXT_SUFFIX"), i)' 2>/dev/null)
+PY_EXT_SO := $(if $(SAN),,$(if $(PY_EXT_INFO),$(BUILD)/python/_ext$(word 1,$(PY_EXT_INFO))))
 # -Wno-format-truncation is gcc's; clang 14 rejects it under -Werror
 WNO_TRUNC := $(shell $(CC) -Werror -Wno-format-truncation -x c -c /dev/null -o /dev/null 2>/dev/null && echo -Wno-format-truncation)
 override CFLAGS += -std=c11 -D_GNU_SOURCE -DSK_VERSION='"$(VERSION)"' \
@@ -48,7 +55,7 @@ UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOLS    := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 BIN      := $(BUILD)/shardkit
 
-all: $(BIN) $(BUILD)/libshardkit.so $(BUILD)/shardkit.pc $(TOOLS)
+all: $(BIN) $(BUILD)/libshardkit.so $(BUILD)/shardkit.pc $(TOOLS) $(PY_EXT_SO)
 
 # On a fresh machine, install what is missing once (scripts/deps is
 # idempotent): the build group before the first compile, the check group
@@ -105,6 +112,10 @@ $(BUILD)/shardkit.pc: shardkit.pc.in Makefile
 	@mkdir -p $(BUILD)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 	    -e 's|@PKGS@|$(LINK_PKGS)|' $< > $@
+
+$(BUILD)/python/_ext%: python/shardkit/_ext.c lib/shardkit.h
+	@mkdir -p $(dir $@)
+	@echo "  CC $<"; $(CC) $(CFLAGS) -I$(word 2,$(PY_EXT_INFO)) -fvisibility=hidden -shared -o $@ $<
 
 check: all $(UNITS) | $(CHECK_DEPS_OK)
 	@SK_BUILD=$(BUILD) tests/run

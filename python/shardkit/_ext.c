@@ -1,0 +1,555 @@
+/*
+ * _ext.c - shardkit._ext: the compiled fast path of shardkit.Dataset's
+ * lookups (ds[i], ds.get(key), ds.__getitems__).  The ctypes path
+ * (dataset.py) costs a few microseconds of Python per sample, as much as
+ * the lookup and the read themselves; here a sample's dict is built in C,
+ * and each member's data is read by the library straight into the bytes
+ * object returned (sk_dataset_read into PyBytes_AS_STRING): one copy, from
+ * the page cache into the bytes.  The GIL is released around the lookups
+ * and around the reads, so threads read in parallel.
+ *
+ * The extension calls the libshardkit that ctypes loaded, through the
+ * addresses of its functions (Getter's arguments), rather than linking a
+ * library of its own: one library in the process, one dataset handle,
+ * opened and closed by dataset.py, and the library found by the same rules
+ * whichever path serves a lookup.  It needs Python's headers and
+ * lib/shardkit.h only, and builds without the library (setup.py makes it
+ * optional: when it does not build, dataset.py uses ctypes alone).
+ *
+ * A Getter does not own the dataset: Dataset.close() calls Getter.close()
+ * before closing it, after which every lookup raises; as with the ctypes
+ * path, no other thread may be inside a lookup while the dataset closes.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shardkit.h"
+
+typedef int (*get_fn)(sk_dataset *, const char *, size_t, uint64_t, void *, size_t,
+                      sk_get_result *, sk_error *);
+typedef int (*member_fn)(sk_dataset *, const sk_hit *, uint32_t, sk_member_ref *, sk_error *);
+typedef int (*read_fn)(sk_dataset *, const sk_hit *, uint32_t, void *, size_t, sk_error *);
+typedef int (*read_sample_fn)(sk_dataset *, const sk_hit *, void *, size_t, sk_member_ref *,
+                              size_t, sk_error *);
+typedef int (*samples_fn)(sk_dataset *, uint64_t *, sk_error *);
+
+/* what dataset.py's error_from gives for a code, by the kind of lookup:
+ * the not-found class differs (shardkit.SampleIndexError, KeyNotFoundError) */
+enum { KIND_ORDINAL = 0, KIND_KEY = 1 };
+
+/* extension names seen lately, by content (most samples share them) */
+#define NAME_CACHE 16
+#define NAME_MAX_LEN 15
+struct name {
+    size_t len;
+    char s[NAME_MAX_LEN];
+    PyObject *str;
+};
+
+typedef struct {
+    PyObject_HEAD
+    sk_dataset *ds; /* NULL once closed */
+    get_fn get;
+    member_fn member;
+    read_fn read;
+    read_sample_fn read_sample;
+    samples_fn samples;
+    PyObject *url;      /* the dataset's url, for messages */
+    PyObject *error;    /* error(code, message, kind) -> the exception to raise */
+    PyObject **shards;  /* each shard's path as a str, by position (NULL: not yet) */
+    size_t nshards;
+    struct name names[NAME_CACHE];
+    unsigned next_name; /* the slot the next new name replaces */
+} Getter;
+
+/* One sample of a lookup: where it is, its members, their bytes. */
+struct plan {
+    sk_hit hit;
+    sk_member_ref *m; /* hit.sample.member_count records (into the call's table) */
+    PyObject **data;  /* as many bytes objects, filled by the read */
+    int staged;       /* remote: read whole into a buffer, then copied */
+};
+
+static PyObject *s_key, *s_url, *s_index, *s_ordinal; /* the dict's fixed keys */
+
+/* ------------------------------------------------------------------ errors */
+
+/* sk_error_set's work, here: the extension calls no library function but
+ * through the addresses it was given. */
+static int set_err(sk_error *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    err->code = code;
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* Raises the exception dataset.py maps (code, err) to. */
+static void raise_sk(Getter *g, int code, const sk_error *err, int kind)
+{
+    const char *msg = err->msg[0] ? err->msg : "libshardkit error";
+    PyObject *exc = PyObject_CallFunction(g->error, "iy#i", code, msg,
+                                          (Py_ssize_t)strnlen(msg, sizeof err->msg), kind);
+    if (exc) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+}
+
+static int closed(Getter *g)
+{
+    if (g->ds) return 0;
+    PyObject *m = PyUnicode_FromFormat("%U: the dataset is closed", g->url);
+    if (m) {
+        PyObject *exc = PyObject_CallFunction(g->error, "iOi", SK_E_USAGE, m, KIND_ORDINAL);
+        Py_DECREF(m);
+        if (exc) {
+            PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+            Py_DECREF(exc);
+        }
+    }
+    return 1;
+}
+
+/* ----------------------------------------------------------------- getter */
+
+static void getter_forget(Getter *g)
+{
+    for (size_t i = 0; i < g->nshards; i++) Py_CLEAR(g->shards[i]);
+    PyMem_Free(g->shards);
+    g->shards = NULL;
+    g->nshards = 0;
+    for (int i = 0; i < NAME_CACHE; i++) Py_CLEAR(g->names[i].str);
+}
+
+static void getter_dealloc(Getter *g)
+{
+    getter_forget(g);
+    Py_CLEAR(g->url);
+    Py_CLEAR(g->error);
+    Py_TYPE(g)->tp_free((PyObject *)g);
+}
+
+/* Getter(dataset, get, member, read, read_sample, samples, url, error): the
+ * first six are addresses (ints) from ctypes, in shardkit.h's types. */
+static int getter_init(Getter *g, PyObject *args, PyObject *kw)
+{
+    unsigned long long a[6];
+    PyObject *url, *error;
+    static char *names[] = {"dataset", "get", "member", "read", "read_sample", "samples",
+                            "url", "error", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "KKKKKKUO:Getter", names, &a[0], &a[1], &a[2],
+                                     &a[3], &a[4], &a[5], &url, &error))
+        return -1;
+    for (int i = 0; i < 6; i++)
+        if (!a[i]) {
+            PyErr_SetString(PyExc_ValueError, "Getter: a NULL address");
+            return -1;
+        }
+    if (!PyCallable_Check(error)) {
+        PyErr_SetString(PyExc_TypeError, "Getter: error must be callable");
+        return -1;
+    }
+    getter_forget(g);
+    g->ds = (sk_dataset *)(uintptr_t)a[0];
+    g->get = (get_fn)(uintptr_t)a[1];
+    g->member = (member_fn)(uintptr_t)a[2];
+    g->read = (read_fn)(uintptr_t)a[3];
+    g->read_sample = (read_sample_fn)(uintptr_t)a[4];
+    g->samples = (samples_fn)(uintptr_t)a[5];
+    Py_INCREF(url);
+    Py_XSETREF(g->url, url);
+    Py_INCREF(error);
+    Py_XSETREF(g->error, error);
+    return 0;
+}
+
+/* The str of an extension (cached by content); a new reference. */
+static PyObject *ext_name(Getter *g, const char *s, size_t len)
+{
+    if (len <= NAME_MAX_LEN) {
+        for (int i = 0; i < NAME_CACHE; i++) {
+            struct name *n = &g->names[i];
+            if (n->str && n->len == len && !memcmp(n->s, s, len)) {
+                Py_INCREF(n->str);
+                return n->str;
+            }
+        }
+    }
+    PyObject *str = PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "surrogateescape");
+    if (str && len <= NAME_MAX_LEN) {
+        struct name *n = &g->names[g->next_name++ % NAME_CACHE];
+        Py_INCREF(str);
+        Py_XSETREF(n->str, str);
+        n->len = len;
+        memcpy(n->s, s, len);
+    }
+    return str;
+}
+
+/* The str of a shard's path (cached by position); a borrowed reference. */
+static PyObject *shard_url(Getter *g, const sk_hit *h)
+{
+    if (h->shard >= g->nshards) {
+        size_t n = h->shard + 1 > 2 * g->nshards ? h->shard + 1 : 2 * g->nshards;
+        PyObject **s = PyMem_Realloc(g->shards, n * sizeof *s);
+        if (!s) return PyErr_NoMemory();
+        memset(s + g->nshards, 0, (n - g->nshards) * sizeof *s);
+        g->shards = s;
+        g->nshards = n;
+    }
+    if (!g->shards[h->shard])
+        g->shards[h->shard] = PyUnicode_DecodeFSDefault(h->shard_path);
+    return g->shards[h->shard];
+}
+
+static int is_remote(const char *path)
+{
+    return !strncmp(path, "s3://", 5) || !strncmp(path, "http://", 7) ||
+           !strncmp(path, "https://", 8);
+}
+
+/* ------------------------------------------------------------------ lookup */
+
+/* Without the GIL: the sample (key, or the ordinal when key is NULL) found
+ * and its records checked by the library (sk_dataset_get with no buffer
+ * does both and says what it needs; nothing is read), then its member
+ * records into *m (malloc'd, the caller frees).  0 or the sk_code. */
+static int locate(Getter *g, const char *key, size_t key_len, uint64_t ordinal, struct plan *p,
+                  sk_error *err)
+{
+    sk_get_result r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    int rc = g->get(g->ds, key, key_len, ordinal, NULL, 0, &r, err);
+    if (rc != SK_E_USAGE || !r.need)
+        return rc ? rc : set_err(err, SK_E_USAGE, "sk_dataset_get read into no buffer");
+    p->hit = r.hit;
+    uint32_t n = r.hit.sample.member_count;
+    p->m = malloc((n ? n : 1) * sizeof *p->m);
+    if (!p->m) return set_err(err, SK_E_NOMEM, "out of memory for %u member records", n);
+    for (uint32_t i = 0; i < n; i++)
+        if ((rc = g->member(g->ds, &p->hit, i, &p->m[i], err))) return rc;
+    p->staged = is_remote(p->hit.shard_path);
+    return SK_OK;
+}
+
+/* With the GIL: a bytes object of each member's size. */
+static int allocate(const struct plan *p)
+{
+    for (uint32_t i = 0; i < p->hit.sample.member_count; i++) {
+        if (p->m[i].size > (uint64_t)PY_SSIZE_T_MAX) {
+            PyErr_Format(PyExc_MemoryError, "member of %llu bytes",
+                         (unsigned long long)p->m[i].size);
+            return -1;
+        }
+        p->data[i] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)p->m[i].size);
+        if (!p->data[i]) return -1;
+    }
+    return 0;
+}
+
+/* Without the GIL: each member's data into its bytes object, checked
+ * against its CRC32C by the library.  A local shard: one pread per member,
+ * straight into the bytes.  A remote one: the whole sample in one request
+ * (the library's read_sample: one ranged GET of its span where it can)
+ * into a buffer, then copied, rather than a request per member. */
+static int fill(Getter *g, const struct plan *p, sk_error *err)
+{
+    uint32_t n = p->hit.sample.member_count;
+    if (p->staged) {
+        uint64_t total = 0;
+        for (uint32_t i = 0; i < n; i++) total += p->m[i].size;
+        uint64_t cap = p->hit.sample.span > total && p->hit.sample.span - total <= (1u << 20)
+                           ? p->hit.sample.span : total;
+        if (cap > SIZE_MAX) return set_err(err, SK_E_NOMEM, "sample of %llu bytes",
+                                                (unsigned long long)cap);
+        unsigned char *buf = malloc(cap ? (size_t)cap : 1);
+        sk_member_ref *ms = malloc((n ? n : 1) * sizeof *ms);
+        int rc = buf && ms ? g->read_sample(g->ds, &p->hit, buf, (size_t)cap, ms, n, err)
+                           : set_err(err, SK_E_NOMEM, "out of memory for a sample of "
+                                          "%llu bytes", (unsigned long long)cap);
+        size_t pos = 0;
+        for (uint32_t i = 0; !rc && i < n; i++) {
+            memcpy(PyBytes_AS_STRING(p->data[i]), buf + pos, (size_t)p->m[i].size);
+            pos += (size_t)p->m[i].size;
+        }
+        free(buf);
+        free(ms);
+        return rc;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        int rc = g->read(g->ds, &p->hit, i, PyBytes_AS_STRING(p->data[i]),
+                         (size_t)p->m[i].size, err);
+        if (rc) return rc;
+    }
+    return SK_OK;
+}
+
+/* With the GIL: the sample's dict; steals the bytes objects. */
+static PyObject *build(Getter *g, struct plan *p)
+{
+    const sk_sample_ref *sr = &p->hit.sample;
+    PyObject *d = PyDict_New(), *v;
+    if (!d) return NULL;
+    PyObject *url = shard_url(g, &p->hit);
+    if (!url) goto fail;
+    v = PyUnicode_DecodeUTF8(sr->key, (Py_ssize_t)sr->key_len, "surrogateescape");
+    if (!v || PyDict_SetItem(d, s_key, v)) goto fail_v;
+    Py_DECREF(v);
+    if (PyDict_SetItem(d, s_url, url)) goto fail;
+    v = PyLong_FromUnsignedLongLong(p->hit.global_ordinal);
+    if (!v || PyDict_SetItem(d, s_index, v)) goto fail_v;
+    Py_DECREF(v);
+    v = PyLong_FromUnsignedLongLong(sr->ordinal);
+    if (!v || PyDict_SetItem(d, s_ordinal, v)) goto fail_v;
+    Py_DECREF(v);
+    for (uint32_t i = 0; i < sr->member_count; i++) {
+        PyObject *name = ext_name(g, p->m[i].ext, p->m[i].ext_len);
+        int bad = !name || PyDict_SetItem(d, name, p->data[i]);
+        Py_XDECREF(name);
+        if (bad) goto fail;
+        Py_CLEAR(p->data[i]);
+    }
+    return d;
+fail_v:
+    Py_XDECREF(v);
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
+static void plans_free(struct plan *ps, size_t n)
+{
+    for (size_t j = 0; j < n; j++) {
+        if (ps[j].data)
+            for (uint32_t i = 0; i < ps[j].hit.sample.member_count; i++) Py_XDECREF(ps[j].data[i]);
+        PyMem_Free(ps[j].data);
+        free(ps[j].m);
+    }
+    PyMem_Free(ps);
+}
+
+/* The samples of ps[0 .. n-1] (key: the one key of a get(key), n == 1),
+ * each step over all of them at once: lookups (no GIL), bytes objects,
+ * reads (no GIL), dicts.  A list, or one dict when one is true.  A failure
+ * raises the error of the first sample that fails, as one lookup after
+ * another would (a failed lookup's samples before it are still read). */
+static PyObject *run(Getter *g, struct plan *ps, size_t n, const char *key, size_t key_len,
+                     const uint64_t *ordinals, int one)
+{
+    sk_error err, lerr;
+    err.msg[0] = lerr.msg[0] = 0;
+    int rc = SK_OK, lrc = SK_OK;
+    size_t j, found = 0;
+    PyObject *out = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    for (; found < n; found++)
+        if ((lrc = locate(g, key, key_len, key ? 0 : ordinals[found], &ps[found], &lerr))) break;
+    Py_END_ALLOW_THREADS
+    for (j = 0; j < found; j++) {
+        uint32_t m = ps[j].hit.sample.member_count;
+        ps[j].data = PyMem_Calloc(m ? m : 1, sizeof(PyObject *));
+        if (!ps[j].data) return PyErr_NoMemory();
+        if (allocate(&ps[j])) return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (j = 0; j < found && !rc; j++) rc = fill(g, &ps[j], &err);
+    Py_END_ALLOW_THREADS
+    if (rc || lrc) {
+        raise_sk(g, rc ? rc : lrc, rc ? &err : &lerr, key ? KIND_KEY : KIND_ORDINAL);
+        return NULL;
+    }
+    if (one) return build(g, &ps[0]);
+    if (!(out = PyList_New((Py_ssize_t)n))) return NULL;
+    for (j = 0; j < n; j++) {
+        PyObject *d = build(g, &ps[j]);
+        if (!d) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)j, d);
+    }
+    return out;
+}
+
+/* get(key, ordinal): the sample with this key (bytes), or at this global
+ * ordinal when key is None; a dict as dataset.py's ctypes path gives. */
+static PyObject *getter_get(Getter *g, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "get(key, ordinal) takes 2 arguments");
+        return NULL;
+    }
+    const char *key = NULL;
+    Py_ssize_t key_len = 0;
+    uint64_t ordinal = 0;
+    if (args[0] != Py_None) {
+        if (PyBytes_AsStringAndSize(args[0], (char **)&key, &key_len)) return NULL;
+    } else {
+        ordinal = PyLong_AsUnsignedLongLong(args[1]);
+        if (ordinal == (uint64_t)-1 && PyErr_Occurred()) return NULL;
+    }
+    if (closed(g)) return NULL;
+    struct plan *p = PyMem_Calloc(1, sizeof *p);
+    if (!p) return PyErr_NoMemory();
+    PyObject *d = run(g, p, 1, key, (size_t)key_len, &ordinal, 1);
+    plans_free(p, 1);
+    return d;
+}
+
+/* An index of get_many as a global ordinal: an int (or what
+ * operator.index takes, not a bool), negative from the end.  0, or -1 with
+ * an exception set (SampleIndexError when out of range, as dataset.py's
+ * _ordinal). */
+static int ordinal_of(Getter *g, PyObject *o, uint64_t *out)
+{
+    if (PyBool_Check(o)) {
+        PyErr_SetString(PyExc_TypeError, "dataset indices must be integers, not bool");
+        return -1;
+    }
+    PyObject *i = PyNumber_Index(o);
+    if (!i) {
+        PyErr_Format(PyExc_TypeError,
+                     "dataset indices must be integers, slices or keys (str), not %s",
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(i, &overflow);
+    int ok = 1;
+    if (v == -1 && PyErr_Occurred()) {
+        Py_DECREF(i);
+        return -1;
+    }
+    if (overflow > 0) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(i);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            ok = 0;
+        }
+        *out = u;
+    } else if (overflow < 0) {
+        ok = 0;
+    } else if (v >= 0) {
+        *out = (uint64_t)v;
+    } else {
+        uint64_t count = 0;
+        sk_error err;
+        int rc;
+        err.msg[0] = 0;
+        Py_BEGIN_ALLOW_THREADS
+        rc = g->samples(g->ds, &count, &err);
+        Py_END_ALLOW_THREADS
+        if (rc) {
+            Py_DECREF(i);
+            raise_sk(g, rc, &err, KIND_ORDINAL);
+            return -1;
+        }
+        ok = (uint64_t)-(v + 1) < count;
+        *out = count - (uint64_t)-(v + 1) - 1;
+    }
+    if (!ok) {
+        sk_error err = {.code = SK_E_NOTFOUND};
+        PyObject *s = PyObject_Str(i);
+        const char *u = g->url ? PyUnicode_AsUTF8(g->url) : NULL;
+        const char *is = s ? PyUnicode_AsUTF8(s) : NULL;
+        if (u && is) {
+            PyOS_snprintf(err.msg, sizeof err.msg, "%s: no sample #%s", u, is);
+            raise_sk(g, SK_E_NOTFOUND, &err, KIND_ORDINAL);
+        }
+        Py_XDECREF(s);
+        Py_DECREF(i);
+        return -1;
+    }
+    Py_DECREF(i);
+    return 0;
+}
+
+/* get_many(indices): [get(None, i) for i in indices], each step over the
+ * batch at once (two GIL releases a batch, not two a sample). */
+static PyObject *getter_get_many(Getter *g, PyObject *indices)
+{
+    PyObject *seq = PySequence_Fast(indices, "get_many: indices must be a sequence");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *out = NULL;
+    uint64_t *ords = PyMem_Malloc((n ? (size_t)n : 1) * sizeof *ords);
+    struct plan *ps = PyMem_Calloc(n ? (size_t)n : 1, sizeof *ps);
+    if (!ords || !ps) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (closed(g)) goto done;
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (ordinal_of(g, PySequence_Fast_GET_ITEM(seq, j), &ords[j])) goto done;
+    out = run(g, ps, (size_t)n, NULL, 0, ords, 0);
+done:
+    if (ps) plans_free(ps, n ? (size_t)n : 1);
+    PyMem_Free(ords);
+    Py_DECREF(seq);
+    return out;
+}
+
+static PyObject *getter_close(Getter *g, PyObject *unused)
+{
+    g->ds = NULL;
+    getter_forget(g);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef getter_methods[] = {
+    {"get", (PyCFunction)(void (*)(void))getter_get, METH_FASTCALL,
+     "get(key, ordinal): the sample with this key (bytes), or at this ordinal (key None)"},
+    {"get_many", (PyCFunction)getter_get_many, METH_O,
+     "get_many(indices): the samples at these global ordinals (negative: from the end)"},
+    {"close", (PyCFunction)getter_close, METH_NOARGS,
+     "forgets the dataset (before it is closed); lookups then raise"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject GetterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shardkit._ext.Getter",
+    .tp_basicsize = sizeof(Getter),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Lookups of one open sk_dataset through libshardkit's functions",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)getter_init,
+    .tp_dealloc = (destructor)getter_dealloc,
+    .tp_methods = getter_methods,
+};
+
+static struct PyModuleDef ext_module = {
+    PyModuleDef_HEAD_INIT, "_ext",
+    "shardkit's compiled lookups (dataset.py uses them when this module is built)", -1, NULL,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__ext(void)
+{
+    if (PyType_Ready(&GetterType) < 0) return NULL;
+    if (!(s_key = PyUnicode_InternFromString("__key__")) ||
+        !(s_url = PyUnicode_InternFromString("__url__")) ||
+        !(s_index = PyUnicode_InternFromString("__index__")) ||
+        !(s_ordinal = PyUnicode_InternFromString("__ordinal__")))
+        return NULL;
+    PyObject *m = PyModule_Create(&ext_module);
+    if (!m) return NULL;
+    Py_INCREF(&GetterType);
+    if (PyModule_AddObject(m, "Getter", (PyObject *)&GetterType) < 0 ||
+        PyModule_AddIntConstant(m, "GET_RESULT_SIZE", (long)sizeof(sk_get_result)) < 0) {
+        Py_DECREF(&GetterType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
