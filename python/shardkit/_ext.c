@@ -68,7 +68,7 @@ typedef struct {
     unsigned next_name; /* the slot the next new name replaces */
 } Getter;
 
-/* One sample of a lookup: where it is, its members, their bytes. */
+/* A sample being looked up: where it is, its members, their bytes. */
 struct plan {
     sk_hit hit;
     sk_member_ref *m; /* hit.sample.member_count records (into the call's table) */
@@ -222,7 +222,7 @@ static int is_remote(const char *path)
 /* Without the GIL: the sample (key, or the ordinal when key is NULL) found
  * and its records checked by the library (sk_dataset_get with no buffer
  * does both and says what it needs; nothing is read), then its member
- * records into *m (malloc'd, the caller frees).  0 or the sk_code. */
+ * records into p->m (malloc'd, plan_free frees).  0 or the sk_code. */
 static int locate(Getter *g, const char *key, size_t key_len, uint64_t ordinal, struct plan *p,
                   sk_error *err)
 {
@@ -327,58 +327,41 @@ fail:
     return NULL;
 }
 
-static void plans_free(struct plan *ps, size_t n)
+static void plan_free(struct plan *p)
 {
-    for (size_t j = 0; j < n; j++) {
-        if (ps[j].data)
-            for (uint32_t i = 0; i < ps[j].hit.sample.member_count; i++) Py_XDECREF(ps[j].data[i]);
-        PyMem_Free(ps[j].data);
-        free(ps[j].m);
-    }
-    PyMem_Free(ps);
+    if (p->data)
+        for (uint32_t i = 0; i < p->hit.sample.member_count; i++) Py_XDECREF(p->data[i]);
+    PyMem_Free(p->data);
+    free(p->m);
+    memset(p, 0, sizeof *p);
 }
 
-/* The samples of ps[0 .. n-1] (key: the one key of a get(key), n == 1),
- * each step over all of them at once: lookups (no GIL), bytes objects,
- * reads (no GIL), dicts.  A list, or one dict when one is true.  A failure
- * raises the error of the first sample that fails, as one lookup after
- * another would (a failed lookup's samples before it are still read). */
-static PyObject *run(Getter *g, struct plan *ps, size_t n, const char *key, size_t key_len,
-                     const uint64_t *ordinals, int one)
+/* One sample (key, or the ordinal when key is NULL) as its dict: looked up
+ * (no GIL), its bytes objects made, read into (no GIL), the dict built.
+ * p is zeroed; the caller frees it with plan_free. */
+static PyObject *run(Getter *g, struct plan *p, const char *key, size_t key_len,
+                     uint64_t ordinal)
 {
-    sk_error err, lerr;
-    err.msg[0] = lerr.msg[0] = 0;
-    int rc = SK_OK, lrc = SK_OK;
-    size_t j, found = 0;
-    PyObject *out = NULL;
+    sk_error err;
+    err.msg[0] = 0;
+    int rc;
     Py_BEGIN_ALLOW_THREADS
-    for (; found < n; found++)
-        if ((lrc = locate(g, key, key_len, key ? 0 : ordinals[found], &ps[found], &lerr))) break;
+    rc = locate(g, key, key_len, ordinal, p, &err);
     Py_END_ALLOW_THREADS
-    for (j = 0; j < found; j++) {
-        uint32_t m = ps[j].hit.sample.member_count;
-        ps[j].data = PyMem_Calloc(m ? m : 1, sizeof(PyObject *));
-        if (!ps[j].data) return PyErr_NoMemory();
-        if (allocate(&ps[j])) return NULL;
+    if (!rc) {
+        uint32_t m = p->hit.sample.member_count;
+        p->data = PyMem_Calloc(m ? m : 1, sizeof(PyObject *));
+        if (!p->data) return PyErr_NoMemory();
+        if (allocate(p)) return NULL;
+        Py_BEGIN_ALLOW_THREADS
+        rc = fill(g, p, &err);
+        Py_END_ALLOW_THREADS
     }
-    Py_BEGIN_ALLOW_THREADS
-    for (j = 0; j < found && !rc; j++) rc = fill(g, &ps[j], &err);
-    Py_END_ALLOW_THREADS
-    if (rc || lrc) {
-        raise_sk(g, rc ? rc : lrc, rc ? &err : &lerr, key ? KIND_KEY : KIND_ORDINAL);
+    if (rc) {
+        raise_sk(g, rc, &err, key ? KIND_KEY : KIND_ORDINAL);
         return NULL;
     }
-    if (one) return build(g, &ps[0]);
-    if (!(out = PyList_New((Py_ssize_t)n))) return NULL;
-    for (j = 0; j < n; j++) {
-        PyObject *d = build(g, &ps[j]);
-        if (!d) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        PyList_SET_ITEM(out, (Py_ssize_t)j, d);
-    }
-    return out;
+    return build(g, p);
 }
 
 /* get(key, ordinal): the sample with this key (bytes), or at this global
@@ -399,10 +382,10 @@ static PyObject *getter_get(Getter *g, PyObject *const *args, Py_ssize_t nargs)
         if (ordinal == (uint64_t)-1 && PyErr_Occurred()) return NULL;
     }
     if (closed(g)) return NULL;
-    struct plan *p = PyMem_Calloc(1, sizeof *p);
-    if (!p) return PyErr_NoMemory();
-    PyObject *d = run(g, p, 1, key, (size_t)key_len, &ordinal, 1);
-    plans_free(p, 1);
+    struct plan p;
+    memset(&p, 0, sizeof p);
+    PyObject *d = run(g, &p, key, (size_t)key_len, ordinal);
+    plan_free(&p);
     return d;
 }
 
@@ -474,8 +457,11 @@ static int ordinal_of(Getter *g, PyObject *o, uint64_t *out)
     return 0;
 }
 
-/* get_many(indices): [get(None, i) for i in indices], each step over the
- * batch at once (two GIL releases a batch, not two a sample). */
+/* get_many(indices): [get(None, i) for i in indices], the ordinals checked
+ * first (as dataset.py's ctypes path does), then each sample looked up,
+ * read and built in turn: its bytes are written while they are in the
+ * cache (allocating a batch's first and reading them after measured
+ * slower), and the first that fails raises. */
 static PyObject *getter_get_many(Getter *g, PyObject *indices)
 {
     PyObject *seq = PySequence_Fast(indices, "get_many: indices must be a sequence");
@@ -483,17 +469,26 @@ static PyObject *getter_get_many(Getter *g, PyObject *indices)
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject *out = NULL;
     uint64_t *ords = PyMem_Malloc((n ? (size_t)n : 1) * sizeof *ords);
-    struct plan *ps = PyMem_Calloc(n ? (size_t)n : 1, sizeof *ps);
-    if (!ords || !ps) {
+    struct plan p;
+    memset(&p, 0, sizeof p);
+    if (!ords) {
         PyErr_NoMemory();
         goto done;
     }
     if (closed(g)) goto done;
     for (Py_ssize_t j = 0; j < n; j++)
         if (ordinal_of(g, PySequence_Fast_GET_ITEM(seq, j), &ords[j])) goto done;
-    out = run(g, ps, (size_t)n, NULL, 0, ords, 0);
+    if (!(out = PyList_New(n))) goto done;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        PyObject *d = run(g, &p, NULL, 0, ords[j]);
+        plan_free(&p);
+        if (!d) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, j, d);
+    }
 done:
-    if (ps) plans_free(ps, n ? (size_t)n : 1);
     PyMem_Free(ords);
     Py_DECREF(seq);
     return out;
