@@ -16,6 +16,17 @@
  * lib/shardkit.h only, and builds without the library (setup.py makes it
  * optional: when it does not build, dataset.py uses ctypes alone).
  *
+ * A local shard's bytes: the Getter gives the dataset a range opener of its
+ * own (sk_dataset_set_range_open; it opens, checks and reads a file as the
+ * library's does), so it knows each shard's descriptor.  Once the library
+ * has read a sample from a shard through it (so it proved the index is
+ * that file's: size and first block), a plain sample of that shard is one
+ * preadv: each member's data into its bytes object, the tar headers
+ * between them into a scratch buffer, then each member checked against
+ * its CRC32C; anything else (a compressed shard, an odd record, a short
+ * read, a CRC that differs) is read by the library member by member,
+ * which gives the data or the error.
+ *
  * A Getter does not own the dataset: Dataset.close() calls Getter.close()
  * before closing it, after which every lookup raises; as with the ctypes
  * path, no other thread may be inside a lookup while the dataset closes.
@@ -23,11 +34,17 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "shardkit.h"
 
@@ -38,6 +55,8 @@ typedef int (*read_fn)(sk_dataset *, const sk_hit *, uint32_t, void *, size_t, s
 typedef int (*read_sample_fn)(sk_dataset *, const sk_hit *, void *, size_t, sk_member_ref *,
                               size_t, sk_error *);
 typedef int (*samples_fn)(sk_dataset *, uint64_t *, sk_error *);
+typedef void (*set_range_open_fn)(sk_dataset *, sk_range_open_fn, void *);
+typedef uint32_t (*crc_fn)(uint32_t, const void *, size_t);
 
 /* what dataset.py's error_from gives for a code, by the kind of lookup:
  * the not-found class differs (shardkit.SampleIndexError, KeyNotFoundError) */
@@ -60,9 +79,11 @@ typedef struct {
     read_fn read;
     read_sample_fn read_sample;
     samples_fn samples;
+    crc_fn crc;
+    unsigned long id;   /* its files' owner in the registry below */
     PyObject *url;      /* the dataset's url, for messages */
     PyObject *error;    /* error(code, message, kind) -> the exception to raise */
-    PyObject **shards;  /* each shard's path as a str, by position (NULL: not yet) */
+    struct slot *shards; /* by shard position */
     size_t nshards;
     struct name names[NAME_CACHE];
     unsigned next_name; /* the slot the next new name replaces */
@@ -70,6 +91,7 @@ typedef struct {
 
 /* A sample being looked up: where it is, its members, their bytes. */
 struct plan {
+    struct xfile *xf; /* its shard's proven file, if any */
     sk_hit hit;
     sk_member_ref *m; /* hit.sample.member_count records (into the call's table) */
     PyObject **data;  /* as many bytes objects, filled by the read */
@@ -90,6 +112,107 @@ static int set_err(sk_error *err, int code, const char *fmt, ...)
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
     return code;
+}
+
+/* ------------------------------------------------------------ local files */
+
+/* A local shard opened by the Getter's range opener: the dataset reads it
+ * through x_read_at, the Getter (once proven) with preadv.  In a registry,
+ * by owner (a Getter's id) and url, until the dataset closes it. */
+struct xfile {
+    int fd;
+    uint64_t size;
+    unsigned long owner;
+    char *url;
+    struct xfile *next;
+};
+
+static pthread_mutex_t files_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct xfile *files;
+
+/* A shard as the Getter knows it. */
+struct slot {
+    PyObject *url;     /* its path as a str (NULL: not yet) */
+    struct xfile *xf;  /* its file, proven by a read of the library's */
+    int looked;        /* xf was looked for */
+};
+
+static int x_read_at(void *ctx, uint64_t off, void *buf, size_t n, size_t *got, sk_error *err)
+{
+    struct xfile *f = ctx;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t k = pread(f->fd, (char *)buf + done, n - done, (off_t)(off + done));
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0)
+            return set_err(err, SK_E_IO, "%s: read failed at offset %llu: %s", f->url,
+                           (unsigned long long)(off + done), strerror(errno));
+        if (k == 0) break;
+        done += (size_t)k;
+    }
+    *got = done;
+    return SK_OK;
+}
+
+static void x_close(void *ctx)
+{
+    struct xfile *f = ctx, **pp;
+    pthread_mutex_lock(&files_mu);
+    for (pp = &files; *pp && *pp != f; pp = &(*pp)->next) {}
+    if (*pp) *pp = f->next;
+    pthread_mutex_unlock(&files_mu);
+    close(f->fd);
+    free(f->url);
+    free(f);
+}
+
+/* The range opener: what the library's own does for a local file (a
+ * regular file, read with pread), registered for the Getter (ctx: its id). */
+static int x_open(void *ctx, sk_range_reader *rr, const char *url, sk_error *err)
+{
+    struct stat st;
+    memset(rr, 0, sizeof *rr);
+    int fd = open(url, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return set_err(err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s", url,
+                       strerror(errno));
+    int rc = fstat(fd, &st) != 0 ? set_err(err, SK_E_IO, "%s: %s", url, strerror(errno))
+             : S_ISDIR(st.st_mode) ? set_err(err, SK_E_USAGE, "%s: a directory, not a shard", url)
+             : !S_ISREG(st.st_mode) ? set_err(err, SK_E_USAGE, "%s: not a regular file (a stream "
+                                              "cannot be read at offsets)", url)
+                                    : SK_OK;
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    struct xfile *f = calloc(1, sizeof *f);
+    if (!f || !(f->url = strdup(url))) {
+        free(f);
+        close(fd);
+        return set_err(err, SK_E_NOMEM, "out of memory");
+    }
+    f->fd = fd;
+    f->size = (uint64_t)st.st_size;
+    f->owner = (unsigned long)(uintptr_t)ctx;
+    pthread_mutex_lock(&files_mu);
+    f->next = files;
+    files = f;
+    pthread_mutex_unlock(&files_mu);
+    rr->ctx = f;
+    rr->read_at = x_read_at;
+    rr->size = f->size;
+    rr->close = x_close;
+    return SK_OK;
+}
+
+/* The Getter's file of this url, if the dataset opened one through it. */
+static struct xfile *x_find(unsigned long owner, const char *url)
+{
+    struct xfile *f;
+    pthread_mutex_lock(&files_mu);
+    for (f = files; f && (f->owner != owner || strcmp(f->url, url)); f = f->next) {}
+    pthread_mutex_unlock(&files_mu);
+    return f;
 }
 
 /* Raises the exception dataset.py maps (code, err) to. */
@@ -123,7 +246,7 @@ static int closed(Getter *g)
 
 static void getter_forget(Getter *g)
 {
-    for (size_t i = 0; i < g->nshards; i++) Py_CLEAR(g->shards[i]);
+    for (size_t i = 0; i < g->nshards; i++) Py_CLEAR(g->shards[i].url);
     PyMem_Free(g->shards);
     g->shards = NULL;
     g->nshards = 0;
@@ -138,18 +261,25 @@ static void getter_dealloc(Getter *g)
     Py_TYPE(g)->tp_free((PyObject *)g);
 }
 
-/* Getter(dataset, get, member, read, read_sample, samples, url, error): the
- * first six are addresses (ints) from ctypes, in shardkit.h's types. */
+/* Getter(dataset, get, member, read, read_sample, samples, set_range_open,
+ * crc32c, url, error): a dataset just opened (nothing read from it yet) and
+ * library functions, as addresses (ints) from ctypes, in shardkit.h's
+ * types. */
 static int getter_init(Getter *g, PyObject *args, PyObject *kw)
 {
-    unsigned long long a[6];
+    static unsigned long ids;
+    unsigned long long a[8];
     PyObject *url, *error;
     static char *names[] = {"dataset", "get", "member", "read", "read_sample", "samples",
-                            "url", "error", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "KKKKKKUO:Getter", names, &a[0], &a[1], &a[2],
-                                     &a[3], &a[4], &a[5], &url, &error))
+                            "set_range_open", "crc32c", "url", "error", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "KKKKKKKKUO:Getter", names, &a[0], &a[1], &a[2],
+                                     &a[3], &a[4], &a[5], &a[6], &a[7], &url, &error))
         return -1;
-    for (int i = 0; i < 6; i++)
+    if (g->ds) {
+        PyErr_SetString(PyExc_ValueError, "Getter: initialised already");
+        return -1;
+    }
+    for (int i = 0; i < 8; i++)
         if (!a[i]) {
             PyErr_SetString(PyExc_ValueError, "Getter: a NULL address");
             return -1;
@@ -165,6 +295,9 @@ static int getter_init(Getter *g, PyObject *args, PyObject *kw)
     g->read = (read_fn)(uintptr_t)a[3];
     g->read_sample = (read_sample_fn)(uintptr_t)a[4];
     g->samples = (samples_fn)(uintptr_t)a[5];
+    g->crc = (crc_fn)(uintptr_t)a[7];
+    g->id = ++ids; /* under the GIL */
+    ((set_range_open_fn)(uintptr_t)a[6])(g->ds, x_open, (void *)(uintptr_t)g->id);
     Py_INCREF(url);
     Py_XSETREF(g->url, url);
     Py_INCREF(error);
@@ -195,20 +328,27 @@ static PyObject *ext_name(Getter *g, const char *s, size_t len)
     return str;
 }
 
-/* The str of a shard's path (cached by position); a borrowed reference. */
-static PyObject *shard_url(Getter *g, const sk_hit *h)
+/* The Getter's record of a shard (NULL with an exception set). */
+static struct slot *shard_slot(Getter *g, size_t shard)
 {
-    if (h->shard >= g->nshards) {
-        size_t n = h->shard + 1 > 2 * g->nshards ? h->shard + 1 : 2 * g->nshards;
-        PyObject **s = PyMem_Realloc(g->shards, n * sizeof *s);
-        if (!s) return PyErr_NoMemory();
+    if (shard >= g->nshards) {
+        size_t n = shard + 1 > 2 * g->nshards ? shard + 1 : 2 * g->nshards;
+        struct slot *s = PyMem_Realloc(g->shards, n * sizeof *s);
+        if (!s) return PyErr_NoMemory(), NULL;
         memset(s + g->nshards, 0, (n - g->nshards) * sizeof *s);
         g->shards = s;
         g->nshards = n;
     }
-    if (!g->shards[h->shard])
-        g->shards[h->shard] = PyUnicode_DecodeFSDefault(h->shard_path);
-    return g->shards[h->shard];
+    return &g->shards[shard];
+}
+
+/* The str of a shard's path (cached by position); a borrowed reference. */
+static PyObject *shard_url(Getter *g, const sk_hit *h)
+{
+    struct slot *s = shard_slot(g, h->shard);
+    if (!s) return NULL;
+    if (!s->url) s->url = PyUnicode_DecodeFSDefault(h->shard_path);
+    return s->url;
 }
 
 static int is_remote(const char *path)
@@ -257,6 +397,41 @@ static int allocate(const struct plan *p)
     return 0;
 }
 
+/* Without the GIL, a plain sample of a proven local shard: one preadv of
+ * its span, each member's data into its bytes, the headers between them
+ * into scratch; then each member's CRC32C.  1 when done, 0 when the
+ * library is to read it (whatever is odd, or failed, it judges). */
+static int fill_direct(Getter *g, const struct plan *p)
+{
+    const sk_sample_ref *sr = &p->hit.sample;
+    uint32_t n = sr->member_count;
+    char scratch[4096];
+    struct iovec iov[1 + 2 * 255];
+    int cnt = 0;
+    if (sr->stored_offset != sr->offset || sr->stored_span != sr->span || n > 255 ||
+        sr->offset > p->xf->size || sr->span > p->xf->size - sr->offset)
+        return 0;
+    uint64_t pos = sr->offset, end = sr->offset + sr->span;
+    for (uint32_t i = 0; i < n; i++) {
+        const sk_member_ref *m = &p->m[i];
+        if (m->data_offset < pos || m->data_offset - pos > sizeof scratch ||
+            m->size > end - m->data_offset)
+            return 0;
+        if (m->data_offset > pos)
+            iov[cnt++] = (struct iovec){scratch, (size_t)(m->data_offset - pos)};
+        if (m->size) iov[cnt++] = (struct iovec){PyBytes_AS_STRING(p->data[i]), (size_t)m->size};
+        pos = m->data_offset + m->size;
+    }
+    if (cnt) {
+        ssize_t k = preadv(p->xf->fd, iov, cnt, (off_t)sr->offset);
+        if (k < 0 || (uint64_t)k != pos - sr->offset) return 0;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (g->crc(0, PyBytes_AS_STRING(p->data[i]), (size_t)p->m[i].size) != p->m[i].crc32c)
+            return 0;
+    return 1;
+}
+
 /* Without the GIL: each member's data into its bytes object, checked
  * against its CRC32C by the library.  A local shard: one pread per member,
  * straight into the bytes.  A remote one: the whole sample in one request
@@ -265,6 +440,7 @@ static int allocate(const struct plan *p)
 static int fill(Getter *g, const struct plan *p, sk_error *err)
 {
     uint32_t n = p->hit.sample.member_count;
+    if (p->xf && fill_direct(g, p)) return SK_OK;
     if (p->staged) {
         uint64_t total = 0;
         for (uint32_t i = 0; i < n; i++) total += p->m[i].size;
@@ -353,9 +529,20 @@ static PyObject *run(Getter *g, struct plan *p, const char *key, size_t key_len,
         p->data = PyMem_Calloc(m ? m : 1, sizeof(PyObject *));
         if (!p->data) return PyErr_NoMemory();
         if (allocate(p)) return NULL;
+        struct slot *s = shard_slot(g, p->hit.shard);
+        if (!s) return NULL;
+        p->xf = s->xf;
         Py_BEGIN_ALLOW_THREADS
         rc = fill(g, p, &err);
         Py_END_ALLOW_THREADS
+        /* the library read from this shard: if through the Getter's
+         * opener, the file is proven, and the next samples are preadv */
+        if (!rc && !s->looked && !p->staged) {
+            s = shard_slot(g, p->hit.shard); /* fill ran without the GIL: reload */
+            if (!s) return NULL;
+            s->looked = 1;
+            s->xf = x_find(g->id, p->hit.shard_path);
+        }
     }
     if (rc) {
         raise_sk(g, rc, &err, key ? KIND_KEY : KIND_ORDINAL);

@@ -267,9 +267,22 @@ HOSTILE = {
     # a key and an extension pointing outside the string pool
     "key_offset": (lambda b: sample_field(b, 1, 32, "<I", 0xFFFFFF00), "CorruptError"),
     "ext_length": (lambda b: member_field(b, 0, 24, "<I", 0x7FFFFFFF), "CorruptError"),
-    # data that no longer matches its CRC32C
+    # data that no longer matches its CRC32C: of the first sample read (by
+    # the library, which proves the shard) and of a later one (read with
+    # the extension's own preadv once the shard is proven)
     "crc": (lambda b: member_field(b, 0, 16, "<I", 0x12345678), "MismatchError"),
+    "crc_later": (lambda b: member_field(b, first_member(b, 2) + 1, 16, "<I", 0x12345678),
+                  "MismatchError"),
+    # a later sample's member moved onto another's bytes, or past its span
+    "offset_later": (lambda b: member_field(b, first_member(b, 3), 0, "<Q", 512), "MismatchError"),
+    # (members outside their sample's span: the library reads them one by
+    # one, so the extension must not take its one-read path either)
+    "span_later": (lambda b: sample_field(b, 2, 8, "<Q", 512), "at2 ok"),
 }
+
+
+def first_member(b, i):
+    return struct.unpack_from("<I", b, 96 + 48 * i + 40)[0]
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
@@ -305,3 +318,23 @@ def test_truncated_shard(tmp_path, data):
         f.truncate(os.path.getsize(path) // 2)
     got, ref = child(path, "ext", 3), child(path, "ctypes", 3)
     assert "MismatchError" in got and got == ref, (got, ref)
+
+
+def test_cut_after_first_read(tmp_path, data):
+    """A shard cut short after the dataset proved it and read from it (the
+    samples after are the extension's preadv): an error, as the ctypes
+    path gives, not short data."""
+    path = damaged(tmp_path, data, "cut2", lambda b: None)
+    x, c = shardkit.Dataset(path), ctypes_dataset(path)
+    n = len(c)
+    same(x[0], c[0])
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) // 2)
+    for i in range(n // 2, n):
+        with pytest.raises(shardkit.Error) as e1:
+            x[i]
+        with pytest.raises(shardkit.Error) as e2:
+            c[i]
+        assert type(e1.value) is type(e2.value), (e1.value, e2.value)
+    x.close()
+    c.close()
