@@ -50,6 +50,8 @@
 
 typedef int (*get_fn)(sk_dataset *, const char *, size_t, uint64_t, void *, size_t,
                       sk_get_result *, sk_error *);
+typedef int (*at_fn)(sk_dataset *, uint64_t, sk_hit *, sk_error *);
+typedef int (*find_fn)(sk_dataset *, const char *, size_t, sk_hit *, sk_error *);
 typedef int (*member_fn)(sk_dataset *, const sk_hit *, uint32_t, sk_member_ref *, sk_error *);
 typedef int (*read_fn)(sk_dataset *, const sk_hit *, uint32_t, void *, size_t, sk_error *);
 typedef int (*read_sample_fn)(sk_dataset *, const sk_hit *, void *, size_t, sk_member_ref *,
@@ -75,6 +77,8 @@ typedef struct {
     PyObject_HEAD
     sk_dataset *ds; /* NULL once closed */
     get_fn get;
+    at_fn at;
+    find_fn find;
     member_fn member;
     read_fn read;
     read_sample_fn read_sample;
@@ -96,6 +100,7 @@ struct plan {
     sk_member_ref *m; /* hit.sample.member_count records (into the call's table) */
     PyObject **data;  /* as many bytes objects, filled by the read */
     int staged;       /* remote: read whole into a buffer, then copied */
+    int bad;          /* a member record could not be read (its sk_code) */
 };
 
 static PyObject *s_key, *s_url, *s_index, *s_ordinal; /* the dict's fixed keys */
@@ -261,25 +266,26 @@ static void getter_dealloc(Getter *g)
     Py_TYPE(g)->tp_free((PyObject *)g);
 }
 
-/* Getter(dataset, get, member, read, read_sample, samples, set_range_open,
- * crc32c, url, error): a dataset just opened (nothing read from it yet) and
+/* Getter(dataset, get, at, find, member, read, read_sample, samples,
+ * set_range_open, crc32c, url, error): a dataset just opened (nothing read from it yet) and
  * library functions, as addresses (ints) from ctypes, in shardkit.h's
  * types. */
 static int getter_init(Getter *g, PyObject *args, PyObject *kw)
 {
     static unsigned long ids;
-    unsigned long long a[8];
+    unsigned long long a[10];
     PyObject *url, *error;
-    static char *names[] = {"dataset", "get", "member", "read", "read_sample", "samples",
-                            "set_range_open", "crc32c", "url", "error", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "KKKKKKKKUO:Getter", names, &a[0], &a[1], &a[2],
-                                     &a[3], &a[4], &a[5], &a[6], &a[7], &url, &error))
+    static char *names[] = {"dataset", "get", "at", "find", "member", "read", "read_sample",
+                            "samples", "set_range_open", "crc32c", "url", "error", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "KKKKKKKKKKUO:Getter", names, &a[0], &a[1],
+                                     &a[2], &a[3], &a[4], &a[5], &a[6], &a[7], &a[8], &a[9], &url,
+                                     &error))
         return -1;
     if (g->ds) {
         PyErr_SetString(PyExc_ValueError, "Getter: initialised already");
         return -1;
     }
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 10; i++)
         if (!a[i]) {
             PyErr_SetString(PyExc_ValueError, "Getter: a NULL address");
             return -1;
@@ -291,13 +297,15 @@ static int getter_init(Getter *g, PyObject *args, PyObject *kw)
     getter_forget(g);
     g->ds = (sk_dataset *)(uintptr_t)a[0];
     g->get = (get_fn)(uintptr_t)a[1];
-    g->member = (member_fn)(uintptr_t)a[2];
-    g->read = (read_fn)(uintptr_t)a[3];
-    g->read_sample = (read_sample_fn)(uintptr_t)a[4];
-    g->samples = (samples_fn)(uintptr_t)a[5];
-    g->crc = (crc_fn)(uintptr_t)a[7];
+    g->at = (at_fn)(uintptr_t)a[2];
+    g->find = (find_fn)(uintptr_t)a[3];
+    g->member = (member_fn)(uintptr_t)a[4];
+    g->read = (read_fn)(uintptr_t)a[5];
+    g->read_sample = (read_sample_fn)(uintptr_t)a[6];
+    g->samples = (samples_fn)(uintptr_t)a[7];
+    g->crc = (crc_fn)(uintptr_t)a[9];
     g->id = ++ids; /* under the GIL */
-    ((set_range_open_fn)(uintptr_t)a[6])(g->ds, x_open, (void *)(uintptr_t)g->id);
+    ((set_range_open_fn)(uintptr_t)a[8])(g->ds, x_open, (void *)(uintptr_t)g->id);
     Py_INCREF(url);
     Py_XSETREF(g->url, url);
     Py_INCREF(error);
@@ -359,27 +367,60 @@ static int is_remote(const char *path)
 
 /* ------------------------------------------------------------------ lookup */
 
-/* Without the GIL: the sample (key, or the ordinal when key is NULL) found
- * and its records checked by the library (sk_dataset_get with no buffer
- * does both and says what it needs; nothing is read), then its member
- * records into p->m (malloc'd, plan_free frees).  0 or the sk_code. */
+/* Without the GIL: the sample (key, or the ordinal when key is NULL) found,
+ * and its member records into p->m (malloc'd, plan_free frees).  0 or the
+ * sk_code; a record that cannot be read sets p->bad (its error in *merr)
+ * and returns 0, so that check_records names the first of the sample's
+ * faults, in the library's order. */
 static int locate(Getter *g, const char *key, size_t key_len, uint64_t ordinal, struct plan *p,
-                  sk_error *err)
+                  sk_error *err, sk_error *merr)
+{
+    int rc = key ? g->find(g->ds, key, key_len ? key_len : strlen(key), &p->hit, err)
+                 : g->at(g->ds, ordinal, &p->hit, err);
+    if (rc) return rc;
+    uint32_t n = p->hit.sample.member_count;
+    p->m = malloc((n ? n : 1) * sizeof *p->m);
+    if (!p->m) return set_err(err, SK_E_NOMEM, "out of memory for %u member records", n);
+    for (uint32_t i = 0; i < n && !p->bad; i++)
+        p->bad = g->member(g->ds, &p->hit, i, &p->m[i], merr);
+    p->staged = is_remote(p->hit.shard_path);
+    return SK_OK;
+}
+
+/* Whether a sample's records describe a plain sample of its proven file:
+ * its span inside the file, its members in order inside the span, no NUL
+ * in an extension.  Then the library's checks (check_records) would pass
+ * and its bytes are at most the span; anything else goes to them. */
+static int plain_in_file(const struct plan *p)
+{
+    const sk_sample_ref *sr = &p->hit.sample;
+    if (p->bad || !p->xf || sr->stored_offset != sr->offset || sr->stored_span != sr->span ||
+        sr->offset > p->xf->size || sr->span > p->xf->size - sr->offset)
+        return 0;
+    uint64_t pos = sr->offset, end = sr->offset + sr->span;
+    for (uint32_t i = 0; i < sr->member_count; i++) {
+        const sk_member_ref *m = &p->m[i];
+        if (m->data_offset < pos || m->data_offset > end || m->size > end - m->data_offset ||
+            memchr(m->ext, 0, m->ext_len))
+            return 0;
+        pos = m->data_offset + m->size;
+    }
+    return 1;
+}
+
+/* Without the GIL: the library's checks of a sample's records (sk_dataset_get
+ * with no buffer makes them, and says what it needs; nothing is read): a
+ * member past the end of its shard, sizes that overflow, a NUL in an
+ * extension are its errors, before any bytes object is sized from them. */
+static int check_records(Getter *g, const char *key, size_t key_len, uint64_t ordinal,
+                         sk_error *err)
 {
     sk_get_result r;
     memset(&r, 0, sizeof r);
     r.struct_size = sizeof r;
     int rc = g->get(g->ds, key, key_len, ordinal, NULL, 0, &r, err);
-    if (rc != SK_E_USAGE || !r.need)
-        return rc ? rc : set_err(err, SK_E_USAGE, "sk_dataset_get read into no buffer");
-    p->hit = r.hit;
-    uint32_t n = r.hit.sample.member_count;
-    p->m = malloc((n ? n : 1) * sizeof *p->m);
-    if (!p->m) return set_err(err, SK_E_NOMEM, "out of memory for %u member records", n);
-    for (uint32_t i = 0; i < n; i++)
-        if ((rc = g->member(g->ds, &p->hit, i, &p->m[i], err))) return rc;
-    p->staged = is_remote(p->hit.shard_path);
-    return SK_OK;
+    if (rc == SK_E_USAGE && r.need) return SK_OK;
+    return rc ? rc : set_err(err, SK_E_USAGE, "sk_dataset_get read into no buffer");
 }
 
 /* With the GIL: a bytes object of each member's size. */
@@ -518,30 +559,43 @@ static void plan_free(struct plan *p)
 static PyObject *run(Getter *g, struct plan *p, const char *key, size_t key_len,
                      uint64_t ordinal)
 {
-    sk_error err;
-    err.msg[0] = 0;
+    sk_error err, merr;
+    err.msg[0] = merr.msg[0] = 0;
     int rc;
+    struct slot *s;
     Py_BEGIN_ALLOW_THREADS
-    rc = locate(g, key, key_len, ordinal, p, &err);
+    rc = locate(g, key, key_len, ordinal, p, &err, &merr);
     Py_END_ALLOW_THREADS
+    if (!rc) {
+        if (!(s = shard_slot(g, p->hit.shard))) return NULL;
+        p->xf = s->xf;
+        if (!plain_in_file(p)) {
+            Py_BEGIN_ALLOW_THREADS
+            rc = check_records(g, key, key_len, ordinal, &err);
+            Py_END_ALLOW_THREADS
+        }
+        if (!rc && p->bad) {
+            rc = p->bad;
+            err = merr;
+        }
+    }
     if (!rc) {
         uint32_t m = p->hit.sample.member_count;
         p->data = PyMem_Calloc(m ? m : 1, sizeof(PyObject *));
         if (!p->data) return PyErr_NoMemory();
         if (allocate(p)) return NULL;
-        struct slot *s = shard_slot(g, p->hit.shard);
-        if (!s) return NULL;
-        p->xf = s->xf;
         Py_BEGIN_ALLOW_THREADS
         rc = fill(g, p, &err);
         Py_END_ALLOW_THREADS
         /* the library read from this shard: if through the Getter's
-         * opener, the file is proven, and the next samples are preadv */
-        if (!rc && !s->looked && !p->staged) {
-            s = shard_slot(g, p->hit.shard); /* fill ran without the GIL: reload */
-            if (!s) return NULL;
-            s->looked = 1;
-            s->xf = x_find(g->id, p->hit.shard_path);
+         * opener, the file is proven, and the next samples are preadv
+         * (the slots may have moved while the GIL was released) */
+        if (!rc && !p->staged) {
+            if (!(s = shard_slot(g, p->hit.shard))) return NULL;
+            if (!s->looked) {
+                s->looked = 1;
+                s->xf = x_find(g->id, p->hit.shard_path);
+            }
         }
     }
     if (rc) {

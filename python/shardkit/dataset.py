@@ -228,7 +228,8 @@ class Dataset:
         self._ds = ds
         if _EXT is not None:
             addr = [_c.cast(f, _c.c_void_p).value for f in (
-                self._lib.sk_dataset_get, self._lib.sk_dataset_member, self._lib.sk_dataset_read,
+                self._lib.sk_dataset_get, self._lib.sk_dataset_at, self._lib.sk_dataset_find,
+                self._lib.sk_dataset_member, self._lib.sk_dataset_read,
                 self._lib.sk_dataset_read_sample, self._lib.sk_dataset_samples,
                 self._lib.sk_dataset_set_range_open, self._lib.sk_crc32c)]
             self._x = _EXT.Getter(ds.value, *addr, self.url, _ext_error)
