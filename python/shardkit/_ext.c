@@ -3,10 +3,9 @@
  * lookups (ds[i], ds.get(key), ds.__getitems__).  The ctypes path
  * (dataset.py) costs a few microseconds of Python per sample, as much as
  * the lookup and the read themselves; here a sample's dict is built in C,
- * and each member's data is read by the library straight into the bytes
- * object returned (sk_dataset_read into PyBytes_AS_STRING): one copy, from
- * the page cache into the bytes.  The GIL is released around the lookups
- * and around the reads, so threads read in parallel.
+ * and each member's data is read straight into the bytes object returned:
+ * one copy, from the page cache into the bytes.  The GIL is released
+ * around the lookups and around the reads, so threads read in parallel.
  *
  * The extension calls the libshardkit that ctypes loaded, through the
  * addresses of its functions (Getter's arguments), rather than linking a
@@ -235,6 +234,10 @@ static void raise_sk(Getter *g, int code, const sk_error *err, int kind)
 static int closed(Getter *g)
 {
     if (g->ds) return 0;
+    if (!g->url || !g->error) { /* made with __new__ alone */
+        PyErr_SetString(PyExc_ValueError, "Getter: not initialised");
+        return 1;
+    }
     PyObject *m = PyUnicode_FromFormat("%U: the dataset is closed", g->url);
     if (m) {
         PyObject *exc = PyObject_CallFunction(g->error, "iOi", SK_E_USAGE, m, KIND_ORDINAL);

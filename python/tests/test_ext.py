@@ -162,6 +162,11 @@ def test_closed_raises(data):
         getter.get(None, 0)
     with pytest.raises(shardkit.UsageError, match="closed"):
         getter.get_many([0])
+    # one made without its dataset raises too
+    bare = type(getter).__new__(type(getter))
+    for f in (lambda: bare.get(None, 0), lambda: bare.get(b"k", 0), lambda: bare.get_many([0])):
+        with pytest.raises(ValueError, match="not initialised"):
+            f()
 
 
 def test_threads(data):
