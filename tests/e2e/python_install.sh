@@ -90,18 +90,23 @@ assert_eq "$(sed 's/^..ext., .ext.//' "$T/ext.out")" "$(sed 's/^..ctypes., .ctyp
 
 step "an extension that does not compile: pip installs the rest, Dataset uses ctypes"
 # a compiler that fails on _ext.c alone (the package without its library,
-# SHARDKIT_BUNDLE=0, so the library is not built again)
-mkdir -p "$T/bin"
+# SHARDKIT_BUNDLE=0, so the library is not built again), on a fresh copy of
+# python/ (the first install left its build/ in place, _ext.so included)
+mkdir -p "$T/bin" "$T/py2"
+tar -C "$T/src/python" --exclude='./build' --exclude='*.egg-info' -cf - . | tar -C "$T/py2" -xf - \
+    || die "copying python/ failed"
 printf '#!/bin/sh\ncase "$*" in *_ext.c*) echo "cc: refusing _ext.c" >&2; exit 1;; esac\nexec cc "$@"\n' >"$T/bin/cc"
 chmod +x "$T/bin/cc"
 "$PY" -m venv --system-site-packages "$T/venv2" >"$T/venv.log" 2>&1 || die "venv failed"
-CC=$T/bin/cc SHARDKIT_BUNDLE=0 PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 nice "$T/venv2/bin/pip" install \
-    --no-build-isolation "$T/src/python" >"$T/pip2.log" 2>&1 \
+CC=$T/bin/cc SHARDKIT_SRC=$T/src SHARDKIT_BUNDLE=0 PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 nice "$T/venv2/bin/pip" install \
+    -v --no-build-isolation "$T/py2" >"$T/pip2.log" 2>&1 \
     || die "pip install failed when the extension does not compile: $(tail -5 "$T/pip2.log")"
 grep -q "refusing _ext.c" "$T/pip2.log" || die "the failing compiler was not asked for _ext.c: $(tail -5 "$T/pip2.log")"
 V2=$(echo "$T"/venv2/lib/python3*/site-packages)
 ! ls "$V2"/shardkit/_ext.*so >/dev/null 2>&1 || die "an extension was installed though it did not compile"
-(cd "$T" && SHARDKIT_LIB=$LIB "$T/venv2/bin/python" ext.py "$T") >"$T/ext2.out" 2>&1 \
+# (a copy of the library alone: beside the build's is the extension make built)
+mkdir -p "$T/lib2" && cp "$LIB" "$T/lib2/libshardkit.so"
+(cd "$T" && SHARDKIT_LIB=$T/lib2/libshardkit.so "$T/venv2/bin/python" ext.py "$T") >"$T/ext2.out" 2>&1 \
     || die "the package without its extension failed: $(tail -3 "$T/ext2.out")"
 assert_eq "$(cat "$T/ext2.out")" "$(cat "$T/ctypes.out")" "samples of the package without its extension"
 
