@@ -26,6 +26,9 @@ static const char usage[] =
     "                      a mismatch, logged with the shard and offset)\n"
     "      --threads N     FUSE worker threads kept idle at most (default 10)\n"
     "      --trust-index   skip the index body checksums (open in O(1))\n"
+    "      --cache-dir DIR keep what is read of remote shards and indexes here,\n"
+    "                      by 1 MiB block (reused by later mounts; found by ETag)\n"
+    "      --cache-size SIZE  bound of the cache (e.g. 10G; default: none)\n"
     "      --json          print {\"dataset\", \"mountpoint\"} on stdout once mounted\n"
     "                      (with -f: once unmounted cleanly)\n"
     "  -q, --quiet         no warnings (members skipped for their names, failed reads)\n"
@@ -36,7 +39,7 @@ static const char usage[] =
     "Exit status: 0 mounted (and, with -f, unmounted cleanly), 1 the mount\n"
     "failed (the reason is printed), 2 usage.\n";
 
-enum { OPT_BY_SHARD = 256, OPT_VERIFY, OPT_THREADS, OPT_TRUST, OPT_JSON };
+enum { OPT_BY_SHARD = 256, OPT_VERIFY, OPT_THREADS, OPT_TRUST, OPT_JSON, OPT_CACHE, OPT_CACHE_SIZE };
 
 struct opener {
     const char *dataset;
@@ -75,6 +78,8 @@ int cmd_mount(int argc, char **argv)
         {"threads", required_argument, NULL, OPT_THREADS},
         {"trust-index", no_argument, NULL, OPT_TRUST},
         {"json", no_argument, NULL, OPT_JSON},
+        {"cache-dir", required_argument, NULL, OPT_CACHE},
+        {"cache-size", required_argument, NULL, OPT_CACHE_SIZE},
         {"quiet", no_argument, NULL, 'q'},
         CMD_S3_CLIENT_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -107,6 +112,11 @@ int cmd_mount(int argc, char **argv)
             break;
         case OPT_TRUST: op.flags |= SK_INDEX_TRUST_BODY; break;
         case OPT_JSON: json = 1; break;
+        case OPT_CACHE: o.cache_dir = optarg; break;
+        case OPT_CACHE_SIZE:
+            if (cmd_parse_size(optarg, &o.cache_size))
+                return cmd_usage_error("mount", usage, "--cache-size: '%s' is not a size", optarg);
+            break;
         case 'q': o.warn = no_warning; break;
         default:
             switch (cmd_s3_option("mount", usage, c, optarg, &op.cfg, NULL)) {
@@ -117,6 +127,8 @@ int cmd_mount(int argc, char **argv)
         }
     }
     if (argc - optind != 2) return cmd_usage_error("mount", usage, "need DATASET and MOUNTPOINT");
+    if (o.cache_size && !o.cache_dir)
+        return cmd_usage_error("mount", usage, "--cache-size needs --cache-dir");
     op.dataset = argv[optind];
     o.fuse_opts = fuse_opts[0] ? fuse_opts : NULL;
     o.open = open_ds;
