@@ -4,13 +4,17 @@
 # gateway (tests/helpers/rgw.sh; SK_S3_SERVER=moto: a moto_server, far
 # slower): the issue's "listing and reading 10,000 files" comparison.
 #   shardkit   shardkit mount s3://shards/ds/ (the packed shards, 64 MiB,
-#              with indexes and manifest)
+#              with indexes and manifest): one ranged GET a file
+#   shardkit+cache  the same with --cache-dir, empty at each mount: the
+#              first read of a file fetches its 1 MiB block, which then
+#              serves the files beside it
 #   s3fs       s3fs of the bucket holding every file of the corpus as its
 #              own object (path-style requests, no disk cache: -o ro)
 # Timed, each on a fresh mount (so neither has anything cached):
 #   mount+list   mount, then `find MP -type f | wc -l`
-#   all          every file read by one `cat` process at a time (xargs,
-#                1,000 files a process), after a listing (untimed)
+#   read         BENCH_READ files (default: all) in key order, read by one
+#                `cat` process at a time (xargs, 1,000 files a process),
+#                after a listing (untimed)
 # BENCH_SAMPLES (default 3334: 10,002 files), BENCH_RUNS rounds (default 3)
 # interleaved (each round runs both tools), medians of whole-process wall
 # times; prints a Markdown table and the load average.  Needs root (or
@@ -34,6 +38,8 @@ if [ ! -f "$W/ds/manifest.json" ]; then
 fi
 (cd "$C" && find . -type f | sed 's|^\./||' | sort) >"$W/files"
 nfiles=$(wc -l <"$W/files")
+NREAD=${BENCH_READ:-$nfiles}
+head -n "$NREAD" "$W/files" >"$W/read"
 
 moto_start || bench_die "the S3 server ($SK_S3_SERVER) did not start"
 trap 'for m in "$W/mp"; do fusermount3 -u "$m" 2>/dev/null; done; moto_stop' EXIT
@@ -51,6 +57,8 @@ mkdir -p "$MP"
 up() {
     case $1 in
     shardkit) "$SK_BIN" mount "s3://shards/ds/" "$MP" --endpoint-url "$E" ;;
+    shardkit+cache) rm -rf "$W/cache"
+          "$SK_BIN" mount "s3://shards/ds/" "$MP" --endpoint-url "$E" --cache-dir "$W/cache" ;;
     s3fs) s3fs files "$MP" -o ro,url="$E",use_path_request_style,passwd_file="$W/passwd" || return 1
           for _ in $(seq 1 200); do mountpoint -q "$MP" && return 0; sleep 0.05; done; return 1 ;;
     esac
@@ -64,9 +72,9 @@ run() { # TOOL OP: the seconds OP took on a fresh mount
     up "$t" || bench_die "$t: mount failed"
     case $op in
     list) find "$MP" -type f | wc -l >"$W/count" ;;
-    all) find "$MP" -type f >/dev/null
+    read) find "$MP" -type f >/dev/null
          s=$(now)
-         (cd "$MP" && xargs -n 1000 cat <"$W/files" | wc -c >"$W/bytes") ;;
+         (cd "$MP" && xargs -n 1000 cat <"$W/read" >/dev/null) ;;
     esac
     e=$(now)
     down
@@ -74,12 +82,12 @@ run() { # TOOL OP: the seconds OP took on a fresh mount
         bench_die "$t: listed $(cat "$W/count") files, want $nfiles"
     echo "$e - $s" | bc -l
 }
-tools=(shardkit s3fs)
+tools=(shardkit shardkit+cache s3fs)
 declare -A T
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 for round in $(seq 1 "$BENCH_RUNS"); do
     for t in "${tools[@]}"; do
-        for op in list all; do
+        for op in list read; do
             v=$(run "$t" "$op") || exit 1
             T[$t.$op]="${T[$t.$op]:-} $v"
             echo "round $round $t $op: $v s" >&2
@@ -89,9 +97,11 @@ done
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 med() { printf '%.3f' "$(median ${T[$1]})"; }
 echo
-echo "| $N samples, $nfiles files, $SK_S3_SERVER | mount + list (s) | all files, 1 reader (s) |"
+ratio() { echo "$(med "$1") / $(med "$2")" | bc -l | xargs printf '%.1fx'; }
+echo "| $N samples, $nfiles files, $SK_S3_SERVER | mount + list (s) | $NREAD files read, 1 reader (s) |"
 echo "| --- | ---: | ---: |"
-for t in "${tools[@]}"; do echo "| $t | $(med "$t.list") | $(med "$t.all") |"; done
-echo "| s3fs / shardkit | $(echo "$(med s3fs.list) / $(med shardkit.list)" | bc -l | xargs printf '%.1fx') | $(echo "$(med s3fs.all) / $(med shardkit.all)" | bc -l | xargs printf '%.1fx') |"
+for t in "${tools[@]}"; do echo "| $t | $(med "$t.list") | $(med "$t.read") |"; done
+echo "| s3fs / shardkit | $(ratio s3fs.list shardkit.list) | $(ratio s3fs.read shardkit.read) |"
+echo "| s3fs / shardkit+cache | $(ratio s3fs.list shardkit+cache.list) | $(ratio s3fs.read shardkit+cache.read) |"
 echo
 echo "load average before / after: $load0 / $load1; medians of $BENCH_RUNS interleaved rounds, whole-process wall time"

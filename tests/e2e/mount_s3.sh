@@ -10,7 +10,9 @@
 # than its bound (and so evicts: the dataset is bigger), a remount reads
 # every file from it with no GET of a shard or index, and a dataset
 # replaced under the same names (new ETags) is not served the old bytes.
-# A shard object cut short before its first read: EIO past the cut only.
+# A link planted in the cache under a block's name is not followed (and is
+# replaced), a file the cache did not make is never removed.  A shard
+# object cut short before its first read: EIO past the cut only.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
 . "$SK_ROOT/tests/e2e/lib/mount.sh"
@@ -74,6 +76,26 @@ if grep '^GET /dset/plain/t-[0-9]*\.tar' "$T/cache.log" >gets.out; then
     die "a remount fetched again what its cache holds: $(head -3 gets.out)"
 fi
 echo "remount: $(grep -c '^HEAD ' "$T/cache.log") HEADs, no GET of a shard or index"
+
+step "--cache-dir: hostile entries: a planted link is not followed, a foreign file stays"
+mkdir -p "$T/cache2"
+etag=$(aws s3api head-object --bucket dset --key plain/t-001.tar --query ETag --output text | tr -d '"')
+blk=$(python3 -c '
+import hashlib, sys
+print(hashlib.sha256(sys.argv[1].encode() + b"\0etag:" + sys.argv[2].encode() + b"\0" + b"0").hexdigest()[:40])' \
+    s3://dset/plain/t-001.tar "$etag")
+blen=$(stat -c %s plain/t-001.tar)
+[ "$blen" -le 1048576 ] || blen=1048576
+head -c "$blen" /dev/zero >"$T/target" # the block's size: it would be served if the link were followed
+ln -s "$T/target" "$T/cache2/$blk.skc"
+echo keep >"$T/cache2/notes.txt"
+mount_up m s3://dset/plain/ --endpoint-url "$A" --cache-dir "$T/cache2" --cache-size 1M
+diff -r c m >diff.out || die "with a planted link in the cache the mount differs: $(head -5 diff.out)"
+mount_down m
+[ -L "$T/cache2/$blk.skc" ] && die "the planted link is still there (block 0 of t-001.tar was not kept)"
+[ -f "$T/cache2/$blk.skc" ] || echo "block 0 of t-001.tar was kept, then evicted"
+cmp -s "$T/target" <(head -c "$blen" /dev/zero) || die "the link's target was written"
+assert_eq "$(cat "$T/cache2/notes.txt")" keep "a file the cache did not make"
 
 step "--cache-dir: a dataset replaced under the same names is not served the old bytes"
 expect_ok "$SK_BIN" pack c -o re/t-%03d.tar --max-size 512K --mtime 1700000000
