@@ -1,6 +1,6 @@
 /*
  * pack_out.h - the rules every output shaped like pack's follows, kept in
- * one place so that `shardkit pack` (pack.c, pack_pos.c) and the streaming
+ * one place so that `shardkit pack` (pack.c, pack_spread.c, pack_stream.c) and the streaming
  * sample writer (sample_writer.c) write the same bytes for the same
  * samples: when a shard is cut, what the manifest says about the options,
  * where the manifest and the run's lock go, how a shard is named in the
