@@ -12,6 +12,7 @@
 enum { SK_EXIT_OK = 0, SK_EXIT_PROBLEM = 1, SK_EXIT_USAGE = 2 };
 
 int cmd_pack(int argc, char **argv);
+int cmd_pack_urls(int argc, char **argv); /* pack --from-urls (pack_urls.c) */
 int cmd_index(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_cat(int argc, char **argv);

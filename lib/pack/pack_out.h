@@ -95,4 +95,18 @@ int sk_pack_index_member(sk_shard_out *out, sk_manifest *exts, const char *ext, 
                          uint64_t data_offset, uint64_t size, uint32_t header_len, uint32_t crc,
                          sk_error *err);
 
+/* The sample writer with its shards cut by the caller (sample_writer.c),
+ * for `pack --from-urls` (pack_urls.c): a shard per range of list rows,
+ * as img2dataset cuts them, whatever their sizes.  After
+ * sk_sample_writer_manual, max_size and max_count never cut; a shard
+ * begins at sk_sample_writer_begin_at (shard number start + n, also when
+ * it stays empty) and is published by sk_sample_writer_end_open (*path
+ * gets its name when one was open, else "").  sk_sample_writer_keep_at
+ * records shard n, complete from an earlier run, in the manifest as it
+ * is, from its index (sk_pack_shard_sound's; taken over). */
+void sk_sample_writer_manual(sk_sample_writer *w);
+int sk_sample_writer_begin_at(sk_sample_writer *w, uint64_t n, sk_error *err);
+int sk_sample_writer_end_open(sk_sample_writer *w, char *path, size_t cap, sk_error *err);
+int sk_sample_writer_keep_at(sk_sample_writer *w, uint64_t n, sk_index *ix, sk_error *err);
+
 #endif
