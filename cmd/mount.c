@@ -25,6 +25,9 @@ static const char usage[] =
     "                      a mismatch, logged with the shard and offset)\n"
     "      --threads N     FUSE worker threads kept idle at most (default 10)\n"
     "      --trust-index   skip the index body checksums (open in O(1))\n"
+    "      --cache-dir DIR keep what is read of remote shards and indexes here,\n"
+    "                      by 1 MiB block (reused by later mounts; found by ETag)\n"
+    "      --cache-size SIZE  bound of the cache (e.g. 10G; default: none)\n"
     "      --json          print {\"dataset\", \"mountpoint\"} on stdout once mounted\n"
     "                      (with -f: once unmounted cleanly)\n"
     "  -q, --quiet         no warnings (members skipped for their names, failed reads)\n"
@@ -101,6 +104,8 @@ int cmd_mount(int argc, char **argv)
         CMD_NUM("threads", 0, &o.threads, 1, 1024, "--threads: '%s' is not 1..1024"),
         CMD_OR("trust-index", &op.flags, SK_INDEX_TRUST_BODY),
         CMD_SET("json", 0, &json, 1),
+        CMD_STR("cache-dir", 0, &o.cache_dir),
+        CMD_SIZE("cache-size", 0, &o.cache_size, 0, UINT64_MAX, "--cache-size: '%s' is not a size"),
         CMD_DO("quiet", 'q', quiet, &o),
         CMD_FN(NULL, 'o', fuse_opt, &fo),
     };
@@ -109,6 +114,8 @@ int cmd_mount(int argc, char **argv)
     int first, done = cmd_getopt(&os, argc, argv, &first);
     if (done >= 0) return done;
     if (argc - first != 2) return cmd_usage_error("mount", usage, "need DATASET and MOUNTPOINT");
+    if (o.cache_size && !o.cache_dir)
+        return cmd_usage_error("mount", usage, "--cache-size needs --cache-dir");
     op.dataset = argv[first];
     o.fuse_opts = fo.buf[0] ? fo.buf : NULL;
     o.open = open_ds;

@@ -1557,6 +1557,11 @@ typedef struct sk_mount_options {
     /* Warnings (members skipped for their names, failed reads): NULL
      * prints them on stderr (and to syslog once in the background). */
     void (*warn)(void *ctx, const char *msg);
+    /* Remote (s3://, http(s)://) shards and indexes read through the
+     * on-disk cache in cache_dir (NULL: none), at most cache_size bytes
+     * (0: no bound): kept across mounts, found by each object's ETag. */
+    const char *cache_dir;
+    uint64_t cache_size;
 } sk_mount_options;
 SK_API void sk_mount_options_init_sized(sk_mount_options *o, size_t size);
 #define sk_mount_options_init(o) sk_mount_options_init_sized((o), sizeof *(o))
@@ -1568,6 +1573,16 @@ SK_API void sk_mount_options_init_sized(sk_mount_options *o, size_t size);
  * (0) or failed (its error). */
 SK_API int sk_mount_run(const char *dataset, const char *mountpoint, const sk_mount_options *o,
                         sk_error *err);
+
+/* ------------------------------------------------ dataset: the disk cache */
+
+/* Reads the dataset's remote (s3://, http(s)://) shards and indexes opened
+ * from now on through the on-disk cache in dir (kept; it must outlive the
+ * dataset), at most bytes (0: no bound), least recently used out first.
+ * Reads at an offset are kept by 1 MiB block, a whole index as one file,
+ * each found by the object's ETag (one HEAD per object when it is opened),
+ * so a later open serves them without a GET.  Call before the first read. */
+SK_API void sk_dataset_set_cache(sk_dataset *ds, const char *dir, uint64_t bytes);
 
 /* --------------------------------------------------- pack from a URL list */
 /* `pack --from-urls LIST` (docs/urls.md): img2dataset's job in one

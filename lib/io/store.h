@@ -16,8 +16,9 @@
  *                          (s3/http_client.c: retries, timeouts, bounds;
  *                          a server that ignores Range is refused);
  *   cache (store_cache.c)  wraps a remote store: sequential reads from 0
- *                          are kept on disk, bounded, and served from
- *                          there only when they match what is expected.
+ *                          are kept on disk whole, reads at an offset by
+ *                          1 MiB block, bounded, and served from there
+ *                          only when they match what is expected.
  *
  * list (the names under a directory or prefix) is sk_store_list: it is a
  * question about a location, not about one object.
@@ -75,6 +76,11 @@ typedef struct sk_store_env {
     pthread_mutex_t mu;
     sk_s3 *http; /* ours */
     int own_s3;  /* s3 was made by sk_store_env_need_s3: freed with the env */
+    /* set: every remote store opened through this env is read through the
+     * on-disk cache there (store_cache.c), at most cache_size bytes (0: no
+     * bound) */
+    const char *cache_dir;
+    uint64_t cache_size;
 } sk_store_env;
 /* s3: the caller's client (stays theirs), or NULL. */
 void sk_store_env_init(sk_store_env *e, sk_s3 *s3);

@@ -14,6 +14,16 @@
  * bound.  An object with neither (a server without ETags, no manifest) is
  * read without caching.
  *
+ * Reads at an offset (shardkit mount's, lookups') are kept by block:
+ * cache_dir/HASH.skc with HASH over (url NUL validator NUL block number),
+ * each block BLOCK bytes of the object (the last one shorter), written
+ * whole to a temporary and renamed, so a block file exists only complete.
+ * A read whose blocks are all there is served from them with no request;
+ * otherwise the run of blocks it spans is one ranged GET, kept block by
+ * block.  A whole-object copy (a sequential reader's) serves such reads
+ * too.  Blocks are found by the ETag the server gives at open: one HEAD
+ * per object per open, then nothing more for what is cached.
+ *
  * Derived this way a cache path never leaves the cache (URLs are
  * untrusted: "s3://b/x/../../../a.tar" is a valid key), and the directory
  * holds nothing but names of this one shape, which is what eviction looks
@@ -30,6 +40,8 @@
 
 #define CACHE_SUFFIX ".skc"
 #define CACHE_HEX 40
+#define BLOCK (1u << 20)    /* the unit reads at an offset are kept in */
+#define RUN_MAX (16u << 20) /* one ranged GET fetches at most this many missing bytes */
 
 struct cache_store {
     sk_store s;
@@ -46,17 +58,23 @@ struct tee_seq {
     uint32_t crc, want_crc;
     int check_crc;
     uint64_t reserved; /* cache bytes promised to this object while it is written */
+    const char *dir;   /* the cache's */
 };
 
-static char *cache_path(const char *dir, const char *url, const char *validator)
+/* block: UINT64_MAX for the whole object's copy, else the block number
+ * (after a second NUL: no validator, which never holds one, can collide). */
+static char *cache_path(const char *dir, const char *url, const char *validator, uint64_t block)
 {
-    char md[65], hex[CACHE_HEX + 1], *id, *p;
-    size_t ul = strlen(url), vl = strlen(validator);
-    if (!(id = malloc(ul + 1 + vl))) return NULL;
+    char md[65], hex[CACHE_HEX + 1], *id, *p, bn[24] = "";
+    size_t ul = strlen(url), vl = strlen(validator), bl;
+    if (block != UINT64_MAX) snprintf(bn + 1, sizeof bn - 1, "%llu", (unsigned long long)block);
+    bl = block != UINT64_MAX ? 1 + strlen(bn + 1) : 0;
+    if (!(id = malloc(ul + 1 + vl + bl))) return NULL;
     memcpy(id, url, ul);
     id[ul] = 0;
     memcpy(id + ul + 1, validator, vl);
-    sk_s3_sha256_hex(id, ul + 1 + vl, md);
+    memcpy(id + ul + 1 + vl, bn, bl);
+    sk_s3_sha256_hex(id, ul + 1 + vl + bl, md);
     free(id);
     memcpy(hex, md, CACHE_HEX);
     hex[CACHE_HEX] = 0;
@@ -76,7 +94,7 @@ static int is_cache_name(const char *name)
 struct cfile {
     char *path;
     uint64_t size;
-    time_t used;
+    int64_t used; /* ns: blocks read within one second still age in order */
 };
 
 static int cfile_cmp(const void *a, const void *b)
@@ -85,27 +103,43 @@ static int cfile_cmp(const void *a, const void *b)
     return x->used < y->used ? -1 : x->used > y->used;
 }
 
-/* Bytes promised to cache files being written by this process's streams:
- * they count against the bound before they exist under a final name. */
+/* Bytes promised to cache files being written by this process: they
+ * count against the bound before they exist under a final name.  The
+ * directory is walked (and its least recently used files evicted) only
+ * when this process's estimate of its size says the new file may not fit:
+ * a mount adds a block file per MiB read, and a walk of thousands of
+ * files for each would cost more than the read.  The estimate is the last
+ * walk's total plus what this process published since; another process
+ * sharing the directory is seen at the next walk. */
 static pthread_mutex_t walk_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t cache_reserved;
+static char *est_dir;      /* the directory the estimate is of (NULL: none yet) */
+static uint64_t est_total; /* its bytes on disk, as far as this process knows */
 
-static void unreserve(struct tee_seq *t)
+/* Releases a reservation; published: the file is on disk under its name. */
+static void unreserve(const char *dir, uint64_t *reserved, int published)
 {
     pthread_mutex_lock(&walk_mu);
-    cache_reserved -= t->reserved;
-    t->reserved = 0;
+    cache_reserved -= *reserved;
+    if (published && est_dir && !strcmp(est_dir, dir)) est_total += *reserved;
+    *reserved = 0;
     pthread_mutex_unlock(&walk_mu);
 }
 
 /* Makes room for `need` more bytes under the bound, least recently used
- * files first, and reserves them; 0 when they cannot fit (the object is
- * then read without caching). */
-static int reserve(struct tee_seq *t, const char *dir, uint64_t bound, uint64_t need)
+ * files first, and reserves them in *reserved; 0 when they cannot fit
+ * (the bytes are then read without caching). */
+static int reserve(uint64_t *reserved, const char *dir, uint64_t bound, uint64_t need)
 {
     struct cfile *v = NULL;
     size_t n = 0, cap = 0;
     pthread_mutex_lock(&walk_mu);
+    if (est_dir && !strcmp(est_dir, dir) && est_total + cache_reserved + need <= bound) {
+        cache_reserved += need;
+        *reserved = need;
+        pthread_mutex_unlock(&walk_mu);
+        return 1;
+    }
     DIR *d = opendir(dir);
     for (struct dirent *de; d && (de = readdir(d));) {
         struct stat st;
@@ -115,21 +149,30 @@ static int reserve(struct tee_seq *t, const char *dir, uint64_t bound, uint64_t 
         if (sk_grow((void **)&v, &cap, n + 1, sizeof *v, NULL)) break;
         if (asprintf(&v[n].path, "%s/%s", dir, de->d_name) < 0) break;
         v[n].size = (uint64_t)st.st_size;
-        v[n].used = st.st_atime > st.st_mtime ? st.st_atime : st.st_mtime;
+        int64_t a = (int64_t)st.st_atim.tv_sec * 1000000000 + st.st_atim.tv_nsec,
+                m = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        v[n].used = a > m ? a : m;
         n++;
     }
     if (d) closedir(d);
-    uint64_t total = cache_reserved;
-    for (size_t i = 0; i < n; i++) total += v[i].size;
+    uint64_t disk = 0;
+    for (size_t i = 0; i < n; i++) disk += v[i].size;
     if (n) qsort(v, n, sizeof *v, cfile_cmp);
-    for (size_t i = 0; i < n && total + need > bound; i++)
-        if (unlink(v[i].path) == 0) total -= v[i].size;
+    /* evict down to 7/8 of the bound, so the next walks are some files away */
+    uint64_t goal = bound - bound / 8 > need ? bound - bound / 8 : bound;
+    for (size_t i = 0; i < n && disk + cache_reserved + need > goal; i++)
+        if (unlink(v[i].path) == 0) disk -= v[i].size;
     for (size_t i = 0; i < n; i++) free(v[i].path);
     free(v);
-    int ok = total + need <= bound;
+    if (!est_dir || strcmp(est_dir, dir)) {
+        free(est_dir);
+        est_dir = strdup(dir);
+    }
+    est_total = disk;
+    int ok = disk + cache_reserved + need <= bound;
     if (ok) {
         cache_reserved += need;
-        t->reserved = need;
+        *reserved = need;
     }
     pthread_mutex_unlock(&walk_mu);
     return ok;
@@ -142,7 +185,7 @@ static void tee_drop(struct tee_seq *t)
     if (t->tmp) unlink(t->tmp); /* stopped early or wrong: no partial file survives */
     free(t->tmp);
     t->tmp = NULL;
-    unreserve(t);
+    unreserve(t->dir, &t->reserved, 0);
 }
 
 static int tee_read(sk_store_seq *q, void *buf, size_t n, size_t *got, sk_error *err)
@@ -158,6 +201,7 @@ static int tee_read(sk_store_seq *q, void *buf, size_t n, size_t *got, sk_error 
         if (ok && rename(t->tmp, t->final) == 0) {
             free(t->tmp);
             t->tmp = NULL;
+            unreserve(t->dir, &t->reserved, 1);
         }
         tee_drop(t); /* on disk now, counted there */
         return SK_OK;
@@ -183,7 +227,7 @@ static void tee_start(struct cache_store *c, struct tee_seq *t, uint64_t size)
     if (c->o.bound && size > c->o.bound) return;
     c->s.cache_state = 0; /* fetched for the cache, even if it cannot keep it */
     if (sk_mkdirs(c->dir, NULL)) return;
-    if (c->o.bound && !reserve(t, c->dir, c->o.bound, size)) return;
+    if (c->o.bound && !reserve(&t->reserved, c->dir, c->o.bound, size)) return;
     const char *slash = strrchr(t->final, '/');
     if (asprintf(&t->tmp, "%s/.%s.%d.tmp", c->dir, slash + 1, (int)gettid()) < 0) t->tmp = NULL;
     if (t->tmp) { /* a killed reader's leftover goes; never a link planted there */
@@ -207,7 +251,7 @@ static int cache_open_seq(sk_store *s, uint64_t off, sk_store_seq **out, sk_erro
         if (!st.etag[0]) return c->inner->ops->open_seq(c->inner, off, out, err);
         snprintf(validator, sizeof validator, "etag:%s", st.etag);
     }
-    char *cp = cache_path(c->dir, s->url, validator);
+    char *cp = cache_path(c->dir, s->url, validator, UINT64_MAX);
     SK_FAIL_IF(!cp, err, SK_E_NOMEM, "out of memory");
     sk_store *f;
     /* A copy exists only complete and checked (renamed at the end), so it
@@ -227,7 +271,7 @@ static int cache_open_seq(sk_store *s, uint64_t off, sk_store_seq **out, sk_erro
         free(cp);
         return sk_error_set(err, SK_E_NOMEM, "out of memory");
     }
-    *t = (struct tee_seq){{tee_read, tee_close}, NULL, -1, NULL, cp, 0, c->o.crc32c, c->o.crc_known, 0};
+    *t = (struct tee_seq){{tee_read, tee_close}, NULL, -1, NULL, cp, 0, c->o.crc32c, c->o.crc_known, 0, c->dir};
     int rc = c->inner->ops->open_seq(c->inner, off, &t->in, err);
     if (rc) {
         free(cp);
@@ -247,11 +291,116 @@ static int cache_stat(sk_store *s, sk_store_stat *out, sk_error *err)
     return c->inner->ops->stat(c->inner, out, err);
 }
 
+/* ------------------------------------------------------ blocks (read_at) */
+
+/* Block b's bytes [from, from + len) into dst from its cache file; 0 when
+ * it is there whole (its size is the block's: a file of another size is
+ * not this block, and is replaced when the block is fetched). */
+static int block_get(const char *path, uint64_t blen, uint64_t from, void *dst, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct stat st;
+    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == blen &&
+             pread(fd, dst, len, (off_t)from) == (ssize_t)len;
+    if (ok) futimens(fd, NULL); /* recently used, for eviction */
+    close(fd);
+    return ok ? 0 : -1;
+}
+
+/* Keeps one fetched block: temporary, then renamed (a block file exists
+ * only whole); nothing when it cannot fit or be written. */
+static void block_put(struct cache_store *c, const char *path, const void *data, size_t len)
+{
+    uint64_t reserved = 0;
+    if (c->o.bound && (len > c->o.bound || !reserve(&reserved, c->dir, c->o.bound, len))) return;
+    char *tmp = NULL;
+    const char *slash = strrchr(path, '/');
+    int fd = -1, ok = 0;
+    if (asprintf(&tmp, "%s/.%s.%d.tmp", c->dir, slash + 1, (int)gettid()) < 0) tmp = NULL;
+    if (tmp) {
+        unlink(tmp); /* a killed reader's leftover goes; never a link planted there */
+        fd = sk_create_excl(tmp, NULL, NULL);
+    }
+    if (fd >= 0) {
+        ok = sk_write_all(fd, data, len, tmp, NULL) == 0 && fsync(fd) == 0;
+        ok &= close(fd) == 0;
+        ok = ok && rename(tmp, path) == 0;
+        if (!ok) unlink(tmp);
+    }
+    unreserve(c->dir, &reserved, ok);
+    free(tmp);
+}
+
+/* n bytes at off: the blocks already kept from their files, each run of
+ * missing ones (at most RUN_MAX bytes) with one ranged GET, then kept. */
 static int cache_read_at(sk_store *s, uint64_t off, void *buf, size_t n, size_t *got, sk_error *err)
 {
     struct cache_store *c = (struct cache_store *)s;
-    SK_FAIL_IF(!c->inner->ops->read_at, err, SK_E_USAGE, "%s: cannot be read at an offset", s->url);
-    return c->inner->ops->read_at(c->inner, off, buf, n, got, err);
+    sk_store *in = c->inner;
+    SK_FAIL_IF(!in->ops->read_at, err, SK_E_USAGE, "%s: cannot be read at an offset", s->url);
+    sk_store_stat st;
+    char validator[100];
+    *got = 0;
+    SK_GUARD(in->ops->stat(in, &st, err)); /* one HEAD per object, kept by the store */
+    if (c->o.crc_known) snprintf(validator, sizeof validator, "crc32c:%08x", c->o.crc32c);
+    else if (st.etag[0]) snprintf(validator, sizeof validator, "etag:%s", st.etag);
+    else return in->ops->read_at(in, off, buf, n, got, err); /* nothing to know a copy by */
+    if (off >= st.size || !n) return SK_OK;
+    if (n > st.size - off) n = (size_t)(st.size - off);
+    if (sk_mkdirs(c->dir, NULL)) return in->ops->read_at(in, off, buf, n, got, err);
+    uint64_t end = off + n, b = off / BLOCK, last = (end - 1) / BLOCK;
+    unsigned char *run = NULL;
+    int rc = SK_OK;
+    while (!rc && b <= last) {
+        uint64_t bs = b * BLOCK, blen = st.size - bs < BLOCK ? st.size - bs : BLOCK;
+        uint64_t lo = off > bs ? off : bs, hi = end < bs + blen ? end : bs + blen;
+        char *p = cache_path(c->dir, s->url, validator, b);
+        if (!p) {
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+            break;
+        }
+        int have = block_get(p, blen, lo - bs, (unsigned char *)buf + (lo - off), (size_t)(hi - lo));
+        free(p);
+        if (have == 0) {
+            b++;
+            continue;
+        }
+        /* the run of missing blocks from b, as far as this read goes */
+        uint64_t e = b;
+        while (e < last && (e + 2 - b) * BLOCK <= RUN_MAX) {
+            char *q = cache_path(c->dir, s->url, validator, e + 1);
+            int there = q && access(q, F_OK) == 0;
+            free(q);
+            if (there) break;
+            e++;
+        }
+        uint64_t rend = (e + 1) * BLOCK < st.size ? (e + 1) * BLOCK : st.size;
+        size_t rlen = (size_t)(rend - bs), g = 0;
+        if (!run && !(run = malloc(RUN_MAX))) {
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory for a cache block");
+            break;
+        }
+        if ((rc = in->ops->read_at(in, bs, run, rlen, &g, err))) break;
+        for (uint64_t k = b; k <= e && (k - b) * BLOCK < g; k++) {
+            size_t kl = rlen - (size_t)((k - b) * BLOCK) < BLOCK ? rlen - (size_t)((k - b) * BLOCK) : BLOCK;
+            if ((k - b) * BLOCK + kl > g) break; /* the object ended early: keep nothing short */
+            if ((p = cache_path(c->dir, s->url, validator, k))) block_put(c, p, run + (k - b) * BLOCK, kl);
+            free(p);
+        }
+        lo = off > bs ? off : bs, hi = end < rend ? end : rend;
+        if (bs + g < hi) { /* shorter than HEAD said: what there is, *got < n */
+            if (bs + g > lo) memcpy((unsigned char *)buf + (lo - off), run + (lo - bs), (size_t)(bs + g - lo));
+            free(run);
+            *got = bs + g > off ? (size_t)(bs + g - off) : 0;
+            return SK_OK;
+        }
+        memcpy((unsigned char *)buf + (lo - off), run + (lo - bs), (size_t)(hi - lo));
+        b = e + 1;
+    }
+    free(run);
+    if (!rc) *got = n;
+    return rc;
 }
 
 static void cache_close(sk_store *s)

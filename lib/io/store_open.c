@@ -38,7 +38,7 @@ static int need_http(sk_store_env *e, sk_error *err)
     return rc;
 }
 
-int sk_store_open(sk_store **out, const char *url, sk_store_env *e, sk_error *err)
+static int open_kind(sk_store **out, const char *url, sk_store_env *e, sk_error *err)
 {
     sk_loc_kind k;
     *out = NULL;
@@ -55,6 +55,14 @@ int sk_store_open(sk_store **out, const char *url, sk_store_env *e, sk_error *er
         return sk_store_http_open(out, url, e->http ? e->http : e->s3, err);
     }
     return sk_store_file_open(out, url, err);
+}
+
+int sk_store_open(sk_store **out, const char *url, sk_store_env *e, sk_error *err)
+{
+    SK_GUARD(open_kind(out, url, e, err));
+    if (!e || !e->cache_dir || !sk_store_is_remote(url)) return SK_OK;
+    sk_store_cache_opts co = {.dir = e->cache_dir, .bound = e->cache_size};
+    return sk_store_cache_open(out, *out, &co, err); /* takes the store over */
 }
 
 

@@ -63,6 +63,12 @@ void sk_dataset_set_range_open(sk_dataset *ds, sk_range_open_fn open, void *ctx)
     ds->range_open_ctx = ctx;
 }
 
+void sk_dataset_set_cache(sk_dataset *ds, const char *dir, uint64_t bytes)
+{
+    ds->env.cache_dir = dir; /* the stores opened from now on (io/store_open.c) */
+    ds->env.cache_size = bytes;
+}
+
 /* Takes path and index_path (malloc'd; index_path NULL: PATH.idx), even
  * on failure: the resolver's strings are not copied again. */
 static int add_shard(sk_dataset *ds, char *path, char *index_path, sk_error *err)
@@ -248,7 +254,10 @@ static int open_shard(sk_dataset *ds, struct shard *s, sk_error *err)
     unsigned char b[SK_TAR_BLOCK];
     size_t got = 0;
     int rc = SK_OK;
-    if (s->rr.size != in->size)
+    /* A shard shorter than its index whose first block is the index's was
+     * cut short (an interrupted copy): it is opened, and what lies before
+     * the cut is served; a read past it is an error (sk_dataset_read_at). */
+    if (s->rr.size > in->size || (s->rr.size < in->size && s->rr.size < SK_TAR_BLOCK))
         rc = sk_error_set(err, SK_E_MISMATCH,
                           "%s: index %s does not belong to this shard (shard is %llu bytes, the "
                           "index was built from %llu)",

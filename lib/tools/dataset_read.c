@@ -392,8 +392,9 @@ int sk_dataset_read_at(sk_dataset *ds, const sk_hit *h, uint64_t off, void *buf,
         return read_compressed(ds, s, &part, off, buf, n, err);
     }
     SK_FAIL_IF(off > s->rr.size || n > s->rr.size - off, err, SK_E_CORRUPT,
-               "%s: index points past the end of the shard (byte %llu)", s->index_path,
-               (unsigned long long)(off + n));
+               "%s: shard cut short: %llu bytes, its index %s says %llu (byte %llu asked for)",
+               s->path, (unsigned long long)s->rr.size, s->index_path,
+               (unsigned long long)in->size, (unsigned long long)(off + n));
     size_t got = 0;
     SK_GUARD(s->rr.read_at(s->rr.ctx, off, buf, n, &got, err));
     SK_FAIL_IF(got < n, err, SK_E_CORRUPT, "%s: shard cut short: %zu of %zu bytes at offset %llu",

@@ -473,6 +473,7 @@ static int serve(const char *dataset, const char *mp, const sk_mount_options *o,
     mn.t.warn = o->warn ? o->warn : default_warn;
     mn.t.warn_ctx = o->warn ? o->ctx : NULL;
     int rc = o->open(o->ctx, &mn.ds, err);
+    if (!rc && o->cache_dir) sk_dataset_set_cache(mn.ds, o->cache_dir, o->cache_size);
     if (!rc) rc = sk_mt_build(&mn.t, mn.ds, o->by_shard, err);
     if (!rc) rc = index_kids(&mn, err);
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);

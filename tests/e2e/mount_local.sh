@@ -10,7 +10,8 @@
 #   - --by-shard: one directory per shard, the same files;
 #   - --verify: a member whose bytes changed is EIO, the log names the shard
 #     and offset (without --verify the changed bytes are served);
-#   - a shard cut short while mounted: EIO past the cut, not zeros;
+#   - a shard cut short while mounted, or before its first read: EIO past
+#     the cut (not zeros), the members before it served;
 #   - refusals that say why: mountpoint not empty or missing, no index,
 #     a .tar.gz shard (named);
 #   - unmount with fusermount3 -u and with SIGTERM leaves nothing behind;
@@ -139,10 +140,13 @@ assert_contains cut.err "Input/output error"
 assert_contains m.log "shard cut short"
 cmp "m/$second" "c/$second" || die "a member before the cut differs"
 mount_down m
-step "a shard already short when first read: its members are EIO"
+step "a shard already short when first read: EIO past the cut only"
 mount_up m dt
-cat "m/$second" >/dev/null 2>cut.err && die "a member of a short shard was served"
-assert_contains m.log "does not belong to this shard"
+cat "m/$last" >/dev/null 2>cut.err && die "a member past the cut of a short shard was served"
+assert_contains cut.err "Input/output error"
+assert_contains m.log "shard cut short"
+cmp "m/$second" "c/$second" || die "a member before the cut of a short shard is not served as packed"
+cmp "m/$first" "c/$first" || die "the first member of a short shard is not served as packed"
 mount_down m
 
 step "refusals say why"
