@@ -162,8 +162,8 @@ int cmd_pack_add_list(sk_pack *p, const char *path, const char *root, int nul, s
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
     if (!f) return sk_error_set(err, SK_E_IO, "%s: cannot open file list: %m", path);
     const char *name = f == stdin ? "stdin" : path;
-    int rc = root && !strncmp(root, "s3://", 5) ? sk_pack_add_s3_list(p, f, name, root, nul, err)
-                                                : sk_pack_add_list(p, f, name, root, nul, err);
+    int remote = root && (!strncmp(root, "s3://", 5) || !strncmp(root, "http://", 7) || !strncmp(root, "https://", 8));
+    int rc = remote ? sk_pack_add_s3_list(p, f, name, root, nul, err) : sk_pack_add_list(p, f, name, root, nul, err);
     if (f != stdin) fclose(f);
     return rc;
 }

@@ -32,7 +32,7 @@ void sk_catalog_release(sk_catalog *c)
         sk_catalog_swalk_free(c, (uint16_t)i, c->srcs[i].lazy);
         if (c->srcs[i].fd >= 0) close(c->srcs[i].fd);
         free(c->srcs[i].label);
-        free(c->srcs[i].bucket), free(c->srcs[i].prefix); /* s3io */
+        free(c->srcs[i].base);
     }
     free(c->srcs);
     free(c->items);
@@ -41,6 +41,7 @@ void sk_catalog_release(sk_catalog *c)
     free(c->dir_lens);
     free(c->dir_hash);
     free(c->samples);
+    if (c->env_ready) sk_store_env_release(&c->env);
     memset(c, 0, sizeof *c);
 }
 
@@ -324,7 +325,7 @@ cleanup:
     return rc;
 }
 
-/* ------------------------------------------------ hooks for catalog_s3.c */
+/* -------------------------------------------- hooks for catalog_remote.c */
 
 
 /* A member name that cleaning would change ("a//b", "./x", "../y") is
@@ -357,8 +358,9 @@ int sk_catalog_name_usable(const char *name)
     return sk_catalog_clean_path(name, clean, sizeof clean) == 0 && !strcmp(clean, name);
 }
 
-/* A keyed source's object key is not its member name: it is kept in the
- * arena, and the item's spool_off (unused by S3 items) says where. */
+/* A keyed source's object name (under its base) is not its member name:
+ * it is kept in the arena, and the item's spool_off (unused by remote
+ * items) says where. */
 int sk_catalog_add_keyed(sk_catalog *c, uint16_t src, const char *name, uint64_t size,
                          const char *key, sk_error *err)
 {

@@ -1,17 +1,19 @@
 /*
- * catalog_s3.c - S3 objects as pack inputs.  An s3:// prefix is listed
- * (ListObjectsV2, page after page) and every object under it becomes a
- * catalog item whose member name is its key relative to the prefix, so
- * the WebDataset grouping, sorting and shard plan are exactly those of the
- * same files in a local directory.  A list of keys (--files-from with an
- * s3:// --root) is sized by HEAD requests, many in flight at once.
+ * catalog_remote.c - remote objects as pack inputs, read through the store
+ * (io/store.h) and so from wherever it reads: s3://, http(s)://.  An s3://
+ * prefix is listed (the store's pager: its whole tree, page after page)
+ * and every object under it becomes a catalog item whose member name is
+ * its key relative to the prefix, so the WebDataset grouping, sorting and
+ * shard plan are exactly those of the same files in a local directory.  A
+ * list of names (--files-from with a remote --root; a web server has no
+ * listing) is sized by HEAD requests, many in flight at once.
  *
  * Only names and sizes are held here; the bytes are fetched later, in plan
- * order, by fetch_s3.c.
+ * order, by fetch_remote.c.  A source's base is a location ("s3://b/p/",
+ * "https://host/dir/"): an item's object is the base + its member name,
+ * or, for a keyed source, the base + the name kept in the arena.
  */
 #include "pack/catalog.h"
-#include "io/io.h"
-#include "s3/s3_internal.h"
 #include "format/tar.h"
 
 #include <stdlib.h>
@@ -27,63 +29,62 @@ int sk_catalog_set_s3(sk_catalog *c, sk_s3 *s3, int concurrency, uint64_t part_s
     c->s3 = s3;
     c->s3_concurrency = concurrency > 0 ? concurrency : DEFAULT_CONCURRENCY;
     c->s3_part_size = part_size;
+    if (c->env_ready) sk_store_env_release(&c->env);
+    sk_store_env_init(&c->env, s3);
+    c->env_ready = 1;
     return SK_OK;
 }
 
-size_t sk_s3_item_key(const sk_catalog *c, const sk_item *it, char *buf, size_t cap)
+size_t sk_item_url(const sk_catalog *c, const sk_item *it, char *buf, size_t cap)
 {
     const sk_source *src = &c->srcs[it->src];
+    int n;
     if (src->keyed) {
-        int n = snprintf(buf, cap, "%s", c->arena + it->spool_off);
-        return n < 0 ? 0 : (size_t)n;
+        n = snprintf(buf, cap, "%s%s", src->base, c->arena + it->spool_off);
+    } else {
+        char name[SK_TAR_NAME_MAX + 1];
+        sk_item_name(c, it, name);
+        n = snprintf(buf, cap, "%s%s", src->base, name);
     }
-    char name[SK_TAR_NAME_MAX + 1];
-    sk_item_name(c, it, name);
-    int n = snprintf(buf, cap, "%s%s", src->prefix ? src->prefix : "", name);
     return n < 0 ? 0 : (size_t)n;
 }
 
-int sk_catalog_s3_source(sk_catalog *c, const char *bucket, const char *prefix, int keyed,
-                         uint16_t *id, sk_error *err)
+int sk_catalog_remote_source(sk_catalog *c, const char *base, int keyed, uint16_t *id,
+                             sk_error *err)
 {
-    SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "s3://%s/%s: an s3:// source needs an S3 client", bucket,
-               prefix);
-    size_t ln = strlen(bucket) + strlen(prefix) + 7;
-    char *label = malloc(ln), *b = strdup(bucket), *p = strdup(prefix);
-    int rc = label && b && p ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
-    if (!rc) {
-        snprintf(label, ln, "s3://%s/%s", bucket, prefix);
-        rc = sk_catalog_add_source(c, -1, 0, label, id, err);
-    }
-    free(label);
+    SK_FAIL_IF(!c->env_ready, err, SK_E_USAGE, "%s: a remote source needs a client", base);
+    char *b = strdup(base);
+    SK_FAIL_IF(!b, err, SK_E_NOMEM, "out of memory");
+    int rc = sk_catalog_add_source(c, -1, 0, base, id, err);
     if (rc) {
-        free(b), free(p);
+        free(b);
         return rc;
     }
     sk_source *s = &c->srcs[*id];
     s->is_s3 = 1;
     s->keyed = keyed;
-    s->bucket = b;
-    s->prefix = p;
+    s->base = b;
     return SK_OK;
 }
 
-/* Splits url into bucket and a prefix that is "" or ends in '/', and adds
- * the source labelled "s3://bucket/prefix". */
-static int add_s3_source(sk_catalog *c, const char *url, uint16_t *id, sk_error *err)
+/* A source for the location url, whose base ends in '/' ("s3://b/data"
+ * means the prefix "data/"; an s3:// bucket alone is its whole). */
+static int add_url_source(sk_catalog *c, const char *url, uint16_t *id, sk_error *err)
 {
-    SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "%s: an s3:// source needs an S3 client", url);
-    char *bucket = NULL, *key = NULL;
-    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
-    size_t kl = strlen(key);
-    int rc = SK_OK;
-    if (kl && key[kl - 1] != '/') { /* "s3://b/data" means the prefix "data/" */
-        char *k2 = realloc(key, kl + 2);
-        if (!k2) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-        else key = k2, key[kl] = '/', key[kl + 1] = 0;
-    }
-    if (!rc) rc = sk_catalog_s3_source(c, bucket, key, 0, id, err);
-    free(bucket), free(key);
+    SK_FAIL_IF(!c->env_ready, err, SK_E_USAGE, "%s: a remote source needs a client", url);
+    sk_loc_kind k;
+    SK_GUARD(sk_store_kind(url, &k, err));
+    SK_FAIL_IF(k == SK_LOC_LOCAL, err, SK_E_USAGE, "%s: not a remote location", url);
+    const char *host = strstr(url, "://") + 3;
+    SK_FAIL_IF(!*host || *host == '/', err, SK_E_USAGE, "%s: no %s in the URL", url,
+               k == SK_LOC_S3 ? "bucket" : "host");
+    size_t n = strlen(url);
+    char *base = malloc(n + 2);
+    SK_FAIL_IF(!base, err, SK_E_NOMEM, "out of memory");
+    memcpy(base, url, n + 1);
+    if (url[n - 1] != '/') base[n] = '/', base[n + 1] = 0;
+    int rc = sk_catalog_remote_source(c, base, 0, id, err);
+    free(base);
     return rc;
 }
 
@@ -92,42 +93,39 @@ static int add_s3_source(sk_catalog *c, const char *url, uint16_t *id, sk_error 
 struct list_ctx {
     sk_catalog *c;
     uint16_t src;
-    size_t plen;
     uint64_t n;
-    int rc;
     sk_error *err;
 };
 
-static int on_object(void *ud, const sk_s3_object *o)
+static int on_page(void *ctx, const sk_store_entry *v, size_t n)
 {
-    struct list_ctx *l = ud;
-    const char *rel = o->key + l->plen;
-    size_t n = strlen(rel);
-    /* "dir/" placeholders (zero-byte objects the console makes) are not files */
-    if (!n || rel[n - 1] == '/') return 0;
-    l->n++;
-    l->rc = sk_catalog_add_named(l->c, l->src, rel, o->size, l->err);
-    return l->rc;
+    struct list_ctx *l = ctx;
+    for (size_t i = 0; i < n; i++) {
+        l->n++;
+        SK_GUARD(sk_catalog_add_named(l->c, l->src, v[i].rel, v[i].size, l->err));
+    }
+    return SK_OK;
 }
 
 int sk_catalog_add_s3(sk_catalog *c, const char *url, sk_error *err)
 {
     uint16_t src;
-    SK_GUARD(add_s3_source(c, url, &src, err));
-    const sk_source *s = &c->srcs[src];
-    struct list_ctx l = {c, src, strlen(s->prefix), 0, 0, err};
+    SK_GUARD(add_url_source(c, url, &src, err));
+    const char *label = c->srcs[src].label;
+    struct list_ctx l = {c, src, 0, err};
     sk_error e = SK_ERROR_INIT;
-    int rc = sk_s3_list(c->s3, s->bucket, s->prefix, on_object, &l, &e);
-    if (l.rc) return l.rc;
-    SK_FAIL_IF(rc, err, rc, "%s: listing failed: %s", s->label, e.msg);
-    SK_FAIL_IF(!l.n, err, SK_E_NOTFOUND, "%s: no objects under this prefix", s->label);
+    int rc = sk_store_list_entries(c->srcs[src].base, &c->env, 1, NULL, on_page, &l, &e);
+    /* an item's own problem is already in err; the listing's is named here */
+    if (rc && e.code) return sk_error_set(err, rc, "%s: listing failed: %s", label, e.msg);
+    SK_GUARD(rc);
+    SK_FAIL_IF(!l.n, err, SK_E_NOTFOUND, "%s: no objects under this prefix", label);
     return SK_OK;
 }
 
 /* ------------------------------------------------------------- key list */
 
 struct head_job {
-    sk_s3_req r; /* first: the done callback gets &r */
+    sk_store_req *q;
     struct heads *h;
     size_t i;
 };
@@ -143,22 +141,24 @@ struct heads {
     int nfree;
 };
 
-static void head_done(sk_s3_req *r)
+static void head_done(sk_store_req *q, void *ud)
 {
-    struct head_job *j = (struct head_job *)r;
+    struct head_job *j = ud;
     struct heads *h = j->h;
+    sk_error e = SK_ERROR_INIT;
+    uint64_t len = 0;
+    int rc = sk_store_req_result(q, &len, &e);
     pthread_mutex_lock(&h->mu);
-    h->rc[j->i] = r->rc ? (r->status == 404 ? SK_E_NOTFOUND : r->rc) : 0;
-    h->size[j->i] = r->content_length;
-    if (r->rc) h->errs[j->i] = strdup(r->err.msg);
-    sk_buf_free(&r->resp);
+    h->rc[j->i] = rc;
+    h->size[j->i] = len;
+    if (rc && rc != SK_E_NOTFOUND) h->errs[j->i] = strdup(e.msg);
     h->free_list[h->nfree++] = j;
     h->inflight--;
     pthread_cond_signal(&h->cv);
     pthread_mutex_unlock(&h->mu);
 }
 
-int sk_catalog_add_s3_wants(sk_catalog *c, const sk_s3_want *w, size_t n, sk_error *err)
+int sk_catalog_add_wants(sk_catalog *c, const sk_catalog_want *w, size_t n, sk_error *err)
 {
     int rc = SK_OK;
     struct heads h;
@@ -167,25 +167,37 @@ int sk_catalog_add_s3_wants(sk_catalog *c, const sk_s3_want *w, size_t n, sk_err
     pthread_cond_init(&h.cv, NULL);
     int window = c->s3_concurrency < 512 ? c->s3_concurrency : 512;
     struct head_job *jobs = NULL;
+    char **urls = NULL;
     if (n) {
         h.size = calloc(n, sizeof *h.size);
         h.rc = calloc(n, sizeof *h.rc);
         h.errs = calloc(n, sizeof *h.errs);
+        urls = calloc(n, sizeof *urls);
         jobs = calloc((size_t)window, sizeof *jobs);
-        if (!h.size || !h.rc || !h.errs || !jobs) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        if (!h.size || !h.rc || !h.errs || !urls || !jobs)
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
         for (int k = 0; jobs && k < window; k++) h.free_list[h.nfree++] = &jobs[k];
     }
     for (size_t i = 0; !rc && i < n; i++) {
+        if (asprintf(&urls[i], "%s%s", c->srcs[w[i].src].base, w[i].rel) < 0) {
+            urls[i] = NULL;
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+            break;
+        }
         pthread_mutex_lock(&h.mu);
         while (!h.nfree) pthread_cond_wait(&h.cv, &h.mu);
         struct head_job *j = h.free_list[--h.nfree];
-        h.inflight++;
         pthread_mutex_unlock(&h.mu);
-        sk_s3_req_init(&j->r, c->s3, "HEAD", c->srcs[w[i].src].bucket, w[i].key);
-        j->r.done = head_done;
+        /* a job on the free list is done: its request is over */
+        sk_store_req_free(j->q);
+        j->q = NULL;
+        if ((rc = sk_store_req_new(&j->q, &c->env, urls[i], err))) break;
         j->h = &h;
         j->i = i;
-        sk_s3_submit(&j->r);
+        pthread_mutex_lock(&h.mu);
+        h.inflight++;
+        pthread_mutex_unlock(&h.mu);
+        sk_store_req_head(j->q, head_done, j);
     }
     pthread_mutex_lock(&h.mu);
     while (h.inflight) pthread_cond_wait(&h.cv, &h.mu);
@@ -193,15 +205,17 @@ int sk_catalog_add_s3_wants(sk_catalog *c, const sk_s3_want *w, size_t n, sk_err
     for (size_t i = 0; !rc && i < n; i++) {
         const sk_source *s = &c->srcs[w[i].src];
         if (h.rc[i])
-            rc = sk_catalog_problem(c, err, h.rc[i], "s3://%s/%s: %s", s->bucket, w[i].key,
+            rc = sk_catalog_problem(c, err, h.rc[i], "%s: %s", urls[i],
                                     h.rc[i] == SK_E_NOTFOUND || !h.errs[i] ? "no such object" : h.errs[i]);
         else if (s->keyed)
-            rc = sk_catalog_add_keyed(c, w[i].src, w[i].name, h.size[i], w[i].key, err);
+            rc = sk_catalog_add_keyed(c, w[i].src, w[i].name, h.size[i], w[i].rel, err);
         else
             rc = sk_catalog_add_named(c, w[i].src, w[i].name, h.size[i], err);
     }
+    for (int k = 0; jobs && k < window; k++) sk_store_req_free(jobs[k].q);
     for (size_t i = 0; h.errs && i < n; i++) free(h.errs[i]);
-    free(jobs);
+    for (size_t i = 0; urls && i < n; i++) free(urls[i]);
+    free(jobs), free(urls);
     free(h.size), free(h.rc), free(h.errs);
     pthread_mutex_destroy(&h.mu);
     pthread_cond_destroy(&h.cv);
@@ -212,26 +226,33 @@ int sk_catalog_add_s3_list(sk_catalog *c, FILE *list, const char *list_name, con
                            int nul_separated, sk_error *err)
 {
     uint16_t src;
-    SK_GUARD(add_s3_source(c, base_url, &src, err));
+    SK_GUARD(add_url_source(c, base_url, &src, err));
     /* every name first (names only, compact), then the HEADs */
     char **names = NULL, *line = NULL;
     size_t n = 0, cap = 0, lcap = 0;
     ssize_t got;
     int rc = SK_OK;
-    const char *label = c->srcs[src].label;
-    size_t label_len = strlen(label);
+    const char *base = c->srcs[src].base;
+    size_t base_len = strlen(base);
     while (!rc && (got = getdelim(&line, &lcap, nul_separated ? '\0' : '\n', list)) >= 0) {
         if (got > 0 && line[got - 1] == (nul_separated ? '\0' : '\n')) line[--got] = 0;
         if (!nul_separated && got > 0 && line[got - 1] == '\r') line[--got] = 0;
         if (!got) continue;
         const char *rel = line;
-        if (sk_is_s3_url(line)) { /* a full URL must lie under the base */
-            if (strncmp(line, label, label_len)) {
+        if (sk_store_is_remote(line)) { /* a full URL must lie under the base */
+            if (strncmp(line, base, base_len)) {
                 rc = sk_catalog_problem(c, err, SK_E_INPUT, "%s: %s is not under %s", list_name,
-                                        line, label);
+                                        line, base);
                 continue;
             }
-            rel = line + label_len;
+            rel = line + base_len;
+        }
+        /* checked before any request: on a web server "../x" is another
+         * file, which the server is never asked for */
+        if (!sk_catalog_name_usable(rel)) {
+            rc = sk_catalog_problem(c, err, SK_E_INPUT, "%s%s: not a usable member name (empty, "
+                                    "'.', '..', '//' or too long)", base, rel);
+            continue;
         }
         if ((rc = sk_grow((void **)&names, &cap, n + 1, sizeof *names, err))) break;
         if (!(names[n] = strdup(rel))) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); break; }
@@ -239,20 +260,11 @@ int sk_catalog_add_s3_list(sk_catalog *c, FILE *list, const char *list_name, con
     }
     free(line);
     if (!rc && ferror(list)) rc = sk_error_set(err, SK_E_IO, "%s: read failed", list_name);
-    const sk_source *s = &c->srcs[src];
-    sk_s3_want *w = NULL;
-    size_t nw = 0;
+    sk_catalog_want *w = NULL;
     if (!rc && n && !(w = calloc(n, sizeof *w))) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-    for (; !rc && nw < n; nw++) {
-        size_t kl = strlen(s->prefix) + strlen(names[nw]) + 1;
-        char *k = malloc(kl);
-        if (!k) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); break; }
-        snprintf(k, kl, "%s%s", s->prefix, names[nw]);
-        w[nw] = (sk_s3_want){src, k, names[nw]};
-    }
-    if (!rc) rc = sk_catalog_add_s3_wants(c, w, n, err);
+    for (size_t i = 0; !rc && i < n; i++) w[i] = (sk_catalog_want){src, names[i], names[i]};
+    if (!rc) rc = sk_catalog_add_wants(c, w, n, err);
     for (size_t i = 0; i < n; i++) free(names[i]);
-    for (size_t i = 0; i < nw; i++) free((char *)w[i].key);
     free(names), free(w);
     return rc;
 }

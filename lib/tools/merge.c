@@ -11,6 +11,7 @@
  */
 #include "core/internal.h"
 #include "format/format.h"
+#include "io/store.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -115,10 +116,10 @@ int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, 
     SK_FAIL_IF(n == 0, err, SK_E_USAGE, "no manifests to merge");
     /* the relative URLs a merge writes are only meaningful between local
      * directories: say so rather than write a path glued to a URL */
-    SK_FAIL_IF(sk_is_s3_url(out_path), err, SK_E_USAGE, "%s: index merge writes a local manifest "
+    SK_FAIL_IF(sk_store_is_remote(out_path), err, SK_E_USAGE, "%s: index merge writes a local manifest "
                "(merge locally, then `shardkit upload` it)", out_path);
     for (size_t i = 0; i < n; i++)
-        SK_FAIL_IF(sk_is_s3_url(paths[i]), err, SK_E_USAGE, "%s: index merge reads local manifests "
+        SK_FAIL_IF(sk_store_is_remote(paths[i]), err, SK_E_USAGE, "%s: index merge reads local manifests "
                    "(fetch the parts' manifests first)", paths[i]);
     sk_manifest **in = calloc(n ? n : 1, sizeof *in);
     sk_manifest *out = sk_manifest_new();
