@@ -142,6 +142,13 @@ typedef int (*sk_store_entries_fn)(void *ctx, const sk_store_entry *v, size_t n)
 int sk_store_list_entries(const char *url, sk_store_env *e, int deep, int (*keep)(const char *name),
                           sk_store_entries_fn page, void *ctx, sk_error *err);
 
+/* --resume's question about a remote shard's index object (url + ".idx",
+ * store_s3.c): is it this very shard's, built from the object's current
+ * ETag (kept on the index object), else agreeing with it in size and
+ * CRC32C?  1 with *ix that index, else 0 (and for kinds that keep no
+ * index objects beside their shards). */
+int sk_store_index_kept(sk_store_env *e, const char *url, sk_index **ix);
+
 /* The public range reader over a store (the view lookups and callers use);
  * takes s over. */
 void sk_store_range_view(sk_store *s, uint64_t size, sk_range_reader *rr);

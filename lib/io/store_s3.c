@@ -165,6 +165,14 @@ int sk_s3_load_manifest(sk_s3 *s3, const char *url, sk_manifest **m, sk_error *e
     return rc;
 }
 
+int sk_store_index_kept(sk_store_env *e, const char *url, sk_index **ix)
+{
+    *ix = NULL;
+    if (!e || !e->s3 || !sk_is_s3_url(url)) return 0;
+    /* the ETag the index object was built from, else size and CRC32C */
+    return sk_s3_index_tagged(e->s3, url, ix) || sk_s3_shard_sound(e->s3, url, ix);
+}
+
 /* ------------------------------------------------------ the store kind */
 
 int sk_store_s3_open(sk_store **out, const char *url, sk_s3 *s3, sk_error *err)
