@@ -1,9 +1,9 @@
 /*
  * shardlist.c - what a dataset directory holds, for the modules that open
- * one (lookup.c's sk_dataset, reader.c's sk_reader): its manifest.json if
- * it has one, else the sorted paths of its shard files; and the same of an
- * s3:// prefix, listed through the store.  Dot files (our temporary
- * .NAME.tmp files among them) are never shards.
+ * one (tools/dataset_open.c's sk_dataset, reader.c's sk_reader): its
+ * manifest.json if it has one, else the sorted paths of its shard files;
+ * and the same of an s3:// prefix, listed through the store.  Dot files
+ * (our temporary .NAME.tmp files among them) are never shards.
  */
 #include "io/io.h"
 #include "io/store.h"

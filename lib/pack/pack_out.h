@@ -1,6 +1,6 @@
 /*
  * pack_out.h - the rules every output shaped like pack's follows, kept in
- * one place so that `shardkit pack` (pack.c, pack_pos.c) and the streaming
+ * one place so that `shardkit pack` (pack.c, pack_spread.c, pack_stream.c) and the streaming
  * sample writer (sample_writer.c) write the same bytes for the same
  * samples: when a shard is cut, what the manifest says about the options,
  * where the manifest and the run's lock go, how a shard is named in the
@@ -94,5 +94,19 @@ int sk_pack_shard_sound(sk_s3 *s3, const char *path, sk_index **out);
 int sk_pack_index_member(sk_shard_out *out, sk_manifest *exts, const char *ext, size_t el,
                          uint64_t data_offset, uint64_t size, uint32_t header_len, uint32_t crc,
                          sk_error *err);
+
+/* The sample writer with its shards cut by the caller (sample_writer.c),
+ * for `pack --from-urls` (pack_urls.c): a shard per range of list rows,
+ * as img2dataset cuts them, whatever their sizes.  After
+ * sk_sample_writer_manual, max_size and max_count never cut; a shard
+ * begins at sk_sample_writer_begin_at (shard number start + n, also when
+ * it stays empty) and is published by sk_sample_writer_end_open (*path
+ * gets its name when one was open, else "").  sk_sample_writer_keep_at
+ * records shard n, complete from an earlier run, in the manifest as it
+ * is, from its index (sk_pack_shard_sound's; taken over). */
+void sk_sample_writer_manual(sk_sample_writer *w);
+int sk_sample_writer_begin_at(sk_sample_writer *w, uint64_t n, sk_error *err);
+int sk_sample_writer_end_open(sk_sample_writer *w, char *path, size_t cap, sk_error *err);
+int sk_sample_writer_keep_at(sk_sample_writer *w, uint64_t n, sk_index *ix, sk_error *err);
 
 #endif
