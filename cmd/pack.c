@@ -217,8 +217,7 @@ int cmd_pack(int argc, char **argv)
     for (size_t i = 0; i < nsrcs; i++) need_s3 |= srcs[i].kind == SRC_MANIFEST;
     for (int i = optind; i < argc; i++) {
         int s3 = !strncmp(argv[i], "s3://", 5);
-        need_s3 |= s3;
-        srcs[nsrcs++] = (struct source){s3 ? SRC_S3 : SRC_DIR, argv[i]};
+        srcs[nsrcs++] = (struct source){s3 ? SRC_S3 : SRC_DIR, argv[i]}, need_s3 |= s3;
     }
     if (!need_s3 && cmd_any_remote(&root, 1, &s3cfg)) need_s3 = 1; /* an http(s):// --root */
     if (!o.pattern) return free(srcs), cmd_usage_error("pack", usage, "no output: give -o PATTERN");
