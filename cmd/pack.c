@@ -217,13 +217,13 @@ int cmd_pack(int argc, char **argv)
     for (size_t i = 0; i < nsrcs; i++) need_s3 |= srcs[i].kind == SRC_MANIFEST || cmd_any_s3(&srcs[i].path, 1);
     for (int i = optind; i < argc; i++) {
         int s3 = !strncmp(argv[i], "s3://", 5);
-        need_s3 |= s3;
-        srcs[nsrcs++] = (struct source){s3 ? SRC_S3 : SRC_DIR, argv[i]};
+        srcs[nsrcs++] = (struct source){s3 ? SRC_S3 : SRC_DIR, argv[i]}, need_s3 |= s3;
     }
+    if (!need_s3 && cmd_any_remote(&root, 1, &s3cfg)) need_s3 = 1; /* an http(s):// --root */
     if (!o.pattern) return free(srcs), cmd_usage_error("pack", usage, "no output: give -o PATTERN");
     if (!nsrcs) return free(srcs), cmd_usage_error("pack", usage, "no SOURCE to pack");
     static const cmd_place by_kind[] = {{NULL, 0, CMD_R | CMD_S3}, {"--files-from", 0, CMD_R | CMD_STREAM | CMD_S3 | CMD_HTTP}, {"--from-archive", 0, CMD_R | CMD_S3 | CMD_HTTP}, {NULL, 0, CMD_R | CMD_S3}, {"--from-manifest", 0, CMD_R | CMD_STREAM | CMD_S3}};
-    const cmd_place pl[] = {{"-o", o.pattern, CMD_W | CMD_STREAM | CMD_S3}, {"--manifest", o.manifest, CMD_W | CMD_S3}, {"--root", root, CMD_R | CMD_S3},
+    const cmd_place pl[] = {{"-o", o.pattern, CMD_W | CMD_STREAM | CMD_S3}, {"--manifest", o.manifest, CMD_W | CMD_S3}, {"--root", root, CMD_R | CMD_S3 | CMD_HTTP},
                             {"--tmp-dir", o.tmp_dir, CMD_W}, {"--sagemaker-manifest", sm.out, CMD_W | CMD_S3}};
     int bad = cmd_places("pack", pl, sizeof pl / sizeof *pl);
     for (size_t i = 0; i < nsrcs && !bad; i++)

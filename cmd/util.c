@@ -163,8 +163,8 @@ int cmd_pack_add_list(sk_pack *p, const char *path, const char *root, int nul, s
     if (sk_place_in_open(&in, path, s3, err)) return err->code;
     FILE *f = sk_place_in_file(in);
     const char *name = strcmp(path, "-") ? path : "stdin";
-    int rc = root && !strncmp(root, "s3://", 5) ? sk_pack_add_s3_list(p, f, name, root, nul, err)
-                                                : sk_pack_add_list(p, f, name, root, nul, err);
+    int remote = root && (!strncmp(root, "s3://", 5) || !strncmp(root, "http://", 7) || !strncmp(root, "https://", 8));
+    int rc = remote ? sk_pack_add_s3_list(p, f, name, root, nul, err) : sk_pack_add_list(p, f, name, root, nul, err);
     return sk_place_in_close(in, rc, err);
 }
 

@@ -1274,7 +1274,9 @@ SK_API int sk_pack_set_s3(sk_pack *p, sk_s3 *s3, int concurrency, uint64_t part_
  * prefix "data/"), so samples group exactly as the same files on disk. */
 SK_API int sk_pack_add_s3(sk_pack *p, const char *url, sk_error *err);
 /* Adds the keys listed in list (one a line, or NUL-separated), relative to
- * base_url (an s3:// prefix) or full s3:// URLs under it; sized by HEAD. */
+ * base_url (an s3:// prefix, or an http(s):// directory: a web server's
+ * files, read with the client's settings and no credentials) or full URLs
+ * under it; sized by HEAD. */
 SK_API int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, const char *base_url,
                         int nul_separated, sk_error *err);
 /* Adds what a SageMaker manifest names (a local file, "-" for stdin, or an

@@ -153,7 +153,7 @@ static int add_prefix(struct out *o, const char *u, const sk_ds_opts *opt, sk_er
     char **urls;
     size_t n;
     sk_error le = SK_ERROR_INIT;
-    int rc = sk_s3_list_shards(opt->s3, u, &urls, &n, &le);
+    int rc = sk_store_list_shards(opt->s3, u, &urls, &n, &le);
     if (rc)
         return sk_error_set(err, rc, "%s: %scannot list its shards: %s", u,
                             opt->flags & SK_DS_LISTING ? "" : "no manifest.json, and ", le.msg);

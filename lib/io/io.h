@@ -83,10 +83,11 @@ int sk_sink_s3_count_exts(sk_s3 *s3, const char *url, sk_manifest *man, sk_error
 /* Writes the manifest as an object (the last one of a run). */
 int sk_sink_s3_put_manifest(sk_s3 *s3, sk_manifest *man, const char *url, sk_error *err);
 /* The shard objects (names sk_is_shard_name takes) directly under
- * the prefix URL ("s3://b/p/"), sorted, as s3:// URLs; keys outside the
- * prefix or below a further '/' (a hostile listing's "p/../x" among them)
- * and dot names are not listed.  Free with sk_shard_list_free. */
-int sk_s3_list_shards(sk_s3 *s3, const char *prefix_url, char ***urls, size_t *count, sk_error *err);
+ * the prefix URL ("s3://b/p/"), sorted, as s3:// URLs, listed by the
+ * store's one pager (sk_store_list): keys outside the prefix or below a
+ * further '/' (a hostile listing's "p/../x" among them) and dot names are
+ * not listed.  s3: the client.  Free with sk_shard_list_free. */
+int sk_store_list_shards(sk_s3 *s3, const char *prefix_url, char ***urls, size_t *count, sk_error *err);
 /* A shard's name, in a directory or under a prefix: a tar, plain or
  * compressed in a way the readers take (.tar, .tar.zst, .tar.gz, .tgz,
  * .tar.bz2, .tar.xz).  The one rule, so that a dataset copied between a

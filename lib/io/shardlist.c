@@ -1,10 +1,12 @@
 /*
  * shardlist.c - what a dataset directory holds, for the modules that open
- * one (tools/dataset_open.c's sk_dataset, reader.c's sk_reader): its manifest.json if
- * it has one, else the sorted paths of its shard files.  Dot files (our
- * temporary .NAME.tmp files among them) are never shards.
+ * one (tools/dataset_open.c's sk_dataset, reader.c's sk_reader): its
+ * manifest.json if it has one, else the sorted paths of its shard files;
+ * and the same of an s3:// prefix, listed through the store.  Dot files
+ * (our temporary .NAME.tmp files among them) are never shards.
  */
 #include "io/io.h"
+#include "io/store.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -69,4 +71,47 @@ int sk_is_shard_name(const char *n)
         if (len > k && !strcmp(n + len - k, ends[i])) return 1;
     }
     return 0;
+}
+
+/* ------------------------------------------------ a prefix's shards */
+
+struct shard_pages {
+    char **urls;
+    size_t n, cap;
+};
+
+static int take_page(void *ctx, char **names, size_t n)
+{
+    struct shard_pages *l = ctx;
+    if (sk_grow((void **)&l->urls, &l->cap, l->n + n, sizeof *l->urls, NULL)) return SK_E_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if (!(l->urls[l->n] = strdup(names[i]))) return SK_E_NOMEM;
+        l->n++;
+    }
+    return SK_OK;
+}
+
+int sk_store_list_shards(sk_s3 *s3, const char *url, char ***urls, size_t *count, sk_error *err)
+{
+    *urls = NULL;
+    *count = 0;
+    sk_store_env env;
+    struct shard_pages l = {0};
+    sk_store_env_init(&env, s3);
+    int rc = sk_store_list(url, &env, sk_is_shard_name, take_page, &l, err);
+    sk_store_env_release(&env);
+    if (rc == SK_E_NOMEM) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (!rc && l.n) qsort(l.urls, l.n, sizeof *l.urls, name_cmp);
+    size_t n = 0;
+    for (size_t i = 0; !rc && i < l.n; i++) { /* a listing that repeats itself */
+        if (n && !strcmp(l.urls[i], l.urls[n - 1])) free(l.urls[i]);
+        else l.urls[n++] = l.urls[i];
+    }
+    if (rc) {
+        sk_shard_list_free(l.urls, l.n);
+        return rc;
+    }
+    *urls = l.urls;
+    *count = n;
+    return SK_OK;
 }

@@ -72,27 +72,31 @@ void sk_store_close(sk_store *s)
 
 struct pager {
     int (*keep)(const char *name);
-    sk_store_page_fn page;
+    sk_store_page_fn page;          /* sk_store_list: full locations */
+    sk_store_entries_fn entries;    /* sk_store_list_entries: with sizes */
     void *ctx;
+    int deep;
     const char *prefix; /* S3: the key prefix; the page's names are "s3://bucket/KEY" */
     size_t plen;
     const char *bucket;
     char *names[1000];
+    sk_store_entry ents[1000];
     size_t n;
     int rc;
 };
 
 static int flush(struct pager *p)
 {
-    if (p->n && !p->rc) p->rc = p->page(p->ctx, p->names, p->n);
+    if (p->n && !p->rc) p->rc = p->entries ? p->entries(p->ctx, p->ents, p->n) : p->page(p->ctx, p->names, p->n);
     for (size_t i = 0; i < p->n; i++) free(p->names[i]);
     p->n = 0;
     return p->rc;
 }
 
-static int add_name(struct pager *p, char *full)
+static int add_name(struct pager *p, char *full, size_t rel_off, uint64_t size)
 {
     if (!full) return p->rc = SK_E_NOMEM;
+    p->ents[p->n] = (sk_store_entry){full, full + rel_off, size};
     p->names[p->n++] = full;
     return p->n == SK_ARRAY_LEN(p->names) ? flush(p) : 0;
 }
@@ -101,20 +105,24 @@ static int on_object(void *ud, const sk_s3_object *obj)
 {
     struct pager *p = ud;
     /* the listing is the server's bytes: outside the prefix, below a
-     * further '/' ("../x" too) or a dot name is no entry of this prefix */
+     * further '/' ("../x" too) or a dot name is no entry of this prefix;
+     * a deep listing takes names with '/' (the caller checks them, as it
+     * checks any name) but never "dir/" placeholders */
     if (strncmp(obj->key, p->prefix, p->plen)) return 0;
     const char *name = obj->key + p->plen;
-    if (!*name || name[0] == '.' || strchr(name, '/') || (p->keep && !p->keep(name))) return 0;
+    size_t n = strlen(name);
+    if (!n || (p->deep ? name[n - 1] == '/' : name[0] == '.' || strchr(name, '/')) ||
+        (p->keep && !p->keep(name)))
+        return 0;
     char *full;
-    if (asprintf(&full, "s3://%s/%s", p->bucket, obj->key) < 0) full = NULL;
-    return add_name(p, full);
+    int k = asprintf(&full, "s3://%s/%s", p->bucket, obj->key);
+    if (k < 0) full = NULL;
+    return add_name(p, full, full ? (size_t)k - n : 0, obj->size);
 }
 
-int sk_store_list(const char *url, sk_store_env *e, int (*keep)(const char *name),
-                  sk_store_page_fn page, void *ctx, sk_error *err)
+static int list_any(const char *url, sk_store_env *e, struct pager *p, sk_error *err)
 {
     sk_loc_kind k;
-    struct pager p = {.keep = keep, .page = page, .ctx = ctx};
     SK_GUARD(sk_store_kind(url, &k, err));
     SK_FAIL_IF(k == SK_LOC_HTTP, err, SK_E_USAGE, "%s: a web server has no listing: name its "
                "manifest.json or a brace pattern of its shards", url);
@@ -122,26 +130,42 @@ int sk_store_list(const char *url, sk_store_env *e, int (*keep)(const char *name
         char *bucket = NULL, *key = NULL;
         SK_FAIL_IF(!e || !e->s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", url);
         SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
-        p.bucket = bucket, p.prefix = key, p.plen = strlen(key);
-        int rc = sk_s3_list(e->s3, bucket, key, on_object, &p, err);
-        if (!rc && !flush(&p) && p.rc) rc = p.rc;
-        if (!rc && p.rc) rc = p.rc == SK_E_NOMEM ? sk_error_set(err, SK_E_NOMEM, "out of memory") : p.rc;
-        flush(&p);
+        p->bucket = bucket, p->prefix = key, p->plen = strlen(key);
+        int rc = sk_s3_list(e->s3, bucket, key, on_object, p, err);
+        if (!rc && !flush(p) && p->rc) rc = p->rc;
+        if (!rc && p->rc) rc = p->rc == SK_E_NOMEM ? sk_error_set(err, SK_E_NOMEM, "out of memory") : p->rc;
+        flush(p);
         free(bucket), free(key);
         return rc;
     }
+    SK_FAIL_IF(p->deep, err, SK_E_USAGE, "%s: a deep listing is of an s3:// prefix (walk a directory)", url);
     DIR *d = opendir(url);
     SK_FAIL_IF(!d, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot list: %s", url,
                strerror(errno));
-    for (struct dirent *de; !p.rc && (de = readdir(d));) {
-        if (de->d_name[0] == '.' || (keep && !keep(de->d_name))) continue;
+    for (struct dirent *de; !p->rc && (de = readdir(d));) {
+        if (de->d_name[0] == '.' || (p->keep && !p->keep(de->d_name))) continue;
         char *full;
-        if (asprintf(&full, "%s/%s", url, de->d_name) < 0) full = NULL;
-        add_name(&p, full);
+        int n = asprintf(&full, "%s/%s", url, de->d_name);
+        if (n < 0) full = NULL;
+        add_name(p, full, full ? (size_t)n - strlen(de->d_name) : 0, UINT64_MAX);
     }
     closedir(d);
-    flush(&p);
-    return p.rc == SK_E_NOMEM ? sk_error_set(err, SK_E_NOMEM, "out of memory") : p.rc;
+    flush(p);
+    return p->rc == SK_E_NOMEM ? sk_error_set(err, SK_E_NOMEM, "out of memory") : p->rc;
+}
+
+int sk_store_list(const char *url, sk_store_env *e, int (*keep)(const char *name),
+                  sk_store_page_fn page, void *ctx, sk_error *err)
+{
+    struct pager p = {.keep = keep, .page = page, .ctx = ctx};
+    return list_any(url, e, &p, err);
+}
+
+int sk_store_list_entries(const char *url, sk_store_env *e, int deep, int (*keep)(const char *name),
+                          sk_store_entries_fn page, void *ctx, sk_error *err)
+{
+    struct pager p = {.keep = keep, .entries = page, .ctx = ctx, .deep = deep};
+    return list_any(url, e, &p, err);
 }
 
 /* ------------------------------------------------- the public range view */

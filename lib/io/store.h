@@ -134,8 +134,51 @@ typedef int (*sk_store_page_fn)(void *ctx, char **names, size_t n);
 int sk_store_list(const char *url, sk_store_env *e, int (*keep)(const char *name),
                   sk_store_page_fn page, void *ctx, sk_error *err);
 
+/* The same with each entry's size (S3's listing gives it; UINT64_MAX for
+ * a directory's, unread) and its name relative to url.  deep: an s3://
+ * prefix's whole tree, names below further '/'s included (checked by the
+ * caller like any name), "dir/" placeholders left out; a local deep
+ * listing is refused (walk the directory). */
+typedef struct sk_store_entry {
+    const char *url; /* the full location */
+    const char *rel; /* inside url: the name under the listed prefix */
+    uint64_t size;
+} sk_store_entry;
+typedef int (*sk_store_entries_fn)(void *ctx, const sk_store_entry *v, size_t n);
+int sk_store_list_entries(const char *url, sk_store_env *e, int deep, int (*keep)(const char *name),
+                          sk_store_entries_fn page, void *ctx, sk_error *err);
+
+/* --resume's question about a remote shard's index object (url + ".idx",
+ * store_s3.c): is it this very shard's, built from the object's current
+ * ETag (kept on the index object), else agreeing with it in size and
+ * CRC32C?  1 with *ix that index, else 0 (and for kinds that keep no
+ * index objects beside their shards). */
+int sk_store_index_kept(sk_store_env *e, const char *url, sk_index **ix);
+
 /* The public range reader over a store (the view lookups and callers use);
  * takes s over. */
 void sk_store_range_view(sk_store *s, uint64_t size, sk_range_reader *rr);
+
+/* ------------------------------------------- many small objects at once
+ * (store_batch.c): a request for one remote object (s3://, http(s)://),
+ * queued on its client's engine with as many others as the caller keeps
+ * in flight; done runs on the engine's thread when it ends.  A request
+ * may be started again once done (a retry). */
+typedef struct sk_store_req sk_store_req;
+typedef void (*sk_store_req_fn)(sk_store_req *q, void *ud);
+int sk_store_req_new(sk_store_req **out, sk_store_env *e, const char *url, sk_error *err);
+/* Its size (one HEAD). */
+void sk_store_req_head(sk_store_req *q, sk_store_req_fn done, void *ud);
+/* The whole object into dst (at most cap bytes: a longer body is
+ * SK_E_MISMATCH, so cap = expected size + 1 catches one that grew). */
+void sk_store_req_get(sk_store_req *q, void *dst, size_t cap, sk_store_req_fn done, void *ud);
+/* Once done: SK_OK with *len (HEAD: the size; GET: the bytes got), or the
+ * error naming the URL (SK_E_NOTFOUND: none there). */
+int sk_store_req_result(const sk_store_req *q, uint64_t *len, sk_error *err);
+/* Once done: its code alone (SK_E_NET: failed in transit after retries). */
+int sk_store_req_rc(const sk_store_req *q);
+void sk_store_req_free(sk_store_req *q);
+/* Retries the env's clients have made so far: a server pushing back. */
+uint64_t sk_store_env_retries(sk_store_env *e);
 
 #endif

@@ -165,72 +165,12 @@ int sk_s3_load_manifest(sk_s3 *s3, const char *url, sk_manifest **m, sk_error *e
     return rc;
 }
 
-/* ------------------------------------------------ a prefix's shards */
-
-struct shard_list {
-    const char *prefix; /* the key prefix listed */
-    size_t plen;
-    char **keys;
-    size_t n, cap;
-    int nomem;
-};
-
-static int on_object(void *ud, const sk_s3_object *obj)
+int sk_store_index_kept(sk_store_env *e, const char *url, sk_index **ix)
 {
-    struct shard_list *l = ud;
-    /* The listing is the server's bytes: a key outside the prefix asked
-     * for, one in a "subdirectory" (a '/' after the prefix, so "../x" too),
-     * a dot name or one that is not a shard's is no shard of this prefix. */
-    if (strncmp(obj->key, l->prefix, l->plen)) return 0;
-    const char *name = obj->key + l->plen;
-    if (!*name || name[0] == '.' || strchr(name, '/') || !sk_is_shard_name(name)) return 0;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        char **k = realloc(l->keys, cap * sizeof *k);
-        if (!k) return l->nomem = 1;
-        l->keys = k, l->cap = cap;
-    }
-    if (!(l->keys[l->n] = strdup(obj->key))) return l->nomem = 1;
-    l->n++;
-    return 0;
-}
-
-static int key_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int sk_s3_list_shards(sk_s3 *s3, const char *url, char ***urls, size_t *count, sk_error *err)
-{
-    char *bucket = NULL, *key = NULL;
-    *urls = NULL;
-    *count = 0;
-    SK_FAIL_IF(!s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", url);
-    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
-    struct shard_list l = {.prefix = key, .plen = strlen(key)};
-    int rc = sk_s3_list(s3, bucket, key, on_object, &l, err);
-    if (!rc && l.nomem) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-    if (!rc && l.n) qsort(l.keys, l.n, sizeof *l.keys, key_cmp);
-    char **out = rc || !l.n ? NULL : calloc(l.n, sizeof *out);
-    size_t n = 0;
-    if (!rc && l.n && !out) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-    for (size_t i = 0; !rc && i < l.n; i++) {
-        if (i && !strcmp(l.keys[i], l.keys[i - 1])) continue; /* a listing that repeats itself */
-        if (asprintf(&out[n], "s3://%s/%s", bucket, l.keys[i]) < 0)
-            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-        else
-            n++;
-    }
-    for (size_t i = 0; i < l.n; i++) free(l.keys[i]);
-    free(l.keys);
-    if (rc) {
-        sk_shard_list_free(out, n);
-        out = NULL, n = 0;
-    }
-    free(bucket), free(key);
-    *urls = out;
-    *count = n;
-    return rc;
+    *ix = NULL;
+    if (!e || !e->s3 || !sk_is_s3_url(url)) return 0;
+    /* the ETag the index object was built from, else size and CRC32C */
+    return sk_s3_index_tagged(e->s3, url, ix) || sk_s3_shard_sound(e->s3, url, ix);
 }
 
 /* ------------------------------------------------------ the store kind */

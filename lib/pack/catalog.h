@@ -7,6 +7,7 @@
 #define SK_CATALOG_H
 
 #include "core/internal.h"
+#include "io/store.h"
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -26,11 +27,12 @@ typedef struct sk_source {
     int fd;        /* directory fd (files) or spool fd (archive members) */
     int is_spool;
     char *label;   /* for messages: the directory, list or archive path */
-    /* s3io: an S3 source (fd -1): an item's object is bucket/prefix + name */
+    /* a remote source (fd -1; s3:// or http(s)://, read through the
+     * store): an item's object is base + its member name */
     int is_s3;
-    char *bucket, *prefix;
-    int keyed;          /* S3: each item's object key is its own (in the arena
-                           at the item's spool_off), not prefix + member name */
+    char *base;         /* a location ending in '/': "s3://b/p/", "https://h/d/" */
+    int keyed;          /* each item's object is base + a name of its own (in
+                           the arena at the item's spool_off), not its member name */
     uint64_t spool_len; /* spool sources of sk_catalog_add_bytes: bytes written */
     struct sk_swalk *lazy; /* a directory not walked yet: sk_catalog_next_window
                               walks it in key order, a window at a time */
@@ -65,8 +67,11 @@ typedef struct sk_catalog {
     uint64_t window_gen; /* which window the directory ids belong to */
     sk_warn_fn warn;
     void *warn_ctx;
-    /* s3io: the client for S3 sources and sinks, and the fetcher */
+    /* s3io: the client for S3 sources and sinks, the store env remote
+     * sources are read through (made by sk_catalog_set_s3), the fetcher */
     sk_s3 *s3;
+    sk_store_env env;
+    int env_ready;
     int s3_concurrency;
     uint64_t s3_part_size; /* of multipart shard uploads; 0 = the writer's */
     struct sk_fetch *fetch;
@@ -111,7 +116,7 @@ static inline size_t sk_sample_members(const sk_catalog *c, size_t s)
     size_t end = s + 1 < c->nsamples ? c->samples[s + 1] : c->nitems;
     return end - c->samples[s];
 }
-/* s3io hooks (catalog_s3.c): a source without an fd, and an item added by
+/* hooks for remote sources (catalog_remote.c): a source without an fd, and an item added by
  * its member name ("a/b.jpg": checked, split into directory and basename). */
 int sk_catalog_add_source(sk_catalog *c, int fd, int is_spool, const char *label, uint16_t *id,
                           sk_error *err);
@@ -131,32 +136,35 @@ int sk_catalog_add_bytes(sk_catalog *c, uint16_t *src, const char *label, const 
 int sk_catalog_problem(sk_catalog *c, sk_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* S3 as a source of pack (catalog_s3.c, fetch_s3.c) */
+/* Remote objects as a source of pack (catalog_remote.c, fetch_remote.c) */
 
-/* ------------------------------------------------------ catalog_s3.c */
+/* ------------------------------------------------------ catalog_remote.c */
 
-/* The client for every S3 source and sink, GETs in flight (0 = 64) and the
- * part size of shard uploads (0 = the writer's default). */
+/* The client for every S3 source and sink (and the settings of the one
+ * made for http(s):// sources), requests in flight (0 = 64) and the part
+ * size of shard uploads (0 = the writer's default). */
 int sk_catalog_set_s3(sk_catalog *c, sk_s3 *s3, int concurrency, uint64_t part_size,
                       sk_error *err);
 /* Every object under an s3:// prefix ("s3://b/p" means the prefix "p/"). */
 int sk_catalog_add_s3(sk_catalog *c, const char *url, sk_error *err);
-/* Keys listed one a line (or NUL-separated), relative to base_url. */
+/* Names listed one a line (or NUL-separated), relative to base_url (an
+ * s3:// prefix or an http(s):// directory), or full URLs under it. */
 int sk_catalog_add_s3_list(sk_catalog *c, FILE *list, const char *list_name,
                            const char *base_url, int nul_separated, sk_error *err);
-/* An S3 source in bucket whose objects are prefix + member name, or (keyed)
- * whose items each carry their own key (sk_catalog_add_keyed). */
-int sk_catalog_s3_source(sk_catalog *c, const char *bucket, const char *prefix, int keyed,
-                         uint16_t *id, sk_error *err);
+/* A remote source whose objects are base + member name, or (keyed) base +
+ * a name each item carries (sk_catalog_add_keyed). */
+int sk_catalog_remote_source(sk_catalog *c, const char *base, int keyed, uint16_t *id,
+                             sk_error *err);
 /* Objects to add: sized by HEAD (many in flight), then added as items of
- * src named name; a missing one is a problem naming its s3:// URL. */
-typedef struct sk_s3_want {
+ * src named name; the object is src's base + rel; a missing one is a
+ * problem naming its URL. */
+typedef struct sk_catalog_want {
     uint16_t src;
-    const char *key, *name;
-} sk_s3_want;
-int sk_catalog_add_s3_wants(sk_catalog *c, const sk_s3_want *w, size_t n, sk_error *err);
-/* The full key of an S3 item ("prefix" + member name) into buf. */
-size_t sk_s3_item_key(const sk_catalog *c, const sk_item *it, char *buf, size_t cap);
+    const char *rel, *name;
+} sk_catalog_want;
+int sk_catalog_add_wants(sk_catalog *c, const sk_catalog_want *w, size_t n, sk_error *err);
+/* The location of a remote item (its source's base + its name) into buf. */
+size_t sk_item_url(const sk_catalog *c, const sk_item *it, char *buf, size_t cap);
 
 /* ------------------------------------------------------ sagemaker.c */
 
@@ -164,10 +172,10 @@ size_t sk_s3_item_key(const sk_catalog *c, const sk_item *it, char *buf, size_t 
  * s3:// object): its objects as S3 items, its labels as .json members. */
 int sk_catalog_add_sagemaker(sk_catalog *c, const char *manifest, sk_error *err);
 
-/* ------------------------------------------------------- fetch_s3.c */
+/* ------------------------------------------------------- fetch_remote.c */
 
-/* Starts downloading the S3 items of the samples order[pending[0..npending)],
- * in that order, ahead of the readers.  A no-op without S3 sources. */
+/* Starts downloading the remote items of the samples order[pending[0..npending)],
+ * in that order, ahead of the readers.  A no-op without remote sources. */
 int sk_fetch_start(sk_catalog *c, const uint32_t *order, const uint64_t *pending, uint64_t npending,
                    sk_error *err);
 /* Reads want bytes at offset at of item it (want + 1 must fit in dst when

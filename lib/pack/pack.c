@@ -179,7 +179,7 @@ int sk_pack_add_output(sk_pack *p, const char *path, const char *what, sk_error 
     return sk_run_files_add(&p->files, path, what, 0, err);
 }
 
-/* s3io: S3 sources and sink live in catalog_s3.c, fetch_s3.c, sink_s3.c */
+/* remote sources live in catalog_remote.c and fetch_remote.c (through the store), the S3 sink in io/sink_s3.c */
 int sk_pack_set_s3(sk_pack *p, sk_s3 *s3, int concurrency, uint64_t part_size, sk_error *err)
 {
     return sk_catalog_set_s3(&p->cat, s3, concurrency, part_size, err);

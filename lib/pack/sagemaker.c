@@ -16,8 +16,8 @@
  * names: basenames from different prefixes collide, and zero-padded
  * numbers keep the manifest's order in pack's key order.
  *
- * Objects are sized with HEAD requests and fetched by fetch_s3.c, like any
- * S3 source.  The manifest is untrusted: its size, line length and entry
+ * Objects are sized with HEAD requests and fetched by fetch_remote.c, like any
+ * remote source.  The manifest is untrusted: its size, line length and entry
  * count are bounded, every URI must be s3:// with a valid bucket name and a
  * key S3 could hold, and each error names the manifest, line and value.
  */
@@ -67,8 +67,9 @@ static const char *key_problem(const char *k, size_t n, int allow_empty)
 static const char *split_uri(const char *uri, const char **bucket, size_t *blen, const char **key,
                              int allow_empty_key)
 {
-    if (strncmp(uri, "s3://", 5)) return "not an s3:// URI";
-    const char *b = uri + 5, *slash = strchr(b, '/');
+    sk_loc_kind kind;
+    if (sk_store_kind(uri, &kind, NULL) || kind != SK_LOC_S3) return "not an s3:// URI";
+    const char *b = strstr(uri, "://") + 3, *slash = strchr(b, '/');
     if (!slash) return "no key after the bucket";
     if (!bucket_ok(b, (size_t)(slash - b))) return "not a valid bucket name";
     *bucket = b, *blen = (size_t)(slash - b), *key = slash + 1;
@@ -81,7 +82,7 @@ struct sm {
     sk_catalog *c;
     const char *label; /* the manifest, as given */
     FILE *f;
-    sk_s3_want *w;
+    sk_catalog_want *w;
     size_t nw, capw;
     char **owned; /* strings the wants point at */
     size_t nown, capown;
@@ -108,26 +109,27 @@ static int want(struct sm *m, uint16_t src, char *key, char *name, sk_error *err
     else free(name);
     SK_GUARD(rc);
     SK_GUARD(sk_grow((void **)&m->w, &m->capw, m->nw + 1, sizeof *m->w, err));
-    m->w[m->nw++] = (sk_s3_want){src, key, name};
+    m->w[m->nw++] = (sk_catalog_want){src, key, name};
     return SK_OK;
 }
 
-/* The keyed source of a bucket, made at its first mention. */
-static int bucket_src(struct sm *m, const char *b, size_t n, uint16_t *id, sk_error *err)
+/* The keyed source of a bucket, made at its first mention: root is the
+ * URI up to the bucket's '/' ("s3://bucket/"), n bytes. */
+static int bucket_src(struct sm *m, const char *root, size_t n, uint16_t *id, sk_error *err)
 {
     for (size_t i = 0; i < m->nb; i++) {
-        const char *have = m->c->srcs[m->bsrc[i]].bucket;
-        if (strlen(have) == n && !memcmp(have, b, n)) {
+        const char *have = m->c->srcs[m->bsrc[i]].base;
+        if (strlen(have) == n && !memcmp(have, root, n)) {
             *id = m->bsrc[i];
             return SK_OK;
         }
     }
     SK_FAIL_IF(m->nb == SM_MAX_BUCKETS, err, SK_E_INPUT, "%s: more than %d buckets", m->label,
                SM_MAX_BUCKETS);
-    char *bucket = strndup(b, n);
-    SK_FAIL_IF(!bucket, err, SK_E_NOMEM, "out of memory");
-    int rc = sk_catalog_s3_source(m->c, bucket, "", 1, id, err);
-    free(bucket);
+    char *base = strndup(root, n);
+    SK_FAIL_IF(!base, err, SK_E_NOMEM, "out of memory");
+    int rc = sk_catalog_remote_source(m->c, base, 1, id, err);
+    free(base);
     SK_GUARD(rc);
     m->bsrc[m->nb++] = *id;
     return SK_OK;
@@ -261,12 +263,9 @@ static int manifest_entry(struct sm *m, uint16_t src, const char *k, size_t plen
         return sk_error_set(err, SK_E_INPUT, "%s: entry %llu: '%s': %s", m->label,
                             (unsigned long long)i, rel, why);
     }
-    char *name = strdup(rel);
-    if (!name) {
-        free(key);
-        return sk_error_set(err, SK_E_NOMEM, "out of memory");
-    }
-    return want(m, src, key, name, err);
+    /* the object is the source's base (the prefix URI) + rel */
+    free(key);
+    return want(m, src, strdup(rel), strdup(rel), err);
 }
 
 static int manifest_file(struct sm *m, sk_error *err)
@@ -300,12 +299,9 @@ static int manifest_file(struct sm *m, sk_error *err)
         goto out;
     }
     /* SageMaker appends each entry to the prefix as it is: the source's
-     * prefix is kept literally (no '/' added) */
-    char *bucket = strndup(b, bl);
+     * base is the prefix URI kept literally (no '/' added) */
     uint16_t src = 0;
-    rc = bucket ? sk_catalog_s3_source(m->c, bucket, k, 0, &src, err)
-                : sk_error_set(err, SK_E_NOMEM, "out of memory");
-    free(bucket);
+    rc = sk_catalog_remote_source(m->c, prefix, 0, &src, err);
     size_t plen = strlen(k);
     if (!rc) rc = arr_sep(&a, next, &more, err);
     for (uint64_t i = 1; !rc && more; i++) {
@@ -430,7 +426,7 @@ static int aug_line(struct sm *m, json_t *o, uint64_t lineno, uint64_t sample, s
         char name[300];
         snprintf(name, sizeof name, "%s.%s", skey, exts[nrefs]);
         nrefs++;
-        if ((rc = bucket_src(m, b, bl, &src, err))) break;
+        if ((rc = bucket_src(m, uri, (size_t)(b + bl + 1 - uri), &src, err))) break;
         if ((rc = want(m, src, strdup(k), strdup(name), err))) break;
     }
     if (!rc && json_object_size(labels)) {
@@ -487,29 +483,20 @@ static int augmented(struct sm *m, sk_error *err)
 
 /* ------------------------------------------------------------ S3 manifest */
 
-struct spool { int fd; uint64_t n; const char *url; };
-
-static int spool_sink(void *ud, const void *data, size_t len)
-{
-    struct spool *s = ud;
-    s->n += len;
-    return sk_write_all(s->fd, data, len, s->url, NULL);
-}
-
-/* The manifest object, copied into an unlinked temporary file (bounded). */
+/* The manifest object, read through the store (s3://, http(s)://) into an
+ * unlinked temporary file, bounded: its size is asked first, and the read
+ * stops at that size (a body that ends early is the store's error). */
 static int fetch_manifest(sk_catalog *c, const char *url, FILE **out, sk_error *err)
 {
-    char *bucket = NULL, *key = NULL;
-    SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "%s: an s3:// manifest needs an S3 client", url);
-    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
-    sk_s3_object ob;
-    sk_error e = SK_ERROR_INIT;
-    int rc = SK_OK, fd = -1;
-    if (sk_s3_head(c->s3, bucket, key, &ob, &e))
-        rc = sk_error_set(err, e.code ? e.code : SK_E_REMOTE, "%s: %s", url, e.msg);
-    else if (ob.size > SM_MAX_OBJECT)
+    SK_FAIL_IF(!c->env_ready, err, SK_E_USAGE, "%s: a remote manifest needs a client", url);
+    sk_store *s;
+    sk_store_seq *q = NULL;
+    sk_store_stat st;
+    SK_GUARD(sk_store_open(&s, url, &c->env, err));
+    int rc = s->ops->stat(s, &st, err), fd = -1;
+    if (!rc && st.size > SM_MAX_OBJECT)
         rc = sk_error_set(err, SK_E_INPUT, "%s: a manifest of %llu bytes; at most %llu are read",
-                          url, (unsigned long long)ob.size, (unsigned long long)SM_MAX_OBJECT);
+                          url, (unsigned long long)st.size, (unsigned long long)SM_MAX_OBJECT);
     if (!rc) {
         const char *dir = c->tmp_dir ? c->tmp_dir : getenv("TMPDIR");
         char path[4096];
@@ -519,16 +506,21 @@ static int fetch_manifest(sk_catalog *c, const char *url, FILE **out, sk_error *
                                       strerror(errno));
         else unlink(path);
     }
-    struct spool sp = {fd, 0, url};
-    if (!rc && ob.size && sk_s3_get_cb(c->s3, bucket, key, 0, ob.size, spool_sink, &sp, &e))
-        rc = sk_error_set(err, e.code ? e.code : SK_E_REMOTE, "%s: %s", url, e.msg);
-    if (!rc && sp.n != ob.size)
+    if (!rc && st.size) rc = s->ops->open_seq(s, 0, &q, err);
+    char chunk[64 << 10];
+    uint64_t n = 0;
+    for (size_t got = 1; !rc && q && got;) {
+        rc = q->read(q, chunk, sizeof chunk, &got, err);
+        if (!rc && got) rc = sk_write_all(fd, chunk, got, url, err), n += got;
+    }
+    if (!rc && n != st.size)
         rc = sk_error_set(err, SK_E_REMOTE, "%s: %llu bytes arrived of %llu", url,
-                          (unsigned long long)sp.n, (unsigned long long)ob.size);
+                          (unsigned long long)n, (unsigned long long)st.size);
+    if (q) q->close(q);
+    sk_store_close(s);
     if (!rc && (lseek(fd, 0, SEEK_SET) < 0 || !(*out = fdopen(fd, "rb"))))
         rc = sk_error_set(err, SK_E_IO, "%s: %s", url, strerror(errno));
     if (rc && fd >= 0) close(fd);
-    free(bucket), free(key);
     return rc;
 }
 
@@ -538,7 +530,7 @@ int sk_catalog_add_sagemaker(sk_catalog *c, const char *manifest, sk_error *err)
 {
     struct sm m = {.c = c, .label = manifest, .labels = UINT16_MAX};
     SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "%s: a SageMaker manifest needs an S3 client", manifest);
-    if (sk_is_s3_url(manifest)) {
+    if (sk_store_is_remote(manifest)) {
         SK_GUARD(fetch_manifest(c, manifest, &m.f, err));
     } else {
         m.f = strcmp(manifest, "-") ? fopen(manifest, "rb") : stdin;
@@ -553,7 +545,7 @@ int sk_catalog_add_sagemaker(sk_catalog *c, const char *manifest, sk_error *err)
     else rc = sk_error_set(err, SK_E_INPUT, "%s: not a SageMaker manifest (want a JSON array, a "
                            "ManifestFile, or JSON Lines, an augmented manifest)%s", manifest,
                            ch == EOF ? ": it is empty" : "");
-    if (!rc && (rc = sk_catalog_add_s3_wants(c, m.w, m.nw, err)) && err) {
+    if (!rc && (rc = sk_catalog_add_wants(c, m.w, m.nw, err)) && err) {
         char msg[sizeof err->msg]; /* which manifest named the object */
         snprintf(msg, sizeof msg, "%s (named by %s)", err->msg, manifest);
         memcpy(err->msg, msg, sizeof msg);

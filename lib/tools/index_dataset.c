@@ -9,6 +9,7 @@
 #include "core/internal.h"
 #include "format/format.h"
 #include "io/io.h"
+#include "io/store.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -106,20 +107,20 @@ static int count_exts(struct job *j, const sk_index *kept)
     return rc;
 }
 
-/* --resume of an s3:// shard: its index object is sound and records the
- * object's size and CRC32C (and, with --dali, the DALI index exists). */
+/* --resume of a remote shard: its index object is the shard's (the
+ * store's check) and, with --dali, the DALI index exists. */
 static int kept_index(struct job *j, sk_index **ix)
 {
     *ix = NULL;
     if (!j->o->resume || !j->idx_url) return 0;
-    /* the ETag the index object was built from, else size and CRC32C */
-    if (!sk_s3_index_tagged(j->o->s3, j->shard, ix) && !sk_s3_shard_sound(j->o->s3, j->shard, ix))
-        return 0;
-    char *bucket = NULL, *key = NULL;
-    sk_s3_object head;
-    int ok = !j->dali_url || (!sk_s3_parse_url(j->dali_url, &bucket, &key, NULL) &&
-                              !sk_s3_head(j->o->s3, bucket, key, &head, NULL));
-    free(bucket), free(key);
+    sk_store_env env;
+    sk_store *s = NULL;
+    sk_store_stat st;
+    sk_store_env_init(&env, j->o->s3);
+    int ok = sk_store_index_kept(&env, j->shard, ix);
+    if (ok && j->dali_url) ok = !sk_store_open(&s, j->dali_url, &env, NULL) && !s->ops->stat(s, &st, NULL);
+    sk_store_close(s);
+    sk_store_env_release(&env);
     if (!ok) {
         sk_index_close(*ix);
         *ix = NULL;
@@ -127,18 +128,29 @@ static int kept_index(struct job *j, sk_index **ix)
     return ok;
 }
 
+/* The shard's size and ETag, asked through the store. */
+static int shard_head(struct job *j, sk_store_stat *head, sk_error *err)
+{
+    sk_store_env env;
+    sk_store *s = NULL;
+    sk_store_env_init(&env, j->o->s3);
+    int rc = sk_store_open(&s, j->shard, &env, err);
+    if (!rc) rc = s->ops->stat(s, head, err);
+    sk_store_close(s);
+    sk_store_env_release(&env);
+    return rc;
+}
+
 static void run_s3_job(struct job *j, sk_build_opts *bo, int count)
 {
-    char ti[4200], td[4200], *bucket = NULL, *key = NULL;
+    char ti[4200], td[4200];
     ti[0] = td[0] = 0;
     sk_error *e = &j->err;
     /* the shard's ETag now, before it is read: kept on its index object.
      * Replaced in between, the index describes the new object under the
      * old ETag, which --resume then finds stale: redone, never trusted. */
-    sk_s3_object head = {.size = 0};
-    j->rc = sk_s3_parse_url(j->shard, &bucket, &key, e);
-    if (!j->rc) j->rc = sk_s3_head(j->o->s3, bucket, key, &head, e);
-    free(bucket), free(key);
+    sk_store_stat head = {.size = 0};
+    j->rc = shard_head(j, &head, e);
     if (!j->rc) j->rc = sk_s3_scratch(ti, sizeof ti, "idx", e);
     if (!j->rc && j->dali_url) j->rc = sk_s3_scratch(td, sizeof td, "dali", e);
     if (!j->rc) {

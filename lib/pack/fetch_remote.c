@@ -1,8 +1,9 @@
 /*
- * fetch_s3.c - gets the bytes of S3 items to pack's readers.  Small objects
- * are an HTTP round trip each, so throughput comes only from having many
- * GETs in flight: a fetcher thread walks the items in plan order and keeps
- * up to `concurrency` GETs going through the client's engine (one curl
+ * fetch_remote.c - gets the bytes of remote items (s3://, http(s)://) to
+ * pack's readers, through the store (io/store.h).  Small objects are an
+ * HTTP round trip each, so throughput comes only from having many GETs in
+ * flight: a fetcher thread walks the items in plan order and keeps up to
+ * `concurrency` GETs queued on the store's engine (sk_store_req: one curl
  * multi handle, connections reused), each into a buffer of the object's
  * listed size + 1 (so a grown object is caught without another request).
  *
@@ -12,7 +13,8 @@
  * readers consume in plan order give or take the ring of pack.c, so the
  * object the oldest unfinished sample needs is always inside the window
  * (no deadlock).  Objects over INLINE_MAX are not prefetched: pack streams
- * such samples itself, piece by piece, and each piece is a ranged GET.
+ * such samples itself, piece by piece, and each piece is a ranged GET
+ * (the store's read_at).
  *
  * Throttling: the engine retries a 503 SlowDown (or reset, or 500) with
  * its own backoff, but that alone would keep 64 requests hammering a
@@ -22,8 +24,6 @@
  * window's worth of objects.
  */
 #include "pack/catalog.h"
-#include "io/io.h"
-#include "s3/s3_internal.h"
 #include "format/tar.h"
 
 #include <stdlib.h>
@@ -31,7 +31,7 @@
 
 #define INLINE_MAX (4u << 20)
 #define WINDOW_BYTES (256ull << 20)
-#define KEY_MAX 1280
+#define URL_MAX 2100 /* "s3://" + a 63-byte bucket + a 1024-byte key, or a URL the store takes */
 
 /* A GET that still fails at the transport level after the engine's own
  * retries (or with an error the engine does not retry, such as a garbled
@@ -42,14 +42,15 @@
 enum { E_EMPTY, E_INFLIGHT, E_READY, E_DONE, E_RETRY };
 
 struct entry {
-    sk_s3_req r; /* first: the engine's done callback gets &r */
+    sk_store_req *q; /* the item's GET (NULL: it could not start; rc says why) */
+    int rc;          /* set when it could not start */
+    sk_error err;
     struct sk_fetch *f;
     uint32_t item;
     int state;
     unsigned char *buf;
     uint64_t size, taken;
     int tries;
-    char key[KEY_MAX];
 };
 
 struct sk_fetch {
@@ -74,18 +75,26 @@ struct sk_fetch {
     pthread_cond_t ready;  /* readers */
 };
 
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static int is_prefetched(const sk_catalog *c, const sk_item *it)
 {
     return c->srcs[it->src].is_s3 && it->size <= INLINE_MAX;
 }
 
-static void get_done(sk_s3_req *r)
+static void get_done(sk_store_req *q, void *ud)
 {
-    struct entry *e = (struct entry *)r;
+    struct entry *e = ud;
     struct sk_fetch *f = e->f;
+    int rc = sk_store_req_rc(q);
     pthread_mutex_lock(&f->mu);
     f->inflight--;
-    if (r->rc == SK_E_NET && e->tries < FETCH_RETRIES && !f->cancel) {
+    if (rc == SK_E_NET && e->tries < FETCH_RETRIES && !f->cancel) {
         e->tries++;
         e->state = E_RETRY;
         f->pushback = 1;
@@ -95,7 +104,7 @@ static void get_done(sk_s3_req *r)
         return;
     }
     e->state = E_READY;
-    if (!r->rc && ++f->oks >= (uint64_t)f->limit) {
+    if (!rc && ++f->oks >= (uint64_t)f->limit) {
         if (f->limit < f->max) f->limit += 1;
         f->oks = 0;
         if (f->level) f->level--;
@@ -115,8 +124,9 @@ static int start_next(struct sk_fetch *f)
     if (f->head > f->tail && f->bytes + it->size + 1 > WINDOW_BYTES) return 0;
     struct entry *e = &f->ring[f->head % f->cap];
     const sk_source *src = &c->srcs[it->src];
-    sk_buf_free(&e->r.resp);
-    sk_s3_req_init(&e->r, c->s3, "GET", src->bucket, e->key);
+    sk_store_req_free(e->q);
+    e->q = NULL;
+    e->rc = 0;
     e->f = f;
     e->item = f->list[f->head];
     e->size = it->size;
@@ -126,18 +136,20 @@ static int start_next(struct sk_fetch *f)
     e->state = E_INFLIGHT;
     f->head++;
     f->bytes += it->size + 1;
-    if (!e->buf || sk_s3_item_key(c, it, e->key, sizeof e->key) >= sizeof e->key) {
-        e->r.rc = e->buf ? sk_error_set(&e->r.err, SK_E_INPUT, "%s...: key too long for S3", src->label)
-                         : sk_error_set(&e->r.err, SK_E_NOMEM, "out of memory");
+    char url[URL_MAX];
+    if (!e->buf)
+        e->rc = sk_error_set(&e->err, SK_E_NOMEM, "out of memory");
+    else if (sk_item_url(c, it, url, sizeof url) >= sizeof url)
+        e->rc = sk_error_set(&e->err, SK_E_INPUT, "%s...: name too long for a URL", src->label);
+    else
+        e->rc = sk_store_req_new(&e->q, &f->c->env, url, &e->err);
+    if (e->rc) {
         e->state = E_READY;
         pthread_cond_broadcast(&f->ready);
         return 1;
     }
-    e->r.dst = e->buf;
-    e->r.dst_cap = it->size + 1;
-    e->r.done = get_done;
     f->inflight++;
-    sk_s3_submit(&e->r);
+    sk_store_req_get(e->q, e->buf, it->size + 1, get_done, e);
     return 1;
 }
 
@@ -146,8 +158,7 @@ static void *fetcher_main(void *arg)
     struct sk_fetch *f = arg;
     pthread_mutex_lock(&f->mu);
     while (!f->stop) {
-        uint64_t retries = 0, now = sk_s3_now_ms();
-        sk_s3_stats(f->c->s3, NULL, &retries);
+        uint64_t now = now_ms(), retries = sk_store_env_retries(&f->c->env);
         /* one reaction per pause: the retries of requests already in
          * flight when the server pushed back are the same event */
         int pushed = retries > f->seen_retries || f->pushback;
@@ -166,11 +177,9 @@ static void *fetcher_main(void *arg)
             for (size_t q = f->tail; q < f->head && !f->cancel; q++) {
                 struct entry *e = &f->ring[q % f->cap];
                 if (e->state != E_RETRY || f->inflight >= (int)f->limit) continue;
-                sk_buf_free(&e->r.resp);
-                sk_s3_req_reset(&e->r);
                 e->state = E_INFLIGHT;
                 f->inflight++;
-                sk_s3_submit(&e->r);
+                sk_store_req_get(e->q, e->buf, e->size + 1, get_done, e);
             }
             while (!f->cancel && start_next(f)) {}
         }
@@ -191,14 +200,14 @@ int sk_fetch_start(sk_catalog *c, const uint32_t *order, const uint64_t *pending
 {
     int any = 0;
     for (size_t i = 0; i < c->nsrcs; i++) any |= c->srcs[i].is_s3;
-    if (!any || !c->s3) return SK_OK;
+    if (!any || !c->env_ready) return SK_OK;
     struct sk_fetch *f = calloc(1, sizeof *f);
     SK_FAIL_IF(!f, err, SK_E_NOMEM, "out of memory");
     f->c = c;
     f->max = c->s3_concurrency > 0 ? c->s3_concurrency : 64;
     f->limit = f->max;
     f->cap = (size_t)f->max * 2 + 16;
-    sk_s3_stats(c->s3, NULL, &f->seen_retries);
+    f->seen_retries = sk_store_env_retries(&c->env);
     size_t cap = 1024;
     f->list = malloc(cap * sizeof *f->list);
     f->ring = calloc(f->cap, sizeof *f->ring);
@@ -221,31 +230,36 @@ int sk_fetch_start(sk_catalog *c, const uint32_t *order, const uint64_t *pending
         }
     }
     SK_FAIL_IF(pthread_create(&f->thread, NULL, fetcher_main, f), err, SK_E_NOMEM,
-               "cannot start the S3 fetcher thread");
+               "cannot start the fetcher thread");
     f->started = 1;
     return SK_OK;
 }
 
-/* A ranged GET of [at, at + want (+1 to probe for growth)). */
+/* A ranged GET of [at, at + want (+1 to probe for growth)): the store's
+ * read_at, told the listed size and one byte more so that it asks for the
+ * probe byte without a HEAD of its own. */
 static int read_range(const sk_catalog *c, const sk_item *it, uint64_t at, unsigned char *dst,
                       uint64_t want, int probe, sk_error *err)
 {
     const sk_source *src = &c->srcs[it->src];
-    char key[KEY_MAX];
-    SK_FAIL_IF(sk_s3_item_key(c, it, key, sizeof key) >= sizeof key, err, SK_E_INPUT,
-               "%s...: key too long for S3", src->label);
+    char url[URL_MAX];
+    SK_FAIL_IF(sk_item_url(c, it, url, sizeof url) >= sizeof url, err, SK_E_INPUT,
+               "%s...: name too long for a URL", src->label);
     uint64_t ask = want + (probe ? 1 : 0);
     size_t got = 0;
+    if (!ask) return SK_OK;
+    sk_store *s;
+    SK_GUARD(sk_store_open(&s, url, (sk_store_env *)&c->env, err));
+    s->size_hint = it->size + 1;
     sk_error e = SK_ERROR_INIT;
-    int rc = ask ? sk_s3_get(c->s3, src->bucket, key, at, ask, dst, ask, &got, &e) : SK_OK;
+    int rc = s->ops->read_at(s, at, dst, (size_t)ask, &got, &e);
+    sk_store_close(s);
     if (rc == SK_E_NOTFOUND)
-        return sk_error_set(err, SK_E_NOTFOUND, "s3://%s/%s: object vanished since it was listed",
-                            src->bucket, key);
+        return sk_error_set(err, SK_E_NOTFOUND, "%s: object vanished since it was listed", url);
     if (rc && strstr(e.msg, "InvalidRange")) got = 0, rc = SK_OK; /* shrank below at */
     if (rc) return sk_error_set(err, rc, "%s", e.msg);
-    SK_FAIL_IF(got != want, err, SK_E_INPUT,
-               "s3://%s/%s: object %s while being packed (listed as %llu bytes)", src->bucket, key,
-               got < want ? "shrank" : "grew", (unsigned long long)it->size);
+    SK_FAIL_IF(got != want, err, SK_E_INPUT, "%s: object %s while being packed (listed as %llu bytes)",
+               url, got < want ? "shrank" : "grew", (unsigned long long)it->size);
     return SK_OK;
 }
 
@@ -267,22 +281,22 @@ int sk_fetch_read(const sk_catalog *c, const sk_item *it, const char *name, uint
                   unsigned char *dst, uint64_t want, int probe, sk_error *err)
 {
     struct sk_fetch *f = c->fetch;
-    /* a keyed item's member name is not its key: messages name the object */
-    char shown[KEY_MAX];
+    /* a keyed item's member name is not its object's: messages name the object */
+    char shown[URL_MAX];
+    const char *label = c->srcs[it->src].label;
     if (c->srcs[it->src].keyed) {
-        if (sk_s3_item_key(c, it, shown, sizeof shown) >= sizeof shown) shown[0] = 0;
-        name = shown;
+        if (sk_item_url(c, it, shown, sizeof shown) >= sizeof shown) shown[0] = 0;
+        name = shown, label = "";
     }
-    SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "%s%s: no S3 client", c->srcs[it->src].label, name);
+    SK_FAIL_IF(!c->env_ready, err, SK_E_USAGE, "%s%s: no client for it", label, name);
     if (!f || !is_prefetched(c, it)) return read_range(c, it, at, dst, want, probe, err);
     uint32_t idx = (uint32_t)(it - c->items);
-    const sk_source *src = &c->srcs[it->src];
     pthread_mutex_lock(&f->mu);
     struct entry *e = NULL;
     for (;;) {
         if (f->cancel) {
             pthread_mutex_unlock(&f->mu);
-            return sk_error_set(err, SK_E_IO, "%s%s: fetch cancelled", src->label, name);
+            return sk_error_set(err, SK_E_IO, "%s%s: fetch cancelled", label, name);
         }
         for (size_t p = f->tail; p < f->head && !e; p++)
             if (f->ring[p % f->cap].item == idx && f->ring[p % f->cap].state != E_DONE)
@@ -291,21 +305,23 @@ int sk_fetch_read(const sk_catalog *c, const sk_item *it, const char *name, uint
         pthread_cond_wait(&f->ready, &f->mu);
         e = NULL;
     }
-    int rc = e->r.rc;
-    if (rc == SK_E_NOTFOUND || (rc && e->r.status == 404)) {
+    uint64_t got = 0;
+    sk_error re = SK_ERROR_INIT;
+    int rc = e->rc ? (re = e->err, e->rc) : sk_store_req_result(e->q, &got, &re);
+    if (rc == SK_E_NOTFOUND) {
         rc = sk_error_set(err, SK_E_NOTFOUND, "%s%s: object vanished since it was listed",
-                          src->label, name);
+                          label, name);
     } else if (rc == SK_E_MISMATCH) { /* more bytes than listed + 1 */
         rc = sk_error_set(err, SK_E_INPUT, "%s%s: object grew while being packed (listed as "
-                          "%llu bytes)", src->label, name, (unsigned long long)e->size);
+                          "%llu bytes)", label, name, (unsigned long long)e->size);
     } else if (rc) {
-        rc = sk_error_set(err, rc, "%s", e->r.err.msg);
-    } else if (e->r.dst_len != e->size) {
+        rc = sk_error_set(err, rc, "%s", re.msg);
+    } else if (got != e->size) {
         rc = sk_error_set(err, SK_E_INPUT, "%s%s: object %s while being packed (listed as %llu "
-                          "bytes)", src->label, name, e->r.dst_len < e->size ? "shrank" : "grew",
+                          "bytes)", label, name, got < e->size ? "shrank" : "grew",
                           (unsigned long long)e->size);
     } else if (at != e->taken || at + want > e->size) {
-        rc = sk_error_set(err, SK_E_IO, "%s%s: read out of order", src->label, name);
+        rc = sk_error_set(err, SK_E_IO, "%s%s: read out of order", label, name);
     }
     if (rc) {
         retire(f, e);
@@ -349,7 +365,7 @@ void sk_fetch_free(sk_catalog *c)
     if (f->ring)
         for (size_t i = 0; i < f->cap; i++) {
             free(f->ring[i].buf);
-            sk_buf_free(&f->ring[i].r.resp);
+            sk_store_req_free(f->ring[i].q);
         }
     if (getenv("SK_DEBUG_FETCH"))
         fprintf(stderr, "fetch: %zu objects, limit %.0f/%d, backed off %llu times\n", f->n,
