@@ -25,7 +25,7 @@
  */
 #include "pack/shard_int.h"
 #include "pack/part.h"
-#include "pack/pack_out.h"
+#include "io/emit.h"
 #include "format/image.h"
 
 #include <jansson.h>
@@ -302,7 +302,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
     r.last = r.t0;
     r.out.zlevel = opts->compress_level;
     r.to_stdout = opts->pattern && !strcmp(opts->pattern, "-");
-    r.max_size = opts->max_size ? opts->max_size : (512u << 20);
+    r.max_size = opts->max_size ? opts->max_size : SK_EMIT_DEFAULT_MAX_SIZE;
     r.max_count = opts->max_count;
     if (!opts->pattern) return sk_error_set(err, SK_E_USAGE, "no output pattern");
     SK_FAIL_IF((sk_is_s3_url(opts->pattern) || sk_is_s3_url(opts->manifest)) && !opts->s3, err,

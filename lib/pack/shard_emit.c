@@ -8,7 +8,7 @@
  */
 #include "pack/shard_int.h"
 #include "format/tar.h"
-#include "pack/pack_out.h"
+#include "io/emit.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -140,24 +140,11 @@ static int out_add(rs *r, const struct sview *v, sk_error *err)
     return SK_OK;
 }
 
-/* Relative to the manifest's directory, wherever the shard is (core). */
-#define shard_url sk_path_rel
-
 /* keys: the shard's smallest and largest key (first NULL: not known) */
 static int add_to_manifest(rs *r, const char *path, const sk_index_shard_info *info,
                            uint64_t samples, const sk_key_range *keys, sk_error *err)
 {
-    char url[4200], iurl[4200], ipath[4200];
-    snprintf(ipath, sizeof ipath, "%s.idx", path);
-    SK_FAIL_IF(shard_url(path, r->mdir, url, sizeof url) ||
-                   shard_url(ipath, r->mdir, iurl, sizeof iurl),
-               err, SK_E_USAGE, "%s: name too long", path);
-    sk_manifest_shard ms = {.url = url, .index_url = iurl, .bytes = info->size,
-                            .samples = samples, .crc32c = info->crc32c};
-    SK_GUARD(sk_manifest_add_shard(r->man, &ms, err));
-    if (keys->first)
-        SK_GUARD(sk_manifest_set_key_range(r->man, r->man->nshards - 1, keys->first,
-                                           keys->first_len, keys->last, keys->last_len, err));
+    SK_GUARD(sk_emit_manifest_add(r->man, path, r->mdir, info, samples, 0, keys, err));
     r->st.shards++;
     r->st.output_bytes += info->size;
     return SK_OK;
@@ -294,8 +281,7 @@ int sk_rs_emit(rs *r, const struct sview *v, sk_error *err)
         int roll;
         if (r->o->num_shards) roll = r->in_shard >= r->target && r->shard_no + 1 < r->o->num_shards;
         else if (r->rix) roll = r->rpos >= sk_index_sample_count(r->rix);
-        else roll = (r->max_count && r->in_shard >= r->max_count) ||
-                    (r->in_shard && r->opos + v->len > r->max_size);
+        else roll = sk_emit_rolls(r->max_size, r->max_count, 0, r->opos, r->in_shard, v->len);
         if (roll) SK_GUARD(sk_rs_close_shard(r, err));
     }
     if (!r->open) SK_GUARD(sk_rs_open_shard(r, err));
