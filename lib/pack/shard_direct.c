@@ -35,7 +35,6 @@
  * is byte for byte what libarchive alone gives.  Only a CRC32C mismatch is
  * an error: the member's bytes are not what was indexed. */
 
-
 /* An octal field as libarchive's tar_atol8 reads it (leading blanks, then
  * digits), but only a plain one: at least a digit, then NUL or space. */
 static int octal_field(const unsigned char *f, size_t w, uint64_t *v)

@@ -249,8 +249,6 @@ int sk_rs_pool_new(struct img_pool **out, const sk_shard_options *o, sk_error *e
     return SK_OK;
 }
 
-int sk_rs_emit_sample(rs *r, struct samp *s, sk_error *err);
-
 /* Emits the finished jobs at the head, in order; block: wait for the
  * head job (all of them when drain). */
 int sk_rs_pool_emit(rs *r, int block, int drain, sk_error *err)

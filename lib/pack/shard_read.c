@@ -194,7 +194,7 @@ static la_ssize_t la_read(struct archive *a, void *ctx, const void **out)
 /* Reads one input, feeding its samples on (or counting them).  from > 0:
  * a local tar from that header on (the rest of what direct_input began). */
 int sk_rs_read_input(rs *r, const char *url, struct samp *s, int counting, uint64_t from,
-                      sk_error *err)
+                     sk_error *err)
 {
     struct la_ctx c = {.r = r, .err = err};
     sk_keyseen seen = {0}; /* a sample's members not adjacent: refused, never split */

@@ -72,7 +72,6 @@ int sk_rs_serialize_ref(rs *r, const struct sview *s, uint64_t offset, sk_error 
     return sk_shuffler_addw(r->shuf, &v, 1, meta + s->len, err);
 }
 
-
 /* Writes the sample a reference record names: its bytes read from the
  * input (pread, into the output buffer), each member's data checked
  * against the CRC32C its index records (or, for an index without them,
