@@ -8,7 +8,6 @@
 
 #include <jansson.h>
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,12 +51,6 @@ static const char usage[] =
     "\n"
     "Exit status: 0 done, 1 a shard could not be read, 2 usage.\n";
 
-enum {
-    OPT_RANK = 256, OPT_WORLD, OPT_WORKER, OPT_NWORKERS, OPT_SHUF_SHARDS, OPT_SHUFFLE, OPT_SEED,
-    OPT_EPOCH, OPT_EPOCHS, OPT_PREFETCH, OPT_BUFFER, OPT_MAXSAMPLE, OPT_SKIP, OPT_CACHE,
-    OPT_CACHE_SIZE, OPT_RECORDIO, OPT_JSON
-};
-
 /* --json: one line per sample; keys and extensions are the shard's bytes */
 static int print_json(const sk_reader_sample *s)
 {
@@ -78,80 +71,43 @@ static int print_json(const sk_reader_sample *s)
     return rc || putchar('\n') == EOF ? -1 : 0;
 }
 
-static int small_int(const char *s, int *out)
-{
-    uint64_t v;
-    if (cmd_parse_u64(s, &v) || v > 1000000) return -1;
-    *out = (int)v;
-    return 0;
-}
-
 int cmd_cat(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"buffer", required_argument, NULL, OPT_BUFFER},
-        {"cache-dir", required_argument, NULL, OPT_CACHE},
-        {"cache-size", required_argument, NULL, OPT_CACHE_SIZE},
-        {"epoch", required_argument, NULL, OPT_EPOCH},
-        {"epochs", required_argument, NULL, OPT_EPOCHS},
-        {"help", no_argument, NULL, 'h'},
-        {"keys", no_argument, NULL, 'k'},
-        {"limit", required_argument, NULL, 'n'},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"quiet", no_argument, NULL, 'q'},
-        {"max-sample", required_argument, NULL, OPT_MAXSAMPLE},
-        {"num-workers", required_argument, NULL, OPT_NWORKERS},
-        {"prefetch", required_argument, NULL, OPT_PREFETCH},
-        {"rank", required_argument, NULL, OPT_RANK},
-        {"recordio", no_argument, NULL, OPT_RECORDIO},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"shuffle", required_argument, NULL, OPT_SHUFFLE},
-        {"shuffle-shards", no_argument, NULL, OPT_SHUF_SHARDS},
-        {"skip-errors", no_argument, NULL, OPT_SKIP},
-        {"worker", required_argument, NULL, OPT_WORKER},
-        {"world-size", required_argument, NULL, OPT_WORLD},
-        CMD_S3_CLIENT_OPTIONS,
-        {NULL, 0, NULL, 0},
-    };
     sk_reader_options o;
     sk_reader_options_init(&o);
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
-    int keys = 0, c, bad = 0;
-    uint64_t epochs = 1, limit = UINT64_MAX, v;
-    while ((c = getopt_long(argc, argv, "hkn:q", opts, NULL)) != -1) {
-        switch (c) {
-        case 'h': fputs(usage, stdout); return SK_EXIT_OK;
-        case 'k': keys = 1; break;
-        case OPT_JSON: keys = 2; break;
-        case 'q': break; /* cat prints nothing but samples and errors */
-        case 'n': bad = cmd_parse_u64(optarg, &limit); break;
-        case OPT_RANK: bad = small_int(optarg, &o.rank); break;
-        case OPT_WORLD: bad = small_int(optarg, &o.world_size); break;
-        case OPT_WORKER: bad = small_int(optarg, &o.worker); break;
-        case OPT_NWORKERS: bad = small_int(optarg, &o.num_workers); break;
-        case OPT_SHUF_SHARDS: o.shuffle_shards = 1; break;
-        case OPT_SHUFFLE: bad = cmd_parse_u64(optarg, &v); o.shuffle_buffer = (size_t)v; break;
-        case OPT_SEED: bad = cmd_parse_u64(optarg, &o.seed); break;
-        case OPT_EPOCH: bad = cmd_parse_u64(optarg, &o.epoch); break;
-        case OPT_EPOCHS: bad = cmd_parse_u64(optarg, &epochs); break;
-        case OPT_PREFETCH: bad = small_int(optarg, &o.prefetch); break;
-        case OPT_BUFFER: bad = cmd_parse_size(optarg, &v); o.buffer_size = (size_t)v; break;
-        case OPT_MAXSAMPLE: bad = cmd_parse_size(optarg, &v); o.max_sample = (size_t)v; break;
-        case OPT_SKIP: o.skip_errors = 1; break;
-        case OPT_RECORDIO: o.recordio = 1; break;
-        case OPT_CACHE: o.cache_dir = optarg; break;
-        case OPT_CACHE_SIZE: bad = cmd_parse_size(optarg, &o.cache_size); break;
-        default:
-            switch (cmd_s3_option("cat", usage, c, optarg, &s3cfg, NULL)) {
-            case 1: continue;
-            case -1: return SK_EXIT_USAGE;
-            default: return cmd_unknown_option("cat", argv);
-            }
-        }
-        if (bad) return cmd_usage_error("cat", usage, "bad value '%s' for %s", optarg, argv[optind - 1]);
-    }
-    if (optind == argc) return cmd_usage_error("cat", usage, "no URL given");
-    if (cmd_places_args("cat", argv + optind, argc - optind, CMD_R | CMD_STREAM | CMD_S3 | CMD_HTTP)) return SK_EXIT_USAGE;
+    int keys = 0, quiet = 0; /* cat prints nothing but samples and errors */
+    uint64_t epochs = 1, limit = UINT64_MAX;
+#define BAD "bad value '%s' for %s"
+#define SMALL(name, to) CMD_NUM(name, 0, to, 0, 1000000, BAD)
+    const cmd_opt opts[] = {
+        CMD_SIZE("buffer", 0, &o.buffer_size, 0, SIZE_MAX, BAD),
+        CMD_STR("cache-dir", 0, &o.cache_dir),
+        CMD_SIZE("cache-size", 0, &o.cache_size, 0, UINT64_MAX, BAD),
+        CMD_NUM("epoch", 0, &o.epoch, 0, UINT64_MAX, BAD),
+        CMD_NUM("epochs", 0, &epochs, 0, UINT64_MAX, BAD),
+        CMD_SET("keys", 'k', &keys, 1),
+        CMD_NUM("limit", 'n', &limit, 0, UINT64_MAX, BAD),
+        CMD_SET("json", 0, &keys, 2),
+        CMD_SET("quiet", 'q', &quiet, 1),
+        CMD_SIZE("max-sample", 0, &o.max_sample, 0, SIZE_MAX, BAD),
+        SMALL("num-workers", &o.num_workers),
+        SMALL("prefetch", &o.prefetch),
+        SMALL("rank", &o.rank),
+        CMD_SET("recordio", 0, &o.recordio, 1),
+        CMD_NUM("seed", 0, &o.seed, 0, UINT64_MAX, BAD),
+        CMD_NUM("shuffle", 0, &o.shuffle_buffer, 0, SIZE_MAX, BAD),
+        CMD_SET("shuffle-shards", 0, &o.shuffle_shards, 1),
+        CMD_SET("skip-errors", 0, &o.skip_errors, 1),
+        SMALL("worker", &o.worker),
+        SMALL("world-size", &o.world_size),
+    };
+    cmd_opts os = {.tool = "cat", .usage = usage, .t = opts, .n = sizeof opts / sizeof *opts,
+                   .s3 = &s3cfg};
+    int first, done = cmd_getopt(&os, argc, argv, &first);
+    if (done >= 0) return done;
+    if (first == argc) return cmd_usage_error("cat", usage, "no URL given");
+    if (cmd_places_args("cat", argv + first, argc - first, CMD_R | CMD_STREAM | CMD_S3 | CMD_HTTP)) return SK_EXIT_USAGE;
     if (!keys && isatty(STDOUT_FILENO))
         return cmd_usage_error("cat", usage,
                                "stdout is a terminal: redirect the tar stream, or use --keys");
@@ -161,11 +117,11 @@ int cmd_cat(int argc, char **argv)
     sk_error err = SK_ERROR_INIT;
     sk_reader *r;
     sk_s3 *s3 = NULL;
-    if (cmd_any_remote((const char *const *)argv + optind, (size_t)(argc - optind), &s3cfg)) {
+    if (cmd_any_remote((const char *const *)argv + first, (size_t)(argc - first), &s3cfg)) {
         if (sk_s3_new(&s3, &s3cfg, &err)) return cmd_report("cat", &err);
         o.s3 = s3;
     }
-    if (sk_reader_open(&r, (const char *const *)argv + optind, (size_t)(argc - optind), &o, &err)) {
+    if (sk_reader_open(&r, (const char *const *)argv + first, (size_t)(argc - first), &o, &err)) {
         sk_s3_free(s3);
         return cmd_report("cat", &err);
     }

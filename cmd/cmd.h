@@ -12,6 +12,7 @@
 enum { SK_EXIT_OK = 0, SK_EXIT_PROBLEM = 1, SK_EXIT_USAGE = 2 };
 
 int cmd_pack(int argc, char **argv);
+int cmd_pack_urls(int argc, char **argv); /* pack --from-urls (pack_urls.c) */
 int cmd_index(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
@@ -235,6 +236,61 @@ const char *cmd_bytes(uint64_t b, char *out, size_t cap);
 /* Prints "shardkit <tool>: <message>" for a library error and maps its code
  * to an exit code (usage errors give 2, everything else 1). */
 int cmd_report(const char *tool, const sk_error *err);
+
+/* A tool's options as a table (opts.c): each row names an option and says
+ * where its value goes and how it is checked; cmd_getopt runs the one
+ * getopt_long loop over them.  Kinds: */
+enum {
+    CMD_O_SET,   /* no value: *(int *)to = lo */
+    CMD_O_OR,    /* no value: *(unsigned *)to |= lo */
+    CMD_O_CLEAR, /* no value: *(unsigned *)to &= ~lo */
+    CMD_O_STR,   /* *(const char **)to = the value */
+    CMD_O_NUM,   /* a decimal integer in [lo, hi], into an integer of `width` bytes */
+    CMD_O_SIZE,  /* a size ("512M") in [lo, hi], likewise */
+    CMD_O_FN,    /* fn(ctx, value): 0, or the tool's exit code (2 after a usage error) */
+    CMD_O_FN_OPT, /* the same, the value optional (NULL when not given) */
+    CMD_O_DO,    /* no value: fn(ctx, NULL), as CMD_O_FN */
+};
+struct option;
+typedef struct cmd_opt {
+    const char *name; /* the long name, without "--" (NULL: none) */
+    int letter;       /* the short form (0: none) */
+    int kind;
+    void *to;
+    size_t width;     /* sizeof *to (4 or 8) for CMD_O_NUM and CMD_O_SIZE */
+    uint64_t lo, hi;
+    const char *bad;  /* a bad number's message: a format given the value and the
+                       * option as typed (NULL: "bad --NAME 'VALUE'") */
+    int (*fn)(void *ctx, char *value);
+    void *ctx;
+} cmd_opt;
+#define CMD_SET(name, letter, to, v) {name, letter, CMD_O_SET, to, sizeof *(to), (uint64_t)(v), 0, NULL, NULL, NULL}
+#define CMD_OR(name, to, bits) {name, 0, CMD_O_OR, to, sizeof *(to), (uint64_t)(bits), 0, NULL, NULL, NULL}
+#define CMD_CLEAR(name, to, bits) {name, 0, CMD_O_CLEAR, to, sizeof *(to), (uint64_t)(bits), 0, NULL, NULL, NULL}
+#define CMD_STR(name, letter, to) {name, letter, CMD_O_STR, (void *)(to), 0, 0, 0, NULL, NULL, NULL}
+#define CMD_NUM(name, letter, to, lo, hi, bad) {name, letter, CMD_O_NUM, to, sizeof *(to), lo, hi, bad, NULL, NULL}
+#define CMD_SIZE(name, letter, to, lo, hi, bad) {name, letter, CMD_O_SIZE, to, sizeof *(to), lo, hi, bad, NULL, NULL}
+#define CMD_FN(name, letter, fn, ctx) {name, letter, CMD_O_FN, NULL, 0, 0, 0, NULL, fn, ctx}
+#define CMD_FN_OPT(name, fn, ctx) {name, 0, CMD_O_FN_OPT, NULL, 0, 0, 0, NULL, fn, ctx}
+#define CMD_DO(name, letter, fn, ctx) {name, letter, CMD_O_DO, NULL, 0, 0, 0, NULL, fn, ctx}
+typedef struct cmd_opts {
+    const char *tool, *usage;
+    const cmd_opt *t; /* the rows (at most 64) */
+    size_t n;
+    sk_s3_config *s3; /* not NULL: the S3 client options too (CMD_S3_CLIENT_OPTIONS) */
+    uint64_t *part_size; /* not NULL (with s3): --part-size too */
+    /* A family of options shared with other tools (CMD_IMAGE_OPTIONS, ...):
+     * its getopt rows, and the function taking them (1 taken, 0 not one of
+     * them, -1 a bad value, reported). */
+    const struct option *more;
+    size_t nmore;
+    int (*more_fn)(void *ctx, int c, char *value);
+    void *more_ctx;
+} cmd_opts;
+/* Takes the options of argv, -h/--help included (the usage on stdout).
+ * -1: done, the operands are argv[*first..argc); else the tool's exit
+ * code (0 after --help, 2 after a usage error, reported). */
+int cmd_getopt(const cmd_opts *os, int argc, char **argv, int *first);
 
 /* The one message for an option getopt does not know, or one missing its
  * value (optind, optopt as getopt left them); returns 2. */

@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -40,7 +39,6 @@ static const char usage[] =
     "Every member read is checked against its CRC32C in the index.\n"
     "Exit status: 0 written, 1 not found or damaged data, 2 usage.\n";
 
-enum { OPT_TAR = 256, OPT_TRUST, OPT_JSON };
 
 /* --json: the sample's place and members, as the index records them; key
  * and extensions are bytes from the index, so not checked as UTF-8 */
@@ -129,42 +127,26 @@ static int write_member(sk_dataset *ds, const sk_hit *h, uint32_t i, const char 
 
 int cmd_get(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"ext", required_argument, NULL, 'e'},
-        {"help", no_argument, NULL, 'h'},
-        {"output", required_argument, NULL, 'o'},
-        {"tar", no_argument, NULL, OPT_TAR},
-        {"trust-index", no_argument, NULL, OPT_TRUST},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"quiet", no_argument, NULL, 'q'},
-        CMD_S3_CLIENT_OPTIONS,
-        {NULL, 0, NULL, 0},
-    };
     const char *ext = NULL, *out = NULL;
-    int tar = 0, json = 0, c;
+    int tar = 0, json = 0, quiet = 0; /* get prints nothing but the data and errors */
     unsigned flags = 0;
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
     sk_s3 *s3 = NULL;
-    while ((c = getopt_long(argc, argv, "e:ho:q", opts, NULL)) != -1) {
-        switch (c) {
-        case 'e': ext = optarg; break;
-        case 'h': fputs(usage, stdout); return SK_EXIT_OK;
-        case 'o': out = optarg; break;
-        case OPT_TAR: tar = 1; break;
-        case OPT_TRUST: flags |= SK_INDEX_TRUST_BODY; break;
-        case OPT_JSON: json = 1; break;
-        case 'q': break; /* get prints nothing but the data and errors */
-        default:
-            switch (cmd_s3_option("get", usage, c, optarg, &s3cfg, NULL)) {
-            case 1: break;
-            case -1: return SK_EXIT_USAGE;
-            default: return cmd_unknown_option("get", argv);
-            }
-        }
-    }
-    if (argc - optind != 2) return cmd_usage_error("get", usage, "need DATASET and KEY (or '#N')");
+    const cmd_opt opts[] = {
+        CMD_STR("ext", 'e', &ext),
+        CMD_STR("output", 'o', &out),
+        CMD_SET("tar", 0, &tar, 1),
+        CMD_OR("trust-index", &flags, SK_INDEX_TRUST_BODY),
+        CMD_SET("json", 0, &json, 1),
+        CMD_SET("quiet", 'q', &quiet, 1),
+    };
+    cmd_opts os = {.tool = "get", .usage = usage, .t = opts, .n = sizeof opts / sizeof *opts,
+                   .s3 = &s3cfg};
+    int first, done = cmd_getopt(&os, argc, argv, &first);
+    if (done >= 0) return done;
+    if (argc - first != 2) return cmd_usage_error("get", usage, "need DATASET and KEY (or '#N')");
     if (tar && ext) return cmd_usage_error("get", usage, "--tar writes whole samples; drop --ext");
-    const char *dataset = argv[optind], *key = argv[optind + 1];
+    const char *dataset = argv[first], *key = argv[first + 1];
     const cmd_place pl[] = {{NULL, dataset, CMD_R | CMD_S3 | CMD_HTTP}, {"-o", out, CMD_W | CMD_STREAM}};
     if (cmd_places("get", pl, 2)) return SK_EXIT_USAGE;
     sk_error err = SK_ERROR_INIT;

@@ -55,7 +55,6 @@ static const char usage[] =
     "\n"
     "Exit status: 0 all indexed, 1 a shard could not be (fully) indexed, 2 usage.\n";
 
-enum { OPT_FAST = 256, OPT_DALI, OPT_WIDS, OPT_NO_MANIFEST, OPT_RESUME, OPT_JSON };
 
 struct out {
     int quiet, fast, status;
@@ -107,105 +106,94 @@ static void on_done(void *ctx, const char *shard, const sk_build_stats *st, cons
                 (unsigned long long)st->unkeyed);
 }
 
+static int sagemaker_option(void *ctx, int c, char *value)
+{
+    cmd_sagemaker *sm = ctx;
+    return cmd_sagemaker_option(sm->tool, usage, c, value, sm);
+}
+
+static const struct option sagemaker_rows[] = {CMD_SAGEMAKER_OPTIONS};
+#define SAGEMAKER_ROWS(sm) .more = sagemaker_rows, .nmore = sizeof sagemaker_rows / sizeof *sagemaker_rows, \
+                           .more_fn = sagemaker_option, .more_ctx = sm
+
 static int run_merge(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, NULL, 'h'},
-        {"output", required_argument, NULL, 'o'},
-        {"manifest", required_argument, NULL, 'o'},
-        CMD_SAGEMAKER_OPTIONS,
-        {NULL, 0, NULL, 0},
-    };
     const char *out = NULL;
-    cmd_sagemaker sm = {0};
-    int c;
+    cmd_sagemaker sm = {.tool = "index merge"};
+    const cmd_opt opts[] = {CMD_STR("output", 'o', &out), CMD_STR("manifest", 0, &out)};
+    cmd_opts os = {.tool = "index merge", .usage = usage, .t = opts, .n = 2, SAGEMAKER_ROWS(&sm)};
+    int first, done;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'h': fputs(usage, stdout); return SK_EXIT_OK;
-        case 'o': out = optarg; break;
-        default:
-            switch (cmd_sagemaker_option("index merge", usage, c, optarg, &sm)) {
-            case 1: continue;
-            case -1: return SK_EXIT_USAGE;
-            }
-            return cmd_unknown_option("index merge", argv);
-        }
-    }
+    if ((done = cmd_getopt(&os, argc, argv, &first)) >= 0) return done;
     if (!out) return cmd_usage_error("index merge", usage, "-o OUT.json is required");
-    if (optind >= argc) return cmd_usage_error("index merge", usage, "no manifests given");
+    if (first >= argc) return cmd_usage_error("index merge", usage, "no manifests given");
     /* s3:// passes the grammar; the merge itself says why it is refused */
     if (cmd_places("index merge", &(cmd_place){"-o", out, CMD_W | CMD_S3}, 1) ||
-        cmd_places_args("index merge", argv + optind, argc - optind, CMD_R | CMD_S3))
+        cmd_places_args("index merge", argv + first, argc - first, CMD_R | CMD_S3))
         return SK_EXIT_USAGE;
     sk_error err = SK_ERROR_INIT;
-    if (sk_manifest_merge((const char *const *)argv + optind, (size_t)(argc - optind), out, &err) ||
+    if (sk_manifest_merge((const char *const *)argv + first, (size_t)(argc - first), out, &err) ||
         cmd_sagemaker_write(&sm, out, NULL, 0, 0, NULL, &err))
         return cmd_report("index merge", &err);
     return SK_EXIT_OK;
 }
 
+/* --fast, --json and --wids[=PATH]: more than one field each */
+struct index_opts {
+    sk_index_dataset_opts *o;
+    struct out *out;
+};
+
+static int fast(void *ctx, char *value)
+{
+    struct index_opts *io = ctx;
+    io->o->flags |= SK_BUILD_FAST, io->out->fast = 1;
+    return 0;
+}
+
+static int json(void *ctx, char *value)
+{
+    struct index_opts *io = ctx;
+    return !io->out->json && !(io->out->json = json_array()) ? SK_EXIT_PROBLEM : 0;
+}
+
+static int wids(void *ctx, char *value)
+{
+    ((struct index_opts *)ctx)->o->wids = value ? value : "";
+    return 0;
+}
+
 int cmd_index(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "merge")) return run_merge(argc - 1, argv + 1);
-    static const struct option opts[] = {
-        {"dali", no_argument, NULL, OPT_DALI},
-        {"fast", no_argument, NULL, OPT_FAST},
-        {"help", no_argument, NULL, 'h'},
-        {"jobs", required_argument, NULL, 'j'},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"manifest", required_argument, NULL, 'o'},
-        {"no-manifest", no_argument, NULL, OPT_NO_MANIFEST},
-        {"overwrite", no_argument, NULL, CMD_OPT_OVERWRITE},
-        {"quiet", no_argument, NULL, 'q'},
-        {"resume", no_argument, NULL, OPT_RESUME},
-        {"wids", optional_argument, NULL, OPT_WIDS},
-        CMD_S3_CLIENT_OPTIONS,
-        CMD_SAGEMAKER_OPTIONS,
-        {NULL, 0, NULL, 0},
-    };
-    cmd_sagemaker sm = {0};
+    cmd_sagemaker sm = {.tool = "index"};
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
     sk_s3 *s3 = NULL;
     sk_index_dataset_opts o;
     sk_index_dataset_opts_init(&o);
     struct out out = {0};
-    int c;
     uint64_t njobs = 0; /* 0: one per core */
-    while ((c = getopt_long(argc, argv, "hj:o:q", opts, NULL)) != -1) {
-        switch (c) {
-        case 'h': fputs(usage, stdout); return SK_EXIT_OK;
-        case 'j':
-            if (cmd_parse_u64(optarg, &njobs) || njobs < 1 || njobs > 1024)
-                return cmd_usage_error("index", usage, "-j needs a number of jobs from 1 to 1024");
-            break;
-        case 'o': o.manifest = optarg; break;
-        case 'q': out.quiet = 1; break;
-        case OPT_FAST: o.flags |= SK_BUILD_FAST, out.fast = 1; break;
-        case OPT_DALI: o.dali = 1; break;
-        case OPT_WIDS: o.wids = optarg ? optarg : ""; break;
-        case OPT_NO_MANIFEST: o.no_manifest = 1; break;
-        case OPT_RESUME: o.resume = 1; break;
-        case CMD_OPT_OVERWRITE: o.overwrite = 1; break;
-        case OPT_JSON:
-            if (!out.json && !(out.json = json_array())) return SK_EXIT_PROBLEM;
-            break;
-        default:
-            switch (cmd_sagemaker_option("index", usage, c, optarg, &sm)) {
-            case 1: continue;
-            case -1: return SK_EXIT_USAGE;
-            }
-            switch (cmd_s3_option("index", usage, c, optarg, &s3cfg, NULL)) {
-            case 1: break;
-            case -1: return SK_EXIT_USAGE;
-            default: return cmd_unknown_option("index", argv);
-            }
-        }
-    }
-    if (optind >= argc) return cmd_usage_error("index", usage, "no shards given");
+    struct index_opts io = {&o, &out};
+    const cmd_opt opts[] = {
+        CMD_SET("dali", 0, &o.dali, 1),
+        CMD_DO("fast", 0, fast, &io),
+        CMD_NUM("jobs", 'j', &njobs, 1, 1024, "-j needs a number of jobs from 1 to 1024"),
+        CMD_DO("json", 0, json, &io),
+        CMD_STR("manifest", 'o', &o.manifest),
+        CMD_SET("no-manifest", 0, &o.no_manifest, 1),
+        CMD_SET("overwrite", 0, &o.overwrite, 1),
+        CMD_SET("quiet", 'q', &out.quiet, 1),
+        CMD_SET("resume", 0, &o.resume, 1),
+        CMD_FN_OPT("wids", wids, &io),
+    };
+    cmd_opts os = {.tool = "index", .usage = usage, .t = opts, .n = sizeof opts / sizeof *opts,
+                   .s3 = &s3cfg, SAGEMAKER_ROWS(&sm)};
+    int first, done = cmd_getopt(&os, argc, argv, &first);
+    if (done >= 0) return done;
+    if (first >= argc) return cmd_usage_error("index", usage, "no shards given");
     const cmd_place pl[] = {{"-o", o.manifest, CMD_W | CMD_S3}, {"--wids", o.wids && *o.wids ? o.wids : NULL, CMD_W},
                             {"--sagemaker-manifest", sm.out, CMD_W | CMD_S3}};
-    if (cmd_places("index", pl, 3) || cmd_places_args("index", argv + optind, argc - optind, CMD_R | CMD_S3))
+    if (cmd_places("index", pl, 3) || cmd_places_args("index", argv + first, argc - first, CMD_R | CMD_S3))
         return SK_EXIT_USAGE;
     if (o.no_manifest && (o.manifest || o.wids || sm.out))
         return cmd_usage_error("index", usage, "--no-manifest conflicts with -o, --wids and --sagemaker-manifest");
@@ -226,15 +214,15 @@ int cmd_index(int argc, char **argv)
     o.progress = on_progress; /* also counts the bytes for --json */
     sk_error err = SK_ERROR_INIT;
     sk_index_dataset_stats st = {0};
-    const char *const *args = (const char *const *)argv + optind;
+    const char *const *args = (const char *const *)argv + first;
     o.sagemaker = sm.out;
     o.sagemaker_opts = &sm.o;
     sm.o.warn = on_warn; /* (sk_index_dataset hands it its client) */
-    if ((cmd_any_s3(args, (size_t)(argc - optind)) || cmd_any_s3(&o.manifest, 1) || cmd_any_s3(&sm.out, 1)) &&
+    if ((cmd_any_s3(args, (size_t)(argc - first)) || cmd_any_s3(&o.manifest, 1) || cmd_any_s3(&sm.out, 1)) &&
         sk_s3_new(&s3, &s3cfg, &err))
         return cmd_report("index", &err);
     o.s3 = s3;
-    int rc = sk_index_dataset(args, (size_t)(argc - optind), &o, &st, &err);
+    int rc = sk_index_dataset(args, (size_t)(argc - first), &o, &st, &err);
     sk_s3_free(s3);
     if (rc) cmd_ui_end(&out.ui);
     else cmd_progress_summary(&out.ui, st.shards, st.samples, "samples", out.bytes, cmd_progress_elapsed(&out.ui));

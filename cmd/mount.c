@@ -6,7 +6,6 @@
  */
 #include "cmd.h"
 
-#include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +35,6 @@ static const char usage[] =
     "Exit status: 0 mounted (and, with -f, unmounted cleanly), 1 the mount\n"
     "failed (the reason is printed), 2 usage.\n";
 
-enum { OPT_BY_SHARD = 256, OPT_VERIFY, OPT_THREADS, OPT_TRUST, OPT_JSON };
-
 struct opener {
     const char *dataset;
     unsigned flags;
@@ -57,6 +54,31 @@ static void no_warning(void *ctx, const char *msg)
     (void)ctx, (void)msg;
 }
 
+/* -q */
+static int quiet(void *ctx, char *value)
+{
+    ((sk_mount_options *)ctx)->warn = no_warning;
+    return 0;
+}
+
+/* -o: allow_other is ours to pass; the rest goes to libfuse as given */
+struct fuse_opts {
+    sk_mount_options *o;
+    char buf[1024];
+};
+
+static int fuse_opt(void *ctx, char *value)
+{
+    struct fuse_opts *f = ctx;
+    for (char *t = strtok(value, ","); t; t = strtok(NULL, ",")) {
+        if (!strcmp(t, "allow_other")) f->o->allow_other = 1;
+        else if (strlen(f->buf) + strlen(t) + 2 < sizeof f->buf)
+            strcat(strcat(f->buf, f->buf[0] ? "," : ""), t);
+        else return cmd_usage_error("mount", usage, "-o: too many options");
+    }
+    return 0;
+}
+
 static void close_ds(void *ctx, sk_dataset *ds)
 {
     struct opener *op = ctx;
@@ -67,64 +89,34 @@ static void close_ds(void *ctx, sk_dataset *ds)
 
 int cmd_mount(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"foreground", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {"by-shard", no_argument, NULL, OPT_BY_SHARD},
-        {"verify", no_argument, NULL, OPT_VERIFY},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"trust-index", no_argument, NULL, OPT_TRUST},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"quiet", no_argument, NULL, 'q'},
-        CMD_S3_CLIENT_OPTIONS,
-        {NULL, 0, NULL, 0},
-    };
     struct opener op = {.cfg = SK_S3_CONFIG_INIT};
     sk_mount_options o;
     sk_mount_options_init(&o);
-    char fuse_opts[1024] = "";
-    uint64_t v;
-    int c, json = 0;
-    while ((c = getopt_long(argc, argv, "fhqo:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'f': o.foreground = 1; break;
-        case 'h': fputs(usage, stdout); return SK_EXIT_OK;
-        case 'o':
-            /* allow_other is ours to pass; the rest goes to libfuse as given */
-            for (char *t = strtok(optarg, ","); t; t = strtok(NULL, ",")) {
-                if (!strcmp(t, "allow_other")) o.allow_other = 1;
-                else if (strlen(fuse_opts) + strlen(t) + 2 < sizeof fuse_opts)
-                    strcat(strcat(fuse_opts, fuse_opts[0] ? "," : ""), t);
-                else return cmd_usage_error("mount", usage, "-o: too many options");
-            }
-            break;
-        case OPT_BY_SHARD: o.by_shard = 1; break;
-        case OPT_VERIFY: o.verify = 1; break;
-        case OPT_THREADS:
-            if (cmd_parse_u64(optarg, &v) || v < 1 || v > 1024)
-                return cmd_usage_error("mount", usage, "--threads: '%s' is not 1..1024", optarg);
-            o.threads = (int)v;
-            break;
-        case OPT_TRUST: op.flags |= SK_INDEX_TRUST_BODY; break;
-        case OPT_JSON: json = 1; break;
-        case 'q': o.warn = no_warning; break;
-        default:
-            switch (cmd_s3_option("mount", usage, c, optarg, &op.cfg, NULL)) {
-            case 1: break;
-            case -1: return SK_EXIT_USAGE;
-            default: return cmd_unknown_option("mount", argv);
-            }
-        }
-    }
-    if (argc - optind != 2) return cmd_usage_error("mount", usage, "need DATASET and MOUNTPOINT");
-    op.dataset = argv[optind];
-    o.fuse_opts = fuse_opts[0] ? fuse_opts : NULL;
+    struct fuse_opts fo = {.o = &o};
+    int json = 0;
+    const cmd_opt opts[] = {
+        CMD_SET("foreground", 'f', &o.foreground, 1),
+        CMD_SET("by-shard", 0, &o.by_shard, 1),
+        CMD_SET("verify", 0, &o.verify, 1),
+        CMD_NUM("threads", 0, &o.threads, 1, 1024, "--threads: '%s' is not 1..1024"),
+        CMD_OR("trust-index", &op.flags, SK_INDEX_TRUST_BODY),
+        CMD_SET("json", 0, &json, 1),
+        CMD_DO("quiet", 'q', quiet, &o),
+        CMD_FN(NULL, 'o', fuse_opt, &fo),
+    };
+    cmd_opts os = {.tool = "mount", .usage = usage, .t = opts, .n = sizeof opts / sizeof *opts,
+                   .s3 = &op.cfg};
+    int first, done = cmd_getopt(&os, argc, argv, &first);
+    if (done >= 0) return done;
+    if (argc - first != 2) return cmd_usage_error("mount", usage, "need DATASET and MOUNTPOINT");
+    op.dataset = argv[first];
+    o.fuse_opts = fo.buf[0] ? fo.buf : NULL;
     o.open = open_ds;
     o.close = close_ds;
     o.ctx = &op;
     sk_error err = SK_ERROR_INIT;
-    if (sk_mount_run(op.dataset, argv[optind + 1], &o, &err)) return cmd_report("mount", &err);
-    json_t *j = json ? json_pack("{s:s, s:s}", "dataset", op.dataset, "mountpoint", argv[optind + 1]) : NULL;
+    if (sk_mount_run(op.dataset, argv[first + 1], &o, &err)) return cmd_report("mount", &err);
+    json_t *j = json ? json_pack("{s:s, s:s}", "dataset", op.dataset, "mountpoint", argv[first + 1]) : NULL;
     if (j) json_dumpf(j, stdout, JSON_COMPACT), putchar('\n');
     json_decref(j);
     return SK_EXIT_OK;

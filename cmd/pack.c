@@ -27,6 +27,8 @@ static const char usage[] =
     "      --root DIR           directory the listed paths are relative to (default .)\n"
     "  -0, --null               the list is NUL-separated (find -print0)\n"
     "      --from-archive FILE  also pack each member of FILE (tar, zip, 7z, ...)\n"
+    "      --from-urls LIST     download a URL list instead (shardkit pack --from-urls\n"
+    "                           LIST --help; docs/urls.md)\n"
     "      --from-manifest M    also pack what SageMaker manifest M names (a file or\n"
     "                           s3:// object: ManifestFile or augmented manifest)\n"
     "      --max-size SIZE      roll over before a shard passes SIZE (default 512M)\n"
@@ -133,6 +135,9 @@ int cmd_pack(int argc, char **argv)
     struct source *srcs = calloc((size_t)argc + 1, sizeof *srcs);
     size_t nsrcs = 0;
     if (!srcs) return SK_EXIT_PROBLEM;
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strncmp(argv[i], "--from-urls", 11) && (!argv[i][11] || argv[i][11] == '='))
+            return free(srcs), cmd_pack_urls(argc, argv);
 
     while ((c = getopt_long(argc, argv, "o:0j:qh", options, NULL)) != -1) {
         switch (c) {

@@ -4,7 +4,6 @@
  */
 #include "cmd.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,8 +32,6 @@ static const char usage[] =
     "Prints the URL on stdout once listening.  Exit status: 0 stopped by a\n"
     "signal, 1 the dataset or the port could not be opened, 2 usage.\n";
 
-enum { OPT_BIND = 256, OPT_MAXC, OPT_THREADS, OPT_TCACHE, OPT_TSIZE, OPT_TRUST, OPT_JSON };
-
 static void ready(void *ctx, const char *url)
 {
     int mode = *(int *)ctx; /* 0 text, 1 --json, 2 -q */
@@ -45,20 +42,6 @@ static void ready(void *ctx, const char *url)
 
 int cmd_serve(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"bind", required_argument, NULL, OPT_BIND},
-        {"port", required_argument, NULL, 'p'},
-        {"max-connections", required_argument, NULL, OPT_MAXC},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"thumb-cache", required_argument, NULL, OPT_TCACHE},
-        {"thumb-size", required_argument, NULL, OPT_TSIZE},
-        {"trust-index", no_argument, NULL, OPT_TRUST},
-        {"help", no_argument, NULL, 'h'},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"quiet", no_argument, NULL, 'q'},
-        CMD_S3_CLIENT_OPTIONS,
-        {NULL, 0, NULL, 0},
-    };
     sk_serve_options so;
     sk_serve_options_init(&so);
     so.port = 8080;
@@ -66,53 +49,26 @@ int cmd_serve(int argc, char **argv)
     int mode = 0;
     so.ctx = &mode;
     unsigned flags = 0;
-    uint64_t v;
-    int c;
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
     sk_s3 *s3 = NULL;
-    while ((c = getopt_long(argc, argv, "hp:q", opts, NULL)) != -1) {
-        switch (c) {
-        case OPT_BIND: so.bind = optarg; break;
-        case OPT_JSON: mode = 1; break;
-        case 'q': mode = 2; break;
-        case 'p':
-            if (cmd_parse_u64(optarg, &v) || v > 65535)
-                return cmd_usage_error("serve", usage, "bad --port '%s'", optarg);
-            so.port = (unsigned)v;
-            break;
-        case OPT_MAXC:
-            if (cmd_parse_u64(optarg, &v) || !v || v > 100000)
-                return cmd_usage_error("serve", usage, "bad --max-connections '%s'", optarg);
-            so.max_connections = (unsigned)v;
-            break;
-        case OPT_THREADS:
-            if (cmd_parse_u64(optarg, &v) || !v || v > 256)
-                return cmd_usage_error("serve", usage, "bad --threads '%s'", optarg);
-            so.threads = (unsigned)v;
-            break;
-        case OPT_TCACHE:
-            if (cmd_parse_size(optarg, &v) || !v)
-                return cmd_usage_error("serve", usage, "bad --thumb-cache '%s'", optarg);
-            so.thumb_cache = (size_t)v;
-            break;
-        case OPT_TSIZE:
-            if (cmd_parse_u64(optarg, &v) || !v || v > 1024)
-                return cmd_usage_error("serve", usage, "bad --thumb-size '%s'", optarg);
-            so.thumb_size = (unsigned)v;
-            break;
-        case OPT_TRUST: flags |= SK_INDEX_TRUST_BODY; break;
-        case 'h': fputs(usage, stdout); return SK_EXIT_OK;
-        default:
-            switch (cmd_s3_option("serve", usage, c, optarg, &s3cfg, NULL)) {
-            case 1: break;
-            case -1: return SK_EXIT_USAGE;
-            default: return cmd_unknown_option("serve", argv);
-            }
-        }
-    }
-    if (argc - optind != 1) return cmd_usage_error("serve", usage, "need one DATASET");
-    if (cmd_places_args("serve", argv + optind, 1, CMD_R | CMD_S3 | CMD_HTTP)) return SK_EXIT_USAGE;
-    const char *dataset = argv[optind];
+    const cmd_opt opts[] = {
+        CMD_STR("bind", 0, &so.bind),
+        CMD_NUM("port", 'p', &so.port, 0, 65535, NULL),
+        CMD_NUM("max-connections", 0, &so.max_connections, 1, 100000, NULL),
+        CMD_NUM("threads", 0, &so.threads, 1, 256, NULL),
+        CMD_SIZE("thumb-cache", 0, &so.thumb_cache, 1, SIZE_MAX, NULL),
+        CMD_NUM("thumb-size", 0, &so.thumb_size, 1, 1024, NULL),
+        CMD_OR("trust-index", &flags, SK_INDEX_TRUST_BODY),
+        CMD_SET("json", 0, &mode, 1),
+        CMD_SET("quiet", 'q', &mode, 2),
+    };
+    cmd_opts os = {.tool = "serve", .usage = usage, .t = opts, .n = sizeof opts / sizeof *opts,
+                   .s3 = &s3cfg};
+    int first, done = cmd_getopt(&os, argc, argv, &first);
+    if (done >= 0) return done;
+    if (argc - first != 1) return cmd_usage_error("serve", usage, "need one DATASET");
+    if (cmd_places_args("serve", argv + first, 1, CMD_R | CMD_S3 | CMD_HTTP)) return SK_EXIT_USAGE;
+    const char *dataset = argv[first];
     sk_error err = SK_ERROR_INIT;
     sk_dataset *ds = NULL;
     int rc;

@@ -5,7 +5,6 @@
  */
 #include "cmd.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,9 +35,6 @@ static const char usage[] =
     CMD_S3_CLIENT_USAGE
     "\n"
     "Exit status: 0 done, 1 a problem reading the dataset, 2 usage.\n";
-
-enum { OPT_IMAGES = 256, OPT_IMAGE_EXT, OPT_JSON_KEYS, OPT_JSON, OPT_HTML, OPT_KEY_MEM,
-       OPT_CHECK, OPT_READ_RATE, OPT_SHARDS, OPT_PREFETCH };
 
 static void print_rate(const char *what, const sk_read_rate_run *r)
 {
@@ -80,70 +76,37 @@ static int read_rate(const char *dataset, const sk_read_rate_options *ro, int js
 
 int cmd_stats(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"images", no_argument, NULL, OPT_IMAGES},
-        {"image-ext", required_argument, NULL, OPT_IMAGE_EXT},
-        {"json-keys", no_argument, NULL, OPT_JSON_KEYS},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"html", required_argument, NULL, OPT_HTML},
-        {"key-mem", required_argument, NULL, OPT_KEY_MEM},
-        {"check-index", no_argument, NULL, OPT_CHECK},
-        {"read-rate", no_argument, NULL, OPT_READ_RATE},
-        {"shards", required_argument, NULL, OPT_SHARDS},
-        {"prefetch", required_argument, NULL, OPT_PREFETCH},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        CMD_S3_CLIENT_OPTIONS,
-        {NULL, 0, NULL, 0},
-    };
     sk_stats_options so;
     sk_stats_options_init(&so);
     sk_read_rate_options ro;
     sk_read_rate_options_init(&ro);
     const char *html = NULL;
-    int json = 0, quiet = 0, rate = 0, c;
+    int json = 0, quiet = 0, rate = 0;
     unsigned flags = SK_INDEX_TRUST_BODY;
-    uint64_t v;
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
     sk_s3 *s3 = NULL;
-    while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
-        switch (c) {
-        case OPT_IMAGES: so.flags |= SK_STATS_IMAGES; break;
-        case OPT_IMAGE_EXT: so.image_ext = optarg; break;
-        case OPT_JSON_KEYS: so.flags |= SK_STATS_JSON_KEYS; break;
-        case OPT_JSON: json = 1; break;
-        case OPT_HTML: html = optarg; break;
-        case OPT_KEY_MEM:
-            if (cmd_parse_size(optarg, &so.key_mem))
-                return cmd_usage_error("stats", usage, "bad --key-mem '%s'", optarg);
-            break;
-        case OPT_CHECK: flags &= ~SK_INDEX_TRUST_BODY; break;
-        case OPT_READ_RATE: rate = 1; break;
-        case OPT_SHARDS:
-            if (cmd_parse_u64(optarg, &v) || !v)
-                return cmd_usage_error("stats", usage, "bad --shards '%s'", optarg);
-            ro.shards = (size_t)v;
-            break;
-        case OPT_PREFETCH:
-            if (cmd_parse_u64(optarg, &v) || v > 64)
-                return cmd_usage_error("stats", usage, "bad --prefetch '%s'", optarg);
-            ro.prefetch = (int)v;
-            break;
-        case 'q': quiet = 1; break;
-        case 'h': fputs(usage, stdout); return SK_EXIT_OK;
-        default:
-            switch (cmd_s3_option("stats", usage, c, optarg, &s3cfg, NULL)) {
-            case 1: break;
-            case -1: return SK_EXIT_USAGE;
-            default: return cmd_unknown_option("stats", argv);
-            }
-        }
-    }
-    if (argc - optind != 1) return cmd_usage_error("stats", usage, "need one DATASET");
-    if (cmd_places_args("stats", argv + optind, 1, CMD_R | CMD_S3 | CMD_HTTP)) return SK_EXIT_USAGE;
+    const cmd_opt opts[] = {
+        CMD_OR("images", &so.flags, SK_STATS_IMAGES),
+        CMD_STR("image-ext", 0, &so.image_ext),
+        CMD_OR("json-keys", &so.flags, SK_STATS_JSON_KEYS),
+        CMD_SET("json", 0, &json, 1),
+        CMD_STR("html", 0, &html),
+        CMD_SIZE("key-mem", 0, &so.key_mem, 0, UINT64_MAX, NULL),
+        CMD_CLEAR("check-index", &flags, SK_INDEX_TRUST_BODY),
+        CMD_SET("read-rate", 0, &rate, 1),
+        CMD_NUM("shards", 0, &ro.shards, 1, SIZE_MAX, NULL),
+        CMD_NUM("prefetch", 0, &ro.prefetch, 0, 64, NULL),
+        CMD_SET("quiet", 'q', &quiet, 1),
+    };
+    cmd_opts os = {.tool = "stats", .usage = usage, .t = opts, .n = sizeof opts / sizeof *opts,
+                   .s3 = &s3cfg};
+    int first, done = cmd_getopt(&os, argc, argv, &first);
+    if (done >= 0) return done;
+    if (argc - first != 1) return cmd_usage_error("stats", usage, "need one DATASET");
+    if (cmd_places_args("stats", argv + first, 1, CMD_R | CMD_S3 | CMD_HTTP)) return SK_EXIT_USAGE;
     if (rate && (html || so.flags))
         return cmd_usage_error("stats", usage, "--read-rate measures reading only");
-    const char *dataset = argv[optind];
+    const char *dataset = argv[first];
     sk_error err = SK_ERROR_INIT;
     sk_dataset *ds = NULL;
     sk_stats *st = NULL;

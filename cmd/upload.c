@@ -48,32 +48,6 @@ static const char usage_text[] =
     "\n"
     "exit status: 0 all uploaded and confirmed, 1 a transfer failed, 2 usage error\n";
 
-enum opt {
-    O_SRC_ENDPOINT = 256, O_SRC_REGION, O_SRC_PROFILE, O_PATH_STYLE, O_CONCURRENCY, O_THRESHOLD,
-    O_RESUME, O_VERIFY, O_SIGN_PAYLOAD, O_DRY_RUN, O_JSON, O_SYNC,
-};
-
-static const struct option options[] = {
-    {"concurrency", required_argument, NULL, O_CONCURRENCY},
-    {"dry-run", no_argument, NULL, O_DRY_RUN},
-    {"help", no_argument, NULL, 'h'},
-    {"json", no_argument, NULL, O_JSON},
-    {"multipart-threshold", required_argument, NULL, O_THRESHOLD},
-    {"path-style", no_argument, NULL, O_PATH_STYLE},
-    {"resume", no_argument, NULL, O_RESUME},
-    {"sign-payload", no_argument, NULL, O_SIGN_PAYLOAD},
-    {"sync", no_argument, NULL, O_SYNC},
-    {"src-endpoint-url", required_argument, NULL, O_SRC_ENDPOINT},
-    {"src-profile", required_argument, NULL, O_SRC_PROFILE},
-    {"src-region", required_argument, NULL, O_SRC_REGION},
-    {"verbose", no_argument, NULL, 'v'},
-    {"verify", no_argument, NULL, O_VERIFY},
-    {"quiet", no_argument, NULL, 'q'},
-    CMD_S3_CLIENT_OPTIONS,
-    CMD_S3_PART_SIZE_OPTION,
-    {NULL, 0, NULL, 0},
-};
-
 /* What the transfers did, reported as they finish. */
 typedef struct run {
     int json, quiet, walked; /* walked: the plan is all queued, its totals known */
@@ -186,51 +160,39 @@ int cmd_upload(int argc, char **argv)
     sk_s3_xfer_opts xo = {.struct_size = sizeof xo, .multipart_threshold = 8ull << 20,
                           .part_size = 8ull << 20};
     const char *src_endpoint = NULL, *src_profile = NULL, *src_region = NULL;
-    int dry = 0, sync = 0, c, conc = 0;
+    int dry = 0, sync = 0, conc = 0;
     run r = {0};
-    uint64_t v;
+    const cmd_opt opts[] = {
+        CMD_NUM("concurrency", 0, &conc, 1, 64, "--concurrency takes 1..64"),
+        CMD_SET("dry-run", 0, &dry, 1),
+        CMD_SET("json", 0, &r.json, 1),
+        CMD_SIZE("multipart-threshold", 0, &xo.multipart_threshold, 0, UINT64_MAX,
+                 "--multipart-threshold takes a size"),
+        CMD_SET("path-style", 0, &cfg.path_style, 1),
+        CMD_SET("resume", 0, &xo.resume, 1),
+        CMD_SET("sign-payload", 0, &cfg.sign_payload, 1),
+        CMD_SET("sync", 0, &sync, 1),
+        CMD_STR("src-endpoint-url", 0, &src_endpoint),
+        CMD_STR("src-profile", 0, &src_profile),
+        CMD_STR("src-region", 0, &src_region),
+        CMD_SET("verbose", 'v', &cfg.verbose, 1),
+        CMD_SET("verify", 0, &xo.verify, 1),
+        CMD_SET("quiet", 'q', &r.quiet, 1),
+    };
+    cmd_opts os = {.tool = "upload", .usage = usage_text, .t = opts, .n = sizeof opts / sizeof *opts,
+                   .s3 = &cfg, .part_size = &xo.part_size};
+    int op0, done;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "qvh", options, NULL)) != -1) {
-        switch (c) {
-        case O_SRC_ENDPOINT: src_endpoint = optarg; break;
-        case O_SRC_REGION: src_region = optarg; break;
-        case O_SRC_PROFILE: src_profile = optarg; break;
-        case O_PATH_STYLE: cfg.path_style = 1; break;
-        case O_CONCURRENCY:
-            if (cmd_parse_u64(optarg, &v) || !v || v > 64)
-                return cmd_usage_error("upload", usage_text, "--concurrency takes 1..64");
-            conc = (int)v;
-            break;
-        case O_THRESHOLD:
-            if (cmd_parse_size(optarg, &xo.multipart_threshold))
-                return cmd_usage_error("upload", usage_text, "--multipart-threshold takes a size");
-            break;
-        case O_RESUME: xo.resume = 1; break;
-        case O_SYNC: sync = 1; break;
-        case O_VERIFY: xo.verify = 1; break;
-        case O_SIGN_PAYLOAD: cfg.sign_payload = 1; break;
-        case O_DRY_RUN: dry = 1; break;
-        case O_JSON: r.json = 1; break;
-        case 'v': cfg.verbose = 1; break;
-        case 'q': r.quiet = 1; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        default:
-            switch (cmd_s3_option("upload", usage_text, c, optarg, &cfg, &xo.part_size)) {
-            case 1: continue;
-            case -1: return SK_EXIT_USAGE;
-            default: return cmd_unknown_option("upload", argv);
-            }
-        }
-    }
+    if ((done = cmd_getopt(&os, argc, argv, &op0)) >= 0) return done;
     if (!xo.multipart_threshold) xo.multipart_threshold = 1; /* 0: always multipart */
     /* 64, as pack fetches: small objects wait on the server's latency per
      * request; sk_s3_new fits it to the open-file limit (docs/upload.md) */
     cfg.concurrency = conc ? conc : 64;
-    int nsrc = argc - optind - 1;
+    int nsrc = argc - op0 - 1;
     if (nsrc < 1) return cmd_usage_error("upload", usage_text, "need at least one source and an s3:// destination");
     const char *dst = argv[argc - 1]; /* an s3:// URL (below); the sources: */
-    if (cmd_places_args("upload", argv + optind, nsrc, CMD_R | CMD_STREAM | CMD_S3)) return SK_EXIT_USAGE;
-    const char *const *srcs = (const char *const *)argv + optind;
+    if (cmd_places_args("upload", argv + op0, nsrc, CMD_R | CMD_STREAM | CMD_S3)) return SK_EXIT_USAGE;
+    const char *const *srcs = (const char *const *)argv + op0;
     sk_error err = SK_ERROR_INIT;
     char *bucket = NULL, *prefix = NULL;
     if (sk_s3_parse_url(dst, &bucket, &prefix, &err))

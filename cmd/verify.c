@@ -4,9 +4,9 @@
  */
 #include "cmd.h"
 
+#include <getopt.h>
 #include <jansson.h>
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,21 +43,28 @@ static const char usage[] =
     "Exit status: 0 sound (warnings allowed), 1 a problem was found, 2 usage or\n"
     "I/O error.\n";
 
-enum { OPT_DEEP = 256, OPT_JPEG, OPT_REQUIRE, OPT_JSON, OPT_KEY_MEM };
-
-static const struct option options[] = {
-    {"deep", no_argument, NULL, OPT_DEEP},
-    {"jpeg", no_argument, NULL, OPT_JPEG},
-    CMD_IMAGE_OPTIONS,
-    {"require", required_argument, NULL, OPT_REQUIRE},
-    {"jobs", required_argument, NULL, 'j'},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"key-mem", required_argument, NULL, OPT_KEY_MEM},
-    CMD_S3_CLIENT_OPTIONS,
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+/* --require EXT,...: each extension (a leading dot dropped) appended */
+struct required {
+    sk_verify_options *o;
+    const char **req;
 };
+
+static int require(void *ctx, char *value)
+{
+    struct required *r = ctx;
+    for (char *save = NULL, *t = strtok_r(value, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        const char **n = realloc(r->req, (r->o->nrequire + 1) * sizeof *n);
+        if (!n) return SK_EXIT_USAGE;
+        r->req = n;
+        r->req[r->o->nrequire++] = t[0] == '.' ? t + 1 : t;
+    }
+    return 0;
+}
+
+static int image_option(void *ctx, int c, char *value)
+{
+    return cmd_image_option("verify", usage, c, value, ctx);
+}
 
 struct vctx {
     int json;
@@ -103,51 +110,27 @@ int cmd_verify(int argc, char **argv)
     sk_verify_options o = {0};
     sk_image_options images;
     sk_image_options_init(&images);
-    const char **req = NULL;
-    int json = 0, quiet = 0, c, rc = SK_EXIT_OK;
-    uint64_t v;
+    struct required rq = {&o, NULL};
+    int json = 0, quiet = 0, rc = SK_EXIT_OK;
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
     sk_s3 *s3 = NULL;
-    while ((c = getopt_long(argc, argv, "j:qh", options, NULL)) != -1) {
-        switch (c) {
-        case OPT_DEEP: o.flags |= SK_VERIFY_DEEP; break;
-        case OPT_JPEG: o.flags |= SK_VERIFY_JPEG; break;
-        case OPT_REQUIRE:
-            for (char *save = NULL, *t = strtok_r(optarg, ",", &save); t;
-                 t = strtok_r(NULL, ",", &save)) {
-                const char **r = realloc(req, (o.nrequire + 1) * sizeof *r);
-                if (!r) { free(req); return SK_EXIT_USAGE; }
-                req = r;
-                req[o.nrequire++] = t[0] == '.' ? t + 1 : t;
-            }
-            break;
-        case 'j':
-            if (cmd_parse_u64(optarg, &v) || !v || v > 256) {
-                free(req);
-                return cmd_usage_error("verify", usage, "--jobs '%s': want 1..256", optarg);
-            }
-            o.jobs = (int)v;
-            break;
-        case OPT_JSON: json = 1; break;
-        case OPT_KEY_MEM:
-            if (cmd_parse_size(optarg, &o.key_mem) || !o.key_mem)
-                return free(req), cmd_usage_error("verify", usage, "--key-mem '%s': want a size such as 64M", optarg);
-            break;
-        case 'q': quiet = 1; break;
-        case 'h': free(req); fputs(usage, stdout); return SK_EXIT_OK;
-        default:
-            switch (cmd_image_option("verify", usage, c, optarg, &images)) {
-            case 1: continue;
-            case -1: free(req); return SK_EXIT_USAGE;
-            }
-            switch (cmd_s3_option("verify", usage, c, optarg, &s3cfg, NULL)) {
-            case 1: break;
-            case -1: free(req); return SK_EXIT_USAGE;
-            default: free(req); return cmd_unknown_option("verify", argv);
-            }
-        }
-    }
-    if (optind >= argc) {
+    static const struct option image_rows[] = {CMD_IMAGE_OPTIONS};
+    const cmd_opt opts[] = {
+        CMD_OR("deep", &o.flags, SK_VERIFY_DEEP),
+        CMD_OR("jpeg", &o.flags, SK_VERIFY_JPEG),
+        CMD_FN("require", 0, require, &rq),
+        CMD_NUM("jobs", 'j', &o.jobs, 1, 256, "--jobs '%s': want 1..256"),
+        CMD_SET("json", 0, &json, 1),
+        CMD_SIZE("key-mem", 0, &o.key_mem, 1, UINT64_MAX, "--key-mem '%s': want a size such as 64M"),
+        CMD_SET("quiet", 'q', &quiet, 1),
+    };
+    cmd_opts os = {.tool = "verify", .usage = usage, .t = opts, .n = sizeof opts / sizeof *opts,
+                   .s3 = &s3cfg, .more = image_rows, .nmore = sizeof image_rows / sizeof *image_rows,
+                   .more_fn = image_option, .more_ctx = &images};
+    int first, done = cmd_getopt(&os, argc, argv, &first);
+    const char **req = rq.req;
+    if (done >= 0) return free(req), done;
+    if (first >= argc) {
         free(req);
         return cmd_usage_error("verify", usage, "nothing to verify: give a SHARD or MANIFEST");
     }
@@ -160,11 +143,11 @@ int cmd_verify(int argc, char **argv)
     o.ctx = &vc;
     sk_error err = SK_ERROR_INIT;
     sk_verify_stats st = {0};
-    if (cmd_places_args("verify", argv + optind, argc - optind, CMD_R | CMD_S3 | CMD_HTTP)) return free(req), SK_EXIT_USAGE;
-    const char *const *targets = (const char *const *)argv + optind;
-    int r = cmd_any_remote(targets, (size_t)(argc - optind), &s3cfg) ? sk_s3_new(&s3, &s3cfg, &err) : SK_OK;
+    if (cmd_places_args("verify", argv + first, argc - first, CMD_R | CMD_S3 | CMD_HTTP)) return free(req), SK_EXIT_USAGE;
+    const char *const *targets = (const char *const *)argv + first;
+    int r = cmd_any_remote(targets, (size_t)(argc - first), &s3cfg) ? sk_s3_new(&s3, &s3cfg, &err) : SK_OK;
     o.s3 = s3;
-    if (!r) r = sk_verify(targets, (size_t)(argc - optind), &o, &st, &err);
+    if (!r) r = sk_verify(targets, (size_t)(argc - first), &o, &st, &err);
     sk_s3_free(s3);
     free(req);
     if (r) cmd_ui_end(&vc.ui);

@@ -4,32 +4,15 @@
  * is checked before its length is believed, and no piece boundary changes
  * what comes out. */
 #include "core/internal.h"
+#include "fuzz_mem.h"
 #include "format/format.h"
-
-struct piecewise {
-    const uint8_t *p;
-    size_t n, pos, piece;
-};
-
-static int piece_read(void *ctx, void *buf, size_t cap, size_t *got, sk_error *err)
-{
-    struct piecewise *s = ctx;
-    (void)err;
-    size_t k = s->n - s->pos;
-    if (k > cap) k = cap;
-    if (k > s->piece) k = s->piece;
-    memcpy(buf, s->p + s->pos, k);
-    s->pos += k;
-    *got = k;
-    return 0;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2) return 0;
     size_t in_piece = data[0] < 8 ? (size_t)data[0] + 1 : (size_t)data[0] * 16;
     size_t out_piece = data[1] < 8 ? (size_t)data[1] + 1 : (size_t)data[1] * 16;
-    struct piecewise s = {data + 2, size - 2, 0, in_piece};
+    struct fuzz_pieces s = {data + 2, size - 2, 0, in_piece};
     sk_recordio r;
     sk_recordio_init(&r, "fuzz.rio");
     unsigned char out[4096];
@@ -37,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (;;) {
         size_t got = 0;
         sk_error err = SK_ERROR_INIT;
-        if (sk_recordio_read(&r, piece_read, &s, out, out_piece, &got, &err)) break;
+        if (sk_recordio_read(&r, fuzz_piece_read, &s, out, out_piece, &got, &err)) break;
         if (!got) break;
         if (got > out_piece) __builtin_trap();
         total += got;

@@ -6,37 +6,20 @@
  * decompression bomb is read no further); what must hold: an error or the
  * tar bytes, and the stored bytes taken never more than were given. */
 #include "core/internal.h"
+#include "fuzz_mem.h"
 #include "format/shard_stream.h"
 #include "format/unpack.h"
-
-struct piecewise {
-    const uint8_t *p;
-    size_t n, pos, piece;
-};
-
-static int piece_read(void *ctx, void *buf, size_t cap, size_t *got, sk_error *err)
-{
-    struct piecewise *s = ctx;
-    (void)err;
-    size_t k = s->n - s->pos;
-    if (k > cap) k = cap;
-    if (k > s->piece) k = s->piece;
-    memcpy(buf, s->p + s->pos, k);
-    s->pos += k;
-    *got = k;
-    return 0;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2) return 0;
     size_t piece = data[0] < 8 ? (size_t)data[0] + 1 : (size_t)data[0] * 64;
-    struct piecewise s = {data + 1, size - 1, 0, piece};
+    struct fuzz_pieces s = {data + 1, size - 1, 0, piece};
     if (sk_stream_detect(s.p, s.n) != SK_STREAM_ARCHIVE) return 0;
     sk_unpack u;
     sk_error err = SK_ERROR_INIT;
     static unsigned char out[1 << 16];
-    if (!sk_unpack_open(&u, piece_read, &s, "fuzz", 4096, &err)) {
+    if (!sk_unpack_open(&u, fuzz_piece_read, &s, "fuzz", 4096, &err)) {
         uint64_t total = 0;
         for (;;) {
             size_t got = 0;

@@ -12,7 +12,7 @@ trap 'rm -rf "$t"' EXIT
 "$B/tools/mkcorpus" "$t/c" --samples 12 >/dev/null
 "$B/shardkit" pack "$t/c" -o "$t/p/s-%02d.tar" --max-count 4 -q
 "$B/shardkit" pack "$t/c" -o "$t/z/s-%02d.tar.zst" --max-count 6 --compress zstd -q
-mkdir -p "$O"/{tar,index,manifest,manifest_table,s3_xml,zstd_seek,brace,names,image,urllist,jpeg_head,mount_tree}
+mkdir -p "$O"/{tar,index,manifest,manifest_table,s3_xml,zstd_seek,brace,names,image,urllist,robots,jpeg_head,mount_tree}
 # a manifest of 64 shards has a lookup table beside it
 "$B/tools/mkcorpus" "$t/c64" --samples 64 >/dev/null
 "$B/shardkit" pack "$t/c64" -o "$t/l/s-%02d.tar" --max-count 1 -q
@@ -48,6 +48,8 @@ printf '\000http://a/1.jpg\nhttps://b/2.jpg\n' >"$O/urllist/txt"
 printf '\001url,caption,a\r\n"http://a/1.jpg","a ""cat"",\nsat",x\nhttp://b,,\n' >"$O/urllist/csv"
 printf '\002url\tcaption\ta\nhttp://a\tt\t1\n' >"$O/urllist/tsv"
 printf '\003{"url":"http://a","caption":"c","a":[1,{"b":null}]}\n{"url":7}\n' >"$O/urllist/jsonl"
+printf 'googlebot: noindex, noai\n' >"$O/robots/token"
+printf 'Sun, 06 Nov 1994 08:49:37 GMT' >"$O/robots/date"
 printf '{a,b}-{0..3}-{x,{y,z}}.tar' >"$O/brace/nested"
 printf 'a/b/c.txt' >"$O/names/ok"
 printf '../../x' >"$O/names/up"

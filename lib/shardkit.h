@@ -1536,6 +1536,71 @@ SK_API void sk_mount_options_init_sized(sk_mount_options *o, size_t size);
 SK_API int sk_mount_run(const char *dataset, const char *mountpoint, const sk_mount_options *o,
                         sk_error *err);
 
+/* --------------------------------------------------- pack from a URL list */
+/* `pack --from-urls LIST` (docs/urls.md): img2dataset's job in one
+ * process.  Each row of a URL list (txt, csv, tsv, jsonl; local, s3:// or
+ * "-") is downloaded (libcurl multi: many transfers at once, each bounded
+ * in bytes and time, only http/https, no loopback, private, link-local or
+ * multicast address unless allowed), checked and resized as the
+ * sk_pack_options' images say (none: kept as served, a JPEG header
+ * check), and written as sample KEY (.jpg, .txt caption, .json) in input
+ * order whatever order the downloads end in.  Rows [k*N, (k+1)*N) make
+ * shard k (N = per_shard), numbered from sk_pack_options.start; key is k
+ * zero-padded to 5 digits then the row within the shard, zero-padded to
+ * the digits of N-1 (img2dataset's keys).  Every row, failed ones too, is
+ * a line of the shard's status file (the shard's name without .tar or
+ * .tar.zst, then ".status.jsonl"), and the run's counts go to stats.json
+ * beside the manifest (stats-{part}.json with parts). */
+
+typedef struct sk_urls_stats {
+    uint64_t rows;               /* rows of this run's shards, read so far */
+    uint64_t success, failed_to_download, failed_to_resize;
+    uint64_t bytes;              /* body bytes downloaded */
+    uint64_t shards, shards_kept; /* shards written; kept from an earlier run (incremental) */
+    uint64_t output_bytes;
+    uint64_t in_flight;          /* downloads under way now */
+    double seconds;
+} sk_urls_stats;
+
+typedef struct sk_urls_options {
+    size_t struct_size;      /* sizeof, set by sk_urls_options_init; 0: this version's */
+    const char *list;        /* the URL list: a path, "-" (stdin) or s3:// */
+    const char *input_format; /* "txt", "csv", "tsv", "jsonl"; NULL: by the list's extension */
+    const char *url_col;     /* NULL: "url" */
+    const char *caption_col; /* NULL: no caption (.txt) */
+    const char *save_columns; /* comma-separated columns copied into .json, or NULL */
+    uint64_t per_shard;      /* rows a shard (--number-sample-per-shard; 0: 10000) */
+    int concurrency;         /* downloads at once (0: 64) */
+    int per_host;            /* connections to one host at once (0: 16) */
+    uint64_t max_image_bytes; /* a body over it fails while it arrives (0: 32 MiB) */
+    double timeout;          /* seconds one attempt may take (0: 10) */
+    int retries;             /* further attempts after a 5xx, 429, timeout or reset */
+    const char *user_agent_token; /* named in User-Agent, and obeyed in X-Robots-Tag */
+    const char *disallowed_header_directives; /* NULL: "noai,noimageai,noindex,noimageindex"; "": none */
+    int allow_private;       /* also fetch from loopback, private, link-local, multicast addresses */
+    const char *allow_addresses; /* with allow_private: only those within these ranges
+                                  * ("127.0.0.0/8,fd00::/8"); NULL: all of them */
+    const char *compute_hash; /* "sha256" (NULL), "md5" or "none": of the bytes downloaded */
+    const char *verify_hash; /* a column holding the expected hash, or NULL */
+    int incremental;         /* keep shards (and status files) an earlier run finished */
+    /* Called about twice a second and once at the end (may be NULL). */
+    void (*progress)(void *ctx, const sk_urls_stats *st);
+    void *ctx;
+} sk_urls_options;
+SK_API void sk_urls_options_init_sized(sk_urls_options *o, size_t size);
+#define sk_urls_options_init(o) sk_urls_options_init_sized((o), sizeof *(o))
+
+
+/* Runs the job: po gives the output (pattern, manifest, start, mtime,
+ * compress_level, existing, part/parts, jobs: image threads, images,
+ * warn, ctx; max_size, max_count, shuffle and resume are not used: shards
+ * are cut by rows; incremental is uo's); s3: the client for an s3:// list
+ * or output (NULL when neither).  A failed row is not an error (its
+ * status says why); an error is a run that cannot go on (the list or an
+ * output fails), naming it. */
+SK_API int sk_pack_urls(const sk_pack_options *po, const sk_urls_options *uo, sk_s3 *s3,
+                        sk_urls_stats *st, sk_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,6 @@
 /*
  * shardlist.c - what a dataset directory holds, for the modules that open
- * one (lookup.c's sk_dataset, reader.c's sk_reader): its manifest.json if
+ * one (tools/dataset_open.c's sk_dataset, reader.c's sk_reader): its manifest.json if
  * it has one, else the sorted paths of its shard files.  Dot files (our
  * temporary .NAME.tmp files among them) are never shards.
  */

@@ -6,8 +6,9 @@
  * are read and built (headers, data, padding, CRC32Cs) on several threads;
  * output never depends on the number of jobs.  Which writer runs:
  *  - plain local shards (no compression, no --on-error skip, no S3): the
- *    positional writers of pack_pos.c, stream mode (sizes taken as files
- *    open, no plan needed first) or, with --resume, spread mode (planned);
+ *    positional writers (pack_stream.c), stream mode (sizes taken as files
+ *    open, no plan needed first) or, with --resume, spread mode (planned,
+ *    pack_spread.c);
  *  - otherwise, with two or more shards to write, shard-parallel workers,
  *    each reading and writing whole shards with its own slots;
  *  - otherwise (one job, one shard, or S3 sources fetched in plan order)

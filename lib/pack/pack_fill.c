@@ -1,8 +1,9 @@
 /*
  * pack_fill.c - the readers' side of shardkit pack, shared by both ways of
- * writing (pack.c: the ring and shard-parallel writers; pack_pos.c: the
- * positional writers): opening and reading inputs, building a sample's tar
- * bytes into a slot, its index records, and the run's progress and tallies.
+ * writing (pack.c: the ring and shard-parallel writers; pack_pos.c,
+ * pack_spread.c, pack_stream.c: the positional writers): opening and
+ * reading inputs, building a sample's tar bytes into a slot, its index
+ * records, and the run's progress and tallies.
  * Below both writers, so neither calls up into the other.
  */
 #include "pack/pack_int.h"

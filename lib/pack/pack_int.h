@@ -1,7 +1,7 @@
 /*
  * pack_int.h - what pack.c (catalog to plan, the ring and shard-parallel
- * writers, the manifest) and pack_pos.c (the positional writers: spread
- * and stream modes) share, and what pack_fill.c gives both of them: the run's state, the slots samples are built
+ * writers, the manifest) and the positional writers (pack_pos.c, what
+ * they share; pack_spread.c and pack_stream.c, the two modes) share, and what pack_fill.c gives both of them: the run's state, the slots samples are built
  * in, and the helpers that read inputs and record index entries.
  * Internal to libshardkit.
  */
@@ -99,7 +99,7 @@ struct sk_pack {
     int images_live;
     uint64_t img_shards, img_samples, img_out;
     /* the inputs are directories walked in key order a window at a time
-     * while writing (stream mode, pack_pos.c): memory does not grow with
+     * while writing (stream mode, pack_stream.c): memory does not grow with
      * the number of files */
     int windowed;
     /* --jobs 1: the writer fills slots itself (pack.c, fill_inline) */
@@ -193,9 +193,20 @@ int sk_pack_add_tally(sk_pack *p, sk_manifest *m);
 typedef int (*sk_pack_run_fn)(sk_pack *p, sk_pack_stats *stats, sk_error *err);
 int sk_pack_run_images(sk_pack *p, sk_pack_run_fn run, sk_pack_stats *stats, sk_error *err);
 
-/* pack_pos.c */
+/* pack_pos.c: what the positional writers share */
+/* Worker threads for --jobs: each holds a directory and a file open at
+ * least, so a low ulimit -n caps them (the run goes on with fewer). */
+size_t sk_pack_workers_for(const sk_pack *p);
+/* A sample too big for a slot: each member read and written in bounded
+ * pieces at its planned offset (off0, planned bytes); member CRCs go to
+ * member_crc[0..members), the CRC of the sample's bytes to *crc_out. */
+int sk_pack_stream_sample_at(sk_pack *p, uint32_t s, sk_shard_out *out, uint64_t off0,
+                             uint64_t planned, uint32_t *member_crc, uint32_t *crc_out,
+                             sk_error *err);
+/* pack_spread.c */
 /* Spread mode: the planned shards still to do, by --jobs threads. */
 int sk_pack_write_spread(sk_pack *p, sk_error *err);
+/* pack_stream.c */
 /* Stream mode: whether this run can use it (decided before planning, which
  * then leaves walked files unsized), and the run itself; fills p->shards. */
 int sk_pack_stream_eligible(const sk_pack *p);

@@ -1,6 +1,6 @@
 /*
  * pack_out.h - the rules of pack's own options (sk_pack_options) that
- * `shardkit pack` (pack.c, pack_pos.c) and the streaming sample writer
+ * `shardkit pack` (pack.c, pack_spread.c, pack_stream.c) and the streaming sample writer
  * (sample_writer.c) share, so that both write the same bytes for the same
  * samples: the cut rule with pack's options, the oversized-sample warning,
  * what the manifest says about the options.  The rules every shard writer
@@ -33,5 +33,19 @@ void sk_pack_warn_oversized(const sk_pack_options *o, const char *name, uint64_t
  * (pattern_tmpl: the caller's pattern, {part} unexpanded).  NULL when out
  * of memory. */
 char *sk_pack_options_json(const char *pattern_tmpl, const sk_pack_options *o);
+
+/* The sample writer with its shards cut by the caller (sample_writer.c),
+ * for `pack --from-urls` (pack_urls.c): a shard per range of list rows,
+ * as img2dataset cuts them, whatever their sizes.  After
+ * sk_sample_writer_manual, max_size and max_count never cut; a shard
+ * begins at sk_sample_writer_begin_at (shard number start + n, also when
+ * it stays empty) and is published by sk_sample_writer_end_open (*path
+ * gets its name when one was open, else "").  sk_sample_writer_keep_at
+ * records shard n, complete from an earlier run, in the manifest as it
+ * is, from its index (sk_pack_shard_sound's; taken over). */
+void sk_sample_writer_manual(sk_sample_writer *w);
+int sk_sample_writer_begin_at(sk_sample_writer *w, uint64_t n, sk_error *err);
+int sk_sample_writer_end_open(sk_sample_writer *w, char *path, size_t cap, sk_error *err);
+int sk_sample_writer_keep_at(sk_sample_writer *w, uint64_t n, sk_index *ix, sk_error *err);
 
 #endif

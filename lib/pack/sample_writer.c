@@ -54,6 +54,7 @@ struct sk_sample_writer {
     int s3_prepared;
     /* resume: the shards a killed run completed are kept, not rewritten,
      * when the samples added again match them (see check_kept) */
+    int manual;          /* the caller cuts (sk_sample_writer_manual) */
     int resuming;        /* still before the first shard that is written */
     sk_index *kept;      /* in_kept: the earlier run's shard being matched */
     sk_index *next_kept; /* the shard after it, when sound (looked at once) */
@@ -578,7 +579,7 @@ int sk_sample_writer_add(sk_sample_writer *w, const char *key, size_t kl,
         b += hl[i] + sk_tar_pad(mm->size);
     }
     /* pack's cut: before a sample that would pass max_size or max_count */
-    int rolls = sk_pack_rolls(&w->o, w->cur_bytes, w->cur_count, b);
+    int rolls = !w->manual && sk_pack_rolls(&w->o, w->cur_bytes, w->cur_count, b);
     if (!rc && w->in_kept) { /* resume: the kept shard must end where this run cuts */
         char path[4200];
         uint64_t have = sk_index_sample_count(w->kept);
@@ -617,6 +618,50 @@ int sk_sample_writer_add(sk_sample_writer *w, const char *key, size_t kl,
     free(name);
     free(hl);
     return rc;
+}
+
+/* ------------------------------------------------- cuts by the caller */
+
+void sk_sample_writer_manual(sk_sample_writer *w)
+{
+    w->manual = 1;
+    w->resuming = 0; /* the caller keeps shards itself (keep_at) */
+}
+
+int sk_sample_writer_end_open(sk_sample_writer *w, char *path, size_t cap, sk_error *err)
+{
+    if (path && cap) path[0] = 0;
+    if (w->state == W_FAILED)
+        return sk_error_set(err, w->failure.code, "%s (the writer stopped there)", w->failure.msg);
+    if (!w->in_shard) return SK_OK;
+    if (path) SK_GUARD(sk_shard_name(w->pattern, w->o.start + w->shard_no - 1, path, cap, err));
+    int rc = end_shard(w, err);
+    return rc ? fail(w, rc, err) : SK_OK;
+}
+
+int sk_sample_writer_begin_at(sk_sample_writer *w, uint64_t n, sk_error *err)
+{
+    SK_FAIL_IF(w->state != W_OPEN, err, w->state == W_FAILED ? w->failure.code : SK_E_USAGE,
+               "%s", w->state == W_FAILED ? w->failure.msg : "sample writer: finished");
+    SK_GUARD(sk_sample_writer_end_open(w, NULL, 0, err));
+    w->shard_no = n;
+    int rc = begin_shard(w, err);
+    return rc ? fail(w, rc, err) : SK_OK;
+}
+
+int sk_sample_writer_keep_at(sk_sample_writer *w, uint64_t n, sk_index *ix, sk_error *err)
+{
+    int rc = sk_sample_writer_end_open(w, NULL, 0, err);
+    if (!rc) rc = check_existing(w, err);
+    if (rc) {
+        sk_index_close(ix);
+        return rc;
+    }
+    w->shard_no = n + 1;
+    w->kept = ix;
+    w->in_kept = 1;
+    rc = end_kept(w, err);
+    return rc ? fail(w, rc, err) : SK_OK;
 }
 
 int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk_error *err)

@@ -246,7 +246,7 @@ int sk_http_classify(sk_s3_req *r);
 
 #endif
 
-/* ---- multipart pieces shared by s3_ops.c and s3_xfer.c */
+/* ---- multipart pieces shared by s3_ops.c and the transfers (s3_xfer*.c, s3_writer.c) */
 typedef struct sk_s3_part {
     int number;
     uint64_t size;

@@ -33,6 +33,16 @@ int sk_stats_html_body(const json_t *doc, int shard_link, sk_buf *b);
 /* The shared style sheet of the pages (no fonts or anything fetched). */
 extern const char sk_stats_css[];
 
+/* stats_render.c: what the renderers share.  A number of the document
+ * (0 when absent); a byte count for people ("1.5 MB"). */
+uint64_t sk_stats_num(const json_t *o, const char *k);
+void sk_stats_human(char *out, size_t cap, uint64_t v);
+/* An extension's size histogram (its "histogram" array): each bin's count
+ * and label (the size it is below, or "more"), at most SK_STATS_BINS;
+ * *max gets the largest count.  Returns the number of bins. */
+#define SK_STATS_BINS 65
+size_t sk_stats_bins(const json_t *hist, uint64_t *count, char (*label)[24], uint64_t *max);
+
 /* A JPEG's width and height from its header (libjpeg-turbo's
  * jpeg_read_header, no decoding).  0: found; 1: the header runs past the
  * n bytes given (read more and call again); -1: not a JPEG, why says. */

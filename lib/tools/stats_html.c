@@ -77,21 +77,6 @@ int sk_url_esc(sk_buf *b, const char *s, size_t n)
     return SK_OK;
 }
 
-static uint64_t num(const json_t *o, const char *k)
-{
-    return (uint64_t)json_integer_value(json_object_get(o, k));
-}
-
-/* A byte count for people: 1.5 MB (decimal, as S3 and disks count). */
-static void human(char *out, size_t cap, uint64_t v)
-{
-    static const char *const unit[] = {"B", "kB", "MB", "GB", "TB", "PB"};
-    double x = (double)v;
-    int u = 0;
-    while (x >= 1000 && u < 5) x /= 1000, u++;
-    snprintf(out, cap, u ? "%.1f %s" : "%.0f %s", x, unit[u]);
-}
-
 /* Vertical bars, one per value, scaled to the largest; labels under the
  * first and last (and each when there are few). */
 static int svg_columns(sk_buf *b, const char *title, const uint64_t *v, char (*label)[24], size_t n,
@@ -139,34 +124,34 @@ static int section_totals(const json_t *doc, sk_buf *b)
 {
     const json_t *t = json_object_get(doc, "totals"), *bal = json_object_get(doc, "balance");
     char hb[32], hd[32];
-    human(hb, sizeof hb, num(t, "bytes"));
-    human(hd, sizeof hd, num(t, "data_bytes"));
+    sk_stats_human(hb, sizeof hb, sk_stats_num(t, "bytes"));
+    sk_stats_human(hd, sizeof hd, sk_stats_num(t, "data_bytes"));
     SK_GUARD(sk_bufp(b, "<table><tr><th class='l'>shards</th><td>%llu</td></tr>"
                         "<tr><th class='l'>samples</th><td>%llu</td></tr>"
                         "<tr><th class='l'>members</th><td>%llu</td></tr>"
                         "<tr><th class='l'>bytes (shard files)</th><td>%llu (%s)</td></tr>"
                         "<tr><th class='l'>bytes (member data)</th><td>%llu (%s)</td></tr>"
                         "</table>",
-                     (unsigned long long)num(t, "shards"), (unsigned long long)num(t, "samples"),
-                     (unsigned long long)num(t, "members"), (unsigned long long)num(t, "bytes"),
-                     hb, (unsigned long long)num(t, "data_bytes"), hd));
+                     (unsigned long long)sk_stats_num(t, "shards"), (unsigned long long)sk_stats_num(t, "samples"),
+                     (unsigned long long)sk_stats_num(t, "members"), (unsigned long long)sk_stats_num(t, "bytes"),
+                     hb, (unsigned long long)sk_stats_num(t, "data_bytes"), hd));
     const json_t *bs = json_object_get(bal, "samples"), *bb = json_object_get(bal, "bytes");
     SK_GUARD(sk_bufp(b, "<h2>Shard balance</h2><table><tr><th></th><th>min</th><th>median</th>"
                         "<th>max</th></tr><tr><th class='l'>samples</th><td>%llu</td><td>%llu</td>"
                         "<td>%llu</td></tr><tr><th class='l'>bytes</th><td>%llu</td><td>%llu</td>"
                         "<td>%llu</td></tr></table><p>%llu shard(s) off the median by more than "
                         "10%% (red below)</p>",
-                     (unsigned long long)num(bs, "min"), (unsigned long long)num(bs, "median"),
-                     (unsigned long long)num(bs, "max"), (unsigned long long)num(bb, "min"),
-                     (unsigned long long)num(bb, "median"), (unsigned long long)num(bb, "max"),
-                     (unsigned long long)num(bal, "off_count")));
+                     (unsigned long long)sk_stats_num(bs, "min"), (unsigned long long)sk_stats_num(bs, "median"),
+                     (unsigned long long)sk_stats_num(bs, "max"), (unsigned long long)sk_stats_num(bb, "min"),
+                     (unsigned long long)sk_stats_num(bb, "median"), (unsigned long long)sk_stats_num(bb, "max"),
+                     (unsigned long long)sk_stats_num(bal, "off_count")));
     const json_t *sh = json_object_get(doc, "shards");
     size_t n = json_array_size(sh);
     uint64_t *v = calloc(n ? n : 1, sizeof *v);
     char(*lab)[24] = calloc(n ? n : 1, sizeof *lab);
     int rc = !v || !lab ? SK_E_NOMEM : SK_OK;
     for (size_t i = 0; !rc && i < n; i++) {
-        v[i] = num(json_array_get(sh, i), "samples");
+        v[i] = sk_stats_num(json_array_get(sh, i), "samples");
         snprintf(lab[i], sizeof lab[i], "%zu", i);
     }
     if (!rc) rc = svg_columns(b, "samples per shard", v, lab, n, 10);
@@ -177,7 +162,7 @@ static int section_totals(const json_t *doc, sk_buf *b)
 static int section_exts(const json_t *doc, sk_buf *b)
 {
     const json_t *exts = json_object_get(doc, "extensions");
-    uint64_t samples = num(json_object_get(doc, "totals"), "samples");
+    uint64_t samples = sk_stats_num(json_object_get(doc, "totals"), "samples");
     SK_GUARD(sk_bufp(b, "<h2>Extensions</h2><table><tr><th class='l'>extension</th>"
                         "<th>samples</th><th>missing</th><th>bytes</th><th>min</th><th>p50</th>"
                         "<th>p90</th><th>p99</th><th>max</th></tr>"));
@@ -189,23 +174,18 @@ static int section_exts(const json_t *doc, sk_buf *b)
         SK_GUARD(sk_html_escs(b, k));
         SK_GUARD(sk_bufp(b, "</code></td><td>%llu</td><td>%llu</td><td>%llu</td><td>%llu</td>"
                             "<td>%llu</td><td>%llu</td><td>%llu</td><td>%llu</td></tr>",
-                         (unsigned long long)num(e, "samples"),
-                         (unsigned long long)(samples - num(e, "samples")),
-                         (unsigned long long)num(e, "bytes"), (unsigned long long)num(sz, "min"),
-                         (unsigned long long)num(sz, "p50"), (unsigned long long)num(sz, "p90"),
-                         (unsigned long long)num(sz, "p99"), (unsigned long long)num(sz, "max")));
+                         (unsigned long long)sk_stats_num(e, "samples"),
+                         (unsigned long long)(samples - sk_stats_num(e, "samples")),
+                         (unsigned long long)sk_stats_num(e, "bytes"), (unsigned long long)sk_stats_num(sz, "min"),
+                         (unsigned long long)sk_stats_num(sz, "p50"), (unsigned long long)sk_stats_num(sz, "p90"),
+                         (unsigned long long)sk_stats_num(sz, "p99"), (unsigned long long)sk_stats_num(sz, "max")));
     }
     SK_GUARD(sk_bufp(b, "</table>"));
     json_object_foreach((json_t *)exts, k, e) {
-        const json_t *hist = json_object_get(e, "histogram");
-        size_t n = json_array_size(hist);
-        uint64_t v[65];
-        char lab[65][24];
-        for (size_t i = 0; i < n && i < 65; i++) {
-            const json_t *x = json_array_get(hist, i), *lt = json_object_get(x, "lt");
-            v[i] = num(x, "count");
-            if (json_is_integer(lt)) human(lab[i], sizeof lab[i], (uint64_t)json_integer_value(lt));
-            else snprintf(lab[i], sizeof lab[i], "more");
+        uint64_t v[SK_STATS_BINS], max;
+        char lab[SK_STATS_BINS][24];
+        size_t n = sk_stats_bins(json_object_get(e, "histogram"), v, lab, &max);
+        for (size_t i = 0; i < n; i++) {
             char t[24];
             memcpy(t, lab[i], sizeof t);
             snprintf(lab[i], sizeof lab[i], "<%s", t);
@@ -215,7 +195,7 @@ static int section_exts(const json_t *doc, sk_buf *b)
         SK_GUARD(sk_bufp(b, "</code></p>"));
         char title[64];
         snprintf(title, sizeof title, "member sizes");
-        SK_GUARD(svg_columns(b, title, v, lab, n < 65 ? n : 65, 0));
+        SK_GUARD(svg_columns(b, title, v, lab, n, 0));
     }
     const json_t *miss = json_object_get(doc, "missing");
     if (json_object_size(miss)) {
@@ -226,7 +206,7 @@ static int section_exts(const json_t *doc, sk_buf *b)
             SK_GUARD(sk_bufp(b, "<tr><td class='l'><code>"));
             SK_GUARD(sk_html_escs(b, k));
             SK_GUARD(sk_bufp(b, "</code></td><td>%llu</td><td class='l'>",
-                             (unsigned long long)num(e, "samples")));
+                             (unsigned long long)sk_stats_num(e, "samples")));
             size_t i;
             json_t *x;
             json_array_foreach(json_object_get(e, "examples"), i, x) {
@@ -242,7 +222,7 @@ static int section_exts(const json_t *doc, sk_buf *b)
     SK_GUARD(sk_bufp(b, "<h2>Keys</h2><p>%s; %llu duplicate key(s)",
                      json_is_true(json_object_get(keys, "sorted")) ? "in key order"
                                                                    : "not in key order",
-                     (unsigned long long)num(keys, "duplicates")));
+                     (unsigned long long)sk_stats_num(keys, "duplicates")));
     size_t i;
     json_t *x;
     json_array_foreach(json_object_get(keys, "examples"), i, x) {
@@ -258,9 +238,9 @@ static int section_images(const json_t *im, sk_buf *b)
     const json_t *w = json_object_get(im, "width"), *h = json_object_get(im, "height");
     SK_GUARD(sk_bufp(b, "<h2>Images</h2><p>%llu JPEG(s), %llu unreadable; %llu of their %llu "
                         "bytes read (headers only)</p>",
-                     (unsigned long long)num(im, "count"), (unsigned long long)num(im, "bad"),
-                     (unsigned long long)num(im, "bytes_read"),
-                     (unsigned long long)num(im, "bytes")));
+                     (unsigned long long)sk_stats_num(im, "count"), (unsigned long long)sk_stats_num(im, "bad"),
+                     (unsigned long long)sk_stats_num(im, "bytes_read"),
+                     (unsigned long long)sk_stats_num(im, "bytes")));
     if (!json_is_object(w)) return SK_OK;
     SK_GUARD(sk_bufp(b, "<table><tr><th></th><th>min</th><th>p10</th><th>p50</th><th>p90</th>"
                         "<th>max</th></tr>"));
@@ -268,13 +248,13 @@ static int section_images(const json_t *im, sk_buf *b)
         const json_t *d = k ? h : w;
         SK_GUARD(sk_bufp(b, "<tr><th class='l'>%s</th><td>%llu</td><td>%llu</td><td>%llu</td>"
                             "<td>%llu</td><td>%llu</td></tr>",
-                         k ? "height" : "width", (unsigned long long)num(d, "min"),
-                         (unsigned long long)num(d, "p10"), (unsigned long long)num(d, "p50"),
-                         (unsigned long long)num(d, "p90"), (unsigned long long)num(d, "max")));
+                         k ? "height" : "width", (unsigned long long)sk_stats_num(d, "min"),
+                         (unsigned long long)sk_stats_num(d, "p10"), (unsigned long long)sk_stats_num(d, "p50"),
+                         (unsigned long long)sk_stats_num(d, "p90"), (unsigned long long)sk_stats_num(d, "max")));
     }
     SK_GUARD(sk_bufp(b, "</table>"));
     /* width x height scatter of (up to 1,000) sampled images */
-    double mw = (double)num(w, "max"), mh = (double)num(h, "max"), S = 300;
+    double mw = (double)sk_stats_num(w, "max"), mh = (double)sk_stats_num(h, "max"), S = 300;
     SK_GUARD(sk_bufp(b, "<svg width='%.0f' height='%.0f'>"
                         "<title>width x height</title><line class='ax' x1='40' y1='%.0f' "
                         "x2='%.0f' y2='%.0f'/><line class='ax' x1='40' y1='0' x2='40' y2='%.0f'/>"
@@ -296,7 +276,7 @@ static int section_images(const json_t *im, sk_buf *b)
     size_t n = json_array_size(asp) < 11 ? json_array_size(asp) : 11;
     for (i = 0; i < n; i++) {
         const json_t *x = json_array_get(asp, i), *le = json_object_get(x, "le");
-        v[i] = num(x, "count");
+        v[i] = sk_stats_num(x, "count");
         if (json_is_number(le)) snprintf(lab[i], sizeof lab[i], "<=%.2f", json_number_value(le));
         else snprintf(lab[i], sizeof lab[i], "more");
     }
@@ -306,8 +286,8 @@ static int section_images(const json_t *im, sk_buf *b)
     json_array_foreach(json_object_get(im, "sizes"), i, p) {
         if (i == 20) break;
         SK_GUARD(sk_bufp(b, "<tr><td>%llu</td><td>%llu</td><td>%llu</td></tr>",
-                         (unsigned long long)num(p, "width"), (unsigned long long)num(p, "height"),
-                         (unsigned long long)num(p, "count")));
+                         (unsigned long long)sk_stats_num(p, "width"), (unsigned long long)sk_stats_num(p, "height"),
+                         (unsigned long long)sk_stats_num(p, "count")));
     }
     return sk_bufp(b, "</table>");
 }
@@ -316,14 +296,14 @@ static int section_jkeys(const json_t *jk, sk_buf *b)
 {
     SK_GUARD(sk_bufp(b, "<h2>JSON keys</h2><p>%llu .json member(s), %llu not JSON</p><table><tr>"
                         "<th class='l'>key</th><th>members</th><th class='l'>types</th></tr>",
-                     (unsigned long long)num(jk, "members"), (unsigned long long)num(jk, "bad")));
+                     (unsigned long long)sk_stats_num(jk, "members"), (unsigned long long)sk_stats_num(jk, "bad")));
     const char *k, *t;
     json_t *e, *c;
     json_object_foreach(json_object_get(jk, "keys"), k, e) {
         SK_GUARD(sk_bufp(b, "<tr><td class='l'><code>"));
         SK_GUARD(sk_html_escs(b, k));
         SK_GUARD(sk_bufp(b, "</code></td><td>%llu</td><td class='l'>",
-                         (unsigned long long)num(e, "count")));
+                         (unsigned long long)sk_stats_num(e, "count")));
         json_object_foreach(json_object_get(e, "types"), t, c)
             SK_GUARD(sk_bufp(b, "%s %llu ", t, (unsigned long long)json_integer_value(c)));
         SK_GUARD(sk_bufp(b, "</td></tr>"));
@@ -344,9 +324,9 @@ static int section_shards(const json_t *doc, int link, sk_buf *b)
         if (link) SK_GUARD(sk_bufp(b, "<a href='shard?i=%zu'>", i));
         SK_GUARD(sk_html_escs(b, url ? url : ""));
         SK_GUARD(sk_bufp(b, "%s</td><td>%llu</td><td>%llu</td><td>%llu</td></tr>",
-                         link ? "</a>" : "", (unsigned long long)num(s, "samples"),
-                         (unsigned long long)num(s, "bytes"),
-                         (unsigned long long)num(s, "first_ordinal")));
+                         link ? "</a>" : "", (unsigned long long)sk_stats_num(s, "samples"),
+                         (unsigned long long)sk_stats_num(s, "bytes"),
+                         (unsigned long long)sk_stats_num(s, "first_ordinal")));
     }
     return sk_bufp(b, "</table>");
 }

@@ -14,13 +14,7 @@ at_exit moto_stop
 LIB=$(dirname "$SK_BIN")/libshardkit.so
 [ -f "$LIB" ] || skip "no $LIB"
 if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi
-"$SK_TOOLS/mkcorpus" "$T/c" --samples 90 >/dev/null || die "mkcorpus failed"
-expect_ok "$SK_BIN" pack "$T/c" -o "$T/plain/t-%03d.tar" --max-count 40
-expect_ok "$SK_BIN" pack "$T/c" -o "$T/zst/t-%03d.tar.zst" --max-count 40 --compress zstd
-s3_serve auth dset
-for d in plain zst; do
-    for f in $(cd "$T/$d" && ls); do aws s3 cp --quiet "$T/$d/$f" "s3://dset/$d/$f" || die "upload of $f failed"; done
-done
+s3_dataset auth dset 90 --max-count 40
 export SHARDKIT_LIB=$LIB PYTHONPATH=$SK_ROOT/python
 
 step "by ordinal and by key: as shardkit get from S3, as from disk"

@@ -10,13 +10,7 @@ skip_unless_moto
 need cmp
 tmpdir T
 at_exit moto_stop
-"$SK_TOOLS/mkcorpus" "$T/c" --samples 120 >/dev/null || die "mkcorpus failed"
-expect_ok "$SK_BIN" pack "$T/c" -o "$T/plain/t-%03d.tar" --max-count 50
-expect_ok "$SK_BIN" pack "$T/c" -o "$T/zst/t-%03d.tar.zst" --max-count 50 --compress zstd
-s3_serve auth dset
-for d in plain zst; do
-    for f in $(cd "$T/$d" && ls); do aws s3 cp --quiet "$T/$d/$f" "s3://dset/$d/$f" || die "upload of $f failed"; done
-done
+s3_dataset auth dset 120 --max-count 50
 G=("$SK_BIN" get --endpoint-url "$A")
 
 step "by key and by ordinal, plain and zstd, same bytes as from disk"

@@ -12,9 +12,7 @@ tmpdir T
 at_exit moto_stop
 mkdir -p "$T/in" "$T/scratch"
 for i in 1 2 3; do echo "sample $i" >"$T/in/k$i.txt"; done
-moto_start
-A=$MOTO_URL
-command aws --endpoint-url "$A" s3 mb s3://dst >/dev/null || die "mb failed"
+s3_serve dst
 
 step "planted FIFOs at the old scratch names do not catch or stall the run"
 # exec keeps the shell's pid, so $$ is shardkit's pid: the names a

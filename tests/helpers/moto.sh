@@ -11,6 +11,13 @@
 #                       the usual start of an S3 test: moto_start [auth], then
 #                       A=$MOTO_URL, aws() bound to A, and the buckets made;
 #                       ends the test with a message when any of it fails.
+#   s3_dataset [auth] BUCKET SAMPLES PACK_OPTION...
+#                       the usual start of a test that reads a dataset from
+#                       S3: a corpus of SAMPLES samples in $T/c packed with
+#                       the options, plain ($T/plain/t-%03d.tar) and zstd
+#                       ($T/zst/t-%03d.tar.zst); then s3_serve [auth] BUCKET
+#                       and each file copied to s3://BUCKET/plain/ and
+#                       s3://BUCKET/zst/.  Needs lib.sh ($T, expect_ok).
 #   kill_mid_upload BUCKET KEY CMD...
 #                       runs CMD (through a proxy_start proxy whose log is
 #                       $PROXY_LOG) in the background and SIGKILLs it once
@@ -143,5 +150,21 @@ s3_serve() {
     local b
     for b in "$@"; do
         aws s3 mb "s3://$b" >/dev/null || { echo "FAIL: could not create bucket $b at $A" >&2; exit 1; }
+    done
+}
+
+s3_dataset() {
+    local auth= b n d f
+    [ "${1:-}" = auth ] && { auth=auth; shift; }
+    b=$1 n=$2
+    shift 2
+    "$SK_TOOLS/mkcorpus" "$T/c" --samples "$n" >/dev/null || die "mkcorpus failed"
+    expect_ok "$SK_BIN" pack "$T/c" -o "$T/plain/t-%03d.tar" "$@"
+    expect_ok "$SK_BIN" pack "$T/c" -o "$T/zst/t-%03d.tar.zst" "$@" --compress zstd
+    s3_serve $auth "$b"
+    for d in plain zst; do
+        for f in $(cd "$T/$d" && ls); do
+            aws s3 cp --quiet "$T/$d/$f" "s3://$b/$d/$f" || die "upload of $f failed"
+        done
     done
 }

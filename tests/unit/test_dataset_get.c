@@ -1,4 +1,4 @@
-/* test_dataset_get.c - sk_dataset_get (lib/tools/lookup.c): lookup by
+/* test_dataset_get.c - sk_dataset_get (lib/tools/dataset_get.c): lookup by
  * ordinal or key, read and CRC check in one call.  It gives what
  * sk_dataset_member + sk_dataset_read give, for plain shards (one read of
  * the span) and .tar.zst (member by member), with a buffer of `need` or

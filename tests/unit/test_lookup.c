@@ -1,4 +1,4 @@
-/* test_lookup.c - sk_dataset_read_sample (lib/tools/lookup.c): a whole
+/* test_lookup.c - sk_dataset_read_sample (lib/tools/dataset_read.c): a whole
  * sample in one call gives the same members and bytes as
  * sk_dataset_member + sk_dataset_read one by one, for plain shards (one
  * read of the span, compacted in place) and .tar.zst (the member path),

@@ -8,11 +8,12 @@ crafted sample points at a real member of the tar.  For mount_hostile.sh.
   hostile_index.py LIBSHARDKIT DIR   writes DIR/h-00.tar and DIR/h-00.tar.idx;
                                      prints the number of crafted members
 """
-import ctypes
 import io
 import os
 import sys
 import tarfile
+
+from index_writer import IndexWriter
 
 GOOD = [(b"good/000", [b"txt"]), (b"good/001", [b"txt", b"json"])]
 BAD = [  # (key, [exts]): every member of these must be left out
@@ -32,27 +33,8 @@ DUP = (b"good/002", [b"txt", b"txt"])  # the second member is left out
 MANY = (b"many/000", [b"e%d" % i for i in range(1025)])  # over the cap: one warning
 
 
-class Err(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_int), ("msg", ctypes.c_char * 1024)]
-
-
-class Info(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_uint64), ("crc32c", ctypes.c_uint32),
-                ("first_block_crc32c", ctypes.c_uint32), ("flags", ctypes.c_uint32)]
-
-
 def main(lib_path, out):
-    lib = ctypes.CDLL(lib_path)
-    lib.sk_crc32c.restype = ctypes.c_uint32
-    lib.sk_crc32c.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]
-    lib.sk_index_builder_new.restype = ctypes.c_void_p
-    u64, sz = ctypes.c_uint64, ctypes.c_size_t
-    lib.sk_index_add_sample.argtypes = [ctypes.c_void_p, ctypes.c_char_p, sz, u64, u64, u64, u64,
-                                        ctypes.POINTER(Err)]
-    lib.sk_index_add_member.argtypes = [ctypes.c_void_p, ctypes.c_char_p, sz, u64, u64,
-                                        ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(Err)]
-    lib.sk_index_builder_write.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(Info),
-                                           ctypes.POINTER(Err)]
+    w = IndexWriter(lib_path)
     samples = GOOD + BAD + [DUP, MANY]
     tar = os.path.join(out, "h-00.tar")
     with tarfile.open(tar, "w", format=tarfile.USTAR_FORMAT) as tf:
@@ -63,26 +45,22 @@ def main(lib_path, out):
                 ti.size = len(data)
                 tf.addfile(ti, io.BytesIO(data))
     data = open(tar, "rb").read()
-    crc = lambda b: lib.sk_crc32c(0, b, len(b))
     with tarfile.open(tar) as tf:
         members = [m for m in tf]
-    err = Err()
-    b = lib.sk_index_builder_new()
+    records = []
     k = 0
     for key, exts in samples:
         first = members[k]
         last = members[k + len(exts) - 1]
         end = last.offset_data + (last.size + 511) // 512 * 512
-        assert lib.sk_index_add_sample(b, key, len(key), first.offset, end - first.offset,
-                                       first.offset, end - first.offset, err) == 0, err.msg
+        ms = []
         for ext in exts:
             m = members[k]
             d = data[m.offset_data:m.offset_data + m.size]
-            assert lib.sk_index_add_member(b, ext, len(ext), m.offset_data, m.size,
-                                           m.offset_data - m.offset, crc(d), err) == 0, err.msg
+            ms.append((ext, m.offset_data, m.size, m.offset_data - m.offset, w.crc(d)))
             k += 1
-    info = Info(len(data), crc(data), crc(data[:512]), 0)
-    assert lib.sk_index_builder_write(b, (tar + ".idx").encode(), info, err) == 0, err.msg
+        records.append((key, first.offset, end, ms))
+    w.write(tar + ".idx", data, records)
     print(sum(len(e) for _, e in BAD) + 2)
 
 

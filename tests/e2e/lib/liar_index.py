@@ -12,35 +12,17 @@ the tar's members, true or not.  For tests/e2e/shard_index_path.sh.
         ext    sample 4: its first two extensions swapped
         size   sample 5, first member: one byte longer
 """
-import ctypes
 import os
 import sys
 import tarfile
 
-
-class Err(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_int), ("msg", ctypes.c_char * 1024)]
-
-
-class Info(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_uint64), ("crc32c", ctypes.c_uint32),
-                ("first_block_crc32c", ctypes.c_uint32), ("flags", ctypes.c_uint32)]
+from index_writer import IndexWriter
 
 
 def main(lib_path, tar, idx, mode):
-    lib = ctypes.CDLL(lib_path)
-    lib.sk_crc32c.restype = ctypes.c_uint32
-    lib.sk_crc32c.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]
-    lib.sk_index_builder_new.restype = ctypes.c_void_p
-    u64, sz = ctypes.c_uint64, ctypes.c_size_t
-    lib.sk_index_add_sample.argtypes = [ctypes.c_void_p, ctypes.c_char_p, sz, u64, u64, u64, u64,
-                                        ctypes.POINTER(Err)]
-    lib.sk_index_add_member.argtypes = [ctypes.c_void_p, ctypes.c_char_p, sz, u64, u64,
-                                        ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(Err)]
-    lib.sk_index_builder_write.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(Info),
-                                           ctypes.POINTER(Err)]
+    w = IndexWriter(lib_path)
     data = open(tar, "rb").read()
-    crc = lambda b: lib.sk_crc32c(0, b, len(b))
+    crc = w.crc
     samples = []  # [key, offset, end, [[ext, data_offset, size, header_len, crc]]]
     with tarfile.open(tar) as tf:
         for m in tf:
@@ -76,16 +58,9 @@ def main(lib_path, tar, idx, mode):
         samples[5][3][0][2] += 1
     elif mode != "true":
         sys.exit("unknown mode " + mode)
-    err = Err()
-    b = lib.sk_index_builder_new()
-    for key, off, end, members in samples:
-        k = key.encode()
-        assert lib.sk_index_add_sample(b, k, len(k), off, end - off, off, end - off, err) == 0, err.msg
-        for ext, doff, size, hlen, c in members:
-            e = ext.encode()
-            assert lib.sk_index_add_member(b, e, len(e), doff, size, hlen, c, err) == 0, err.msg
-    info = Info(len(data), crc(data), crc(data[:512]), 0)
-    assert lib.sk_index_builder_write(b, idx.encode(), info, err) == 0, err.msg
+    w.write(idx, data, [(key.encode(), off, end, [(ext.encode(), doff, size, hlen, c)
+                                                   for ext, doff, size, hlen, c in members])
+                        for key, off, end, members in samples])
 
 
 if __name__ == "__main__":
