@@ -30,6 +30,13 @@ PYTHON   ?= python3
 # make install: no pip, so it works offline; empty when there is no Python.
 PYTHON_SITE ?= $(shell $(PYTHON) -c 'import sys; print("$(PREFIX)/lib/python%d.%d/site-packages" % sys.version_info[:2])' 2>/dev/null)
 SAN      ?=
+# The Python package's compiled lookups (python/shardkit/_ext.c) for the
+# source tree's tests and benchmarks, beside the library (pip builds its own
+# copy into the package: python/setup.py).  Built for $(PYTHON) when it has
+# its headers (python3-dev), and not under a sanitizer (an uninstrumented
+# python cannot load it); without it the package uses ctypes alone.
+PY_EXT_SUFFIX := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or "")' 2>/dev/null)
+PY_EXT_SO := $(if $(SAN),,$(if $(PY_EXT_SUFFIX),$(BUILD)/python/_ext$(PY_EXT_SUFFIX)))
 # -Wno-format-truncation is gcc's; clang 14 rejects it under -Werror
 WNO_TRUNC := $(shell $(CC) -Werror -Wno-format-truncation -x c -c /dev/null -o /dev/null 2>/dev/null && echo -Wno-format-truncation)
 override CFLAGS += -std=c11 -D_GNU_SOURCE -DSK_VERSION='"$(VERSION)"' \
@@ -48,14 +55,15 @@ UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOLS    := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 BIN      := $(BUILD)/shardkit
 
-all: $(BIN) $(BUILD)/libshardkit.so $(BUILD)/shardkit.pc $(TOOLS)
+all: $(BIN) $(BUILD)/libshardkit.so $(BUILD)/shardkit.pc $(TOOLS) $(PY_EXT_SO)
 
 # On a fresh machine, install what is missing once (scripts/deps is
 # idempotent): the build group before the first compile, the check group
 # (test peers, moto, Slurm, PyTorch) only before the tests.
 $(DEPS_OK): scripts/deps
 	@mkdir -p $(BUILD)
-	@pkg-config --exists $(PKGS) && command -v python3 >/dev/null || ./scripts/deps build
+	@pkg-config --exists $(PKGS) && command -v python3 >/dev/null \
+	    && ls /usr/include/python3*/Python.h >/dev/null 2>&1 || ./scripts/deps build
 	@touch $@
 
 CHECK_DEPS_OK := $(BUILD)/.check-deps-ok
@@ -105,6 +113,13 @@ $(BUILD)/shardkit.pc: shardkit.pc.in Makefile
 	@mkdir -p $(BUILD)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 	    -e 's|@PKGS@|$(LINK_PKGS)|' $< > $@
+
+$(BUILD)/python/_ext%: python/shardkit/_ext.c lib/shardkit.h | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	@inc=$$($(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])'); \
+	if [ -f "$$inc/Python.h" ]; then \
+	    echo "  CC $<"; $(CC) $(CFLAGS) -I"$$inc" -fvisibility=hidden -shared -o $@ $<; \
+	else echo "  no $$inc/Python.h: shardkit._ext not built (the package uses ctypes)"; fi
 
 check: all $(UNITS) | $(CHECK_DEPS_OK)
 	@SK_BUILD=$(BUILD) tests/run
@@ -185,6 +200,10 @@ install: all
 	    install -d $(DESTDIR)$(PYTHON_SITE)/shardkit && \
 	    install -m 644 python/shardkit/*.py python/shardkit/py.typed $(DESTDIR)$(PYTHON_SITE)/shardkit/ && \
 	    echo 'LIBDIR = "$(PREFIX)/lib"' > $(DESTDIR)$(PYTHON_SITE)/shardkit/_install.py; \
+	fi
+	@# its compiled lookups, when built (else the package uses ctypes)
+	if [ -n "$(PYTHON_SITE)" ] && [ -f "$(PY_EXT_SO)" ]; then \
+	    install -m 755 $(PY_EXT_SO) $(DESTDIR)$(PYTHON_SITE)/shardkit/; \
 	fi
 
 # the usage block of each docs/CMD.md, rewritten from `shardkit CMD --help`

@@ -9,8 +9,12 @@
 # jobs falls on all alike); medians of wall and CPU seconds, samples/s,
 # peak RSS, ratios from the same run.  For the real packages on PYTHONPATH
 # give Debian's python3 first on PATH (their numpy).
+# shardkit.Dataset runs with its compiled lookups (shardkit._ext, built by
+# make beside the library) and, as a row of its own, with SHARDKIT_EXT=0
+# (the ctypes path, used where the extension is not built).
 # Env: BENCH_SAMPLES (default 20000), BENCH_RUNS (rounds, 3), BENCH_DIR,
-# BENCH_RANDOM (random reads, default BENCH_SAMPLES).
+# BENCH_RANDOM (random reads, default BENCH_SAMPLES), BENCH_PY_GROUPS (the
+# groups to run, default "write random seq").
 set -eu
 . "$(dirname "$0")/lib.sh"
 N=${BENCH_SAMPLES:-20000}
@@ -46,6 +50,7 @@ run_case() {
     tar-write) measure py_tar_write python3 "$PB" write-tar "$C" "$N" -o "@OUT@/train-%06d.tar" --max-size 64M ;;
     wds-write) measure py_wds_write python3 "$PB" write-wds "$C" "$N" -o "@OUT@/train-%06d.tar" --max-size 64M ;;
     sk-random) measure py_sk_random python3 "$PB" random "$S" "$R" 1 ;;
+    sk-random-ctypes) SHARDKIT_EXT=0 measure py_sk_random_ctypes python3 "$PB" random "$S" "$R" 1 ;;
     sk-random-batch) measure py_sk_random_batch python3 "$PB" random-batch "$S" "$R" 1 ;;
     tar-random) measure py_tar_random python3 "$PB" random-tar "$S" "$R" 1 ;;
     wids-random) measure py_wids_random python3 "$PB" random-wids "$S/wids.json" "$R" 1 ;;
@@ -57,26 +62,37 @@ run_case() {
 wds=; has webdataset && wds=1
 wids=; has wids && wids=1
 [ -z "$wids" ] || "$SK_BIN" index "${shards[@]}" --wids >/dev/null 2>&1 || bench_die "index --wids failed"
+G=" ${BENCH_PY_GROUPS:-write random seq} "
+want() { [[ $G == *" $1 "* ]]; }
 echo "| Python ($N samples; medians of $BENCH_RUNS interleaved rounds) | wall s | cpu s | samples/s | peak RSS MiB |"
 echo "| --- | --- | --- | --- | --- |"
 # writers: N samples from memory (1,000 samples' members loaded, cycled)
+ext=$(python3 -c 'import shardkit.dataset as d; print(d.BACKEND)')
+if want write; then
 interleave "$BENCH_RUNS" sk-write tar-write ${wds:+wds-write} || exit 1
 row "shardkit.ShardWriter from memory (shards, .idx, manifest)" "$N" sk-write
 row "tarfile re-creation of webdataset.ShardWriter (no index)" "$N" tar-write
 [ -z "$wds" ] || row "webdataset.ShardWriter (real)" "$N" wds-write
-interleave "$BENCH_RUNS" sk-random sk-random-batch tar-random ${wids:+wids-random} || exit 1
-row "shardkit.Dataset, $R random ordinals" "$R" sk-random
-row "shardkit.Dataset.__getitems__, the same in batches of 64" "$R" sk-random-batch
+fi
+if want random; then
+interleave "$BENCH_RUNS" sk-random sk-random-ctypes sk-random-batch tar-random ${wids:+wids-random} || exit 1
+row "shardkit.Dataset ($ext), $R random ordinals" "$R" sk-random
+row "shardkit.Dataset (ctypes, SHARDKIT_EXT=0), the same" "$R" sk-random-ctypes
+row "shardkit.Dataset.__getitems__ ($ext), the same in batches of 64" "$R" sk-random-batch
 row "wids-style tarfile index, $R random ordinals" "$R" tar-random
 [ -z "$wids" ] || row "wids.ShardListDataset (real), $R random ordinals" "$R" wids-random
+fi
+if want seq; then
 interleave "$BENCH_RUNS" sk-seq tar-seq ${wds:+wds-seq} || exit 1
 row "shardkit.Reader, in order" "$N" sk-seq
 row "tarfile streaming iteration" "$N" tar-seq
 [ -z "$wds" ] || row "webdataset.WebDataset (real)" "$N" wds-seq
+fi
 ratio() { # case anchor: "Xx (cpu Yx)"
     echo "$(fmt_ratio "${I_WALL[$2]}" "${I_WALL[$1]}")x (cpu $(fmt_ratio "${I_CPU[$2]}" "${I_CPU[$1]}")x)"
 }
 echo
+want write && want random && want seq &&
 echo "writer: $(ratio sk-write tar-write) the tarfile re-creation${wds:+, $(ratio sk-write wds-write) webdataset.ShardWriter};" \
      "random access: $(ratio sk-random tar-random) the wids-style reader${wids:+, $(ratio sk-random wids-random) wids}," \
      "in batches $(ratio sk-random-batch tar-random)${wids:+, $(ratio sk-random-batch wids-random) wids};" \
@@ -92,6 +108,7 @@ loop() { # mode: median wall seconds of the work
 lratio() { awk -v a="$(loop "$1")" -v b="$(loop "$2")" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", b / a; else printf "n/a" }'; }
 echo
 echo "imports excluded (the work alone, in-process medians): writer $(lratio write write-tar) the tarfile re-creation${wds:+, $(lratio write write-wds) webdataset.ShardWriter};" \
-     "random access $(lratio random random-tar) the wids-style reader${wids:+, $(lratio random random-wids) wids}," \
+     "random access ($ext) $(lratio random random-tar) the wids-style reader${wids:+, $(lratio random random-wids) wids}," \
+     "ctypes $(lratio random-ctypes random-tar)${wids:+, $(lratio random-ctypes random-wids) wids}," \
      "in batches $(lratio random-batch random-tar)${wids:+, $(lratio random-batch random-wids) wids};" \
      "sequential $(lratio seq seq-tar) tarfile${wds:+, $(lratio seq seq-wds) webdataset}"

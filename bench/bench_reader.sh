@@ -26,10 +26,62 @@ mb=$(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1e6}')
 warm_cache "$S"
 echo "shard set: ${#shards[@]} shards, $N samples, $mb MB; $(nproc) cores; $BENCH_RUNS runs, medians" >&2
 
+
 row() { # label seconds rss
     printf '| %s | %s | %s | %s | %s |\n' "$1" "$2" "$(fmt_rate "$N" "$2")" \
         "$(awk -v b="$bytes" -v s="$2" 'BEGIN {printf "%.0f", b / 1e6 / s}')" "$3"
 }
+
+# The global order (issue 28): one sample order per epoch read through the
+# indexes, window of 8 shards, against the shard streaming it adds to
+# (--shuffle-shards, no sample shuffle) on the same shards from the page
+# cache; the two take turns, one run each per round (the machine is
+# shared).  Target: at least 0.8x the streaming reader's samples/s.
+# BENCH_READER_PART=order runs this section (and its S3 part) only.
+order_section() {
+    local runs=$BENCH_RUNS round k
+    declare -A OW OR
+    for ((round = 1; round <= runs; round++)); do
+        BENCH_RUNS=1
+        measure order_stream "$SK_BIN" cat --keys --shuffle-shards --seed 1 "$S"
+        OW[stream]+=" $M_WALL" OR[stream]+=" $M_RSS"
+        measure order_global "$SK_BIN" cat --keys --global-order --shuffle-shards --shuffle-window 8 --seed 1 "$S"
+        OW[global]+=" $M_WALL" OR[global]+=" $M_RSS"
+    done
+    BENCH_RUNS=$runs
+    for k in stream global; do
+        # shellcheck disable=SC2086  # word splitting wanted: the runs' figures
+        OW[$k]=$(median ${OW[$k]}) OR[$k]=$(median ${OR[$k]})
+    done
+    echo "| reader order ($N samples, $mb MB, page cache) | wall s | samples/s | MB/s | peak RSS MiB |"
+    echo "| --- | --- | --- | --- | --- |"
+    row "shard streaming: cat --keys --shuffle-shards" "${OW[stream]}" "${OR[stream]}"
+    row "global order: cat --keys --global-order --shuffle-window 8" "${OW[global]}" "${OR[global]}"
+    echo
+    echo "global order vs shard streaming: $(fmt_ratio "${OW[stream]}" "${OW[global]}")x samples/s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+}
+if [ "${BENCH_READER_PART:-all}" = order ]; then
+    order_section
+    if command -v moto_server >/dev/null && command -v aws >/dev/null; then
+        . "$SK_ROOT/tests/helpers/moto.sh"
+        trap 'moto_stop' EXIT
+        moto_start
+        aws --endpoint-url "$MOTO_URL" s3 mb s3://bench >/dev/null
+        aws --endpoint-url "$MOTO_URL" s3 cp --recursive --quiet "$S" s3://bench/r/
+        proxy_start "$MOTO_URL" "$BENCH_DIR/order-gets.log"
+        : >"$BENCH_DIR/order-gets.log"
+        "$SK_BIN" cat --keys --global-order --shuffle-shards --shuffle-window 8 --seed 1 \
+            --endpoint-url "$PROXY_URL" s3://bench/r/manifest.json >"$BENCH_DIR/order-s3.keys"
+        n=$(wc -l <"$BENCH_DIR/order-s3.keys")
+        gets=$(grep -Ec '^GET /bench/r/train-[0-9]+\.tar 206' "$BENCH_DIR/order-gets.log" || true)
+        idx=$(grep -Ec '^GET /bench/r/train-[0-9]+\.tar\.idx' "$BENCH_DIR/order-gets.log" || true)
+        echo
+        echo "global order from moto_server: $n samples, $gets ranged GETs of shards ($(awk -v g="$gets" -v n="$n" 'BEGIN {printf "%.4f", g / n}') a sample), $idx GETs of indexes"
+    fi
+    exit 0
+fi
+order_section
+echo
 echo "| reader ($N samples, $mb MB) | wall s | samples/s | MB/s | peak RSS MiB |"
 echo "| --- | --- | --- | --- | --- |"
 measure sk "$SK_BIN" cat --keys "$S"

@@ -230,4 +230,7 @@ if __name__ == "__main__":
     MODES[sys.argv[1]](sys.argv[2:])
     if os.environ.get("PB_LOOP_LOG"):
         with open(os.environ["PB_LOOP_LOG"], "a") as log:
-            log.write("%s %.4f %.4f\n" % (sys.argv[1], time.perf_counter() - wall, time.process_time() - cpu))
+            # shardkit.Dataset's ctypes path (SHARDKIT_EXT=0) logged apart
+            tag = "-ctypes" if os.environ.get("SHARDKIT_EXT") == "0" and sys.argv[1] in IMPORTS else ""
+            log.write("%s%s %.4f %.4f\n" % (sys.argv[1], tag, time.perf_counter() - wall,
+                                             time.process_time() - cpu))

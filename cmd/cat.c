@@ -34,6 +34,9 @@ static const char usage[] =
     "      --shuffle-shards    shuffle the shard list per epoch\n"
     "      --shuffle N         sample shuffle buffer of N samples\n"
     "      --seed N            seed of both shuffles (default 0)\n"
+    "      --global-order      one sample order per epoch whatever the split, read\n"
+    "                          through the indexes (docs/reader.md)\n"
+    "      --shuffle-window N  with --global-order: shards shuffled together (8)\n"
     "      --epoch N           the epoch to read (default 0)\n"
     "      --epochs N          read N epochs, from --epoch on (default 1)\n"
     "  -n, --limit N           stop after N samples\n"
@@ -86,6 +89,7 @@ int cmd_cat(int argc, char **argv)
         CMD_SIZE("cache-size", 0, &o.cache_size, 0, UINT64_MAX, BAD),
         CMD_NUM("epoch", 0, &o.epoch, 0, UINT64_MAX, BAD),
         CMD_NUM("epochs", 0, &epochs, 0, UINT64_MAX, BAD),
+        CMD_SET("global-order", 0, &o.global_order, 1),
         CMD_SET("keys", 'k', &keys, 1),
         CMD_NUM("limit", 'n', &limit, 0, UINT64_MAX, BAD),
         CMD_SET("json", 0, &keys, 2),
@@ -98,6 +102,7 @@ int cmd_cat(int argc, char **argv)
         CMD_NUM("seed", 0, &o.seed, 0, UINT64_MAX, BAD),
         CMD_NUM("shuffle", 0, &o.shuffle_buffer, 0, SIZE_MAX, BAD),
         CMD_SET("shuffle-shards", 0, &o.shuffle_shards, 1),
+        CMD_NUM("shuffle-window", 0, &o.shuffle_window, 1, SIZE_MAX, BAD),
         CMD_SET("skip-errors", 0, &o.skip_errors, 1),
         SMALL("worker", &o.worker),
         SMALL("world-size", &o.world_size),

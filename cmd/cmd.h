@@ -171,9 +171,10 @@ int cmd_places(const char *tool, const cmd_place *p, size_t n);
 /* The same for n positional arguments that take the same flags. */
 int cmd_places_args(const char *tool, char *const *args, int n, unsigned flags);
 
-/* pack --files-from PATH ("-": stdin): the list added, s3:// keys when
- * --root is an s3:// prefix, local paths otherwise. */
-int cmd_pack_add_list(sk_pack *p, const char *path, const char *root, int nul, sk_error *err);
+/* pack --files-from PLACE ("-": stdin; s3:// and http(s):// streamed,
+ * s3 the client): the list added, s3:// keys when --root is an s3://
+ * prefix, local paths otherwise. */
+int cmd_pack_add_list(sk_pack *p, const char *path, const char *root, int nul, sk_s3 *s3, sk_error *err);
 /* 1 when any of the n strings is an s3:// URL. */
 int cmd_any_s3(const char *const *s, size_t n);
 /* Whether any of s needs a client: 1 with an s3:// one among them, else

@@ -25,7 +25,8 @@ static const char usage[] =
     "\n"
     "  -e, --ext EXT       only the member with this extension\n"
     "  -o, --output PATH   a file (one member, or --tar) or a directory (all\n"
-    "                      members, named KEYBASENAME.EXT); default stdout\n"
+    "                      members, named KEYBASENAME.EXT); default stdout;\n"
+    "                      s3://BUCKET/KEY (a prefix for all members) is one PUT\n"
     "      --tar           write the sample as a one-sample tar\n"
     "      --trust-index   skip the index body checksum (open in O(1))\n"
     "      --json          print where the sample is on stdout, as one JSON object\n"
@@ -33,7 +34,7 @@ static const char usage[] =
     "                      crc32c); no member bytes unless -o or --tar is given\n"
     "  -q, --quiet         print nothing but errors (get prints no more than that)\n"
     "  -h, --help          show this help\n"
-    "S3 (for an s3:// DATASET):\n"
+    "S3 (for an s3:// DATASET or -o):\n"
     CMD_S3_CLIENT_USAGE
     "\n"
     "Every member read is checked against its CRC32C in the index.\n"
@@ -69,25 +70,26 @@ static int print_json(sk_dataset *ds, const sk_hit *h, sk_error *err)
     return SK_OK;
 }
 
-/* Writes buf to path (NULL: stdout) through sk_out: a temporary name and a
- * rename, so a file that was there survives a failure; devices in place. */
-static int write_file(const char *path, const void *buf, size_t n, sk_error *err)
+/* Writes buf to path (NULL: stdout) through sk_place_out: a temporary name
+ * and a rename, so a file that was there survives a failure; devices in
+ * place; an s3:// object in one PUT, only once it is whole. */
+static int write_file(const char *path, const void *buf, size_t n, sk_s3 *s3, sk_error *err)
 {
-    sk_out *o;
-    int rc = sk_out_open(&o, path, err);
+    sk_place_out *o;
+    int rc = sk_place_out_open(&o, path, s3, err);
     if (rc) return rc;
     const unsigned char *p = buf;
     while (n && !rc) {
-        ssize_t w = write(sk_out_fd(o), p, n);
+        ssize_t w = write(sk_place_out_fd(o), p, n);
         if (w < 0 && errno == EINTR) continue;
-        if (w < 0) rc = sk_error_set(err, SK_E_IO, "%s: write failed: %s", sk_out_name(o), strerror(errno));
+        if (w < 0) rc = sk_error_set(err, SK_E_IO, "%s: write failed: %s", sk_place_out_name(o), strerror(errno));
         else p += w, n -= (size_t)w;
     }
     if (rc) {
-        sk_out_abort(o);
+        sk_place_out_abort(o);
         return rc;
     }
-    return sk_out_commit(o, err);
+    return sk_place_out_commit(o, err);
 }
 
 /* Bytes a terminal would take as control sequences (a JPEG, a tar, an
@@ -106,7 +108,7 @@ static int to_terminal(const char *path)
 }
 
 static int write_member(sk_dataset *ds, const sk_hit *h, uint32_t i, const char *path,
-                        sk_error *err)
+                        sk_s3 *s3, sk_error *err)
 {
     sk_member_ref m;
     int rc = sk_dataset_member(ds, h, i, &m, err);
@@ -120,7 +122,7 @@ static int write_member(sk_dataset *ds, const sk_hit *h, uint32_t i, const char 
                           "'%.*s' is binary (%llu bytes): redirect it, or use -o FILE",
                           (int)m.ext_len, m.ext, (int)h->sample.key_len, h->sample.key,
                           (unsigned long long)m.size);
-    if (!rc) rc = write_file(path, buf, (size_t)m.size, err);
+    if (!rc) rc = write_file(path, buf, (size_t)m.size, s3, err);
     free(buf);
     return rc;
 }
@@ -147,13 +149,14 @@ int cmd_get(int argc, char **argv)
     if (argc - first != 2) return cmd_usage_error("get", usage, "need DATASET and KEY (or '#N')");
     if (tar && ext) return cmd_usage_error("get", usage, "--tar writes whole samples; drop --ext");
     const char *dataset = argv[first], *key = argv[first + 1];
-    const cmd_place pl[] = {{NULL, dataset, CMD_R | CMD_S3 | CMD_HTTP}, {"-o", out, CMD_W | CMD_STREAM}};
+    const cmd_place pl[] = {{NULL, dataset, CMD_R | CMD_S3 | CMD_HTTP}, {"-o", out, CMD_W | CMD_STREAM | CMD_S3}};
     if (cmd_places("get", pl, 2)) return SK_EXIT_USAGE;
     sk_error err = SK_ERROR_INIT;
     sk_dataset *ds = NULL;
     sk_hit h;
     int rc;
-    if ((cmd_any_remote(&dataset, 1, &s3cfg) && (rc = sk_s3_new(&s3, &s3cfg, &err))) ||
+    const char *places[] = {dataset, out};
+    if ((cmd_any_remote(places, 2, &s3cfg) && (rc = sk_s3_new(&s3, &s3cfg, &err))) ||
         (rc = sk_dataset_open_s3(&ds, dataset, s3, flags, &err))) {
         sk_s3_free(s3);
         return cmd_report("get", &err);
@@ -178,11 +181,11 @@ int cmd_get(int argc, char **argv)
         sk_dataset_close(ds), sk_s3_free(s3);
         return cmd_usage_error("get", usage, "stdout is a terminal: redirect the tar, or use -o FILE");
     } else if (tar) {
-        sk_out *o;
-        if ((rc = sk_out_open(&o, out, &err))) goto fail;
-        rc = sk_dataset_write_tar(ds, &h, sk_out_fd(o), sk_out_name(o), &err);
-        if (rc) sk_out_abort(o); /* a file that was at out is still there */
-        else rc = sk_out_commit(o, &err);
+        sk_place_out *o;
+        if ((rc = sk_place_out_open(&o, out, s3, &err))) goto fail;
+        rc = sk_dataset_write_tar(ds, &h, sk_place_out_fd(o), sk_place_out_name(o), &err);
+        if (rc) sk_place_out_abort(o); /* a file that was at out is still there */
+        else rc = sk_place_out_commit(o, &err);
         if (rc) goto fail;
     } else if (ext) {
         uint32_t i;
@@ -202,10 +205,10 @@ int cmd_get(int argc, char **argv)
             rc = sk_error_set(&err, SK_E_USAGE, "%s is a directory; with --ext, -o names a file", out);
             goto fail;
         }
-        if ((rc = write_member(ds, &h, i, out, &err))) goto fail;
+        if ((rc = write_member(ds, &h, i, out, s3, &err))) goto fail;
     } else if (out) {
-        /* whole sample into a directory: KEYBASENAME.EXT per member */
-        if (mkdir(out, 0755) != 0 && errno != EEXIST) {
+        /* whole sample into a directory (or under an s3:// prefix): KEYBASENAME.EXT per member */
+        if (!cmd_any_s3(&out, 1) && mkdir(out, 0755) != 0 && errno != EEXIST) {
             rc = sk_error_set(&err, SK_E_IO, "%s: cannot create directory: %s", out, strerror(errno));
             goto fail;
         }
@@ -226,12 +229,12 @@ int cmd_get(int argc, char **argv)
             rc = sk_path_join(out, name, strlen(name), "member file name", &path, &err);
             free(name);
             if (rc) goto fail;
-            rc = write_member(ds, &h, i, path, &err);
+            rc = write_member(ds, &h, i, path, s3, &err);
             free(path);
             if (rc) goto fail;
         }
     } else if (h.sample.member_count == 1) {
-        if ((rc = write_member(ds, &h, 0, NULL, &err))) goto fail;
+        if ((rc = write_member(ds, &h, 0, NULL, s3, &err))) goto fail;
     } else {
         sk_dataset_close(ds), sk_s3_free(s3);
         return cmd_usage_error("get", usage,

@@ -47,10 +47,11 @@ static const char usage[] =
     "  -h, --help           show this help\n"
     "\n"
     CMD_SAGEMAKER_USAGE
-    "S3 (for s3:// shards):\n"
+    "S3 (for s3:// shards, and merge's s3:// manifests):\n"
     CMD_S3_CLIENT_USAGE
     "\n"
-    "merge: -o, --output PATH  the merged manifest (required); and the SageMaker\n"
+    "merge: -o, --output PATH  the merged manifest (required), a file or s3://;\n"
+    "                       MANIFESTs local or s3://; the SageMaker and S3\n"
     "                       options above\n"
     "\n"
     "Exit status: 0 all indexed, 1 a shard could not be (fully) indexed, 2 usage.\n";
@@ -119,23 +120,26 @@ static const struct option sagemaker_rows[] = {CMD_SAGEMAKER_OPTIONS};
 static int run_merge(int argc, char **argv)
 {
     const char *out = NULL;
+    sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
+    sk_s3 *s3 = NULL;
     cmd_sagemaker sm = {.tool = "index merge"};
     const cmd_opt opts[] = {CMD_STR("output", 'o', &out), CMD_STR("manifest", 0, &out)};
-    cmd_opts os = {.tool = "index merge", .usage = usage, .t = opts, .n = 2, SAGEMAKER_ROWS(&sm)};
+    cmd_opts os = {.tool = "index merge", .usage = usage, .t = opts, .n = 2, .s3 = &s3cfg, SAGEMAKER_ROWS(&sm)};
     int first, done;
     optind = 1;
     if ((done = cmd_getopt(&os, argc, argv, &first)) >= 0) return done;
     if (!out) return cmd_usage_error("index merge", usage, "-o OUT.json is required");
     if (first >= argc) return cmd_usage_error("index merge", usage, "no manifests given");
-    /* s3:// passes the grammar; the merge itself says why it is refused */
     if (cmd_places("index merge", &(cmd_place){"-o", out, CMD_W | CMD_S3}, 1) ||
         cmd_places_args("index merge", argv + first, argc - first, CMD_R | CMD_S3))
         return SK_EXIT_USAGE;
     sk_error err = SK_ERROR_INIT;
-    if (sk_manifest_merge((const char *const *)argv + first, (size_t)(argc - first), out, &err) ||
-        cmd_sagemaker_write(&sm, out, NULL, 0, 0, NULL, &err))
-        return cmd_report("index merge", &err);
-    return SK_EXIT_OK;
+    const char *const *ins = (const char *const *)argv + first;
+    int rc = ((cmd_any_s3(&out, 1) || cmd_any_s3(ins, (size_t)(argc - first))) && sk_s3_new(&s3, &s3cfg, &err)) ||
+             sk_manifest_merge_s3(ins, (size_t)(argc - first), out, s3, &err) ||
+             cmd_sagemaker_write(&sm, out, NULL, 0, 0, s3, &err);
+    sk_s3_free(s3);
+    return rc ? cmd_report("index merge", &err) : SK_EXIT_OK;
 }
 
 /* --fast, --json and --wids[=PATH]: more than one field each */

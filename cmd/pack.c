@@ -23,12 +23,13 @@ static const char usage[] =
     "(each shard streams into a multipart upload; no local copy).\n"
     "\n"
     "  -o, --output PATTERN     shard names: a printf pattern with one integer field\n"
-    "      --files-from FILE    also pack the paths listed in FILE ('-' = stdin)\n"
+    "      --files-from FILE    also pack the paths listed in FILE ('-' = stdin;\n"
+    "                           s3:// and http(s):// are read as a stream)\n"
     "      --root DIR           directory the listed paths are relative to (default .)\n"
     "  -0, --null               the list is NUL-separated (find -print0)\n"
-    "      --from-archive FILE  also pack each member of FILE (tar, zip, 7z, ...)\n"
-    "      --from-urls LIST     download a URL list instead (shardkit pack --from-urls\n"
-    "                           LIST --help; docs/urls.md)\n"
+    "      --from-archive FILE  also pack each member of FILE (tar, zip, 7z, ...;\n"
+    "                           local, s3:// or http(s)://)\n"
+    "      --from-urls LIST     download a URL list instead (docs/urls.md)\n"
     "      --from-manifest M    also pack what SageMaker manifest M names (a file or\n"
     "                           s3:// object: ManifestFile or augmented manifest)\n"
     "      --max-size SIZE      roll over before a shard passes SIZE (default 512M)\n"
@@ -68,8 +69,7 @@ static const char usage[] =
 enum {
     OPT_FILES_FROM = 256, OPT_ROOT, OPT_FROM_ARCHIVE, OPT_MAX_SIZE, OPT_MAX_COUNT, OPT_START,
     OPT_SHUFFLE, OPT_SEED, OPT_MTIME, OPT_RESUME, OPT_ON_ERROR, OPT_FOLLOW, OPT_MANIFEST,
-    OPT_TMP_DIR, OPT_JSON, OPT_COMPRESS, OPT_PART, OPT_PARTS,
-    OPT_CONCURRENCY, OPT_FROM_MANIFEST, OPT_DRY_RUN,
+    OPT_TMP_DIR, OPT_JSON, OPT_COMPRESS, OPT_PART, OPT_PARTS, OPT_CONCURRENCY, OPT_FROM_MANIFEST, OPT_DRY_RUN,
 };
 
 static const struct option options[] = {
@@ -214,7 +214,7 @@ int cmd_pack(int argc, char **argv)
     }
     const char *named[] = {o.pattern, o.manifest, root, sm.out};
     int need_s3 = cmd_any_s3(named, 4);
-    for (size_t i = 0; i < nsrcs; i++) need_s3 |= srcs[i].kind == SRC_MANIFEST;
+    for (size_t i = 0; i < nsrcs; i++) need_s3 |= srcs[i].kind == SRC_MANIFEST || cmd_any_s3(&srcs[i].path, 1);
     for (int i = optind; i < argc; i++) {
         int s3 = !strncmp(argv[i], "s3://", 5);
         need_s3 |= s3;
@@ -222,7 +222,7 @@ int cmd_pack(int argc, char **argv)
     }
     if (!o.pattern) return free(srcs), cmd_usage_error("pack", usage, "no output: give -o PATTERN");
     if (!nsrcs) return free(srcs), cmd_usage_error("pack", usage, "no SOURCE to pack");
-    static const cmd_place by_kind[] = {{NULL, 0, CMD_R | CMD_S3}, {"--files-from", 0, CMD_R | CMD_STREAM}, {"--from-archive", 0, CMD_R}, {NULL, 0, CMD_R | CMD_S3}, {"--from-manifest", 0, CMD_R | CMD_STREAM | CMD_S3}};
+    static const cmd_place by_kind[] = {{NULL, 0, CMD_R | CMD_S3}, {"--files-from", 0, CMD_R | CMD_STREAM | CMD_S3 | CMD_HTTP}, {"--from-archive", 0, CMD_R | CMD_S3 | CMD_HTTP}, {NULL, 0, CMD_R | CMD_S3}, {"--from-manifest", 0, CMD_R | CMD_STREAM | CMD_S3}};
     const cmd_place pl[] = {{"-o", o.pattern, CMD_W | CMD_STREAM | CMD_S3}, {"--manifest", o.manifest, CMD_W | CMD_S3}, {"--root", root, CMD_R | CMD_S3},
                             {"--tmp-dir", o.tmp_dir, CMD_W}, {"--sagemaker-manifest", sm.out, CMD_W | CMD_S3}};
     int bad = cmd_places("pack", pl, sizeof pl / sizeof *pl);
@@ -272,7 +272,7 @@ int cmd_pack(int argc, char **argv)
         case SRC_ARCHIVE: rc = sk_pack_add_archive(p, path, &err); break;
         case SRC_S3: rc = sk_pack_add_s3(p, path, &err); break;
         case SRC_MANIFEST: rc = sk_pack_add_sagemaker_manifest(p, path, &err); break;
-        case SRC_LIST: rc = cmd_pack_add_list(p, path, root, nul, &err); break;
+        case SRC_LIST: rc = cmd_pack_add_list(p, path, root, nul, s3, &err); break;
         }
     }
     if (!rc) rc = sk_pack_run(p, &st, &err);

@@ -31,7 +31,8 @@ static const char usage[] =
     "      --select EXT,...     keep only members with these extensions\n"
     "      --drop EXT,...       drop members with these extensions\n"
     "      --rename OLD=NEW     rename an extension (repeatable)\n"
-    "      --keys FILE          keep only the samples whose keys FILE lists\n"
+    "      --keys FILE          keep only the samples whose keys FILE lists (local,\n"
+    "                           s3:// or http(s)://)\n"
     "      --shuffle            uniform random order of all samples across all\n"
     "                           output shards, in bounded memory\n"
     "      --seed N             seed for --shuffle (default 0)\n"
@@ -227,7 +228,7 @@ int cmd_shard(int argc, char **argv)
     if (!o.pattern) BAD("no output: give -o PATTERN");
     if (optind >= argc) BAD("no INPUT shards");
     const cmd_place pl[] = {{"-o", o.pattern, CMD_W | CMD_STREAM | CMD_S3}, {"--manifest", o.manifest, CMD_W | CMD_S3},
-                            {"--keys", o.keys_file, CMD_R}, {"--tmp-dir", o.tmp_dir, CMD_W}, {"--sagemaker-manifest", sm.out, CMD_W | CMD_S3}};
+                            {"--keys", o.keys_file, CMD_R | CMD_S3 | CMD_HTTP}, {"--tmp-dir", o.tmp_dir, CMD_W}, {"--sagemaker-manifest", sm.out, CMD_W | CMD_S3}};
     if (cmd_places("shard", pl, sizeof pl / sizeof *pl) ||
         cmd_places_args("shard", argv + optind, argc - optind, CMD_R | CMD_STREAM | CMD_S3 | CMD_HTTP)) { rc = SK_EXIT_USAGE; goto out; }
     if (sm.out && !strcmp(o.pattern, "-")) BAD("--sagemaker-manifest: -o - writes no shards to list");
@@ -253,8 +254,8 @@ int cmd_shard(int argc, char **argv)
 
     sk_error err = SK_ERROR_INIT;
     sk_shard_stats st = {0};
-    const char *outs[] = {o.pattern, o.manifest, sm.out};
-    if ((cmd_any_s3(outs, 3) || cmd_any_s3((const char *const *)argv + optind, (size_t)(argc - optind))) &&
+    const char *outs[] = {o.pattern, o.manifest, sm.out, o.keys_file};
+    if ((cmd_any_s3(outs, 4) || cmd_any_s3((const char *const *)argv + optind, (size_t)(argc - optind))) &&
         sk_s3_new(&s3, &s3cfg, &err)) {
         rc = cmd_report("shard", &err);
         goto out;

@@ -157,15 +157,15 @@ int cmd_any_s3(const char *const *s, size_t n)
     return 0;
 }
 
-int cmd_pack_add_list(sk_pack *p, const char *path, const char *root, int nul, sk_error *err)
+int cmd_pack_add_list(sk_pack *p, const char *path, const char *root, int nul, sk_s3 *s3, sk_error *err)
 {
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) return sk_error_set(err, SK_E_IO, "%s: cannot open file list: %m", path);
-    const char *name = f == stdin ? "stdin" : path;
+    sk_place_in *in;
+    if (sk_place_in_open(&in, path, s3, err)) return err->code;
+    FILE *f = sk_place_in_file(in);
+    const char *name = strcmp(path, "-") ? path : "stdin";
     int rc = root && !strncmp(root, "s3://", 5) ? sk_pack_add_s3_list(p, f, name, root, nul, err)
                                                 : sk_pack_add_list(p, f, name, root, nul, err);
-    if (f != stdin) fclose(f);
-    return rc;
+    return sk_place_in_close(in, rc, err);
 }
 
 int cmd_any_remote(const char *const *s, size_t n, sk_s3_config *cfg)

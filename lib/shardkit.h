@@ -544,6 +544,10 @@ SK_API int sk_dataset_write_tar(sk_dataset *ds, const sk_hit *h, int fd, const c
  * Duplicate shard URLs, duplicate keys across shards (checked through
  * their indexes), and missing or repeated parts are errors naming them. */
 SK_API int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, sk_error *err);
+/* The same, where any manifest (and the indexes it names) and out_path
+ * may be s3:// objects, read and written through s3. */
+SK_API int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_path, sk_s3 *s3,
+                                sk_error *err);
 
 /* Writes wids' shard-index JSON (wids-shard-index-v1) for a manifest's
  * shards, URLs relative to out_path's directory. */
@@ -946,6 +950,31 @@ typedef struct sk_reader_options {
                                 when they are used.  For a consumer slower
                                 than the disk (`shardkit cat` into a pipe).
                                 s3:// and compressed shards keep their thread */
+    /* The global order (docs/reader.md): one sequence of the epoch's
+     * samples, a function of (shards, seed, epoch) only, each slot taking
+     * its share by position, read through the shards' indexes.  Plain
+     * .tar shards with indexes; the stream mode above stays for the rest. */
+    int global_order;        /* 1: this mode (shuffle_buffer must be 0 or 1) */
+    size_t shuffle_window;   /* shards whose samples are shuffled together
+                                (default 8); shuffle_shards 0: list order */
+    int batch_size;          /* samples a DataLoader worker hands at once
+                                (default 1): the split keeps a rank's
+                                consumption a prefix of the sequence */
+    size_t read_ahead;       /* bytes a slot reads ahead (default 8 MiB) */
+    uint64_t max_gap;        /* bytes between two samples of a shard read
+                                through, joining two reads into one
+                                (default 64 KiB; 1 MiB for remote shards) */
+    /* Mixing (global order): each url of sk_reader_open is a stream, these
+     * arrays have one entry per url (NULL, or 0 in an entry: unset), as
+     * MosaicML's Streams: a relative proportion, or an absolute repeat
+     * (a multiple of the stream's size) or choose (samples); one kind for
+     * all streams.  A stream taking fewer samples than it has gets a new
+     * uniform subset each epoch.  sk_reader_sample.dataset names it. */
+    const double *proportion;
+    const double *repeat;
+    const uint64_t *choose;
+    uint64_t samples_per_epoch; /* the epoch's length; 0: the streams' sizes
+                                   (proportion) or their sum (absolute) */
 } sk_reader_options;
 /* Defaults: every field as documented above, struct_size included. */
 SK_API void sk_reader_options_init_sized(sk_reader_options *o, size_t size);
@@ -967,6 +996,8 @@ typedef struct sk_reader_sample {
     uint64_t offset;       /* tar-stream offset of its first header */
     size_t nmembers;
     const sk_reader_member *members;
+    uint64_t position; /* global order: its position in the epoch's sequence */
+    size_t dataset;    /* which of the urls given to sk_reader_open it came from */
 } sk_reader_sample;
 
 /* Opens a shard list.  Each url is a shard (.tar, .tar.zst), a brace
@@ -1368,7 +1399,9 @@ SK_API int sk_place_check(const char *place, unsigned flags, const char *what, i
 
 /* ------------------------------------------------------------ upload sync */
 /* `upload --sync`: a rerun sends only what the destination does not hold
- * yet.  sk_upload_sync_open lists s3://bucket/prefix once (sizes, ETags);
+ * yet.  sk_upload_sync_open makes the walk over s3://bucket/prefix (sizes,
+ * ETags), one listing page held at a time, merged with the keys asked
+ * about in key order (a key out of order starts a page just before it);
  * sk_upload_sync_same says whether key already holds the size bytes of the
  * local file path: 1 same (its size, and its ETag is the MD5 of the bytes,
  * or of the parts' MD5s at part_size, upload's rule); 0 different or not
@@ -1600,6 +1633,74 @@ SK_API void sk_urls_options_init_sized(sk_urls_options *o, size_t size);
  * output fails), naming it. */
 SK_API int sk_pack_urls(const sk_pack_options *po, const sk_urls_options *uo, sk_s3 *s3,
                         sk_urls_stats *st, sk_error *err);
+
+/* ------------------------------------------------- reader: global order */
+/* Where a reader in the global order (sk_reader_options.global_order) is
+ * in its epoch, as a count of the epoch's global sequence: the positions
+ * 0 .. consumed-1 were consumed.  It names no rank or worker, so it
+ * restores into a reader with any world size and workers: the positions
+ * left are split among the new slots as a whole epoch's would be, and
+ * across the runs every sample of the epoch is read exactly once, when
+ * the saved count was a prefix (docs/reader.md: the resume contract;
+ * layout in docs/format.md).  Plain old data: save its bytes anywhere. */
+typedef struct sk_reader_position {
+    uint32_t magic;       /* SK_READER_POSITION_MAGIC */
+    uint32_t version;     /* 1 */
+    uint64_t epoch;
+    uint64_t consumed;    /* positions of the epoch's sequence consumed */
+    uint64_t samples;     /* the epoch's length, checked on seek */
+    uint64_t fingerprint; /* shard names, sample counts, seed, window,
+                             shuffle: checked on seek */
+} sk_reader_position;
+#define SK_READER_POSITION_MAGIC 0x504b5253u /* "SRKP" */
+/* The position after every rank consumed as many samples as this slot's
+ * rank has, judged from this slot alone: its last sample handed out and
+ * everything the rank's DataLoader hands before it (batch_size) counts as
+ * consumed.  SK_E_USAGE without global_order. */
+SK_API int sk_reader_get_position(const sk_reader *r, sk_reader_position *p, sk_error *err);
+/* The position after every rank consumed rank_samples samples of this
+ * epoch's run (from the start, or from the position last sought): what a
+ * job's main process saves after a step (steps x batch size). */
+SK_API int sk_reader_position_at(const sk_reader *r, uint64_t rank_samples,
+                                 sk_reader_position *p, sk_error *err);
+/* Continues from p: its epoch, the positions from p->consumed on, split
+ * among this reader's slots.  SK_E_MISMATCH when p belongs to other
+ * shards, seed, window or shuffle. */
+SK_API int sk_reader_seek(sk_reader *r, const sk_reader_position *p, sk_error *err);
+/* Samples in the epoch's sequence, and those this slot has still to hand
+ * out of it (exact: a DataLoader's len()). */
+SK_API uint64_t sk_reader_epoch_samples(const sk_reader *r);
+SK_API uint64_t sk_reader_slot_left(const sk_reader *r);
+/* Ranged reads the global order made (coalesced neighbours count once). */
+SK_API uint64_t sk_reader_global_reads(const sk_reader *r);
+
+/* --------------------------------------------------- places read, written */
+/* A place (sk_place_check's grammar) opened as a file for what is not a
+ * dataset: a list read line by line, one object written whole.  Local
+ * paths and '-' are plain files and standard input or output; s3:// (and,
+ * for reading, http(s)://) stream through the library's stores and sinks,
+ * with s3 the client for s3:// (NULL: refused, naming the URL). */
+typedef struct sk_place_in sk_place_in;
+/* Opens place for reading (a remote one: one streaming GET; a missing
+ * object is an error naming its URL).  A remote line of over 64 KiB is an
+ * error (a list holds names), so memory stays bounded whatever it holds. */
+SK_API int sk_place_in_open(sk_place_in **out, const char *place, sk_s3 *s3, sk_error *err);
+SK_API FILE *sk_place_in_file(sk_place_in *in);
+/* Closes; returns rc, or the remote read's own error (in err) when one
+ * stopped the stream. */
+SK_API int sk_place_in_close(sk_place_in *in, int rc, sk_error *err);
+/* A place written whole: a local path (sk_out: temporary name, rename at
+ * commit), NULL or '-' (standard output), or s3://BUCKET/KEY (the object
+ * appears at commit, one PUT, or parts past 8 MiB; nothing on abort). */
+typedef struct sk_place_out sk_place_out;
+SK_API int sk_place_out_open(sk_place_out **out, const char *place, sk_s3 *s3, sk_error *err);
+/* Where to write (a descriptor), and its name for messages. */
+SK_API int sk_place_out_fd(const sk_place_out *o);
+SK_API const char *sk_place_out_name(const sk_place_out *o);
+/* Publishes and frees o, whatever happens. */
+SK_API int sk_place_out_commit(sk_place_out *o, sk_error *err);
+/* Frees o, publishing nothing; accepts NULL. */
+SK_API void sk_place_out_abort(sk_place_out *o);
 
 #ifdef __cplusplus
 }

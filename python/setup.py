@@ -12,12 +12,18 @@ the library as docs/python.md says: $SHARDKIT_LIB, the install prefix,
 the system's).  The library links the system's libjpeg, zstd, expat and
 jansson (and opens libcurl, OpenSSL and libarchive when used), so the
 wheel is for this machine, not for another distribution.
+
+It also compiles shardkit._ext (shardkit/_ext.c: Dataset's lookups in C,
+against lib/shardkit.h; it calls the library ctypes loads, so it links
+none) as an optional extension: when it does not build (no C compiler, no
+Python headers) pip warns and installs the rest, and Dataset uses ctypes
+(shardkit.dataset.BACKEND says which).  SHARDKIT_EXT=0 skips it.
 """
 import os
 import shutil
 import subprocess
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 from setuptools.dist import Distribution
 
@@ -59,7 +65,19 @@ class PlatformDistribution(Distribution):
     """The wheel holds a compiled library: tag it for this platform."""
 
     def has_ext_modules(self) -> bool:
-        return os.environ.get("SHARDKIT_BUNDLE", "1") != "0"
+        return bool(self.ext_modules) or os.environ.get("SHARDKIT_BUNDLE", "1") != "0"
 
 
-setup(cmdclass={"build_py": BuildWithLibrary}, distclass=PlatformDistribution)
+def extensions() -> list:
+    """shardkit._ext, optional (a failed build leaves the ctypes path)."""
+    root = os.environ.get("SHARDKIT_SRC") or os.path.dirname(HERE)
+    inc = os.path.join(root, "lib")
+    if os.environ.get("SHARDKIT_EXT", "1") == "0" or not os.path.isfile(
+            os.path.join(inc, "shardkit.h")):
+        return []
+    return [Extension("shardkit._ext", [os.path.join("shardkit", "_ext.c")], include_dirs=[inc],
+                      extra_compile_args=["-std=c11", "-fvisibility=hidden"], optional=True)]
+
+
+setup(cmdclass={"build_py": BuildWithLibrary}, distclass=PlatformDistribution,
+      ext_modules=extensions())

@@ -177,15 +177,20 @@ int sk_shard_number(const char *pattern, const char *name, uint64_t *n);
 /* keyseen.c: the sample keys of one shard in the order a streaming reader
  * meets them; *again = 1 (nothing added) when key was met before, in a
  * sample not adjacent to this one: a split sample.  Zero it to start;
- * reset between shards. */
+ * reset between shards.  sk_keyseen_add_at also keeps where each key's
+ * first member was (pos: a byte offset), and on a repeat gives it back in
+ * *first, so that a refusal names both places. */
 typedef struct sk_keyseen {
     char *arena;
     size_t alen, acap;
     size_t *off, *len, *slot;
-    size_t n, ocap, lcap, scap;
+    uint64_t *pos;
+    size_t n, ocap, lcap, scap, pcap;
     int unsorted;
 } sk_keyseen;
 int sk_keyseen_add(sk_keyseen *k, const char *key, size_t len, int *again, sk_error *err);
+int sk_keyseen_add_at(sk_keyseen *k, const char *key, size_t len, uint64_t pos, int *again,
+                      uint64_t *first, sk_error *err);
 void sk_keyseen_reset(sk_keyseen *k);
 void sk_keyseen_free(sk_keyseen *k);
 /* index.c: how many keys occur as more than one sample of the shard (the

@@ -56,7 +56,15 @@ static int rehash(sk_keyseen *k, size_t cap, sk_error *err)
 
 int sk_keyseen_add(sk_keyseen *k, const char *key, size_t len, int *again, sk_error *err)
 {
+    uint64_t first;
+    return sk_keyseen_add_at(k, key, len, 0, again, &first, err);
+}
+
+int sk_keyseen_add_at(sk_keyseen *k, const char *key, size_t len, uint64_t pos, int *again,
+                      uint64_t *first, sk_error *err)
+{
     *again = 0;
+    *first = 0;
     if (k->n && !k->unsorted) {
         size_t p = k->n - 1;
         if (sk_key_cmp(k->arena + k->off[p], k->len[p], key, len) < 0) goto append;
@@ -70,6 +78,7 @@ int sk_keyseen_add(sk_keyseen *k, const char *key, size_t len, int *again, sk_er
         for (; k->slot[h] != SIZE_MAX; h = (h + 1) & (k->scap - 1))
             if (same(k, k->slot[h], key, len)) {
                 *again = 1;
+                *first = k->pos[k->slot[h]];
                 return SK_OK;
             }
     }
@@ -77,6 +86,8 @@ append:
     SK_GUARD(sk_grow((void **)&k->arena, &k->acap, k->alen + len + 1, 1, err));
     SK_GUARD(sk_grow((void **)&k->off, &k->ocap, k->n + 1, sizeof *k->off, err));
     SK_GUARD(sk_grow((void **)&k->len, &k->lcap, k->n + 1, sizeof *k->len, err));
+    SK_GUARD(sk_grow((void **)&k->pos, &k->pcap, k->n + 1, sizeof *k->pos, err));
+    k->pos[k->n] = pos;
     memcpy(k->arena + k->alen, key, len);
     k->off[k->n] = k->alen;
     k->len[k->n] = len;
@@ -102,5 +113,6 @@ void sk_keyseen_free(sk_keyseen *k)
     free(k->off);
     free(k->len);
     free(k->slot);
+    free(k->pos);
     memset(k, 0, sizeof *k);
 }

@@ -51,6 +51,7 @@ static void load(void)
     F(sk_la.entry_size_is_set, "archive_entry_size_is_set");
     F(sk_la.read_support_filter_by_code, "archive_read_support_filter_by_code");
     F(sk_la.filter_bytes, "archive_filter_bytes");
+    F(sk_la.read_header_position, "archive_read_header_position");
 #undef F
     if (!bad) load_error[0] = 0;
 }

@@ -37,6 +37,7 @@ typedef struct sk_la_api {
     int (*entry_size_is_set)(struct archive_entry *);
     int (*read_support_filter_by_code)(struct archive *, int);
     la_int64_t (*filter_bytes)(struct archive *, int);
+    la_int64_t (*read_header_position)(struct archive *);
 } sk_la_api;
 extern sk_la_api sk_la;
 

@@ -145,4 +145,9 @@ void sk_existing_release(sk_existing *g);
 int sk_existing_listed(sk_s3 *s3, const char *mpath, const sk_manifest *man, const char *verb,
                        sk_error *err);
 
+/* place_io.c: a remote object (s3://, http(s)://) copied whole into an
+ * unlinked scratch file in dir ($TMPDIR when NULL): *fd, read from 0, for
+ * a reader that needs to seek in it.  Errors name url. */
+int sk_place_fetch_fd(const char *url, sk_s3 *s3, const char *dir, int *fd, sk_error *err);
+
 #endif

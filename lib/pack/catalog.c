@@ -11,6 +11,8 @@
 #include "format/tar.h"
 
 #include "format/libarchive.h"
+#include "io/io.h"
+#include "io/store.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -829,7 +831,16 @@ int sk_catalog_add_archive(sk_catalog *c, const char *path, sk_error *err)
     int rc = SK_OK, fd = -1;
     char *buf = NULL;
     uint16_t src;
-    if (sk_la.read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
+    /* a remote archive is copied whole first, into an unlinked scratch
+     * file: zip and 7z keep their directory at the end, and libarchive
+     * seeks to it, which a stream cannot do; messages name the URL */
+    int copy = -1;
+    char copy_name[64];
+    if (sk_store_is_remote(path)) {
+        if ((rc = sk_place_fetch_fd(path, c->s3, c->tmp_dir, &copy, err))) goto cleanup;
+        snprintf(copy_name, sizeof copy_name, "/proc/self/fd/%d", copy);
+    }
+    if (sk_la.read_open_filename(a, copy >= 0 ? copy_name : path, 1 << 16) != ARCHIVE_OK) {
         rc = sk_error_set(err, SK_E_IO, "%s: cannot open archive: %s", path, sk_la.error_string(a));
         goto cleanup;
     }
@@ -879,6 +890,7 @@ int sk_catalog_add_archive(sk_catalog *c, const char *path, sk_error *err)
 cleanup:
     free(buf);
     sk_la.read_free(a);
+    if (copy >= 0) close(copy);
     return rc;
 }
 

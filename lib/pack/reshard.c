@@ -108,8 +108,9 @@ static void keyset_free(struct keyset *k)
 
 static int load_keys(rs *r, const char *path, sk_error *err)
 {
-    FILE *f = fopen(path, "r");
-    SK_FAIL_IF(!f, err, SK_E_IO, "%s: cannot open key list: %s", path, strerror(errno));
+    sk_place_in *in; /* a local file, or s3:// and http(s):// streamed */
+    SK_GUARD(sk_place_in_open(&in, path, r->o->s3, err));
+    FILE *f = sk_place_in_file(in);
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -120,8 +121,7 @@ static int load_keys(rs *r, const char *path, sk_error *err)
     }
     if (!rc && ferror(f)) rc = sk_error_set(err, SK_E_IO, "%s: read failed", path);
     free(line);
-    fclose(f);
-    return rc;
+    return sk_place_in_close(in, rc, err);
 }
 
 /* ---------------------------------------------------------------- filters */

@@ -198,7 +198,7 @@ int sk_rs_read_input(rs *r, const char *url, struct samp *s, int counting, uint6
 {
     struct la_ctx c = {.r = r, .err = err};
     sk_keyseen seen = {0}; /* a sample's members not adjacent: refused, never split */
-    uint64_t split = 0;
+    uint64_t split = 0, split_first = 0, split_again = 0; /* the first split one's places */
     char *split_key = NULL;
     SK_GUARD(in_open(r, &c.in, url, from, err));
     struct archive *a;
@@ -253,7 +253,9 @@ int sk_rs_read_input(rs *r, const char *url, struct samp *s, int counting, uint6
         }
         if (kl != s->klen || memcmp(name, s->key, kl)) { /* a new sample */
             int again;
-            if ((rc = sk_keyseen_add(&seen, name, kl, &again, err))) goto done;
+            uint64_t at = (uint64_t)sk_la.read_header_position(a), first;
+            if ((rc = sk_keyseen_add_at(&seen, name, kl, at, &again, &first, err))) goto done;
+            if (again && !split) split_first = first, split_again = at;
             if (again && !split++ && !(split_key = strndup(name, kl))) {
                 rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
                 goto done;
@@ -337,11 +339,13 @@ int sk_rs_read_input(rs *r, const char *url, struct samp *s, int counting, uint6
         s->len += hl + sk_tar_pad(size);
     }
     rc = split ? sk_error_set(err, SK_E_INPUT, "%s: %llu sample%s whose members are not adjacent "
-                              "(first: '%s', met again after other samples): shard would split "
-                              "each in two, so nothing is written; put each sample's members "
-                              "together first (GNU tar --sort=name, or extract and `shardkit "
-                              "pack`; `shardkit index` names them)", url,
-                              (unsigned long long)split, split == 1 ? "" : "s", split_key)
+                              "(first: '%s', members at byte %llu and again at byte %llu, after "
+                              "other samples): shard would split each in two, so nothing is "
+                              "written; put each sample's members together first (GNU tar "
+                              "--sort=name, or extract and `shardkit pack`; `shardkit index` "
+                              "names them)", url, (unsigned long long)split,
+                              split == 1 ? "" : "s", split_key, (unsigned long long)split_first,
+                              (unsigned long long)split_again)
                : sample_done(r, s, counting, err);
 done:
     sk_keyseen_free(&seen);

@@ -112,7 +112,8 @@ struct sk_s3_req {
     sk_s3 *s3;
     const char *method;           /* "GET", "PUT", "POST", "HEAD", "DELETE" */
     const char *bucket, *key;     /* kept alive by the caller; key may be "" */
-    char query[768];              /* encoded, "partNumber=2&uploadId=..." */
+    char query[6400];             /* encoded, "partNumber=2&uploadId=..."; a 1,024-byte
+                                     key (start-after) and prefix, each percent-encoded */
     char hdrs[SK_S3_MAX_HDRS][320]; /* extra headers, lowercase names */
     int nhdrs;
     const unsigned char *body;    /* request body, body_len bytes... */
@@ -169,7 +170,7 @@ struct sk_s3_req {
     int refused;       /* plain HTTP: the body was refused (SK_HTTP_*) */
     sk_s3_req *resume_next;
     sk_s3_req *next;
-    char url[2048];
+    char url[10240]; /* the host, a 1,024-byte key percent-encoded, the query */
 };
 
 struct sk_s3 {
@@ -243,6 +244,12 @@ void sk_http_setopts(sk_s3_req *r, CURL *c);
 int sk_http_body_check(sk_s3_req *r, long code);
 /* Engine: an attempt's fate once over (see classify): 0 done, 1 retry. */
 int sk_http_classify(sk_s3_req *r);
+
+/* One page (up to 1,000 objects, in key order) of the listing of prefix
+ * that begins after the key start_after (NULL or "": from the start);
+ * *truncated: more follow.  A merge-walk's step (upload_sync.c). */
+int sk_s3_list_page(sk_s3 *s3, const char *bucket, const char *prefix, const char *start_after,
+                    sk_s3_list_fn fn, void *ud, int *truncated, sk_error *err);
 
 #endif
 

@@ -191,6 +191,8 @@ typedef struct listing {
     void (*query)(sk_s3_req *r, const struct listing *l, const list_state *s);
     void (*cb)(void *ud, int end, const char *name, const char *text);
     const char *prefix, *upload_id;
+    const char *start_after; /* objects: the listing begins after this key (NULL: none) */
+    int one_page;            /* stop after the first page (sk_s3_list_page) */
     char what[1200]; /* the listing, for messages */
 } listing;
 
@@ -212,7 +214,7 @@ static int list_pages(sk_s3 *s3, const listing *l, list_state *s, sk_error *err)
         if (!rc && s->long_key)
             rc = sk_error_set(err, SK_E_REMOTE, "%s: the listing holds a key longer than 1024 bytes",
                               l->what);
-        if (rc || s->stop || !s->truncated || !s->token[0]) break;
+        if (rc || s->stop || !s->truncated || !s->token[0] || l->one_page) break;
         if (!s->items && ++empty > LIST_MAX_EMPTY) {
             rc = sk_error_set(err, SK_E_REMOTE, "%s: %zu empty pages that say the listing goes on "
                               "(over the cap of %u): the server is looping", l->what, empty,
@@ -271,6 +273,21 @@ static void objects_query(sk_s3_req *r, const listing *l, const list_state *s)
     sk_s3_req_query(r, "list-type", "2");
     if (l->prefix && *l->prefix) sk_s3_req_query(r, "prefix", l->prefix);
     if (s->token[0]) sk_s3_req_query(r, "continuation-token", s->token);
+    else if (l->start_after && *l->start_after) sk_s3_req_query(r, "start-after", l->start_after);
+}
+
+int sk_s3_list_page(sk_s3 *s3, const char *bucket, const char *prefix, const char *start_after,
+                    sk_s3_list_fn fn, void *ud, int *truncated, sk_error *err)
+{
+    list_state s;
+    memset(&s, 0, sizeof s);
+    s.fn = fn, s.ud = ud;
+    listing l = {.bucket = bucket, .key = "", .query = objects_query, .cb = objects_cb,
+                 .prefix = prefix, .start_after = start_after, .one_page = 1};
+    snprintf(l.what, sizeof l.what, "s3://%s/%s", bucket, prefix ? prefix : "");
+    int rc = list_pages(s3, &l, &s, err);
+    *truncated = s.truncated;
+    return rc;
 }
 
 int sk_s3_list(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_list_fn fn, void *ud,

@@ -8,9 +8,17 @@
  * twice, a key present in two shards (found through their indexes), or
  * --part slices missing or repeated are errors that name them, since a
  * silent overlap would train on samples twice.
+ *
+ * Manifests, indexes and the merged manifest may be s3:// objects as well
+ * as local files (each read whole through the S3 client, as a dataset
+ * reads them).  A URL is rewritten relative only within one bucket, and
+ * only below the merged manifest's prefix there (readers refuse ".." in a
+ * remote manifest); else, and between a bucket and a local directory, it
+ * stays absolute.
  */
 #include "core/internal.h"
 #include "format/format.h"
+#include "io/io.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -20,13 +28,22 @@
 
 /* ------------------------------------------------------------------ paths */
 
-/* Absolute, lexically normalised ("." and ".." folded) form of p. */
+/* The length of p's root: "s3://bucket" for a URL, 0 for a local path. */
+static size_t root_len(const char *p)
+{
+    const char *sch = strstr(p, "://");
+    if (!sch) return 0;
+    const char *slash = strchr(sch + 3, '/');
+    return slash ? (size_t)(slash - p) : strlen(p);
+}
+
+/* Absolute, lexically normalised ("." and ".." folded, never above the
+ * root: "/" or a URL's bucket) form of p. */
 static char *abs_path(const char *p)
 {
     char *full;
-    /* a URL is absolute already: never glue the working directory to one */
-    if (strstr(p, "://")) return strdup(p);
-    if (p[0] == '/') full = strdup(p);
+    size_t root = root_len(p);
+    if (root || p[0] == '/') full = strdup(p + root);
     else {
         char *cwd = getcwd(NULL, 0);
         if (!cwd) return NULL;
@@ -34,19 +51,20 @@ static char *abs_path(const char *p)
         free(cwd);
     }
     if (!full) return NULL;
-    char *out = malloc(strlen(full) + 2), *o = out;
+    char *out = malloc(root + strlen(full) + 2), *o = out + root;
     if (!out) { free(full); return NULL; }
+    memcpy(out, p, root);
     *o = 0;
     for (char *save = NULL, *c = strtok_r(full, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
         if (!strcmp(c, ".")) continue;
         if (!strcmp(c, "..")) {
-            char *sl = strrchr(out, '/');
+            char *sl = strrchr(out + root, '/');
             if (sl) { *sl = 0; o = sl; }
             continue;
         }
         o += sprintf(o, "/%s", c);
     }
-    if (out[0] == 0) strcpy(out, "/");
+    if (!root && out[0] == 0) strcpy(out, "/");
     free(full);
     return out;
 }
@@ -75,13 +93,23 @@ static char *rel_path(const char *dir, const char *target)
     return out;
 }
 
-/* URL of an entry of the manifest at mpath, as seen from out_dir. */
+/* URL of an entry of the manifest at mpath, as seen from out_dir: relative
+ * when both lie under one root (the file system, or one bucket), else
+ * the absolute URL. */
 static char *rebase(const char *mpath, const char *url, const char *out_dir_abs)
 {
     if (url[0] == '/' || strstr(url, "://")) return strdup(url);
     char *md = sk_dir_of(mpath), *joined = NULL, *abs = NULL, *rel = NULL;
+    size_t r = root_len(out_dir_abs);
     if (md && asprintf(&joined, "%s/%s", md, url) >= 0 && (abs = abs_path(joined)))
-        rel = rel_path(out_dir_abs, abs);
+        rel = r == root_len(abs) && !strncmp(abs, out_dir_abs, r) ? rel_path(out_dir_abs + r, abs + r)
+                                                                  : strdup(abs);
+    /* a bucket's manifest names what lies beside or below it only: readers
+     * refuse a ".." in a remote manifest (it could leave the prefix) */
+    if (rel && r && !strncmp(rel, "../", 3)) {
+        free(rel);
+        rel = strdup(abs);
+    }
     free(md);
     free(joined);
     free(abs);
@@ -112,14 +140,20 @@ static int str_cmp(const void *a, const void *b)
 
 int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, sk_error *err)
 {
+    return sk_manifest_merge_s3(paths, n, out_path, NULL, err);
+}
+
+int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_path, sk_s3 *s3,
+                         sk_error *err)
+{
     SK_FAIL_IF(n == 0, err, SK_E_USAGE, "no manifests to merge");
-    /* the relative URLs a merge writes are only meaningful between local
-     * directories: say so rather than write a path glued to a URL */
-    SK_FAIL_IF(sk_is_s3_url(out_path), err, SK_E_USAGE, "%s: index merge writes a local manifest "
-               "(merge locally, then `shardkit upload` it)", out_path);
-    for (size_t i = 0; i < n; i++)
-        SK_FAIL_IF(sk_is_s3_url(paths[i]), err, SK_E_USAGE, "%s: index merge reads local manifests "
-                   "(fetch the parts' manifests first)", paths[i]);
+    int remote_out = sk_is_s3_url(out_path);
+    for (size_t i = 0; i < n + 1; i++) {
+        const char *p = i < n ? paths[i] : out_path;
+        SK_FAIL_IF(strstr(p, "://") && !sk_is_s3_url(p), err, SK_E_USAGE, "%s: index merge reads and "
+                   "writes local files and s3:// objects", p);
+        SK_FAIL_IF(sk_is_s3_url(p) && !s3, err, SK_E_USAGE, "%s: an s3:// manifest needs an S3 client", p);
+    }
     sk_manifest **in = calloc(n ? n : 1, sizeof *in);
     sk_manifest *out = sk_manifest_new();
     size_t *order = calloc(n ? n : 1, sizeof *order);
@@ -134,7 +168,9 @@ int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, 
         goto cleanup;
     }
     for (size_t i = 0; i < n; i++) {
-        if ((rc = sk_manifest_load(&in[i], paths[i], err))) goto cleanup;
+        if ((rc = sk_is_s3_url(paths[i]) ? sk_s3_load_manifest(s3, paths[i], &in[i], err)
+                                         : sk_manifest_load(&in[i], paths[i], err)))
+            goto cleanup;
         order[i] = i;
     }
     /* --part slices: all or none, each exactly once, in part order. */
@@ -203,6 +239,15 @@ int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, 
                 rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
                 goto cleanup;
             }
+            /* a bucket's manifest that names local files would be read
+             * nowhere but here: refused, naming them */
+            if (remote_out && !strstr(abs_urls[k], "://")) {
+                rc = sk_error_set(err, SK_E_USAGE, "%s: shard %s of %s is a local file: upload the "
+                                  "parts first, then merge their s3:// manifests", out_path,
+                                  abs_urls[k], paths[i]);
+                free(url), free(iurl);
+                goto cleanup;
+            }
             ns.url = url;
             ns.index_url = iurl;
             ns.part = 0;
@@ -216,15 +261,16 @@ int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, 
             const char *iu = out->shards[k].index_url;
             if (iu) {
                 if (asprintf(&ipath, "%s/%s", out_dir_abs, iu) < 0) ipath = NULL;
-                if (ipath && (iu[0] == '/')) { free(ipath); ipath = strdup(iu); }
+                if (ipath && (iu[0] == '/' || strstr(iu, "://"))) { free(ipath); ipath = strdup(iu); }
             } else if (asprintf(&ipath, "%s.idx", abs_urls[k]) < 0) ipath = NULL;
-            if (!ipath) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
-            if (strstr(ipath, "://")) {
-                rc = sk_error_set(err, SK_E_USAGE, "%s: remote indexes are not supported yet", ipath);
+            if (ipath) { /* "../" folded: an object key never holds one */
+                char *norm = abs_path(ipath);
                 free(ipath);
-                goto cleanup;
+                ipath = norm;
             }
-            rc = sk_index_open(&ix[k], ipath, 0, err);
+            if (!ipath) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
+            rc = sk_is_s3_url(ipath) ? sk_s3_load_index(s3, ipath, &ix[k], err)
+                                     : sk_index_open(&ix[k], ipath, 0, err);
             free(ipath);
             if (rc) goto cleanup;
             if (sk_index_sample_count(ix[k]) != s->samples) {
@@ -279,7 +325,7 @@ int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, 
             (rc = sk_manifest_set_key_range(out, i, f, fl, l, ll, err)))
             goto cleanup;
     }
-    rc = sk_manifest_write(out, out_path, err);
+    rc = remote_out ? sk_sink_s3_put_manifest(s3, out, out_path, err) : sk_manifest_write(out, out_path, err);
 cleanup:
     for (size_t i = 0; in && i < n; i++) sk_manifest_free(in[i]);
     for (size_t i = 0; abs_urls && i < nshards; i++) free(abs_urls[i]);

@@ -173,6 +173,12 @@ class ReaderOptions(_c.Structure):
         ("warn", WARN_FN), ("warn_ctx", _c.c_void_p),
         ("s3_endpoint", _c.c_char_p),
         ("s3", _c.c_void_p), ("recordio", _c.c_int),
+        ("read_inline", _c.c_int),
+        ("global_order", _c.c_int), ("shuffle_window", _c.c_size_t),
+        ("batch_size", _c.c_int), ("read_ahead", _c.c_size_t),
+        ("max_gap", _c.c_uint64),
+        ("proportion", _c.c_void_p), ("repeat", _c.c_void_p), ("choose", _c.c_void_p),
+        ("samples_per_epoch", _c.c_uint64),
     ]
 
 
@@ -185,7 +191,15 @@ class ReaderSample(_c.Structure):
     _fields_ = [("key", _c.c_void_p), ("key_len", _c.c_size_t),
                 ("shard_url", _c.c_char_p), ("shard", _c.c_size_t),
                 ("ordinal", _c.c_uint64), ("offset", _c.c_uint64),
-                ("nmembers", _c.c_size_t), ("members", P(ReaderMember))]
+                ("nmembers", _c.c_size_t), ("members", P(ReaderMember)),
+                ("position", _c.c_uint64), ("dataset", _c.c_size_t)]
+
+
+class ReaderPosition(_c.Structure):
+    # sk_reader_position: where a reader in the global order is
+    _fields_ = [("magic", _c.c_uint32), ("version", _c.c_uint32),
+                ("epoch", _c.c_uint64), ("consumed", _c.c_uint64),
+                ("samples", _c.c_uint64), ("fingerprint", _c.c_uint64)]
 
 
 class ReaderState(_c.Structure):
@@ -331,6 +345,12 @@ def _declare(lib: ctypes.CDLL) -> None:
         "sk_reader_shard_count": ([vp], sz),
         "sk_reader_slot_shards": ([vp], sz),
         "sk_reader_shard_url": ([vp, sz], _c.c_char_p),
+        "sk_reader_get_position": ([vp, P(ReaderPosition), E], i),
+        "sk_reader_position_at": ([vp, u64, P(ReaderPosition), E], i),
+        "sk_reader_seek": ([vp, P(ReaderPosition), E], i),
+        "sk_reader_epoch_samples": ([vp], u64),
+        "sk_reader_slot_left": ([vp], u64),
+        "sk_reader_global_reads": ([vp], u64),
         "sk_s3_config_init_sized": ([P(S3Config), sz], None),
         "sk_s3_new": ([P(vp), P(S3Config), E], i),
         "sk_s3_free": ([vp], None),

@@ -12,13 +12,22 @@ calls with each batch of indices) is one sk_dataset_get_many per
 buffer-full.  libshardkit opens indexes and shards lazily under a lock of its own
 and takes none once they are open, so no call here holds a Python lock
 (ctypes releases the GIL during each call): threads read in parallel.
+
+Those three lookups have a compiled fast path, shardkit._ext (_ext.c,
+built by pip's setup.py, or by `make` beside the library in a source
+tree): the dict built in C, each member read by the library straight into
+its bytes object.  Where it is not built (no compiler, no Python headers)
+or SHARDKIT_EXT=0, the ctypes path above serves them; BACKEND says which.
 """
 from __future__ import annotations
 
 import ctypes
+import importlib.machinery
+import importlib.util
 import operator
 import os
 import struct
+import sys
 import threading
 from typing import Any, Dict, Iterator, List, Optional, Set, Union
 
@@ -49,6 +58,61 @@ def _forked() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forked)
+
+
+
+def _load_ext() -> Any:
+    """The compiled lookups (shardkit._ext), or None: SHARDKIT_EXT=0 says
+    none; SHARDKIT_EXT=PATH names the module file (an ImportError when it
+    does not load); else the copy pip built into the package, else the one
+    `make` built beside the library a source tree's package finds
+    (DIR/python/_ext<suffix> for DIR/libshardkit.so)."""
+    want = os.environ.get("SHARDKIT_EXT", "")
+    if want == "0":
+        return None
+    paths = [want] if want else []
+    if not want:
+        try:
+            from . import _ext  # type: ignore[attr-defined]
+            return _ext
+        except ImportError:
+            pass
+        lib = next(iter(_lib._candidates(None)), None)
+        if lib:
+            paths = [os.path.join(os.path.dirname(lib), "python", "_ext" + suffix)
+                     for suffix in importlib.machinery.EXTENSION_SUFFIXES]
+    for path in paths:
+        if not os.path.isfile(path):
+            continue
+        spec = importlib.util.spec_from_file_location(
+            __package__ + "._ext", path,
+            loader=importlib.machinery.ExtensionFileLoader(__package__ + "._ext", path))
+        if spec is None or spec.loader is None:
+            continue
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[spec.name] = mod
+        return mod
+    if want:
+        raise ImportError("SHARDKIT_EXT=%s: no such extension module" % want)
+    return None
+
+
+_EXT = _load_ext()
+#: which path serves ds[i], ds.get(key) and ds.__getitems__ in Datasets
+#: opened now: "ext" (the compiled shardkit._ext) or "ctypes"
+BACKEND = "ext" if _EXT is not None else "ctypes"
+
+
+def _ext_error(code: int, message: bytes, kind: int) -> Exception:
+    """The exception for a failed lookup of the compiled path, as the
+    ctypes path raises it (kind 1: by key, so not found is a KeyError)."""
+    msg = message if isinstance(message, str) else message.decode("utf-8", "replace")
+    cls = _lib._BY_CODE.get(int(code), _lib.Error)
+    if cls is _lib.NotFoundError:
+        cls = _lib.KeyNotFoundError if kind == 1 else _lib.SampleIndexError
+    return cls(code, msg)
+
 
 #: a thread keeps a buffer up to this size; a sample needing more gets one
 #: of its own for the call
@@ -129,6 +193,7 @@ class Dataset:
                  s3_endpoint: Optional[str] = None, lib: Optional[str] = None) -> None:
         self._ds: Optional[ctypes.c_void_p] = None
         self._s3: Optional[ctypes.c_void_p] = None
+        self._x: Any = None   # the compiled lookups (shardkit._ext.Getter), if built
         self.url = os.fspath(url)
         self.trust_index = bool(trust_index)
         self.s3_endpoint = s3_endpoint
@@ -161,12 +226,30 @@ class Dataset:
             self.close()
             raise _lib.error_from(rc, err)
         self._ds = ds
+        if _EXT is not None:
+            addr = [_c.cast(f, _c.c_void_p).value for f in (
+                self._lib.sk_dataset_get, self._lib.sk_dataset_at, self._lib.sk_dataset_find,
+                self._lib.sk_dataset_member, self._lib.sk_dataset_read,
+                self._lib.sk_dataset_read_sample, self._lib.sk_dataset_samples,
+                self._lib.sk_dataset_set_range_open, self._lib.sk_crc32c)]
+            self._x = _EXT.Getter(ds.value, *addr, self.url, _ext_error)
+
+    @property
+    def backend(self) -> str:
+        """"ext" when the compiled shardkit._ext serves this dataset's
+        ds[i], get(key) and __getitems__, else "ctypes"."""
+        self._handle()
+        return "ctypes" if self._x is None else "ext"
 
     # ------------------------------------------------------------ lifetime
 
     def close(self) -> None:
         """Releases the dataset (and its S3 client).  No other thread may
         be using it then."""
+        x = getattr(self, "_x", None)
+        if x is not None:
+            self._x = None
+            x.close()
         if getattr(self, "_ds", None):
             self._lib.sk_dataset_close(self._ds)
             self._ds = None
@@ -308,10 +391,12 @@ class Dataset:
         buffer holds the member records, the key, the extensions (NUL
         after each) and the data; the extensions' bytes map to their names
         through a cache (most samples of a dataset share them)."""
-        t = self._tls
         ds = self._ds
         if self._gen != _fork_gen or not ds:
             ds = self._handle()
+        if self._x is not None:
+            return self._x.get(key, ordinal)
+        t = self._tls
         klen = len(key) if key is not None else 0
         buf, cap, mv, base = t.buf, t.cap, t.mv, t.base
         rc = self._get_fn(ds, key, klen, ordinal, buf, cap, t.rref, t.eref)
@@ -363,6 +448,9 @@ class Dataset:
         KeyNotFoundError (a KeyError) for a missing key, TypeError for
         anything else (a float, a bool: not silently truncated)."""
         if type(i) is int and 0 <= i < _U64:
+            x = self._x
+            if x is not None and self._gen == _fork_gen:
+                return x.get(None, i)
             return self._get(None, i)
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
@@ -375,10 +463,12 @@ class Dataset:
         order: [ds[i] for i in indices], with one call into the library per
         buffer-full rather than one per sample.  A PyTorch DataLoader calls
         this with each batch of its sampler's indices."""
-        t = self._tls
         ds = self._ds
         if self._gen != _fork_gen or not ds:
             ds = self._handle()
+        if self._x is not None:
+            return self._x.get_many(indices)
+        t = self._tls
         ords, results, rmv, done = t.batch()
         stride = _c.sizeof(GetResult)
         out: List[Sample] = []

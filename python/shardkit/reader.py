@@ -10,7 +10,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _lib
-from ._lib import ReaderOptions, ReaderSample, ReaderState, ReaderStats
+from ._lib import ReaderOptions, ReaderPosition, ReaderSample, ReaderState, ReaderStats
 
 _c = ctypes
 PathOrUrl = Union[str, bytes, "os.PathLike[str]"]
@@ -46,7 +46,12 @@ class Reader:
                  buffer_size: int = 4 << 20, max_sample: int = 1 << 30,
                  skip_errors: bool = False, cache_dir: Optional[PathOrUrl] = None,
                  cache_size: int = 0, s3_endpoint: Optional[str] = None,
-                 recordio: bool = False, lib: Optional[str] = None) -> None:
+                 recordio: bool = False, lib: Optional[str] = None,
+                 global_order: bool = False, shuffle_window: int = 8, batch_size: int = 1,
+                 read_ahead: int = 8 << 20,
+                 proportion: Optional[Sequence[float]] = None,
+                 repeat: Optional[Sequence[float]] = None,
+                 choose: Optional[Sequence[int]] = None, samples_per_epoch: int = 0) -> None:
         self._h: Optional[ctypes.c_void_p] = None
         # one lock for every call through the handle: the C reader is for
         # one thread at a time (a second thread's sk_reader_next would
@@ -80,6 +85,27 @@ class Reader:
         self._endpoint = s3_endpoint.encode() if s3_endpoint else None
         o.s3_endpoint = self._endpoint
         o.recordio = 1 if recordio else 0
+        # the global order (docs/reader.md): one sequence whatever the
+        # world, split by position, resumed from a position
+        self._global = bool(global_order)
+        o.global_order = 1 if global_order else 0
+        for name, v in (("shuffle_window", shuffle_window), ("batch_size", batch_size),
+                        ("read_ahead", read_ahead), ("samples_per_epoch", samples_per_epoch)):
+            _lib.set_int(o, name, v)
+        # mixing: one entry per url (None: unset), kept alive with the reader
+        self._mix = []
+        for name, vals, ctype in (("proportion", proportion, _c.c_double),
+                                  ("repeat", repeat, _c.c_double),
+                                  ("choose", choose, _c.c_uint64)):
+            if vals is None:
+                continue
+            vals = list(vals)
+            if len(vals) != len(names):
+                raise _lib.UsageError(_lib.SK_E_USAGE, "%s: %d values for %d urls" %
+                                      (name, len(vals), len(names)))
+            arr = (ctype * len(vals))(*[0 if v is None else v for v in vals])
+            self._mix.append(arr)
+            setattr(o, name, _c.cast(arr, _c.c_void_p))
         enc = [os.fsencode(u) for u in urls]
         arr = (_c.c_char_p * len(enc))(*enc)
         err = _lib._Error()
@@ -184,6 +210,9 @@ class Reader:
             d = {"__key__": string_at(s.key, s.key_len).decode("utf-8", "surrogateescape"),
                  "__url__": s.shard_url.decode("utf-8", "surrogateescape"),
                  "__ordinal__": s.ordinal}
+            if self._global:
+                d["__position__"] = s.position
+                d["__dataset__"] = s.dataset
             for i in range(s.nmembers):
                 m = s.members[i]
                 d[m.ext.decode("utf-8", "surrogateescape")] = string_at(m.data, m.size) \
@@ -230,6 +259,9 @@ class Reader:
         the slot's shards do not depend on the shuffle (one slot, or
         shuffle_shards off).  TypeError otherwise (len() has no answer),
         naming why.  (list(r) asks for it too, as a size hint.)"""
+        if self._global:
+            with self._lock:
+                return self._lib.sk_reader_slot_left(self._handle())
         if self._len is None:
             with self._lock:
                 h = self._handle()
@@ -288,6 +320,43 @@ class Reader:
                        err)
             self.epoch = st.epoch
 
+    # -------------------------------------------- position (global order)
+
+    def position(self, rank_samples: Optional[int] = None) -> bytes:
+        """Where the epoch stands in the global order, as bytes
+        (sk_reader_position): after every rank consumed rank_samples
+        samples since the start or the last seek(), or (None) as this
+        reader's own progress implies.  It names no rank or worker: seek()
+        of a reader with another world size continues it."""
+        p = ReaderPosition()
+        err = _lib._Error()
+        with self._lock:
+            if rank_samples is None:
+                rc = self._lib.sk_reader_get_position(self._handle(), _c.byref(p), _c.byref(err))
+            else:
+                rc = self._lib.sk_reader_position_at(self._handle(), _lib.as_int(
+                    rank_samples, "rank_samples"), _c.byref(p), _c.byref(err))
+            _lib.check(rc, err)
+        return bytes(p)
+
+    def seek(self, position: bytes) -> None:
+        """Continues the epoch from a position() (any world size, any
+        workers): this slot's share of the samples not yet consumed."""
+        if len(position) != _c.sizeof(ReaderPosition):
+            raise _lib.UsageError(_lib.SK_E_USAGE, "reader position is %d bytes, not %d" %
+                                  (len(position), _c.sizeof(ReaderPosition)))
+        p = ReaderPosition.from_buffer_copy(position)
+        err = _lib._Error()
+        with self._lock:
+            _lib.check(self._lib.sk_reader_seek(self._handle(), _c.byref(p), _c.byref(err)), err)
+            self.epoch = p.epoch
+
+    @property
+    def epoch_samples(self) -> int:
+        """Samples in the epoch's global sequence (global order)."""
+        with self._lock:
+            return self._lib.sk_reader_epoch_samples(self._handle())
+
     def stats(self) -> Dict[str, int]:
         """Counters: samples, bytes, shards_done, shards_skipped,
         cache_hits, cache_misses, ring_grows."""
@@ -315,6 +384,12 @@ class Reader:
             h = self._handle()
             return [self._lib.sk_reader_shard_url(h, i).decode("utf-8", "surrogateescape")
                     for i in range(self._lib.sk_reader_shard_count(h))]
+
+
+def position_info(position: bytes) -> Dict[str, int]:
+    """The fields of a Reader.position() (epoch, consumed, samples, ...)."""
+    p = ReaderPosition.from_buffer_copy(position)
+    return {n: getattr(p, n) for n, _ in ReaderPosition._fields_}
 
 
 def state_slot(state: bytes) -> int:

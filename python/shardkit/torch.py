@@ -12,6 +12,21 @@ batches and keeps the newest per reader, so ds.state_dict() is exactly
 where consumption stopped, whatever the workers had prefetched.  A batch
 counts as consumed once the loop has it.
 
+StreamingDataset: the global order (docs/reader.md): one sequence of each
+epoch's samples whatever the number of ranks and workers, several
+datasets mixed as MosaicML's Streams (Stream, or urls with weights), an
+exact len() per rank, and a position that resumes into another world size
+or worker count with every sample of the epoch read once across the runs.
+
+    ds = shardkit.torch.StreamingDataset([Stream("a/manifest.json", proportion=0.3),
+                                          Stream("s3://b/ds/", proportion=0.7)],
+                                         samples_per_epoch=100_000, batch_size=64, seed=0)
+    loader = DataLoader(ds, batch_size=64, num_workers=4)
+    for batch in ds.track(loader):      # counts what the loop consumed
+        ...
+        torch.save({"data": ds.state_dict(), ...}, path)
+    # another job, any world size: ds.load_state_dict(saved["data"])
+
 MapDataset: shardkit.Dataset (random access through the indexes) as a
 map-style torch Dataset, for any sampler (DistributedSampler included).
 
@@ -35,9 +50,9 @@ import torch.utils.data as tud
 
 from . import _lib
 from .dataset import Dataset as _Dataset
-from .reader import Reader, state_info
+from .reader import Reader, position_info, state_info
 
-__all__ = ["IterableDataset", "MapDataset", "dist_info"]
+__all__ = ["IterableDataset", "MapDataset", "Stream", "StreamingDataset", "dist_info"]
 
 STATE_KEY = "__state__"
 
@@ -165,6 +180,165 @@ def _pop_states(batch: Any) -> list:
                 out.extend(_pop_states(x))
         return out
     return []
+
+
+class Stream:
+    """One dataset of a StreamingDataset and how much of it an epoch takes,
+    as MosaicML's Stream: proportion (relative to the other streams'), or
+    repeat (a multiple of its size) or choose (a number of samples); one
+    kind for all streams, none: repeat 1.  A stream taking fewer samples
+    than it has gets a new random subset each epoch."""
+
+    def __init__(self, url: str, proportion: Optional[float] = None,
+                 repeat: Optional[float] = None, choose: Optional[int] = None) -> None:
+        self.url = os.fspath(url)
+        self.proportion, self.repeat, self.choose = proportion, repeat, choose
+
+    def __repr__(self) -> str:
+        return "Stream(%r, proportion=%r, repeat=%r, choose=%r)" % (
+            self.url, self.proportion, self.repeat, self.choose)
+
+
+POSITION_KEY = "__position__"
+
+
+class StreamingDataset(tud.IterableDataset):
+    """The global order over one or several datasets (see the module's
+    docstring).  streams: urls (each a dataset: manifest, directory,
+    pattern, s3:// or http(s)://) or Streams; weights: proportions for
+    plain urls.  batch_size: the DataLoader's, so that a rank consuming
+    whole batches consumes a prefix of the sequence (exact resume).
+    num_workers: the DataLoader's, for the position in the epoch's last
+    partial round only (None: 1).  Samples are dicts with "__position__"
+    (in the epoch's sequence) and "__dataset__" (the stream's index) beside
+    the members; decode maps them.  Reader options (shuffle_window,
+    read_ahead, s3_endpoint, ...) pass through."""
+
+    def __init__(self, streams: Union[str, Sequence[Union[str, Stream]]],
+                 weights: Optional[Sequence[float]] = None,
+                 samples_per_epoch: Optional[int] = None, seed: int = 0,
+                 shuffle: bool = True, batch_size: int = 1,
+                 num_workers: Optional[int] = None,
+                 decode: Optional[Callable[[Dict[str, Any]], Any]] = None,
+                 rank: Optional[int] = None, world_size: Optional[int] = None,
+                 **reader_args: Any) -> None:
+        super().__init__()
+        if isinstance(streams, (str, os.PathLike, Stream)):
+            streams = [streams]
+        self.streams = [x if isinstance(x, Stream) else Stream(x) for x in streams]
+        if weights is not None:
+            if len(weights) != len(self.streams):
+                raise _lib.UsageError(_lib.SK_E_USAGE, "%d weights for %d streams" %
+                                      (len(weights), len(self.streams)))
+            for st, w in zip(self.streams, weights):
+                st.proportion = float(w)
+        self.decode = decode
+        self.rank, self.world_size = rank, world_size
+        self.batch_size = int(batch_size)
+        self.num_workers = num_workers
+        self.epoch = int(reader_args.pop("epoch", 0))
+        for k in ("worker", "global_order", "shuffle_shards", "shuffle_buffer"):
+            if k in reader_args:
+                raise _lib.UsageError(_lib.SK_E_USAGE, "%s is not an argument here" % k)
+        args = dict(reader_args, seed=seed, shuffle_shards=bool(shuffle), global_order=True,
+                    batch_size=self.batch_size)
+        if samples_per_epoch:
+            args["samples_per_epoch"] = int(samples_per_epoch)
+        for kind in ("proportion", "repeat", "choose"):
+            vals = [getattr(x, kind) for x in self.streams]
+            if any(v is not None for v in vals):
+                args[kind] = vals
+        self.reader_args = args
+        self._resume: Optional[bytes] = None   # the position iteration starts from
+        self._consumed = 0                     # samples the rank consumed since then
+        self._main: Optional[Reader] = None    # the main process's reader (positions)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        d = dict(self.__dict__)
+        d["_main"] = None  # a worker opens its own readers
+        return d
+
+    def _world(self, worker: int, num_workers: int) -> Dict[str, Any]:
+        rank, world = dist_info(self.rank, self.world_size)
+        return dict(rank=rank, world_size=world, worker=worker, num_workers=num_workers)
+
+    def _reader(self, worker: int, num_workers: int) -> Reader:
+        r = Reader([x.url for x in self.streams], epoch=self.epoch,
+                   **self._world(worker, num_workers), **self.reader_args)
+        if self._resume is not None and position_info(self._resume)["epoch"] == self.epoch:
+            r.seek(self._resume)
+        return r
+
+    def _main_reader(self) -> Reader:
+        if self._main is None:
+            self._main = self._reader(0, max(1, self.num_workers or 1))
+        return self._main
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch the next iteration reads; a saved position of another
+        epoch is dropped."""
+        epoch = int(epoch)
+        if epoch != self.epoch:
+            self._resume, self._consumed = None, 0
+            if self._main is not None:
+                self._main.close()
+                self._main = None
+        self.epoch = epoch
+
+    def __iter__(self) -> Iterator[Any]:
+        info = tud.get_worker_info()
+        worker, num_workers = (info.id, info.num_workers) if info else (0, 1)
+        with self._reader(worker, num_workers) as r:
+            for sample in r:
+                yield self.decode(sample) if self.decode else sample
+
+    def __len__(self) -> int:
+        """Samples this rank reads in the epoch (from its start, or from the
+        position loaded): the same whatever the number of workers."""
+        r = self._main_reader()
+        p = position_info(r.position(0))
+        m = p["samples"] - p["consumed"]
+        rank, world = dist_info(self.rank, self.world_size)
+        rank = int(os.environ.get("RANK", 0)) if rank is None else rank
+        world = int(os.environ.get("WORLD_SIZE", 1)) if world is None else world
+        return m // world + (1 if rank < m % world else 0)
+
+    def track(self, loader: Iterable[Any]) -> Iterator[Any]:
+        """Iterates loader, counting the samples the loop consumed (a batch
+        counts once the loop has it), for state_dict()."""
+        for batch in loader:
+            self._consumed += _count(batch)
+            yield batch
+
+    def state_dict(self) -> Dict[str, Any]:
+        """Where the epoch stands: every rank consumed as many samples as
+        this one (track() counted them).  Plain data: torch.save it; it
+        names no rank or worker."""
+        return {"epoch": self.epoch,
+                "position": self._main_reader().position(self._consumed)}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Continues from state_dict(), in any world size and workers: the
+        next iteration reads this rank's share of what is left."""
+        self.set_epoch(int(state["epoch"]))
+        self._resume = bytes(state["position"])
+        self._consumed = 0
+        if self._main is not None:
+            self._main.close()
+            self._main = None
+
+
+def _count(batch: Any) -> int:
+    """Samples in a batch: its "__position__" values (a collated dict, a
+    list of samples, or one sample)."""
+    if isinstance(batch, dict):
+        p = batch.get(POSITION_KEY)
+        if p is None:
+            return 0
+        return len(p) if hasattr(p, "__len__") else 1
+    if isinstance(batch, (list, tuple)):
+        return sum(_count(x) if isinstance(x, dict) else 0 for x in batch)
+    return 0
 
 
 class MapDataset(tud.Dataset):

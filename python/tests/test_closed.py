@@ -17,7 +17,8 @@ import shardkit
 #: may be called after close and do nothing (or return what they did)
 IDEMPOTENT = {"close", "abort", "finish", "__exit__", "__del__", "__repr__"}
 #: an argument for each parameter name a public method takes
-ARGS = {"i": 0, "state": bytes(shardkit._lib.ReaderState()), "epoch": 1, "key": "d0/s0000", "exts": ["cls"],
+ARGS = {"i": 0, "state": bytes(shardkit._lib.ReaderState()),
+        "position": bytes(shardkit._lib.ReaderPosition()), "epoch": 1, "key": "d0/s0000", "exts": ["cls"],
         "indices": [0, 1], "sample": {"__key__": "z", "cls": 1}, "handlers": None,
         "names": None, "f": (lambda s: s), "exc": None, "exc_type": None}
 #: dunders of the data model that a closed object must refuse too

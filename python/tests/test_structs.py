@@ -21,6 +21,7 @@ C_NAMES = {
     "_Error": ("sk_error", None), "ReaderOptions": ("sk_reader_options", None),
     "ReaderMember": ("sk_reader_member", None), "ReaderSample": ("sk_reader_sample", None),
     "ReaderState": ("sk_reader_state", None), "ReaderStats": ("sk_reader_stats", None),
+    "ReaderPosition": ("sk_reader_position", None),
     "SampleRef": ("sk_sample_ref", None), "MemberRef": ("sk_member_ref", None),
     "Hit": ("sk_hit", None), "GetResult": ("sk_get_result", None),
     "S3Config": ("sk_s3_config", None), "PackStats": ("sk_pack_stats", None),

@@ -1,0 +1,646 @@
+/*
+ * reader_global.c - the reader's global-order mode (reader_global.h): a
+ * slot reads its share of the epoch's global sequence (order.c) through
+ * the shards' indexes, in batches.  A batch is planned on the caller's
+ * thread (positions -> shard and ordinal -> the index's byte range), its
+ * samples sorted by shard and offset and neighbours coalesced into one
+ * read (one pread, one ranged GET) when the gap between them is small,
+ * then read by a thread while the caller consumes the batch before it:
+ * the read-ahead.  Every read goes through the store interface (io/store.h),
+ * so local files, s3:// and http(s):// read the same way.
+ *
+ * The index is untrusted like the shard: every range it gives is checked
+ * against the shard's size and the sample's span before it is read, and
+ * every member's bytes against the CRC32C it records.
+ */
+#include "reader/reader_global.h"
+#include "reader/order.h"
+#include "reader/mix.h"
+#include "core/rng.h"
+#include "io/io.h"
+#include "io/store.h"
+#include "format/format.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#define MAX_ITEMS 4096     /* samples a batch holds at most */
+#define MAX_INDEXES_MIN 64 /* indexes kept loaded, at least (else 2 windows) */
+#define MAX_STORES 64      /* shards kept open by the read thread */
+
+/* A planned sample: where it is, where its bytes land in the batch. */
+struct item {
+    uint64_t pos, k; /* global position, slot-local index */
+    size_t shard;
+    uint64_t ordinal, off, span;
+    size_t at;                 /* of off, in the batch's data */
+    size_t key_off, key_len;   /* in names */
+    size_t mem, nmem;          /* in the batch's members */
+    int crc;                   /* members carry real CRC32Cs */
+};
+
+struct mem {
+    uint64_t data_offset, size;
+    uint32_t crc32c;
+    size_t ext_off, ext_len;
+};
+
+struct range {
+    size_t shard;
+    uint64_t off, len;
+    size_t at;
+};
+
+struct batch {
+    struct item *it;
+    size_t n, cap_it, next; /* next: the item to hand out */
+    struct mem *m;
+    size_t nm, cap_m;
+    char *names;
+    size_t names_len, names_cap;
+    struct range *rg;
+    size_t nr, cap_rg;
+    size_t *sorted;
+    size_t cap_sorted;
+    unsigned char *data;
+    size_t data_len, data_cap;
+    int rc;
+    sk_error err;
+};
+
+struct gsh {
+    sk_index *ix;
+    uint64_t used; /* clock of its last use, for eviction */
+    uint64_t size; /* the shard's bytes, as its index says */
+};
+
+struct open_store {
+    size_t shard;
+    sk_store *st;
+    uint64_t used;
+};
+
+struct sk_gread {
+    sk_gread_opts o;
+    uint64_t *counts; /* per shard */
+    sk_mix mix;       /* with o.mix: the epoch's units (order.c permutes them) */
+    size_t *first;    /* ndatasets + 1: each dataset's first shard */
+    uint64_t *ucounts;
+    size_t ucap;
+    struct gsh *sh;
+    size_t nloaded, max_loaded;
+    uint64_t clock;
+    sk_order ord;
+    sk_split split;
+    uint64_t base;             /* positions consumed before this run (a seek) */
+    uint64_t count, k, handed; /* the slot's samples, next to plan, handed out */
+    uint64_t fingerprint;
+    struct batch b[2];
+    int inline_io; /* every shard local: batches read on the caller's thread */
+    int cur;     /* the batch being handed out */
+    int pending; /* the other batch is with the read thread */
+    /* the read thread */
+    pthread_t th;
+    int th_ok;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int job, done[2], quit;
+    struct open_store stores[MAX_STORES];
+    size_t nstores;
+    uint64_t sclock; /* the stores' clock (the thread's own) */
+    uint64_t reads;
+    /* the view handed out */
+    sk_reader_sample view;
+    sk_reader_member *mv;
+    size_t mv_cap;
+};
+
+/* ---------------------------------------------------------------- indexes */
+
+static const char *index_url(const sk_gshard *s, char *buf, size_t cap)
+{
+    if (s->index) return s->index;
+    snprintf(buf, cap, "%s.idx", s->url);
+    return buf;
+}
+
+/* Forgets the least recently used index when too many are loaded. */
+static void evict_index(sk_gread *g)
+{
+    size_t victim = SIZE_MAX;
+    for (size_t i = 0; i < g->o.nshards; i++)
+        if (g->sh[i].ix && (victim == SIZE_MAX || g->sh[i].used < g->sh[victim].used)) victim = i;
+    if (victim == SIZE_MAX) return;
+    sk_index_close(g->sh[victim].ix);
+    g->sh[victim].ix = NULL;
+    g->nloaded--;
+}
+
+static int load_index(sk_gread *g, size_t s, sk_error *err)
+{
+    struct gsh *h = &g->sh[s];
+    h->used = ++g->clock;
+    if (h->ix) return SK_OK;
+    const sk_gshard *d = &g->o.shards[s];
+    char buf[4200];
+    const char *ip = index_url(d, buf, sizeof buf);
+    if (g->nloaded >= g->max_loaded) evict_index(g);
+    if (sk_store_is_remote(ip)) {
+        sk_buf blob = {0};
+        int rc = sk_store_load(ip, g->o.env, SK_S3_INDEX_MAX, "shard index", &blob, err);
+        if (rc) return sk_buf_free(&blob), rc;
+        SK_GUARD(sk_index_adopt(&h->ix, blob.p, blob.len, ip, err));
+    } else {
+        int rc = sk_index_open(&h->ix, ip, SK_INDEX_TRUST_BODY, err);
+        if (rc == SK_E_IO || rc == SK_E_NOTFOUND)
+            return sk_error_set(err, rc, "%s: the global order reads through shard indexes (%s; "
+                                "`shardkit index` makes them, or read without global_order)",
+                                d->url, err ? err->msg : "no index");
+        SK_GUARD(rc);
+    }
+    g->nloaded++;
+    const sk_index_shard_info *in = sk_index_shard(h->ix);
+    int rc = SK_OK;
+    struct stat sb;
+    if (in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP))
+        rc = sk_error_set(err, SK_E_USAGE, "%s: compressed; the global order reads plain .tar "
+                          "shards (read it without global_order)", d->url);
+    else if (d->bytes && d->bytes != in->size)
+        rc = sk_error_set(err, SK_E_MISMATCH, "%s: index %s says %llu bytes, the manifest %llu",
+                          d->url, ip, (unsigned long long)in->size, (unsigned long long)d->bytes);
+    else if (!sk_store_is_remote(d->url) && stat(d->url, &sb) == 0 && (uint64_t)sb.st_size != in->size)
+        rc = sk_error_set(err, SK_E_MISMATCH, "%s: %llu bytes, its index %s says %llu: not the "
+                          "shard indexed", d->url, (unsigned long long)sb.st_size, ip,
+                          (unsigned long long)in->size);
+    else if (d->samples >= 0 && (uint64_t)d->samples != sk_index_sample_count(h->ix))
+        rc = sk_error_set(err, SK_E_MISMATCH, "%s: index %s has %llu samples, the manifest %lld",
+                          d->url, ip, (unsigned long long)sk_index_sample_count(h->ix),
+                          (long long)d->samples);
+    if (rc) {
+        sk_index_close(h->ix);
+        h->ix = NULL;
+        g->nloaded--;
+        return rc;
+    }
+    h->size = in->size;
+    return SK_OK;
+}
+
+/* ---------------------------------------------------------- read thread */
+
+static int store_of(sk_gread *g, size_t s, sk_store **out, sk_error *err)
+{
+    size_t lru = 0;
+    for (size_t i = 0; i < g->nstores; i++) {
+        if (g->stores[i].shard == s) {
+            g->stores[i].used = ++g->sclock;
+            *out = g->stores[i].st;
+            return SK_OK;
+        }
+        if (g->stores[i].used < g->stores[lru].used) lru = i;
+    }
+    sk_store *st;
+    SK_GUARD(sk_store_open(&st, g->o.shards[s].url, g->o.env, err));
+    /* its size is known (the index proved it against the manifest or the
+     * file): a remote store need not ask with a HEAD */
+    if (g->sh[s].size) st->size_hint = g->sh[s].size;
+    SK_FAIL_IF(!st->ops->read_at, err, SK_E_USAGE,
+               "%s: a stream cannot be read in the global order (read it without global_order)",
+               g->o.shards[s].url);
+    if (g->nstores == MAX_STORES) sk_store_close(g->stores[lru].st);
+    else lru = g->nstores++;
+    g->stores[lru] = (struct open_store){.shard = s, .st = st, .used = ++g->sclock};
+    *out = st;
+    return SK_OK;
+}
+
+/* Reads a planned batch's ranges and checks its members (the thread's). */
+static int fill(sk_gread *g, struct batch *b, sk_error *err)
+{
+    for (size_t i = 0; i < b->nr; i++) {
+        const struct range *r = &b->rg[i];
+        sk_store *st = NULL;
+        SK_GUARD(store_of(g, r->shard, &st, err));
+        size_t got = 0;
+        SK_GUARD(st->ops->read_at(st, r->off, b->data + r->at, (size_t)r->len, &got, err));
+        __atomic_add_fetch(&g->reads, 1, __ATOMIC_RELAXED);
+        SK_FAIL_IF(got < r->len, err, SK_E_CORRUPT,
+                   "%s: ends at offset %llu, inside bytes %llu..%llu its index names: truncated",
+                   g->o.shards[r->shard].url, (unsigned long long)(r->off + got),
+                   (unsigned long long)r->off, (unsigned long long)(r->off + r->len));
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        const struct item *it = &b->it[i];
+        for (size_t j = 0; it->crc && j < it->nmem; j++) {
+            const struct mem *m = &b->m[it->mem + j];
+            uint32_t c = sk_crc32c(0, b->data + it->at + (m->data_offset - it->off), (size_t)m->size);
+            SK_FAIL_IF(c != m->crc32c, err, SK_E_MISMATCH,
+                       "%s: member '%s.%s' (sample %llu) has CRC32C %08x, its index says %08x",
+                       g->o.shards[it->shard].url, b->names + it->key_off, b->names + m->ext_off,
+                       (unsigned long long)it->ordinal, c, m->crc32c);
+        }
+    }
+    return SK_OK;
+}
+
+static void *io_main(void *arg)
+{
+    sk_gread *g = arg;
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        while (!g->quit && g->job < 0) pthread_cond_wait(&g->cv, &g->mu);
+        if (g->quit) break;
+        int j = g->job;
+        pthread_mutex_unlock(&g->mu);
+        struct batch *b = &g->b[j];
+        b->err.code = 0;
+        b->err.msg[0] = 0;
+        b->rc = fill(g, b, &b->err);
+        pthread_mutex_lock(&g->mu);
+        g->job = -1;
+        g->done[j] = 1;
+        pthread_cond_broadcast(&g->cv);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+static void submit(sk_gread *g, int j)
+{
+    pthread_mutex_lock(&g->mu);
+    g->done[j] = 0;
+    g->job = j;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    g->pending = 1;
+}
+
+static void wait_done(sk_gread *g, int j)
+{
+    if (g->inline_io) {
+        g->pending = 0;
+        return;
+    }
+    pthread_mutex_lock(&g->mu);
+    while (!g->done[j]) pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    g->pending = 0;
+}
+
+/* ---------------------------------------------------------------- planning */
+
+static int names_put(struct batch *b, const char *s, size_t n, size_t *off, sk_error *err)
+{
+    SK_GUARD(sk_grow((void **)&b->names, &b->names_cap, b->names_len + n + 1, 1, err));
+    *off = b->names_len;
+    memcpy(b->names + b->names_len, s, n);
+    b->names[b->names_len + n] = 0;
+    b->names_len += n + 1;
+    return SK_OK;
+}
+
+/* Adds the slot's sample k to b, from its index record. */
+static int plan_item(sk_gread *g, struct batch *b, uint64_t k, sk_error *err)
+{
+    uint64_t pos = g->base + sk_split_position(&g->split, g->o.rank, g->o.worker, k);
+    size_t s;
+    uint64_t ord;
+    SK_GUARD(sk_order_at(&g->ord, pos, &s, &ord, err));
+    if (g->o.mix) { /* a unit: a shard, whole or a subset of its ordinals */
+        const sk_mix_unit *u = &g->mix.units[s];
+        s = u->shard;
+        if (u->pick != SIZE_MAX) ord = g->mix.picks[u->pick + ord];
+    }
+    SK_GUARD(load_index(g, s, err));
+    const sk_index *ix = g->sh[s].ix;
+    const char *url = g->o.shards[s].url;
+    sk_sample_ref ref;
+    SK_GUARD(sk_index_sample(ix, ord, &ref, err));
+    SK_FAIL_IF(ref.span > g->o.max_sample || ref.offset > g->sh[s].size ||
+                   ref.span > g->sh[s].size - ref.offset,
+               err, SK_E_CORRUPT, "%s: sample %llu: bytes %llu+%llu its index names are %s", url,
+               (unsigned long long)ord, (unsigned long long)ref.offset, (unsigned long long)ref.span,
+               ref.span > g->o.max_sample ? "over max_sample" : "past the shard's end");
+    SK_GUARD(sk_grow((void **)&b->it, &b->cap_it, b->n + 1, sizeof *b->it, err));
+    struct item *it = &b->it[b->n];
+    *it = (struct item){.pos = pos, .k = k, .shard = s, .ordinal = ord, .off = ref.offset,
+                        .span = ref.span, .mem = b->nm, .nmem = ref.member_count,
+                        .crc = !(sk_index_shard(ix)->flags & SK_INDEX_NO_CRC)};
+    SK_GUARD(names_put(b, ref.key, ref.key_len, &it->key_off, err));
+    it->key_len = ref.key_len;
+    SK_GUARD(sk_grow((void **)&b->m, &b->cap_m, b->nm + ref.member_count, sizeof *b->m, err));
+    for (uint32_t i = 0; i < ref.member_count; i++) {
+        sk_member_ref mr;
+        SK_GUARD(sk_index_member(ix, (uint64_t)ref.first_member + i, &mr, err));
+        SK_FAIL_IF(mr.data_offset < ref.offset || mr.size > ref.span ||
+                       mr.data_offset - ref.offset > ref.span - mr.size,
+                   err, SK_E_CORRUPT, "%s: sample %llu: a member its index names lies outside the "
+                   "sample's bytes", url, (unsigned long long)ord);
+        struct mem *m = &b->m[b->nm++];
+        m->data_offset = mr.data_offset;
+        m->size = mr.size;
+        m->crc32c = mr.crc32c;
+        m->ext_len = mr.ext_len;
+        SK_GUARD(names_put(b, mr.ext, mr.ext_len, &m->ext_off, err));
+    }
+    b->n++;
+    return SK_OK;
+}
+
+static int by_place(const void *a, const void *b, void *items)
+{
+    const struct item *it = items, *x = &it[*(const size_t *)a], *y = &it[*(const size_t *)b];
+    if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The next batch of the slot into b: items, then ranges (neighbours in a
+ * shard joined when the gap is at most max_gap and the batch's bytes stay
+ * within twice read_ahead), then where each lands in data. */
+static int plan(sk_gread *g, struct batch *b, sk_error *err)
+{
+    b->n = b->nm = b->names_len = b->nr = b->next = b->data_len = 0;
+    uint64_t bytes = 0;
+    while (g->k < g->count && b->n < MAX_ITEMS && (b->n == 0 || bytes < g->o.read_ahead)) {
+        SK_GUARD(plan_item(g, b, g->k, err));
+        bytes += b->it[b->n - 1].span;
+        g->k++;
+    }
+    SK_GUARD(sk_grow((void **)&b->sorted, &b->cap_sorted, b->n + 1, sizeof *b->sorted, err));
+    for (size_t i = 0; i < b->n; i++) b->sorted[i] = i;
+    qsort_r(b->sorted, b->n, sizeof *b->sorted, by_place, b->it);
+    uint64_t total = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = &b->it[b->sorted[i]];
+        struct range *r = b->nr ? &b->rg[b->nr - 1] : NULL;
+        uint64_t end = r ? r->off + r->len : 0;
+        int join = r && r->shard == it->shard && it->off >= r->off &&
+                   (it->off <= end ||
+                    (it->off - end <= g->o.max_gap && total + (it->off - end) <= 2 * g->o.read_ahead));
+        if (!join) {
+            SK_GUARD(sk_grow((void **)&b->rg, &b->cap_rg, b->nr + 1, sizeof *b->rg, err));
+            r = &b->rg[b->nr++];
+            *r = (struct range){.shard = it->shard, .off = it->off, .len = 0, .at = (size_t)total};
+            end = it->off;
+        }
+        if (it->off + it->span > end) {
+            total += it->off + it->span - end;
+            r->len = it->off + it->span - r->off;
+        }
+        it->at = r->at + (size_t)(it->off - r->off);
+    }
+    SK_FAIL_IF(total > SIZE_MAX / 2, err, SK_E_NOMEM, "a batch of %llu bytes", (unsigned long long)total);
+    if (total > b->data_cap) {
+        /* grown once to what a batch may hold (twice read_ahead, or one
+         * large sample) and kept: a new buffer each batch would be fresh
+         * pages, a page fault every 4 KiB */
+        size_t cap = 2 * g->o.read_ahead + (64u << 10);
+        if (cap < b->data_cap * 2) cap = b->data_cap * 2;
+        if (cap < total) cap = (size_t)total;
+        free(b->data);
+        b->data_cap = 0;
+        if (!(b->data = sk_xmalloc(cap, err))) return SK_E_NOMEM;
+        b->data_cap = cap;
+    }
+    b->data_len = (size_t)total;
+    return SK_OK;
+}
+
+/* ------------------------------------------------------------------ public */
+
+static uint64_t fingerprint(const sk_gread *g)
+{
+    uint64_t h = sk_rng_derive(g->o.seed, g->o.window, (uint64_t)g->o.shuffle);
+    for (size_t i = 0; i < g->o.nshards; i++) {
+        const char *u = g->o.shards[i].url, *slash = strrchr(u, '/');
+        const char *base = slash ? slash + 1 : u; /* the place may change, not the shards */
+        h = sk_rng_derive(h, sk_fnv1a64(base, strlen(base)), g->counts[i]);
+        h = sk_rng_derive(h, g->o.shards[i].dataset, 0);
+    }
+    for (size_t d = 0; g->o.mix && d < g->mix.nstreams; d++)
+        h = sk_rng_derive(h, d, g->mix.take[d]);
+    return h;
+}
+
+/* The streams: each dataset's shards (they come in dataset order). */
+static int mix_init(sk_gread *g, sk_error *err)
+{
+    size_t n = g->o.ndatasets;
+    SK_FAIL_IF(!(g->first = calloc(n + 1, sizeof *g->first)), err, SK_E_NOMEM, "out of memory");
+    size_t s = 0;
+    for (size_t d = 0; d < n; d++) {
+        g->first[d] = s;
+        while (s < g->o.nshards && g->o.shards[s].dataset == d) s++;
+    }
+    g->first[n] = s;
+    g->mix = (sk_mix){.nstreams = n, .first = g->first, .counts = g->counts,
+                      .proportion = g->o.proportion, .repeat = g->o.repeat,
+                      .choose = g->o.choose, .samples_per_epoch = g->o.samples_per_epoch,
+                      .seed = g->o.seed};
+    return sk_mix_init(&g->mix, err);
+}
+
+static void drain(sk_gread *g)
+{
+    if (g->pending) wait_done(g, 1 - g->cur);
+}
+
+int sk_gread_plan(sk_gread *g, uint64_t epoch, sk_error *err)
+{
+    drain(g);
+    if (g->o.mix) {
+        SK_GUARD(sk_mix_epoch(&g->mix, epoch, err));
+        SK_GUARD(sk_grow((void **)&g->ucounts, &g->ucap, g->mix.nunits + 1, sizeof *g->ucounts,
+                         err));
+        for (size_t i = 0; i < g->mix.nunits; i++) g->ucounts[i] = g->mix.units[i].count;
+        g->ord.nshards = g->mix.nunits;
+        g->ord.counts = g->ucounts;
+    }
+    SK_GUARD(sk_order_plan(&g->ord, epoch, err));
+    g->base = 0;
+    g->split.m = g->ord.total;
+    g->count = sk_split_count(&g->split, g->o.rank, g->o.worker);
+    g->k = g->handed = 0;
+    g->b[0].n = g->b[0].next = g->b[1].n = g->b[1].next = 0;
+    g->cur = 0;
+    return SK_OK;
+}
+
+int sk_gread_open(sk_gread **out, const sk_gread_opts *o, uint64_t epoch, sk_error *err)
+{
+    *out = NULL;
+    sk_gread *g = calloc(1, sizeof *g);
+    SK_FAIL_IF(!g, err, SK_E_NOMEM, "out of memory");
+    g->o = *o;
+    if (!g->o.window) g->o.window = 1;
+    if (!g->o.batch) g->o.batch = 1;
+    g->job = -1;
+    g->max_loaded = 2 * g->o.window + 2 > MAX_INDEXES_MIN ? 2 * g->o.window + 2 : MAX_INDEXES_MIN;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    int rc = SK_OK;
+    g->counts = calloc(o->nshards ? o->nshards : 1, sizeof *g->counts);
+    g->sh = calloc(o->nshards ? o->nshards : 1, sizeof *g->sh);
+    if (!g->counts || !g->sh) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    /* counts: the manifest's, else each index's (loaded once, kept while
+     * there is room: the first window reads them again) */
+    for (size_t i = 0; !rc && i < o->nshards; i++) {
+        if (o->shards[i].samples >= 0) {
+            g->counts[i] = (uint64_t)o->shards[i].samples;
+        } else if (!(rc = load_index(g, i, err))) {
+            g->counts[i] = sk_index_sample_count(g->sh[i].ix);
+        }
+    }
+    g->ord = (sk_order){.nshards = o->nshards, .counts = g->counts, .seed = o->seed,
+                        .window = g->o.window, .shuffle = o->shuffle, .held = SIZE_MAX};
+    g->split = (sk_split){.ranks = o->ranks, .workers = o->workers, .batch = g->o.batch};
+    if (!rc && o->mix) rc = mix_init(g, err);
+    if (!rc) g->fingerprint = fingerprint(g);
+    if (!rc) rc = sk_gread_plan(g, epoch, err);
+    g->inline_io = 1;
+    for (size_t i = 0; i < o->nshards; i++) g->inline_io &= !sk_store_is_remote(o->shards[i].url);
+    if (!rc && !g->inline_io && pthread_create(&g->th, NULL, io_main, g))
+        rc = sk_error_set(err, SK_E_NOMEM, "cannot start the read-ahead thread");
+    else if (!rc && !g->inline_io) g->th_ok = 1;
+    if (rc) {
+        sk_gread_close(g);
+        return rc;
+    }
+    *out = g;
+    return SK_OK;
+}
+
+void sk_gread_close(sk_gread *g)
+{
+    if (!g) return;
+    if (g->th_ok) {
+        drain(g);
+        pthread_mutex_lock(&g->mu);
+        g->quit = 1;
+        pthread_cond_broadcast(&g->cv);
+        pthread_mutex_unlock(&g->mu);
+        pthread_join(g->th, NULL);
+    }
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
+    for (size_t i = 0; g->sh && i < g->o.nshards; i++) sk_index_close(g->sh[i].ix);
+    for (size_t i = 0; i < g->nstores; i++) sk_store_close(g->stores[i].st);
+    for (int j = 0; j < 2; j++) {
+        struct batch *b = &g->b[j];
+        free(b->it), free(b->m), free(b->names), free(b->rg), free(b->sorted), free(b->data);
+    }
+    sk_order_free(&g->ord);
+    sk_mix_free(&g->mix);
+    free(g->first);
+    free(g->ucounts);
+    free(g->counts);
+    free(g->sh);
+    free(g->mv);
+    free(g);
+}
+
+/* Plans the batch after the current one and gives it to the thread; with
+ * local shards only, reads it here and now (a pread from the page cache
+ * costs less than handing the batch to another thread and back, which on
+ * a loaded machine waits for the scheduler twice). */
+static int read_ahead(sk_gread *g, sk_error *err)
+{
+    if (g->pending || g->k >= g->count) return SK_OK;
+    struct batch *b = &g->b[1 - g->cur];
+    SK_GUARD(plan(g, b, err));
+    if (g->inline_io) {
+        b->err.code = 0;
+        b->err.msg[0] = 0;
+        b->rc = fill(g, b, &b->err);
+        g->done[1 - g->cur] = 1;
+        g->pending = 1;
+        return SK_OK;
+    }
+    submit(g, 1 - g->cur);
+    return SK_OK;
+}
+
+int sk_gread_next(sk_gread *g, const sk_reader_sample **out, sk_error *err)
+{
+    *out = NULL;
+    struct batch *b = &g->b[g->cur];
+    if (b->next >= b->n) {
+        SK_GUARD(read_ahead(g, err));
+        if (!g->pending) return SK_OK; /* the share is done */
+        wait_done(g, 1 - g->cur);
+        g->cur = 1 - g->cur;
+        b = &g->b[g->cur];
+        if (b->rc) {
+            if (err) *err = b->err;
+            return b->rc;
+        }
+        SK_GUARD(read_ahead(g, err));
+        if (b->n == 0) return SK_OK;
+    }
+    const struct item *it = &b->it[b->next++];
+    SK_GUARD(sk_grow((void **)&g->mv, &g->mv_cap, it->nmem + 1, sizeof *g->mv, err));
+    for (size_t j = 0; j < it->nmem; j++) {
+        const struct mem *m = &b->m[it->mem + j];
+        g->mv[j] = (sk_reader_member){.ext = b->names + m->ext_off, .ext_len = m->ext_len,
+                                      .data = b->data + it->at + (m->data_offset - it->off),
+                                      .size = m->size};
+    }
+    const sk_gshard *d = &g->o.shards[it->shard];
+    g->view = (sk_reader_sample){.key = b->names + it->key_off, .key_len = it->key_len,
+                                 .shard_url = d->url, .shard = it->shard, .ordinal = it->ordinal,
+                                 .offset = it->off, .nmembers = it->nmem, .members = g->mv,
+                                 .position = it->pos, .dataset = d->dataset};
+    g->handed = it->k + 1;
+    *out = &g->view;
+    return SK_OK;
+}
+
+void sk_gread_position(const sk_gread *g, int have_rank_samples, uint64_t rank_samples,
+                       sk_reader_position *p)
+{
+    memset(p, 0, sizeof *p);
+    p->magic = SK_READER_POSITION_MAGIC;
+    p->version = 1;
+    p->epoch = g->ord.epoch;
+    p->samples = g->ord.total;
+    p->fingerprint = g->fingerprint;
+    if (!have_rank_samples)
+        rank_samples = g->handed ? sk_split_rank_index(&g->split, g->o.rank, g->o.worker,
+                                                       g->handed - 1) + 1 : 0;
+    p->consumed = g->base + sk_split_consumed(&g->split, g->o.rank, rank_samples);
+}
+
+int sk_gread_seek(sk_gread *g, const sk_reader_position *p, sk_error *err)
+{
+    SK_FAIL_IF(p->magic != SK_READER_POSITION_MAGIC || p->version != 1, err, SK_E_USAGE,
+               "not a reader position (magic %08x, version %u)", p->magic, p->version);
+    SK_FAIL_IF(p->fingerprint != g->fingerprint, err, SK_E_MISMATCH,
+               "the saved reader position belongs to other datasets or another seed, window or "
+               "shuffle (fingerprint %016llx, this reader's %016llx)",
+               (unsigned long long)p->fingerprint, (unsigned long long)g->fingerprint);
+    SK_GUARD(sk_gread_plan(g, p->epoch, err));
+    SK_FAIL_IF(p->samples != g->ord.total || p->consumed > g->ord.total, err, SK_E_MISMATCH,
+               "the saved reader position (%llu of %llu samples) does not fit this epoch's %llu",
+               (unsigned long long)p->consumed, (unsigned long long)p->samples,
+               (unsigned long long)g->ord.total);
+    g->base = p->consumed;
+    g->split.m = g->ord.total - g->base;
+    g->count = sk_split_count(&g->split, g->o.rank, g->o.worker);
+    return SK_OK;
+}
+
+uint64_t sk_gread_epoch_samples(const sk_gread *g)
+{
+    return g->ord.total;
+}
+
+uint64_t sk_gread_slot_left(const sk_gread *g)
+{
+    return g->count - g->handed;
+}
+
+uint64_t sk_gread_reads(const sk_gread *g)
+{
+    return __atomic_load_n(&g->reads, __ATOMIC_RELAXED);
+}
