@@ -1,0 +1,344 @@
+/*
+ * shard_emit.c - `shard`'s output: when a shard is cut (--max-size,
+ * --max-count, --num-shards), how it is named, opened (temp, renamed when
+ * complete: io/writer.c), indexed, entered in the manifest and, with
+ * --resume, kept and checked instead of written; and the output buffers
+ * through which plain output goes to a second thread in large writes
+ * (io/outq.c).
+ */
+#include "pack/shard_int.h"
+#include "format/tar.h"
+#include "io/emit.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* ----------------------------------------------------------------- output */
+
+void sk_rs_view_of(const struct samp *s, struct sview *v)
+{
+    *v = (struct sview){s->key, s->klen, s->m, s->nm, s->exts, s->img, s->len, s->crc, 1, -1, s->elen};
+}
+
+/* Queues the pending range. */
+int sk_rs_out_flush(rs *r, sk_error *err)
+{
+    if (r->pbuf < 0 || r->pend == r->pstart) return SK_OK;
+    struct obuf *b = &r->ob[r->pbuf];
+    SK_GUARD(sk_outq_put(r->q, b->p + r->pstart, r->pend - r->pstart, r->pcrc, &b->seq, err));
+    r->pstart = r->pend;
+    return SK_OK;
+}
+
+/* Everything handed over is written: the sk_shard_out is ours again. */
+static int out_sync(rs *r, sk_error *err)
+{
+    if (!r->q) return SK_OK;
+    SK_GUARD(sk_rs_out_flush(r, err));
+    return sk_outq_wait(r->q, 0, err);
+}
+
+/* Makes ob[i] free for new bytes (at least need of them). */
+int sk_rs_out_claim(rs *r, int i, size_t need, sk_error *err)
+{
+    struct obuf *b = &r->ob[i];
+    if (r->pbuf == i) {
+        SK_GUARD(sk_rs_out_flush(r, err));
+        r->pbuf = -1;
+    }
+    if (r->q) SK_GUARD(sk_outq_wait(r->q, b->seq, err));
+    if (b->map) munmap(b->map, b->maplen);
+    b->map = NULL;
+    b->len = 0;
+    if (need > b->heap_cap) {
+        unsigned char *p = malloc(need);
+        SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory (%zu bytes for one sample)", need);
+        free(b->heap);
+        b->heap = p;
+        b->heap_cap = need;
+    }
+    b->p = b->heap;
+    b->cap = b->heap_cap;
+    return SK_OK;
+}
+
+/* Makes ob[i] the bytes [pos, pos + want) of fd, mapped private: pages
+ * the run does not write to (headers already as the output has them,
+ * padding already zero) stay the page cache's own, so the data is copied
+ * once, by the kernel's write, as cp copies it; a page written to is
+ * copied for this process alone, never into the input.  *mapped = 0:
+ * not mapped (the caller preads instead). */
+int sk_rs_out_map(rs *r, int i, int fd, uint64_t pos, size_t want, int *mapped, sk_error *err)
+{
+    struct obuf *b = &r->ob[i];
+    *mapped = 0;
+    SK_GUARD(sk_rs_out_claim(r, i, 0, err));
+    long pg = sysconf(_SC_PAGESIZE);
+    uint64_t at = pos - pos % (uint64_t)(pg > 0 ? pg : 4096);
+    size_t len = (size_t)(pos - at) + want;
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, (off_t)at);
+    if (m == MAP_FAILED) return SK_OK;
+    /* every page now: a file cut short since fstat fails here (EFAULT)
+     * instead of raising SIGBUS later, and no fault per page afterwards */
+    if (madvise(m, len, MADV_POPULATE_READ)) {
+        munmap(m, len);
+        return SK_OK;
+    }
+    b->map = m;
+    b->maplen = len;
+    b->p = (unsigned char *)m + (pos - at);
+    b->cap = b->len = want;
+    *mapped = 1;
+    return SK_OK;
+}
+
+/* Appends v's bytes to the open shard. */
+static int out_add(rs *r, const struct sview *v, sk_error *err)
+{
+    uint32_t crc = r->out.z ? 0 : v->has_crc ? v->crc : sk_crc32c(0, v->img, v->len);
+    if (!r->q) {
+        struct iovec iov = {(void *)v->img, v->len};
+        return sk_shard_out_writev(&r->out, &iov, 1, v->len, crc, err);
+    }
+    size_t at;
+    if (v->buf >= 0) { /* already in a buffer: queue it from where it lies */
+        at = (size_t)(v->img - r->ob[v->buf].p);
+        if (r->pbuf != v->buf || r->pend != at) {
+            SK_GUARD(sk_rs_out_flush(r, err));
+            r->pbuf = v->buf;
+            r->pstart = r->pend = at;
+        }
+    } else {
+        if (v->len > OUT_BUF / 2) { /* large: write it from where it lies, and wait */
+            uint64_t seq;
+            SK_GUARD(sk_rs_out_flush(r, err));
+            SK_GUARD(sk_outq_put(r->q, v->img, v->len, crc, &seq, err));
+            return sk_outq_wait(r->q, seq, err);
+        }
+        struct obuf *b = &r->ob[r->cur];
+        if (!b->cap || b->len + v->len > b->cap) {
+            SK_GUARD(sk_rs_out_flush(r, err));
+            r->cur ^= 1;
+            SK_GUARD(sk_rs_out_claim(r, r->cur, OUT_BUF, err));
+            b = &r->ob[r->cur];
+        }
+        if (r->pbuf != r->cur || r->pend != b->len) {
+            SK_GUARD(sk_rs_out_flush(r, err));
+            r->pbuf = r->cur;
+            r->pstart = r->pend = b->len;
+        }
+        memcpy(b->p + b->len, v->img, v->len);
+        b->len += v->len;
+    }
+    r->pcrc = r->pend == r->pstart ? crc : sk_crc32c_combine(r->pcrc, crc, v->len);
+    r->pend += v->len;
+    return SK_OK;
+}
+
+/* keys: the shard's smallest and largest key (first NULL: not known) */
+static int add_to_manifest(rs *r, const char *path, const sk_index_shard_info *info,
+                           uint64_t samples, const sk_key_range *keys, sk_error *err)
+{
+    SK_GUARD(sk_emit_manifest_add(r->man, path, r->mdir, info, samples, 0, keys, err));
+    r->st.shards++;
+    r->st.output_bytes += info->size;
+    return SK_OK;
+}
+
+void sk_rs_resume_fd_close(rs *r)
+{
+    if (r->rfd >= 0) close(r->rfd);
+    r->rfd = -1;
+}
+
+/* --resume: whether sample v is, byte for byte, the one at s of the
+ * resumed shard (a plain local one; else its members' sizes): a shard of
+ * other inputs with the same keys is not this run's. */
+static int resume_same(rs *r, const sk_sample_ref *s, const struct sview *v)
+{
+    if (r->rfd < 0) {
+        if (s->member_count != v->nm) return 0;
+        for (uint32_t i = 0; i < s->member_count; i++) {
+            sk_member_ref m;
+            if (sk_index_member(r->rix, s->first_member + i, &m, NULL) || m.size != v->m[i].size)
+                return 0;
+        }
+        return 1;
+    }
+    if (s->stored_span != v->len) return 0;
+    unsigned char *b = malloc(v->len ? v->len : 1);
+    ssize_t got = b ? pread(r->rfd, b, v->len, (off_t)s->stored_offset) : -1;
+    int same = got == (ssize_t)v->len && !memcmp(b, v->img, v->len);
+    free(b);
+    return same;
+}
+
+/* --resume: an existing shard is kept when its index is sound and agrees
+ * with the file; the samples this run would put in it are then checked
+ * against it (keys, and bytes: resume_same) instead of being written. */
+static int try_resume(rs *r, const char *path)
+{
+    if (sk_is_s3_url(path)) { /* object and index object agree, CRC32C included */
+        if (!sk_s3_shard_sound(r->o->s3, path, &r->rix)) return 0;
+    } else {
+        char ipath[4200];
+        struct stat sb;
+        snprintf(ipath, sizeof ipath, "%s.idx", path);
+        if (stat(path, &sb) != 0 || sk_index_open(&r->rix, ipath, 0, NULL) != SK_OK) return 0;
+        if (!(sk_index_shard(r->rix)->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)))
+            r->rfd = open(path, O_RDONLY | O_CLOEXEC);
+        if (sk_index_shard(r->rix)->size != (uint64_t)sb.st_size) {
+            sk_index_close(r->rix);
+            r->rix = NULL;
+            sk_rs_resume_fd_close(r);
+            return 0;
+        }
+    }
+    if (!sk_index_sample_count(r->rix) ||
+        (r->target && sk_index_sample_count(r->rix) != r->target)) {
+        sk_index_close(r->rix);
+        r->rix = NULL;
+        sk_rs_resume_fd_close(r);
+        return 0;
+    }
+    r->rpos = 0;
+    return 1;
+}
+
+int sk_rs_close_shard(rs *r, sk_error *err)
+{
+    if (!r->open) return SK_OK;
+    r->open = 0;
+    char path[4200] = "-";
+    if (!r->to_stdout)
+        SK_GUARD(sk_shard_name(r->o->pattern, r->o->start + r->shard_no, path, sizeof path, err));
+    r->shard_no++;
+    if (r->rix) { /* resumed */
+        sk_index *ix = r->rix;
+        r->rix = NULL;
+        sk_rs_resume_fd_close(r);
+        int rc = SK_OK;
+        if (r->rpos != sk_index_sample_count(ix))
+            rc = sk_error_set(err, SK_E_INPUT, "%s: --resume: the shard holds %llu samples, this "
+                              "run puts %llu in it; remove it or run without --resume", path,
+                              (unsigned long long)sk_index_sample_count(ix),
+                              (unsigned long long)r->rpos);
+        for (uint64_t i = 0; !rc && i < sk_index_member_count(ix); i++) {
+            sk_member_ref m;
+            if (!(rc = sk_index_member(ix, i, &m, err)))
+                rc = sk_manifest_count_ext(r->man, m.ext, m.ext_len, 1, err);
+        }
+        sk_key_range kr = {0};
+        if (!rc && sk_index_sample_count(ix))
+            rc = sk_index_key_bounds(ix, (const char **)&kr.first, &kr.first_len,
+                                     (const char **)&kr.last, &kr.last_len, err);
+        if (!rc) rc = add_to_manifest(r, path, sk_index_shard(ix), r->rpos, &kr, err);
+        sk_index_close(ix);
+        r->st.shards_resumed++;
+        return rc;
+    }
+    sk_index_shard_info info;
+    SK_GUARD(out_sync(r, err));
+    sk_key_range kr = {0};
+    if (!r->to_stdout) SK_GUARD(sk_index_builder_key_range(r->out.index, &kr, err));
+    int rc = sk_shard_out_finish(&r->out, &info, err);
+    if (!rc && r->to_stdout) {
+        r->st.output_bytes += info.size;
+        r->st.shards++;
+    } else if (!rc) {
+        rc = add_to_manifest(r, path, &info, r->in_shard, &kr, err);
+    }
+    sk_key_range_free(&kr);
+    return rc;
+}
+
+int sk_rs_open_shard(rs *r, sk_error *err)
+{
+    char path[4200];
+    r->in_shard = 0;
+    r->open = 1;
+    r->opos = 0;
+    r->target = 0;
+    if (r->o->num_shards) {
+        uint64_t n = r->o->num_shards, i = r->shard_no;
+        r->target = r->total / n + (i < r->total % n ? 1 : 0);
+    }
+    if (r->to_stdout) return sk_shard_out_begin_fd(&r->out, 1, "stdout", err);
+    SK_GUARD(sk_shard_name(r->o->pattern, r->o->start + r->shard_no, path, sizeof path, err));
+    if (r->o->resume && try_resume(r, path)) return SK_OK;
+    return sk_shard_out_begin(&r->out, path, err);
+}
+
+/* Writes one sample, rolling over to a new shard first when it is due. */
+int sk_rs_emit(rs *r, const struct sview *v, sk_error *err)
+{
+    if (r->open && !r->to_stdout) {
+        int roll;
+        if (r->o->num_shards) roll = r->in_shard >= r->target && r->shard_no + 1 < r->o->num_shards;
+        else if (r->rix) roll = r->rpos >= sk_index_sample_count(r->rix);
+        else roll = sk_emit_rolls(r->max_size, r->max_count, 0, r->opos, r->in_shard, v->len);
+        if (roll) SK_GUARD(sk_rs_close_shard(r, err));
+    }
+    if (!r->open) SK_GUARD(sk_rs_open_shard(r, err));
+    r->in_shard++;
+    r->st.samples++;
+    r->st.members += v->nm;
+    if (r->rix) { /* resuming: check instead of write */
+        sk_sample_ref s;
+        int ok = r->rpos < sk_index_sample_count(r->rix) &&
+                 !sk_index_sample(r->rix, r->rpos, &s, NULL) && s.key_len == v->klen &&
+                 !memcmp(s.key, v->key, v->klen) && resume_same(r, &s, v);
+        char path[4200];
+        sk_shard_name(r->o->pattern, r->o->start + r->shard_no, path, sizeof path, NULL);
+        SK_FAIL_IF(!ok, err, SK_E_INPUT, "%s: --resume: sample %llu is not '%.*s' as this run "
+                   "would write it (another run's shard, of other inputs or options); remove "
+                   "the shard or run without --resume", path,
+                   (unsigned long long)r->rpos, (int)v->klen, v->key);
+        r->rpos++;
+        return SK_OK;
+    }
+    uint64_t off = r->opos;
+    if (!r->to_stdout) {
+        SK_GUARD(sk_index_add_sample(r->out.index, v->key, v->klen, off, v->len, off, v->len, err));
+        for (size_t i = 0; i < v->nm; i++) {
+            const struct memb *m = &v->m[i];
+            /* the pool's lowercase is ASCII's; the index's is Python's */
+            char low[SK_EXT_LOWER_MAX(SK_TAR_NAME_MAX + 64)];
+            SK_FAIL_IF(m->ext_len > SK_TAR_NAME_MAX + 64, err, SK_E_INPUT, "'%.*s': name too long",
+                       (int)v->klen, v->key);
+            size_t el = sk_ext_lower(v->exts + m->ext_off, m->ext_len, low);
+            SK_GUARD(sk_index_add_member(r->out.index, low, el, off + m->data_off, m->size,
+                                         m->hlen, m->crc, err));
+            SK_GUARD(sk_manifest_count_ext(r->man, low, el, 1, err));
+        }
+    }
+    SK_GUARD(out_add(r, v, err));
+    r->opos += v->len;
+    sk_rs_progress(r, 0);
+    return SK_OK;
+}
+/* need bytes at the end of the buffer being filled (plain output: they
+ * are then queued from there by out_add), else in a scratch buffer. */
+int sk_rs_out_reserve(rs *r, size_t need, unsigned char **p, sk_error *err)
+{
+    struct obuf *b = &r->ob[r->cur];
+    if (!r->q) {
+        SK_GUARD(sk_rs_out_claim(r, r->cur, need, err));
+        *p = b->p;
+        return SK_OK;
+    }
+    if (b->map || b->len + need > b->cap) {
+        SK_GUARD(sk_rs_out_flush(r, err));
+        r->cur ^= 1;
+        SK_GUARD(sk_rs_out_claim(r, r->cur, need > OUT_BUF ? need : OUT_BUF, err));
+        b = &r->ob[r->cur];
+    }
+    *p = b->p + b->len;
+    b->len += need;
+    return SK_OK;
+}

@@ -1,0 +1,206 @@
+/*
+ * shard_int.h - what the files of `shardkit shard`'s engine share: the
+ * run's state (rs), a sample as it is assembled (samp) and as it is
+ * written (sview), and the functions one file gives the others.
+ * Internal to libshardkit.
+ *
+ *   reshard.c       the run: options, inputs expanded and checked, the
+ *                   filters and --keys, the manifest's options, the order
+ *                   of the passes (count, scatter, drain)
+ *   shard_read.c    inputs as byte streams through libarchive, samples
+ *                   assembled as their output tar bytes
+ *   shard_direct.c  plain tar inputs with a sound index, read through it
+ *   shard_images.c  --image-*: the resize stage and its worker pool
+ *   shard_shuffle.c --shuffle: samples (or references to them) as records
+ *   shard_emit.c    the output: shards cut, named, indexed, resumed, and
+ *                   their bytes handed to the writer in large writes
+ */
+#ifndef SK_PACK_SHARD_INT_H
+#define SK_PACK_SHARD_INT_H
+
+#include "core/internal.h"
+#include "core/shuffle.h"
+#include "format/format.h"
+#include "io/io.h"
+#include "io/outq.h"
+#include "io/store.h"
+#include "io/writer.h"
+#include "pack/infiles.h"
+
+#include <time.h>
+
+#define IN_BUF (1u << 20)
+/* Plain output goes out in writes of about this size: the kernel's write
+ * path costs twice as much per byte in 16 KiB writes as in megabytes. */
+#define OUT_BUF (2u << 20)
+/* The index-driven reader reads this much of a shard per pread. */
+#define BATCH (2u << 20)
+/* Bytes a reader may hold of one name: a ustar prefix, '/', and name. */
+#define PLAIN_NAME (155 + 1 + 100 + 1)
+
+struct img_pool;
+
+/* ------------------------------------------------------------------ state */
+
+struct memb {
+    uint64_t data_off; /* in the sample's tar image */
+    uint64_t size;
+    uint32_t hlen, crc;
+    uint32_t ext_off, ext_len; /* in the sample's ext pool */
+};
+
+/* A sample: its key, members, and its tar image. */
+struct samp {
+    char *key;
+    size_t klen, kcap;
+    struct memb *m;
+    size_t nm, mcap;
+    char *exts;
+    size_t elen, ecap;
+    unsigned char *img;
+    size_t len, cap;
+    uint32_t crc; /* CRC32C of img[0..len) */
+};
+
+/* A read-only view of a sample: a struct samp or a shuffle record. */
+struct sview {
+    const char *key;
+    size_t klen;
+    const struct memb *m;
+    size_t nm;
+    const char *exts;
+    const unsigned char *img;
+    size_t len;
+    uint32_t crc;   /* of img, when has_crc */
+    int has_crc;
+    int buf;        /* img lies in the output buffer ob[buf] (index-driven input), else -1 */
+    size_t elen;    /* bytes of exts (serialize) */
+};
+
+/* An output buffer: bytes on their way to the writer (outq.h).  p is
+ * heap (the buffer's own memory) or, for index-driven input, a private
+ * mapping of the input (map, maplen): then cap == len, nothing is
+ * appended to it, and it is unmapped when the buffer is claimed again. */
+struct obuf {
+    unsigned char *p;
+    size_t cap, len;
+    uint64_t seq; /* the last range queued from it */
+    unsigned char *heap;
+    size_t heap_cap;
+    void *map;
+    size_t maplen;
+};
+
+struct keyset { /* --keys: open addressing over key strings */
+    char **slot;
+    size_t cap, n;
+};
+
+typedef struct rs {
+    const sk_shard_options *o;
+    const char *pattern_tmpl; /* the pattern as given: {part} unexpanded */
+    sk_shard_stats st;
+    struct timespec t0, last;
+    struct keyset keys;
+    int to_stdout;
+    uint64_t max_size, max_count;
+    /* num_shards: counts per shard */
+    uint64_t total;
+    /* output */
+    sk_shard_out out;
+    int open; /* a shard is open */
+    uint64_t shard_no, in_shard;
+    uint64_t target; /* samples for the open shard (num_shards), else 0 */
+    sk_manifest *man;
+    sk_existing grow; /* the manifest already there (io/existing.c) */
+    char mdir[4200], mpath[4200];
+    /* --resume: the existing shard being skipped */
+    sk_index *rix;
+    int rfd; /* the resumed shard, local and plain: its samples compared byte for byte */
+    uint64_t rpos;
+    /* scratch */
+    unsigned char *rec;
+    size_t rec_cap;
+    struct memb *vm;
+    size_t vm_cap;
+    sk_shuffler *shuf;
+    struct img_pool *pool; /* image workers (sk_shard_options.images) */
+    /* plain output: samples collect in ob[] and go out in large writes
+     * from a second thread (q; NULL: one writev per sample, as for
+     * compressed and S3 output) */
+    sk_outq *q;
+    struct obuf ob[2];
+    int cur;              /* the buffer being filled */
+    int pbuf;             /* the buffer holding the pending range, -1 none */
+    size_t pstart, pend;  /* the pending range: bytes not yet queued */
+    uint32_t pcrc;
+    uint64_t opos;        /* bytes of the open shard, pending ones included */
+    int direct;           /* inputs may be read through their indexes */
+    uint64_t rewrites;    /* headers and paddings direct_emit changed */
+    /* --shuffle of inputs read through their indexes: the buckets hold
+     * references (input, offset), the inputs stay open for the drain */
+    sk_infiles *inf;
+    uint32_t in_no;       /* the input direct_input is reading, in inf */
+    sk_store_env env;     /* what the inputs are read through (io/store.h) */
+} rs;
+
+/* reshard.c */
+void sk_rs_warnf(rs *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Reports progress at most twice a second (final: now). */
+void sk_rs_progress(rs *r, int final);
+/* Whether a member with extension e is kept, and its output extension. */
+int sk_rs_keep_member(const rs *r, const char *e, size_t n, const char **out, size_t *out_len);
+/* Whether a sample is kept (--keys, --part). */
+int sk_rs_keep_sample(const rs *r, const char *key, size_t klen);
+
+/* shard_read.c */
+/* An input's size (UINT64_MAX: not known before it is read). */
+int sk_rs_input_size(rs *r, const char *url, uint64_t *size, sk_error *err);
+/* --num-shards: the samples the run will write, into r->total. */
+int sk_rs_count_samples(rs *r, char **in, size_t n, struct samp *s, sk_error *err);
+/* Reads one input through libarchive, feeding its samples on (counting:
+ * only counts them); from > 0: a local tar from that header on. */
+int sk_rs_read_input(rs *r, const char *url, struct samp *s, int counting, uint64_t from,
+                     sk_error *err);
+/* One input: through its index while that agrees with it, then libarchive. */
+int sk_rs_take_input(rs *r, const char *url, struct samp *s, sk_error *err);
+/* A sample that is kept goes into the shuffle, or out. */
+int sk_rs_emit_sample(rs *r, struct samp *s, sk_error *err);
+
+/* shard_direct.c: *from is where libarchive is to go on (0: all of it),
+ * UINT64_MAX when the index read it all. */
+int sk_rs_direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, sk_error *err);
+
+/* shard_images.c */
+int sk_rs_pool_new(struct img_pool **out, const sk_shard_options *o, sk_error *err);
+void sk_rs_pool_free(struct img_pool *p);
+/* Emits the finished jobs at the head, in order; block: wait for the head
+ * job (all of them when drain). */
+int sk_rs_pool_emit(rs *r, int block, int drain, sk_error *err);
+/* Hands s to the workers (its buffers are swapped with a free job's). */
+int sk_rs_pool_submit(rs *r, struct samp *s, sk_error *err);
+
+/* shard_shuffle.c */
+int sk_rs_serialize(rs *r, const struct sview *s, sk_error *err);
+int sk_rs_serialize_ref(rs *r, const struct sview *s, uint64_t offset, sk_error *err);
+/* The drain's callback: one record out (sk_shuffler_drain). */
+int sk_rs_emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *err);
+
+/* shard_emit.c */
+void sk_rs_view_of(const struct samp *s, struct sview *v);
+/* Writes one sample, rolling over to a new shard first when it is due. */
+int sk_rs_emit(rs *r, const struct sview *v, sk_error *err);
+int sk_rs_open_shard(rs *r, sk_error *err);
+int sk_rs_close_shard(rs *r, sk_error *err);
+void sk_rs_resume_fd_close(rs *r);
+/* Queues the pending range. */
+int sk_rs_out_flush(rs *r, sk_error *err);
+/* Makes ob[i] free for new bytes (at least need of them). */
+int sk_rs_out_claim(rs *r, int i, size_t need, sk_error *err);
+/* Makes ob[i] the bytes [pos, pos + want) of fd, mapped private
+ * (*mapped = 0: not mapped, the caller preads instead). */
+int sk_rs_out_map(rs *r, int i, int fd, uint64_t pos, size_t want, int *mapped, sk_error *err);
+/* need bytes at the end of the buffer being filled, else in a scratch buffer. */
+int sk_rs_out_reserve(rs *r, size_t need, unsigned char **p, sk_error *err);
+
+#endif
