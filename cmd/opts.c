@@ -93,7 +93,13 @@ int cmd_getopt(const cmd_opts *os, int argc, char **argv, int *first)
         for (size_t i = 0; !o && c != '?' && c != ':' && i < os->n; i++)
             if (os->t[i].letter == c) o = &os->t[i];
         if (o) {
-            int rc = take(os->tool, os->usage, o, optarg, argv[optind - 1]);
+            /* the option as typed: "--limit" of "--limit 5", "--limit=5", "-n5" */
+            char typed[64];
+            const char *t = optarg && optind >= 2 && argv[optind - 1] == optarg ? argv[optind - 2] : argv[optind - 1];
+            size_t tl = strcspn(t, "=");
+            if (t[0] == '-' && t[1] != '-' && tl > 2) tl = 2;
+            snprintf(typed, sizeof typed, "%.*s", (int)tl, t);
+            int rc = take(os->tool, os->usage, o, optarg, typed);
             if (rc) return rc;
             continue;
         }

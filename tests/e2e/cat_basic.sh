@@ -63,7 +63,9 @@ assert_eq "$("$SK_BIN" cat --keys --epochs 2 "$T/s/train-000000.tar" | wc -l)" 8
 
 step "usage errors"
 expect_fail 2 "no URL given" "$SK_BIN" cat --keys
-expect_fail 2 "bad value" "$SK_BIN" cat --keys --shuffle x "$T/s"
+expect_fail 2 "bad value 'x' for --shuffle" "$SK_BIN" cat --keys --shuffle x "$T/s"
+expect_fail 2 "bad value '0' for --shuffle-window" "$SK_BIN" cat --global-order --shuffle-window=0 "$T/s"
+expect_fail 2 "bad value 'x' for -n" "$SK_BIN" cat -nx "$T/s"
 expect_fail 2 "rank 2 is not below world_size 2" "$SK_BIN" cat --keys --rank 2 --world-size 2 "$T/s"
 expect_fail 1 "cannot open" "$SK_BIN" cat --keys "$T/nope.tar"
 expect_ok "$SK_BIN" cat --help
