@@ -11,11 +11,7 @@
 # unknown scheme.
 set -euo pipefail
 . "$SK_ROOT/tests/helpers/nginx.sh"
-skip_unless_nginx
-t=$(mktemp -d)
-pids=()
-trap 'nginx_stop; for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$t"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+http_test_begin
 port_of() { # waits for a server's port file
     for _ in $(seq 100); do [ -s "$1" ] && { cat "$1"; return; }; sleep 0.1; done
     fail "server did not start ($1)"

@@ -9,12 +9,7 @@
 # another root.
 set -euo pipefail
 . "$SK_ROOT/tests/helpers/nginx.sh"
-skip_unless_nginx
-t=$(mktemp -d)
-pids=()
-trap 'nginx_stop; for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$t"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-sk() { timeout 120 "$SK_BIN" "$@"; }
+http_test_begin
 refused() { # what, pattern the message must match, command...
     local what=$1 pat=$2 rc=0
     shift 2

@@ -8,12 +8,7 @@
 # and leaves no shard and no manifest.
 set -euo pipefail
 . "$SK_ROOT/tests/helpers/nginx.sh"
-skip_unless_nginx
-t=$(mktemp -d)
-pids=()
-trap 'nginx_stop; for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$t"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-sk() { timeout 120 "$SK_BIN" "$@"; }
+http_test_begin
 same() { # $1 $2: two shard directories hold the same files, byte for byte
     (cd "$1" && ls) >"$t/l1"
     (cd "$2" && ls) >"$t/l2"

@@ -7,6 +7,10 @@
 #                               and NGINX_PORT; extra server-block lines may
 #                               come in $NGINX_EXTRA (e.g. a redirect)
 #   nginx_stop                  stops it (call from the test's EXIT trap)
+#   http_test_begin             the preamble of an HTTP test: skips without
+#                               nginx; scratch dir $t, background pids in
+#                               pids=() killed and nginx stopped at exit;
+#                               fail MSG and sk ARGS (shardkit, 120 s bound)
 NGINX_BIN=${NGINX_BIN:-$(command -v nginx || echo /usr/sbin/nginx)}
 
 skip_unless_nginx() {
@@ -66,4 +70,13 @@ nginx_stop() {
     sleep 0.1
     rm -rf "$NGINX_DIR"
     NGINX_DIR=
+}
+
+http_test_begin() {
+    skip_unless_nginx
+    t=$(mktemp -d)
+    pids=()
+    trap 'nginx_stop; for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$t"' EXIT
+    fail() { echo "FAIL: $*" >&2; exit 1; }
+    sk() { timeout 120 "$SK_BIN" "$@"; }
 }
