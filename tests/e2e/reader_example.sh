@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# reader_example.sh - the C example in docs/reader.md compiles against the
+# reader_example.sh - the C program in docs/reader.md compiles against the
 # built library and does what it says: its output (10 samples, then the
 # rest after a restore) equals one uninterrupted run of the same options
 # (shardkit cat --keys).
@@ -7,7 +7,9 @@
 need cc pkg-config
 tmpdir
 B=$(dirname "$SK_BIN")
-awk '/^```c$/ {on = 1; next} /^```$/ {on = 0} on' "$SK_ROOT/docs/reader.md" >"$T/ex.c"
+# the whole program: the ```c block with a main (the others are fragments)
+awk '/^```c$/ {on = 1; b = ""; next} /^```$/ && on {on = 0; if (b ~ /int main/) printf "%s", b; next}
+     on {b = b $0 "\n"}' "$SK_ROOT/docs/reader.md" >"$T/ex.c"
 [ -s "$T/ex.c" ] || die "no C example in docs/reader.md"
 san=
 nm "$B/libshardkit.a" 2>/dev/null | grep -q __asan_report && san="-fsanitize=address,undefined"
