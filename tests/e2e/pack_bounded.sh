@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: alone (it bounds its own time or memory: nothing beside it)
 # pack_bounded.sh - pack walks its directories in key order, a window of
 # files at a time, while it writes: memory does not grow with the number
 # of files.  A tree of 100,000 tiny files in 1,000 directories packs in

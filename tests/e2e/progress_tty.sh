@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: alone (it bounds its own time or memory: nothing beside it)
 # progress_tty.sh - the progress line as a user sees it, in a real terminal
 # (tmux): each long-running tool (pack, shard, index, verify, upload) is run
 # in a tmux pane whose screen is captured every 50 ms.  Over the frames:

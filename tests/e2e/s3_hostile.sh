@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: alone (it bounds its own time or memory: nothing beside it)
 # s3_hostile.sh - nothing hangs, nothing eats the machine, nothing hammers
 # a server (issue "trust", section 4), against a loopback HTTP server that
 # misbehaves on purpose (tests/helpers/badserver.py):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: alone (it bounds its own time or memory: nothing beside it)
 # s3_upload_sync_scale.sh - `upload --sync` holds one listing page of the
 # destination, not all of it: its listing is merged with the files' keys
 # (both in key order) a page at a time.  Measured as the slope of peak RSS

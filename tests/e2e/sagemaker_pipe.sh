@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: alone (it bounds its own time or memory: nothing beside it)
 # sagemaker_pipe: `cat` and the reader on a simulated SageMaker Pipe channel.
 # SageMaker streams a channel's S3 objects one after another into a FIFO
 # (/opt/ml/input/data/CHANNEL_EPOCH); the feeder here does the same from

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: alone (it bounds its own time or memory: nothing beside it)
 # trust_image_memory.sh - the image stage's memory is one budget shared by
 # every image thread (--image-memory), not a multiple of --jobs.  Large
 # progressive JPEGs (6000x6000: libjpeg keeps every DCT coefficient of the

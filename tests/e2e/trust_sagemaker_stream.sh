@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: alone (it bounds its own time or memory: nothing beside it)
 # trust_sagemaker_stream.sh - a SageMaker ManifestFile is read one element
 # at a time with its caps applied to what is read: through '-' (no size to
 # look at beforehand) a file over the 256 MiB cap is refused at the cap,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: alone (it bounds its own time or memory: nothing beside it)
 # upload_stream: upload's plan is streamed, not held.  A tree of 100,000
 # files is planned in the memory a tree of 1,000 takes (before: about 100
 # bytes more per object, and a phase sort that was O(n^2)); the order is

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: alone (it bounds its own time or memory: nothing beside it)
 # verify: the duplicate-key check across a dataset in bounded memory.
 #  - duplicates across shards and a split sample inside one are reported
 #    the same (same --json lines, same order) whether the keys fit
