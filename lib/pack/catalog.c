@@ -28,25 +28,6 @@ void sk_catalog_init(sk_catalog *c)
     memset(c, 0, sizeof *c);
 }
 
-void sk_catalog_release(sk_catalog *c)
-{
-    for (size_t i = 0; i < c->nsrcs; i++) {
-        sk_catalog_swalk_free(c, (uint16_t)i, c->srcs[i].lazy);
-        if (c->srcs[i].fd >= 0) close(c->srcs[i].fd);
-        free(c->srcs[i].label);
-        free(c->srcs[i].base);
-    }
-    free(c->srcs);
-    free(c->items);
-    free(c->arena);
-    free(c->dirs);
-    free(c->dir_lens);
-    free(c->dir_hash);
-    free(c->samples);
-    if (c->env_ready) sk_store_env_release(&c->env);
-    memset(c, 0, sizeof *c);
-}
-
 int sk_catalog_problem(sk_catalog *c, sk_error *err, int code, const char *fmt, ...)
 {
     sk_error e = SK_ERROR_INIT;

@@ -417,6 +417,27 @@ int sk_catalog_all_lazy(const sk_catalog *c)
     return c->nsrcs > 0;
 }
 
+/* Here, beside the walks it frees first, so that catalog.c, which the
+ * walks add items through, needs nothing of this file. */
+void sk_catalog_release(sk_catalog *c)
+{
+    for (size_t i = 0; i < c->nsrcs; i++) {
+        sk_catalog_swalk_free(c, (uint16_t)i, c->srcs[i].lazy);
+        if (c->srcs[i].fd >= 0) close(c->srcs[i].fd);
+        free(c->srcs[i].label);
+        free(c->srcs[i].base);
+    }
+    free(c->srcs);
+    free(c->items);
+    free(c->arena);
+    free(c->dirs);
+    free(c->dir_lens);
+    free(c->dir_hash);
+    free(c->samples);
+    if (c->env_ready) sk_store_env_release(&c->env);
+    memset(c, 0, sizeof *c);
+}
+
 int sk_catalog_walk_lazy(sk_catalog *c, sk_error *err)
 {
     for (size_t i = 0; i < c->nsrcs; i++) {
