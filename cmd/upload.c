@@ -52,6 +52,7 @@ static const char usage_text[] =
 typedef struct run {
     int json, quiet, walked; /* walked: the plan is all queued, its totals known */
     uint64_t ok, failed, bytes, reused, queued, same;
+    uint64_t shown_done, shown_total; /* the bytes the progress line last showed */
     sk_upload_sync *sync; /* --sync: what the destination holds */
     json_t *objects; /* --json: one object per transfer */
     cmd_ui ui;
@@ -60,6 +61,7 @@ typedef struct run {
 static void progress(void *ud, uint64_t done, uint64_t total)
 {
     run *r = ud;
+    r->shown_done = done, r->shown_total = total;
     cmd_progress_at at = {.unit = "objects", .done = r->ok, .total = r->walked ? r->queued : 0,
                           .samples = UINT64_MAX, .shards = UINT64_MAX, .bytes = done,
                           .bytes_total = r->walked ? total : 0};
@@ -90,6 +92,9 @@ static void on_done(void *ud, const sk_s3_xfer_result *res)
         if (o && res->rc) json_object_set_new(o, "error", json_string(res->err->msg));
         if (o) json_array_append_new(r->objects, o);
     }
+    /* the line printed above took the progress line's place: draw it again
+     * at once, or objects finishing faster than the refresh keep it away */
+    progress(r, r->shown_done, r->shown_total);
 }
 
 /* --dry-run: each planned transfer, as it would go. */
