@@ -216,7 +216,7 @@ int cmd_pack(int argc, char **argv)
     int need_s3 = cmd_any_s3(named, 4);
     for (size_t i = 0; i < nsrcs; i++) need_s3 |= srcs[i].kind == SRC_MANIFEST || cmd_any_s3(&srcs[i].path, 1);
     for (int i = optind; i < argc; i++) {
-        int s3 = !strncmp(argv[i], "s3://", 5);
+        int s3 = cmd_place_kind(argv[i]) == SK_PLACE_S3;
         srcs[nsrcs++] = (struct source){s3 ? SRC_S3 : SRC_DIR, argv[i]}, need_s3 |= s3;
     }
     if (!need_s3 && cmd_any_remote(&root, 1, &s3cfg)) need_s3 = 1; /* an http(s):// --root */

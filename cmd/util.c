@@ -150,10 +150,19 @@ int cmd_s3_option(const char *tool, const char *usage, int c, const char *arg, s
     }
 }
 
+/* What s names by the library's one grammar (SK_PLACE_*; a refused name
+ * is none: the check that refuses it names it). */
+int cmd_place_kind(const char *s)
+{
+    int k = SK_PLACE_FILE;
+    unsigned any = SK_PLACE_READ | SK_PLACE_STREAM | SK_PLACE_S3_OK | SK_PLACE_HTTP_OK;
+    return s && !sk_place_check(s, any, NULL, &k, NULL) ? k : SK_PLACE_FILE;
+}
+
 int cmd_any_s3(const char *const *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (s[i] && !strncmp(s[i], "s3://", 5)) return 1;
+        if (cmd_place_kind(s[i]) == SK_PLACE_S3) return 1;
     return 0;
 }
 
@@ -163,7 +172,7 @@ int cmd_pack_add_list(sk_pack *p, const char *path, const char *root, int nul, s
     if (sk_place_in_open(&in, path, s3, err)) return err->code;
     FILE *f = sk_place_in_file(in);
     const char *name = strcmp(path, "-") ? path : "stdin";
-    int remote = root && (!strncmp(root, "s3://", 5) || !strncmp(root, "http://", 7) || !strncmp(root, "https://", 8));
+    int remote = cmd_place_kind(root) == SK_PLACE_S3 || cmd_place_kind(root) == SK_PLACE_HTTP;
     int rc = remote ? sk_pack_add_s3_list(p, f, name, root, nul, err) : sk_pack_add_list(p, f, name, root, nul, err);
     return sk_place_in_close(in, rc, err);
 }
@@ -171,7 +180,7 @@ int cmd_pack_add_list(sk_pack *p, const char *path, const char *root, int nul, s
 int cmd_any_remote(const char *const *s, size_t n, sk_s3_config *cfg)
 {
     for (size_t i = 0; i < n && !cmd_any_s3(s, n); i++) /* http(s) only: no credentials */
-        if (s[i] && (!strncmp(s[i], "http://", 7) || !strncmp(s[i], "https://", 8))) return cfg->http_only = 1;
+        if (cmd_place_kind(s[i]) == SK_PLACE_HTTP) return cfg->http_only = 1;
     return cmd_any_s3(s, n);
 }
 
@@ -238,7 +247,7 @@ int cmd_sagemaker_option(const char *tool, const char *usage, int c, const char 
     switch (c) {
     case CMD_OPT_SM_MANIFEST: sm->out = arg; return 1;
     case CMD_OPT_SM_PREFIX:
-        if (strncmp(arg, "s3://", 5) || !arg[5])
+        if (cmd_place_kind(arg) != SK_PLACE_S3)
             return cmd_usage_error(tool, usage, "--sagemaker-prefix '%s': want s3://BUCKET/PREFIX/", arg), -1;
         sm->o.prefix = arg;
         return 1;
@@ -283,7 +292,7 @@ int cmd_sagemaker_check(const cmd_sagemaker *sm, const char *usage, const char *
     if (sk_part_name(sm->out, part, parts, 1, &name, &err))
         return cmd_usage_error(sm->tool, usage, "--sagemaker-manifest: %s", err.msg);
     free(name);
-    if (sm->o.prefix || !strncmp(pattern, "s3://", 5)) return 0;
+    if (sm->o.prefix || cmd_place_kind(pattern) == SK_PLACE_S3) return 0;
     return cmd_usage_error(sm->tool, usage, "--sagemaker-manifest: the shards are local and SageMaker "
                            "reads S3: give --sagemaker-prefix s3://BUCKET/PREFIX/ where they will be "
                            "uploaded");

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <strings.h>
 
 /* Fail with code and a formatted message when cond holds. */
 #define SK_FAIL_IF(cond, err, code, ...)                                     \
@@ -29,9 +30,12 @@
 
 #define SK_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* "s3://" begins s, in any case (RFC 3986: a scheme is case-insensitive;
+ * "S3://b/k" is the object, never a local folder "S3:").  The lib/io and
+ * lib/s3 layers' test; the jobs ask the store (sk_store_classify). */
 static inline int sk_is_s3_url(const char *s)
 {
-    return s && !strncmp(s, "s3://", 5);
+    return s && !strncasecmp(s, "s3://", 5);
 }
 
 /* Allocation that reports exhaustion through sk_error instead of crashing. */

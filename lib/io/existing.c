@@ -216,16 +216,10 @@ static int add_all(sk_manifest *to, const sk_manifest *from, sk_error *err)
     return SK_OK;
 }
 
-static int put(sk_s3 *s3, sk_manifest *m, const char *mpath, unsigned flags, sk_error *err)
-{
-    return sk_is_s3_url(mpath) ? sk_sink_s3_put_manifest(s3, m, mpath, err)
-                               : sk_manifest_write_to(m, mpath, flags, err);
-}
-
 int sk_existing_commit(sk_existing *g, sk_s3 *s3, sk_manifest *man, const char *mpath,
                        unsigned flags, void (*warn)(void *, const char *), void *ctx, sk_error *err)
 {
-    if (!g->old || g->mode == SK_EXISTING_OVERWRITE) return put(s3, man, mpath, flags, err);
+    if (!g->old || g->mode == SK_EXISTING_OVERWRITE) return sk_sink_put_manifest(s3, man, mpath, flags, err);
     if (g->mode == SK_EXISTING_REFUSE) {
         /* the same names rewritten, fewer of them (a writer that cuts as it
          * goes could not tell before): the rest stay on disk, named */
@@ -247,7 +241,7 @@ int sk_existing_commit(sk_existing *g, sk_s3 *s3, sk_manifest *man, const char *
                      gone == 1 ? "" : "s", first, gone > 1 ? ", ..." : "");
             warn(ctx, msg);
         }
-        return put(s3, man, mpath, flags, err);
+        return sk_sink_put_manifest(s3, man, mpath, flags, err);
     }
     /* append: read again (under the run's lock for a local one) and grow
      * what is there now, which must still be what the run started from */
@@ -262,7 +256,7 @@ int sk_existing_commit(sk_existing *g, sk_s3 *s3, sk_manifest *man, const char *
         rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
     if (!rc) rc = add_all(all, now, err);
     if (!rc) rc = add_all(all, man, err);
-    if (!rc) rc = put(s3, all, mpath, flags, err);
+    if (!rc) rc = sk_sink_put_manifest(s3, all, mpath, flags, err);
     sk_manifest_free(now);
     sk_manifest_free(all);
     return rc;

@@ -82,6 +82,9 @@ int sk_sink_s3_matches(sk_s3 *s3, const char *url, uint64_t count, const char *f
 int sk_sink_s3_count_exts(sk_s3 *s3, const char *url, sk_manifest *man, sk_error *err);
 /* Writes the manifest as an object (the last one of a run). */
 int sk_sink_s3_put_manifest(sk_s3 *s3, sk_manifest *man, const char *url, sk_error *err);
+/* The manifest written where place names: an object (one PUT through s3),
+ * else a local file (sk_manifest_write_to's flags: temporary name, rename). */
+int sk_sink_put_manifest(sk_s3 *s3, sk_manifest *man, const char *place, unsigned flags, sk_error *err);
 /* The shard objects (names sk_is_shard_name takes) directly under
  * the prefix URL ("s3://b/p/"), sorted, as s3:// URLs, listed by the
  * store's one pager (sk_store_list): keys outside the prefix or below a

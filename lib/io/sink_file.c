@@ -1,8 +1,10 @@
 /*
  * sink_file.c - the local kinds of sink (see sink.h): a file written under
  * a temporary name and renamed when complete, and a caller's descriptor.
- * Also sk_sink_open, which picks the kind from the output name.
+ * Also sk_sink_open, which picks the kind from the output name, and the
+ * same choice for a manifest written whole (sk_sink_put_manifest).
  */
+#include "io/io.h"
 #include "io/sink.h"
 
 #include <fcntl.h>
@@ -155,4 +157,10 @@ int sk_sink_open(sk_sink **out, const char *path, const sk_sink_opts *o, sk_erro
 {
     if (sk_is_s3_url(path)) return sk_sink_s3_open(out, path, o, err);
     return sk_sink_file_open(out, path, err);
+}
+
+int sk_sink_put_manifest(sk_s3 *s3, sk_manifest *man, const char *place, unsigned flags, sk_error *err)
+{
+    return sk_is_s3_url(place) ? sk_sink_s3_put_manifest(s3, man, place, err)
+                               : sk_manifest_write_to(man, place, flags, err);
 }

@@ -2,6 +2,8 @@
  * store.c - the store interface's own part, which every kind uses: which
  * kind a location names, the clients a job's stores share (sk_store_env),
  * closing, listings, and the public range reader as a view of a store.
+ * What a location names is asked here and only here by the jobs
+ * (sk_store_classify): none of them compares a prefix with "s3://".
  * Which kind opens a location is store_open.c's, above the kinds.
  */
 #include "io/store.h"
@@ -29,29 +31,47 @@ void sk_store_env_release(sk_store_env *e)
     pthread_mutex_destroy(&e->mu);
 }
 
-int sk_store_is_http(const char *url)
+int sk_store_classify(const char *url, sk_store_where *w, sk_error *err)
 {
-    return url && (!strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8));
-}
-
-int sk_store_is_remote(const char *url)
-{
-    return sk_is_s3_url(url) || sk_store_is_http(url);
+    int k;
+    memset(w, 0, sizeof *w);
+    /* the one grammar (core/place.c) that every tool's options go through:
+     * a job and a tool never disagree about what a name is */
+    SK_GUARD(sk_place_check(url, SK_PLACE_READ | SK_PLACE_STREAM | SK_PLACE_S3_OK | SK_PLACE_HTTP_OK,
+                            NULL, &k, err));
+    w->kind = k == SK_PLACE_S3 ? SK_LOC_S3 : k == SK_PLACE_HTTP ? SK_LOC_HTTP : SK_LOC_LOCAL;
+    w->remote = w->kind != SK_LOC_LOCAL;
+    w->listable = w->kind != SK_LOC_HTTP && k != SK_PLACE_STDIO;
+    w->writable = w->kind != SK_LOC_HTTP;
+    if (w->remote) {
+        w->host = (size_t)(strstr(url, "://") - url) + 3;
+        w->host_len = strcspn(url + w->host, "/");
+        w->path = w->host + w->host_len + (url[w->host + w->host_len] == '/');
+    }
+    return SK_OK;
 }
 
 int sk_store_kind(const char *url, sk_loc_kind *kind, sk_error *err)
 {
-    if (sk_is_s3_url(url)) return *kind = SK_LOC_S3, SK_OK;
-    if (sk_store_is_http(url)) return *kind = SK_LOC_HTTP, SK_OK;
-    /* "x://..." with a scheme shardkit does not read: refused by name, never
-     * taken for a local path (a relative "ftp:" directory is "./ftp://") */
-    const char *p = strstr(url, "://");
-    if (p && p > url && strspn(url, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") ==
-                            (size_t)(p - url))
-        return sk_error_set(err, SK_E_USAGE, "%s: the scheme '%.*s://' is not one shardkit reads "
-                            "(local paths, s3://, http://, https://)", url, (int)(p - url), url);
-    return *kind = SK_LOC_LOCAL, SK_OK;
+    sk_store_where w;
+    SK_GUARD(sk_store_classify(url, &w, err));
+    *kind = w.kind;
+    return SK_OK;
 }
+
+/* The yes/no views: a name the grammar refuses is none of these (its open
+ * fails, naming why). */
+static sk_loc_kind kind_of(const char *url)
+{
+    sk_store_where w;
+    return url && !sk_store_classify(url, &w, NULL) ? w.kind : SK_LOC_LOCAL;
+}
+
+int sk_store_is_http(const char *url) { return kind_of(url) == SK_LOC_HTTP; }
+
+int sk_store_is_s3(const char *url) { return kind_of(url) == SK_LOC_S3; }
+
+int sk_store_is_remote(const char *url) { return kind_of(url) != SK_LOC_LOCAL; }
 
 int sk_store_env_need_s3(sk_store_env *e, const char *endpoint, sk_error *err)
 {
@@ -93,10 +113,12 @@ static int flush(struct pager *p)
     return p->rc;
 }
 
-static int add_name(struct pager *p, char *full, size_t rel_off, uint64_t size)
+/* full holds the location, then (S3) its ETag and CRC32C, each after a NUL */
+static int add_name(struct pager *p, char *full, size_t rel_off, uint64_t size, int tagged)
 {
     if (!full) return p->rc = SK_E_NOMEM;
-    p->ents[p->n] = (sk_store_entry){full, full + rel_off, size};
+    const char *etag = tagged ? full + strlen(full) + 1 : "";
+    p->ents[p->n] = (sk_store_entry){full, full + rel_off, size, etag, tagged ? etag + strlen(etag) + 1 : ""};
     p->names[p->n++] = full;
     return p->n == SK_ARRAY_LEN(p->names) ? flush(p) : 0;
 }
@@ -115,9 +137,9 @@ static int on_object(void *ud, const sk_s3_object *obj)
         (p->keep && !p->keep(name)))
         return 0;
     char *full;
-    int k = asprintf(&full, "s3://%s/%s", p->bucket, obj->key);
+    int k = asprintf(&full, "s3://%s/%s%c%s%c%s", p->bucket, obj->key, 0, obj->etag, 0, obj->crc32c);
     if (k < 0) full = NULL;
-    return add_name(p, full, full ? (size_t)k - n : 0, obj->size);
+    return add_name(p, full, full ? strlen(full) - n : 0, obj->size, 1);
 }
 
 static int list_any(const char *url, sk_store_env *e, struct pager *p, sk_error *err)
@@ -147,7 +169,7 @@ static int list_any(const char *url, sk_store_env *e, struct pager *p, sk_error 
         char *full;
         int n = asprintf(&full, "%s/%s", url, de->d_name);
         if (n < 0) full = NULL;
-        add_name(p, full, full ? (size_t)n - strlen(de->d_name) : 0, UINT64_MAX);
+        add_name(p, full, full ? (size_t)n - strlen(de->d_name) : 0, UINT64_MAX, 0);
     }
     closedir(d);
     flush(p);

@@ -36,6 +36,7 @@ typedef struct sk_store_seq sk_store_seq;
 typedef struct sk_store_stat {
     uint64_t size;  /* bytes; UINT64_MAX when not known (a pipe) */
     char etag[80];  /* the server's ETag without quotes, "" when none */
+    char crc32c[24]; /* S3: x-amz-checksum-crc32c (base64, may end "-N"); "" when none */
     int64_t mtime;  /* local files: seconds since the epoch; 0 when not known */
 } sk_store_stat;
 
@@ -89,12 +90,30 @@ void sk_store_env_release(sk_store_env *e);
  * endpoint (NULL: AWS_ENDPOINT_URL, else AWS), freed with the env. */
 int sk_store_env_need_s3(sk_store_env *e, const char *endpoint, sk_error *err);
 
-/* The kinds a location names.  An unknown scheme is refused by name. */
+/* What a location names: the jobs' one question about a name (no job
+ * compares a prefix with "s3://"; scripts/check-layers rule 4).  The
+ * grammar is sk_place_check's, the tools' (docs/places.md): schemes in any
+ * case ("S3://b/k" is S3); an unknown scheme, "pipe:", "file://" and a
+ * lost slash ("s3:/b/k", "http:/h/x", "s3:") are refused by name, never
+ * taken as a local path ("./s3:/x" is one). */
 typedef enum { SK_LOC_LOCAL, SK_LOC_S3, SK_LOC_HTTP } sk_loc_kind;
+typedef struct sk_store_where {
+    sk_loc_kind kind; /* local: a path or '-' */
+    int remote;       /* read from another machine: s3://, http(s):// */
+    int listable;     /* sk_store_list takes it: a directory, an s3:// prefix (not '-', not
+                         a web server, which has no listing) */
+    int writable;     /* a sink takes it: a local path, '-', s3:// (http(s):// is read only) */
+    /* remote: the bucket or host[:port] is host_len bytes at url + host; the
+     * key or path after its '/' at url + path ("" when none) */
+    size_t host, host_len, path;
+} sk_store_where;
+int sk_store_classify(const char *url, sk_store_where *w, sk_error *err);
+/* Views of it: the kind alone (refused names as sk_store_classify), and
+ * yes/no questions that take a refused name for none of them. */
 int sk_store_kind(const char *url, sk_loc_kind *kind, sk_error *err);
-/* Is url read from another machine (s3://, http://, https://)? */
 int sk_store_is_remote(const char *url);
 int sk_store_is_http(const char *url);
+int sk_store_is_s3(const char *url);
 
 /* Opens url (no request is made yet for remote kinds). */
 int sk_store_open(sk_store **out, const char *url, sk_store_env *e, sk_error *err);
@@ -104,6 +123,12 @@ void sk_store_close(sk_store *s);
  * when it does not exist. */
 int sk_store_load(const char *url, sk_store_env *e, size_t max, const char *what, sk_buf *out,
                   sk_error *err);
+
+/* A manifest, or a shard's index (flags: sk_index_open's, for a local
+ * one), from any location: a local file, or one capped GET (SK_E_NOTFOUND
+ * when none is there). */
+int sk_store_load_manifest(const char *url, sk_store_env *e, sk_manifest **m, sk_error *err);
+int sk_store_load_index(const char *url, sk_store_env *e, unsigned flags, sk_index **ix, sk_error *err);
 
 /* The kinds (store_file.c, store_s3.c, store_http.c). */
 int sk_store_file_open(sk_store **out, const char *path, sk_error *err);
@@ -134,7 +159,8 @@ typedef int (*sk_store_page_fn)(void *ctx, char **names, size_t n);
 int sk_store_list(const char *url, sk_store_env *e, int (*keep)(const char *name),
                   sk_store_page_fn page, void *ctx, sk_error *err);
 
-/* The same with each entry's size (S3's listing gives it; UINT64_MAX for
+/* The same with each entry's size, ETag and CRC32C (S3's listing gives
+ * them: what a server-side copy is checked against; UINT64_MAX and "" for
  * a directory's, unread) and its name relative to url.  deep: an s3://
  * prefix's whole tree, names below further '/'s included (checked by the
  * caller like any name), "dir/" placeholders left out; a local deep
@@ -143,6 +169,8 @@ typedef struct sk_store_entry {
     const char *url; /* the full location */
     const char *rel; /* inside url: the name under the listed prefix */
     uint64_t size;
+    const char *etag;   /* without quotes; "" when not known */
+    const char *crc32c; /* x-amz-checksum-crc32c as listed (base64); "" when not known */
 } sk_store_entry;
 typedef int (*sk_store_entries_fn)(void *ctx, const sk_store_entry *v, size_t n);
 int sk_store_list_entries(const char *url, sk_store_env *e, int deep, int (*keep)(const char *name),

@@ -1,10 +1,12 @@
 /*
  * store_open.c - a location opened as the store its scheme names (file or
  * stream, s3://, http(s)://), and whole small objects (manifests, indexes)
- * read through any kind under a cap.  Kept apart from store.c, the part
+ * read through any kind under a cap (a manifest or an index loaded from
+ * wherever it lives).  Kept apart from store.c, the part
  * every kind uses, so that the kinds sit between the two and nothing
  * calls back up.
  */
+#include "io/io.h"
 #include "io/store.h"
 #include "s3/s3_internal.h"
 
@@ -91,5 +93,25 @@ int sk_store_load(const char *url, sk_store_env *e, size_t max, const char *what
     if (!rc && !out->p && sk_buf_add(out, "", 0)) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
     if (q) q->close(q);
     sk_store_close(s);
+    return rc;
+}
+
+int sk_store_load_manifest(const char *url, sk_store_env *e, sk_manifest **m, sk_error *err)
+{
+    if (!sk_store_is_remote(url)) return sk_manifest_load(m, url, err);
+    sk_buf text = {0};
+    int rc = sk_store_load(url, e, SK_S3_MANIFEST_MAX, "manifest", &text, err);
+    if (!rc) rc = sk_manifest_parse(m, text.p, text.len, url, err);
+    sk_buf_free(&text);
+    return rc;
+}
+
+int sk_store_load_index(const char *url, sk_store_env *e, unsigned flags, sk_index **ix, sk_error *err)
+{
+    if (!sk_store_is_remote(url)) return sk_index_open(ix, url, flags, err);
+    sk_buf blob = {0};
+    int rc = sk_store_load(url, e, SK_S3_INDEX_MAX, "shard index", &blob, err);
+    if (!rc) return sk_index_adopt(ix, blob.p, blob.len, url, err); /* keeps the bytes */
+    sk_buf_free(&blob);
     return rc;
 }

@@ -29,6 +29,7 @@ static int remote_head(struct sk_remote *r, sk_error *err)
     if (r->have_head) return SK_OK;
     sk_s3_req q;
     sk_s3_req_init(&q, r->client, "HEAD", r->bucket, r->key);
+    if (!r->client->plain) sk_s3_req_header(&q, "x-amz-checksum-mode:ENABLED"); /* its CRC32C too */
     int rc = sk_s3_run(&q);
     if (rc && q.status == 404)
         rc = sk_error_set(err, SK_E_NOTFOUND, "%s: no such %s (HTTP 404)", r->s.url,
@@ -41,6 +42,7 @@ static int remote_head(struct sk_remote *r, sk_error *err)
     if (!rc) {
         r->size = q.content_length;
         snprintf(r->etag, sizeof r->etag, "%s", q.etag);
+        snprintf(r->crc32c, sizeof r->crc32c, "%s", q.crc32c);
         r->have_head = 1;
     }
     sk_buf_free(&q.resp);
@@ -54,6 +56,7 @@ static int remote_stat(sk_store *s, sk_store_stat *out, sk_error *err)
     memset(out, 0, sizeof *out);
     out->size = r->size;
     snprintf(out->etag, sizeof out->etag, "%s", r->etag);
+    snprintf(out->crc32c, sizeof out->crc32c, "%s", r->crc32c);
     return SK_OK;
 }
 

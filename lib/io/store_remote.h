@@ -15,6 +15,7 @@ struct sk_remote {
     int have_head;
     uint64_t size;
     char etag[80];
+    char crc32c[24];
 };
 
 /* Takes bucket and key (malloc'd) whatever happens. */

@@ -72,12 +72,11 @@ int sk_catalog_remote_source(sk_catalog *c, const char *base, int keyed, uint16_
 static int add_url_source(sk_catalog *c, const char *url, uint16_t *id, sk_error *err)
 {
     SK_FAIL_IF(!c->env_ready, err, SK_E_USAGE, "%s: a remote source needs a client", url);
-    sk_loc_kind k;
-    SK_GUARD(sk_store_kind(url, &k, err));
-    SK_FAIL_IF(k == SK_LOC_LOCAL, err, SK_E_USAGE, "%s: not a remote location", url);
-    const char *host = strstr(url, "://") + 3;
-    SK_FAIL_IF(!*host || *host == '/', err, SK_E_USAGE, "%s: no %s in the URL", url,
-               k == SK_LOC_S3 ? "bucket" : "host");
+    sk_store_where w;
+    SK_GUARD(sk_store_classify(url, &w, err));
+    SK_FAIL_IF(!w.remote, err, SK_E_USAGE, "%s: not a remote location", url);
+    SK_FAIL_IF(!w.host_len, err, SK_E_USAGE, "%s: no %s in the URL", url,
+               w.kind == SK_LOC_S3 ? "bucket" : "host");
     size_t n = strlen(url);
     char *base = malloc(n + 2);
     SK_FAIL_IF(!base, err, SK_E_NOMEM, "out of memory");

@@ -216,11 +216,6 @@ static int mark_shard(job *j, slot *s, uint64_t k, sk_error *err)
     return SK_OK;
 }
 
-static int is_http(const char *u, size_t n)
-{
-    return (n >= 7 && !strncasecmp(u, "http://", 7)) || (n >= 8 && !strncasecmp(u, "https://", 8));
-}
-
 /* Reads rows into the ring while it has room (two slots: a row may bring
  * its shard's marker) and the downloader takes more. */
 static int fill(job *j, sk_error *err)
@@ -277,7 +272,7 @@ static int fill(job *j, sk_error *err)
             snprintf(it->error, sizeof it->error, "unreadable row: %s", r.error);
         } else if (!it->url || !it->url_len) {
             snprintf(it->error, sizeof it->error, "no URL");
-        } else if (!is_http(it->url, it->url_len) || memchr(it->url, 0, it->url_len)) {
+        } else if (memchr(it->url, 0, it->url_len) || !sk_store_is_http(it->url)) {
             snprintf(it->error, sizeof it->error, "not an http or https URL");
         } else {
             s->state = SL_FETCH;

@@ -27,6 +27,7 @@
 #include "pack/part.h"
 #include "io/emit.h"
 #include "format/image.h"
+#include "io/store.h"
 
 #include <jansson.h>
 #include <dirent.h>
@@ -204,7 +205,7 @@ static int refuse_own_inputs(const char *pattern, const char *manifest, uint64_t
     uint64_t k;
     int rc = SK_OK;
     sk_fileids ids = {0}; /* the inputs, by identity (core/fileid.c) */
-    if (sk_is_s3_url(pattern)) {
+    if (sk_store_is_s3(pattern)) {
         for (size_t i = 0; i < n && !problem; i++)
             if (sk_shard_number(pattern, in[i], &k) && k >= start) problem = in[i];
     } else {
@@ -305,7 +306,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
     r.max_size = opts->max_size ? opts->max_size : SK_EMIT_DEFAULT_MAX_SIZE;
     r.max_count = opts->max_count;
     if (!opts->pattern) return sk_error_set(err, SK_E_USAGE, "no output pattern");
-    SK_FAIL_IF((sk_is_s3_url(opts->pattern) || sk_is_s3_url(opts->manifest)) && !opts->s3, err,
+    SK_FAIL_IF((sk_store_is_s3(opts->pattern) || sk_store_is_s3(opts->manifest)) && !opts->s3, err,
                SK_E_USAGE, "%s: an s3:// output needs an S3 client", opts->pattern);
     if (r.to_stdout && (opts->num_shards > 1 || opts->max_count || opts->max_size || opts->resume))
         return sk_error_set(err, SK_E_USAGE, "-o - writes one tar stream: --num-shards, "
@@ -334,12 +335,12 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
         const char *slash = strrchr(opts->pattern, '/');
         snprintf(r.mdir, sizeof r.mdir, "%.*s", slash ? (int)(slash - opts->pattern) : 0,
                  opts->pattern);
-        if (r.mdir[0] && !sk_is_s3_url(r.mdir) && (rc = sk_mkdirs(r.mdir, err))) goto cleanup;
+        if (r.mdir[0] && !sk_store_is_s3(r.mdir) && (rc = sk_mkdirs(r.mdir, err))) goto cleanup;
         if (opts->manifest) {
             snprintf(r.mpath, sizeof r.mpath, "%s", opts->manifest);
             const char *ms = strrchr(r.mpath, '/');
             snprintf(r.mdir, sizeof r.mdir, "%.*s", ms ? (int)(ms - r.mpath) : 0, r.mpath);
-            if (r.mdir[0] && !sk_is_s3_url(r.mdir) && (rc = sk_mkdirs(r.mdir, err))) goto cleanup;
+            if (r.mdir[0] && !sk_store_is_s3(r.mdir) && (rc = sk_mkdirs(r.mdir, err))) goto cleanup;
         } else {
             snprintf(r.mpath, sizeof r.mpath, "%s%smanifest.json", r.mdir, r.mdir[0] ? "/" : "");
         }
@@ -366,13 +367,13 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
     }
 
     r.out.sink_opts = (sk_sink_opts){opts->s3, opts->s3_part_size};
-    if (sk_is_s3_url(opts->pattern) && /* a killed run's unfinished uploads go first */
+    if (sk_store_is_s3(opts->pattern) && /* a killed run's unfinished uploads go first */
         (rc = sk_sink_s3_prepare(opts->s3, opts->pattern, opts->start, opts->num_shards, opts->warn,
                                  opts->ctx, err)))
         goto cleanup;
     if (sk_image_options_active(opts->images) && (rc = sk_rs_pool_new(&r.pool, opts, err))) goto cleanup;
     r.pbuf = -1;
-    if (!opts->compress_level && !sk_is_s3_url(opts->pattern) &&
+    if (!opts->compress_level && !sk_store_is_s3(opts->pattern) &&
         (rc = sk_outq_new(&r.q, &r.out, sysconf(_SC_NPROCESSORS_ONLN) > 1, err)))
         goto cleanup;
     /* without filters or image work each sample passes whole: shards

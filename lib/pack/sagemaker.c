@@ -67,9 +67,9 @@ static const char *key_problem(const char *k, size_t n, int allow_empty)
 static const char *split_uri(const char *uri, const char **bucket, size_t *blen, const char **key,
                              int allow_empty_key)
 {
-    sk_loc_kind kind;
-    if (sk_store_kind(uri, &kind, NULL) || kind != SK_LOC_S3) return "not an s3:// URI";
-    const char *b = strstr(uri, "://") + 3, *slash = strchr(b, '/');
+    sk_store_where w;
+    if (sk_store_classify(uri, &w, NULL) || w.kind != SK_LOC_S3) return "not an s3:// URI";
+    const char *b = uri + w.host, *slash = b[w.host_len] == '/' ? b + w.host_len : NULL;
     if (!slash) return "no key after the bucket";
     if (!bucket_ok(b, (size_t)(slash - b))) return "not a valid bucket name";
     *bucket = b, *blen = (size_t)(slash - b), *key = slash + 1;

@@ -23,6 +23,7 @@
 #include "pack/keyset.h"
 #include "io/io.h"
 #include "format/tar.h"
+#include "io/store.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -143,12 +144,12 @@ int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in
                           sizeof w->mdir);
     /* the shards' directory, and the run's lock, as pack takes them */
     const char *slash = strrchr(w->pattern, '/');
-    if (!rc && slash && slash != w->pattern && !sk_is_s3_url(w->pattern)) {
+    if (!rc && slash && slash != w->pattern && !sk_store_is_s3(w->pattern)) {
         snprintf(probe, sizeof probe, "%.*s", (int)(slash - w->pattern), w->pattern);
         rc = sk_mkdirs(probe, err);
     }
     if (!rc) rc = sk_run_lock_take(&w->lock, w->pattern, w->manifest, "sample writer", 1, err);
-    if (!rc && !sk_is_s3_url(w->pattern) && !sk_is_s3_url(w->manifest))
+    if (!rc && !sk_store_is_s3(w->pattern) && !sk_store_is_s3(w->manifest))
         rc = check_existing(w, err); /* refused now, not at the first sample */
     if (rc) {
         sk_sample_writer_close(w);
@@ -332,7 +333,7 @@ static int keep_shard(sk_sample_writer *w, uint64_t n, int *kept, sk_error *err)
     }
     w->kept = cur;
     w->in_kept = *kept = 1;
-    if (!sk_is_s3_url(path) && !(sk_index_shard(cur)->flags & SK_INDEX_ZSTD))
+    if (!sk_store_is_s3(path) && !(sk_index_shard(cur)->flags & SK_INDEX_ZSTD))
         w->kept_fd = open(path, O_RDONLY | O_CLOEXEC);
     return SK_OK;
 }
@@ -348,7 +349,7 @@ static int begin_shard(sk_sample_writer *w, sk_error *err)
         w->cur_bytes = w->cur_count = 0;
         return SK_OK;
     }
-    if (sk_is_s3_url(w->pattern) && !w->s3_prepared) { /* aborts a killed run's uploads */
+    if (sk_store_is_s3(w->pattern) && !w->s3_prepared) { /* aborts a killed run's uploads */
         SK_GUARD(sk_sink_s3_prepare(w->s3, w->pattern, w->o.start, 0, w->o.warn, w->o.ctx, err));
         w->s3_prepared = 1;
     }

@@ -9,6 +9,7 @@
 #include "pack/shard_int.h"
 #include "format/tar.h"
 #include "io/emit.h"
+#include "io/store.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -183,7 +184,7 @@ static int resume_same(rs *r, const sk_sample_ref *s, const struct sview *v)
  * against it (keys, and bytes: resume_same) instead of being written. */
 static int try_resume(rs *r, const char *path)
 {
-    if (sk_is_s3_url(path)) { /* object and index object agree, CRC32C included */
+    if (sk_store_is_s3(path)) { /* object and index object agree, CRC32C included */
         if (!sk_s3_shard_sound(r->o->s3, path, &r->rix)) return 0;
     } else {
         char ipath[4200];

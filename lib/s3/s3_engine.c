@@ -37,7 +37,7 @@ void sk_s3_stats(const sk_s3 *s3, uint64_t *requests, uint64_t *retries)
 
 int sk_s3_parse_url(const char *url, char **bucket, char **key, sk_error *err)
 {
-    SK_FAIL_IF(strncmp(url, "s3://", 5) || !url[5] || url[5] == '/', err, SK_E_USAGE,
+    SK_FAIL_IF(!sk_is_s3_url(url) || !url[5] || url[5] == '/', err, SK_E_USAGE,
                "%s: not an s3://bucket/key URL", url);
     const char *b = url + 5, *slash = strchr(b, '/');
     *bucket = slash ? strndup(b, (size_t)(slash - b)) : strdup(b);

@@ -351,16 +351,16 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         rc = sk_error_set(err, SK_E_USAGE, "no shards given");
     }
     size_t nremote = 0;
-    for (size_t i = 0; !rc && i < nshards; i++) nremote += sk_is_s3_url(shards[i]);
+    for (size_t i = 0; !rc && i < nshards; i++) nremote += sk_store_is_s3(shards[i]);
     if (!rc && nremote && !o.s3)
         rc = sk_error_set(err, SK_E_USAGE, "s3:// shards need an S3 client");
     else if (!rc && nremote && nremote < nshards && !o.no_manifest && !o.manifest)
         rc = sk_error_set(err, SK_E_USAGE, "local and s3:// shards have no common place for "
                           "a manifest: give -o or --no-manifest");
-    else if (!rc && o.manifest && sk_is_s3_url(o.manifest) && nremote < nshards)
+    else if (!rc && o.manifest && sk_store_is_s3(o.manifest) && nremote < nshards)
         rc = sk_error_set(err, SK_E_USAGE, "%s: a manifest in S3 cannot name local shards",
                           o.manifest);
-    else if (!rc && o.wids && (nremote || (o.manifest && sk_is_s3_url(o.manifest))))
+    else if (!rc && o.wids && (nremote || (o.manifest && sk_store_is_s3(o.manifest))))
         rc = sk_error_set(err, SK_E_USAGE, "--wids: wids reads local shards or http URLs, "
                           "not s3:// shards");
     else if (!rc && o.resume && nremote < nshards)
@@ -380,8 +380,10 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
             if (d) common_dir(mdir, d);
             free(d);
         }
-        if (mdir && nremote && strncmp(mdir, "s3://", 5)) {
-            /* "s3:" or "s3:/": the shards are in several buckets */
+        sk_store_where w;
+        if (mdir && nremote && (sk_store_classify(mdir, &w, NULL) || w.kind != SK_LOC_S3)) {
+            /* "s3:" or "s3:/" (refused as a lost slash) or "s3://" (no
+             * bucket): the shards are in several buckets */
             free(mdir);
             mdir = NULL;
             rc = sk_error_set(err, SK_E_USAGE, "the shards are in several buckets: give -o");
@@ -398,8 +400,8 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         struct job *j = &jobs[njob];
         j->o = &o;
         j->shard = shards[njob];
-        char **ip = sk_is_s3_url(j->shard) ? &j->idx_url : &j->idx;
-        char **dp = sk_is_s3_url(j->shard) ? &j->dali_url : &j->dpath;
+        char **ip = sk_store_is_s3(j->shard) ? &j->idx_url : &j->idx;
+        char **dp = sk_store_is_s3(j->shard) ? &j->dali_url : &j->dpath;
         if (asprintf(ip, "%s.idx", j->shard) < 0) *ip = NULL;
         if (*ip && o.dali && asprintf(dp, "%s.dali.idx", j->shard) < 0) *dp = NULL;
         if (!*ip || (o.dali && !*dp)) {
@@ -478,7 +480,7 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
                           o.no_manifest ? "" : ": manifest not written");
     } else if (!o.no_manifest && !o.overwrite && (rc = sk_existing_listed(o.s3, mpath, m, "index", err))) {
         /* (said in err: a manifest of other shards is not replaced) */
-    } else if (!o.no_manifest && sk_is_s3_url(mpath)) {
+    } else if (!o.no_manifest && sk_store_is_s3(mpath)) {
         rc = sk_sink_s3_put_manifest(o.s3, m, mpath, err);
     } else if (!o.no_manifest &&
                (rc = sk_manifest_write_to(m, mpath, SK_MANIFEST_TABLE | (o.manifest ? 0 : SK_OUT_REGULAR),

@@ -10,8 +10,8 @@
  * silent overlap would train on samples twice.
  *
  * Manifests, indexes and the merged manifest may be s3:// objects as well
- * as local files (each read whole through the S3 client, as a dataset
- * reads them).  A URL is rewritten relative only within one bucket, and
+ * as local files (each read whole through the store, as a dataset reads
+ * them; the merged one written through the sink's manifest put).  A URL is rewritten relative only within one bucket, and
  * only below the merged manifest's prefix there (readers refuse ".." in a
  * remote manifest); else, and between a bucket and a local directory, it
  * stays absolute.
@@ -19,7 +19,9 @@
 #include "core/internal.h"
 #include "format/format.h"
 #include "io/io.h"
+#include "io/store.h"
 
+#include <ctype.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +33,17 @@
 /* The length of p's root: "s3://bucket" for a URL, 0 for a local path. */
 static size_t root_len(const char *p)
 {
-    const char *sch = strstr(p, "://");
-    if (!sch) return 0;
-    const char *slash = strchr(sch + 3, '/');
-    return slash ? (size_t)(slash - p) : strlen(p);
+    sk_store_where w;
+    return sk_store_classify(p, &w, NULL) || !w.remote ? 0 : w.host + w.host_len;
+}
+
+/* A URL or an absolute path: taken as it is, never joined to a directory.
+ * A name the store refuses (another scheme) is one too: reading it fails
+ * naming it, not some local path made of it. */
+static int absolute(const char *u)
+{
+    sk_store_where w;
+    return u[0] == '/' || sk_store_classify(u, &w, NULL) || w.remote;
 }
 
 /* Absolute, lexically normalised ("." and ".." folded, never above the
@@ -54,6 +63,8 @@ static char *abs_path(const char *p)
     char *out = malloc(root + strlen(full) + 2), *o = out + root;
     if (!out) { free(full); return NULL; }
     memcpy(out, p, root);
+    for (size_t i = 0; i < root && out[i] != ':'; i++) /* "S3://b" is written "s3://b" */
+        out[i] = (char)tolower((unsigned char)out[i]);
     *o = 0;
     for (char *save = NULL, *c = strtok_r(full, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
         if (!strcmp(c, ".")) continue;
@@ -98,7 +109,7 @@ static char *rel_path(const char *dir, const char *target)
  * the absolute URL. */
 static char *rebase(const char *mpath, const char *url, const char *out_dir_abs)
 {
-    if (url[0] == '/' || strstr(url, "://")) return strdup(url);
+    if (absolute(url)) return strdup(url);
     char *md = sk_dir_of(mpath), *joined = NULL, *abs = NULL, *rel = NULL;
     size_t r = root_len(out_dir_abs);
     if (md && asprintf(&joined, "%s/%s", md, url) >= 0 && (abs = abs_path(joined)))
@@ -147,13 +158,17 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
                          sk_error *err)
 {
     SK_FAIL_IF(n == 0, err, SK_E_USAGE, "no manifests to merge");
-    int remote_out = sk_is_s3_url(out_path);
+    sk_store_where w;
     for (size_t i = 0; i < n + 1; i++) {
         const char *p = i < n ? paths[i] : out_path;
-        SK_FAIL_IF(strstr(p, "://") && !sk_is_s3_url(p), err, SK_E_USAGE, "%s: index merge reads and "
+        SK_GUARD(sk_store_classify(p, &w, err)); /* another scheme: refused by name */
+        SK_FAIL_IF(w.kind == SK_LOC_HTTP, err, SK_E_USAGE, "%s: index merge reads and "
                    "writes local files and s3:// objects", p);
-        SK_FAIL_IF(sk_is_s3_url(p) && !s3, err, SK_E_USAGE, "%s: an s3:// manifest needs an S3 client", p);
+        SK_FAIL_IF(w.kind == SK_LOC_S3 && !s3, err, SK_E_USAGE, "%s: an s3:// manifest needs an S3 client", p);
     }
+    int remote_out = w.remote; /* w: out_path's, the last asked */
+    sk_store_env env;
+    sk_store_env_init(&env, s3);
     sk_manifest **in = calloc(n ? n : 1, sizeof *in);
     sk_manifest *out = sk_manifest_new();
     size_t *order = calloc(n ? n : 1, sizeof *order);
@@ -168,9 +183,7 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
         goto cleanup;
     }
     for (size_t i = 0; i < n; i++) {
-        if ((rc = sk_is_s3_url(paths[i]) ? sk_s3_load_manifest(s3, paths[i], &in[i], err)
-                                         : sk_manifest_load(&in[i], paths[i], err)))
-            goto cleanup;
+        if ((rc = sk_store_load_manifest(paths[i], &env, &in[i], err))) goto cleanup;
         order[i] = i;
     }
     /* --part slices: all or none, each exactly once, in part order. */
@@ -231,7 +244,7 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
             char *iurl = s->index_url ? rebase(paths[i], s->index_url, out_dir_abs) : NULL;
             char *joined = NULL;
             if (url && asprintf(&joined, "%s/%s", out_dir_abs, url) >= 0)
-                abs_urls[k] = url[0] == '/' || strstr(url, "://") ? strdup(url) : abs_path(joined);
+                abs_urls[k] = absolute(url) ? strdup(url) : abs_path(joined);
             free(joined);
             if (!url || (s->index_url && !iurl) || !abs_urls[k]) {
                 free(url);
@@ -241,7 +254,7 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
             }
             /* a bucket's manifest that names local files would be read
              * nowhere but here: refused, naming them */
-            if (remote_out && !strstr(abs_urls[k], "://")) {
+            if (remote_out && !sk_store_is_remote(abs_urls[k])) {
                 rc = sk_error_set(err, SK_E_USAGE, "%s: shard %s of %s is a local file: upload the "
                                   "parts first, then merge their s3:// manifests", out_path,
                                   abs_urls[k], paths[i]);
@@ -261,7 +274,7 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
             const char *iu = out->shards[k].index_url;
             if (iu) {
                 if (asprintf(&ipath, "%s/%s", out_dir_abs, iu) < 0) ipath = NULL;
-                if (ipath && (iu[0] == '/' || strstr(iu, "://"))) { free(ipath); ipath = strdup(iu); }
+                if (ipath && absolute(iu)) { free(ipath); ipath = strdup(iu); }
             } else if (asprintf(&ipath, "%s.idx", abs_urls[k]) < 0) ipath = NULL;
             if (ipath) { /* "../" folded: an object key never holds one */
                 char *norm = abs_path(ipath);
@@ -269,8 +282,7 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
                 ipath = norm;
             }
             if (!ipath) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
-            rc = sk_is_s3_url(ipath) ? sk_s3_load_index(s3, ipath, &ix[k], err)
-                                     : sk_index_open(&ix[k], ipath, 0, err);
+            rc = sk_store_load_index(ipath, &env, 0, &ix[k], err);
             free(ipath);
             if (rc) goto cleanup;
             if (sk_index_sample_count(ix[k]) != s->samples) {
@@ -325,8 +337,9 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
             (rc = sk_manifest_set_key_range(out, i, f, fl, l, ll, err)))
             goto cleanup;
     }
-    rc = remote_out ? sk_sink_s3_put_manifest(s3, out, out_path, err) : sk_manifest_write(out, out_path, err);
+    rc = sk_sink_put_manifest(s3, out, out_path, SK_MANIFEST_TABLE, err);
 cleanup:
+    sk_store_env_release(&env);
     for (size_t i = 0; in && i < n; i++) sk_manifest_free(in[i]);
     for (size_t i = 0; abs_urls && i < nshards; i++) free(abs_urls[i]);
     for (size_t i = 0; ix && i < nshards; i++) sk_index_close(ix[i]);

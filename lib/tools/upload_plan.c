@@ -4,10 +4,13 @@
  * size) items in a reproducible order (trees walked sorted), data first,
  * then *.idx, then manifest.json, so that a reader never sees a manifest
  * naming objects that are not there yet.  Streamed (sk_upload_plan_each):
- * a million-object copy holds one listing page, not a million items.  The
- * transfers themselves are sk_s3_xfer's.
+ * a million-object copy holds one listing page, not a million items.  An
+ * s3:// source is read through the store (one HEAD, or its listing, whose
+ * entries carry the size, ETag and CRC32C a server-side copy is checked
+ * against).  The transfers themselves are sk_s3_xfer's.
  */
 #include "core/internal.h"
+#include "io/store.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -118,43 +121,74 @@ static int walk_dir(struct walk *w, const char *dir, const char *keyprefix)
     return rc;
 }
 
+/* The source as the copy knows it: listed or HEADed, key and all. */
+static sk_s3_object known(const char *key, uint64_t size, const char *etag, const char *crc32c)
+{
+    sk_s3_object o;
+    memset(&o, 0, sizeof o);
+    o.size = size;
+    snprintf(o.etag, sizeof o.etag, "%s", etag);
+    snprintf(o.crc32c, sizeof o.crc32c, "%s", crc32c);
+    snprintf(o.key, sizeof o.key, "%s", key);
+    return o;
+}
+
 struct list_ctx {
     struct walk *w;
     const char *src_prefix, *dst_prefix;
     int rc;
 };
 
-static int list_cb(void *ud, const sk_s3_object *o)
+static int list_page(void *ud, const sk_store_entry *v, size_t n)
 {
     struct list_ctx *c = ud;
-    char *key = join(c->dst_prefix, o->key + strlen(c->src_prefix));
-    c->rc = key ? emit(c->w, o->key, key, o->size, o) : sk_error_set(c->w->err, SK_E_NOMEM, "out of memory");
-    free(key);
+    for (size_t i = 0; !c->rc && i < n; i++) {
+        char *src = join(c->src_prefix, v[i].rel), *key = join(c->dst_prefix, v[i].rel);
+        if (!src || !key || strlen(src) >= sizeof ((sk_s3_object *)0)->key) {
+            c->rc = sk_error_set(c->w->err, src && key ? SK_E_REMOTE : SK_E_NOMEM, "%s%s",
+                                 src && key ? v[i].url : "out of memory",
+                                 src && key ? ": a key longer than S3's 1024 bytes" : "");
+        } else {
+            sk_s3_object o = known(src, v[i].size, v[i].etag, v[i].crc32c);
+            c->rc = emit(c->w, src, key, o.size, &o);
+        }
+        free(src), free(key);
+    }
     return c->rc;
 }
 
 /* One s3:// source: an object, or a prefix ("s3://b/dir" names a prefix
- * when no such object exists). */
-static int walk_s3(struct walk *w, const char *bucket, const char *sk, const char *url, sk_s3 *s3,
+ * when no such object exists); sk is its key, url + the key's offset. */
+static int walk_s3(struct walk *w, const char *sk, const char *url, sk_store_env *env,
                    const char *prefix, int dir_dst)
 {
-    sk_s3_object o;
     sk_error *err = w->err;
     int is_prefix = !*sk || sk[strlen(sk) - 1] == '/', rc = SK_E_NOTFOUND;
-    if (!is_prefix && !(rc = sk_s3_head(s3, bucket, sk, &o, err))) {
-        const char *base = strrchr(sk, '/') ? strrchr(sk, '/') + 1 : sk;
-        char *key = dir_dst ? join(prefix, base) : strdup(prefix);
-        rc = key ? emit(w, sk, key, o.size, &o) : sk_error_set(err, SK_E_NOMEM, "out of memory");
-        free(key);
-    } else if (is_prefix || rc == SK_E_NOTFOUND) {
-        char *dir = is_prefix ? (char *)sk : join(sk, "/");
+    if (!is_prefix) {
+        sk_store *st;
+        sk_store_stat sb;
+        if (!(rc = sk_store_open(&st, url, env, err))) {
+            rc = st->ops->stat(st, &sb, err);
+            sk_store_close(st);
+        }
+        if (!rc) {
+            const char *base = strrchr(sk, '/') ? strrchr(sk, '/') + 1 : sk;
+            char *key = dir_dst ? join(prefix, base) : strdup(prefix);
+            sk_s3_object o = known(sk, sb.size, sb.etag, sb.crc32c);
+            rc = key ? emit(w, sk, key, o.size, &o) : sk_error_set(err, SK_E_NOMEM, "out of memory");
+            free(key);
+        }
+    }
+    if (is_prefix || rc == SK_E_NOTFOUND) {
+        char *dir = is_prefix ? (char *)sk : join(sk, "/"), *durl = is_prefix ? (char *)url : join(url, "/");
         char dp[2200];
         snprintf(dp, sizeof dp, "%s%s", prefix, dir_dst || !*prefix ? "" : "/");
         struct list_ctx lc = {w, dir ? dir : "", dp, SK_OK};
-        rc = dir ? sk_s3_list(s3, bucket, dir, list_cb, &lc, err) : sk_error_set(err, SK_E_NOMEM, "out of memory");
-        if (!rc) rc = lc.rc;
+        rc = dir && durl ? sk_store_list_entries(durl, env, 1, NULL, list_page, &lc, err)
+                         : sk_error_set(err, SK_E_NOMEM, "out of memory");
         if (!rc && !w->found) rc = sk_error_set(err, SK_E_NOTFOUND, "%s: no such object or prefix", url);
         if (dir != sk) free(dir);
+        if (durl != url) free(durl);
     }
     return rc;
 }
@@ -164,9 +198,13 @@ int sk_upload_plan_each(const char *const *sources, size_t n, sk_s3 *src_s3, con
 {
     /* the sources are checked before anything is sent: a typo in the
      * last argument must not leave the first ones half uploaded */
+    sk_store_where where;
     for (size_t i = 0; i < n; i++) {
         struct stat st;
-        if (sk_is_s3_url(sources[i])) {
+        SK_GUARD(sk_store_classify(sources[i], &where, err));
+        SK_FAIL_IF(where.kind == SK_LOC_HTTP, err, SK_E_USAGE, "%s: upload copies local files "
+                   "and s3:// objects (download it first)", sources[i]);
+        if (where.kind == SK_LOC_S3) {
             SK_FAIL_IF(n > 1, err, SK_E_USAGE, "an s3:// source must be the only source");
             SK_FAIL_IF(!src_s3, err, SK_E_USAGE, "%s: no S3 client for an s3:// source", sources[i]);
         } else if (stat(sources[i], &st)) {
@@ -174,8 +212,12 @@ int sk_upload_plan_each(const char *const *sources, size_t n, sk_s3 *src_s3, con
                                 strerror(errno));
         }
     }
-    char *sbucket = NULL, *skey = NULL;
-    if (n == 1 && sk_is_s3_url(sources[0])) SK_GUARD(sk_s3_parse_url(sources[0], &sbucket, &skey, err));
+    /* where: the only source's when it is s3:// (its bucket and key) */
+    char *sbucket = where.kind == SK_LOC_S3 ? strndup(sources[0] + where.host, where.host_len) : NULL;
+    const char *skey = sbucket ? sources[0] + where.path : NULL;
+    SK_FAIL_IF(where.kind == SK_LOC_S3 && !sbucket, err, SK_E_NOMEM, "out of memory");
+    sk_store_env env;
+    sk_store_env_init(&env, src_s3);
     int rc = SK_OK;
     for (int phase = 0; !rc && phase < 3; phase++) {
         struct walk w = {phase, each, ud, sbucket, 0, 0, err};
@@ -183,7 +225,7 @@ int sk_upload_plan_each(const char *const *sources, size_t n, sk_s3 *src_s3, con
             const char *a = sources[i];
             struct stat st;
             if (sbucket) {
-                rc = walk_s3(&w, sbucket, skey, a, src_s3, prefix, dir_dst);
+                rc = walk_s3(&w, skey, a, &env, prefix, dir_dst);
             } else if (stat(a, &st)) {
                 rc = sk_error_set(err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: %s", a, strerror(errno));
             } else if (S_ISDIR(st.st_mode)) {
@@ -199,7 +241,8 @@ int sk_upload_plan_each(const char *const *sources, size_t n, sk_s3 *src_s3, con
          * (for an s3:// prefix, two listings fewer) */
         if (!w.later) break;
     }
-    free(sbucket), free(skey);
+    sk_store_env_release(&env);
+    free(sbucket);
     return rc;
 }
 

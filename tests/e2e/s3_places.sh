@@ -5,7 +5,8 @@
 # equals what the same run makes from local files (the aws cli moves them
 # between the two); a missing object is an error naming its URL; an object
 # that is no list (a 1 MiB line) is refused by its size, not read into
-# memory whole.
+# memory whole.  index merge reads its manifests and indexes through the
+# store, so S3:// (a scheme in any case) reads as s3:// there too.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
 skip_unless_moto
@@ -78,4 +79,6 @@ python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); assert all(s["url"]
     die "a local merge of s3:// parts keeps absolute URLs"
 expect_fail 1 "s3://bkt/ds/p3/manifest.json" "$SK_BIN" index merge "${E[@]}" s3://bkt/ds/p0/manifest-0.json s3://bkt/ds/p3/manifest.json -o "$T/x.json"
 expect_fail 2 "is a local file" "$SK_BIN" index merge "${E[@]}" "$T/l1/manifest.json" -o s3://bkt/ds/bad.json
+expect_ok "$SK_BIN" index merge "${E[@]}" S3://bkt/ds/p0/manifest-0.json S3://bkt/ds/p1/manifest-1.json -o "$T/upper.json"
+cmp -s "$T/upper.json" "$T/local.json" || die "S3:// merged otherwise than s3://"
 exit 0

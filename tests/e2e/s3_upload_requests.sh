@@ -10,8 +10,9 @@
 # the pace of a copy of many small objects) and none of the copy (its
 # answer names the source's ETag); a prefix holding a dataset is still
 # listed once per group (data, *.idx, manifest.json) and the manifest copied
-# last; one named object is HEADed once, by the plan.  Every object comes
-# back byte-identical.
+# last; one named object is HEADed once, by the plan.  The source's scheme
+# in upper case (S3://) is the same source; a prefix named without its
+# '/' (no such object) is listed.  Every object comes back byte-identical.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
 skip_unless_moto
@@ -76,4 +77,16 @@ expect_ok "${U[@]}" s3://bkt/src/f7.bin s3://bkt/one/f7.bin
 assert_eq "$(grep -c '^HEAD /bkt/src/f7.bin' "$T/log")" 1 "HEADs of the source"
 aws s3 cp --quiet s3://bkt/one/f7.bin "$T/back" || die "one/f7.bin missing"
 cmp -s "$T/back" "$T/d/f7.bin" || die "one/f7.bin: wrong bytes"
+
+step "S3:// is s3://: one HEAD, one copy; a prefix without its '/': one listing"
+: >"$T/log"
+expect_ok "${U[@]}" S3://bkt/src/f8.bin s3://bkt/one/f8.bin
+assert_eq "$(grep -c '^HEAD /bkt/src/f8.bin' "$T/log")" 1 "HEADs of the source"
+aws s3 cp --quiet s3://bkt/one/f8.bin "$T/back" || die "one/f8.bin missing"
+cmp -s "$T/back" "$T/d/f8.bin" || die "one/f8.bin: wrong bytes"
+: >"$T/log"
+expect_ok "${U[@]}" S3://bkt/src s3://bkt/dst3/
+assert_eq "$(grep -c 'list-type=2' "$T/log")" 1 "listings of the source"
+assert_eq "$(grep -c '^HEAD /bkt/src/' "$T/log")" 0 "HEADs of listed sources"
+assert_eq "$(aws s3 ls s3://bkt/dst3/ | wc -l)" 40 "objects copied"
 echo "s3_upload_requests: ok"

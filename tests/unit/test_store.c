@@ -94,6 +94,36 @@ static void test_schemes(void **state)
     assert_int_equal(k, SK_LOC_LOCAL);
     assert_int_equal(sk_store_kind("ftp://h/x.tar", &k, &err), SK_E_USAGE);
     assert_non_null(strstr(err.msg, "ftp://"));
+    /* a scheme in any case (RFC 3986): "S3://" is S3, never a folder "S3:" */
+    assert_int_equal(sk_store_kind("S3://b/k", &k, &err), SK_OK);
+    assert_int_equal(k, SK_LOC_S3);
+    assert_true(sk_store_is_s3("S3://b/k") && sk_store_is_remote("Http://h/x"));
+    /* a lost slash is refused, naming the way to a local name that begins so */
+    const char *lost[] = {"s3:/b/k", "s3:b/k", "s3:", "S3:/b", "http:/h/x.tar", "https:h/x", "HTTP:"};
+    for (size_t i = 0; i < sizeof lost / sizeof *lost; i++) {
+        err = (sk_error)SK_ERROR_INIT;
+        if (sk_store_kind(lost[i], &k, &err) != SK_E_USAGE) fail_msg("%s was taken", lost[i]);
+        assert_non_null(strstr(err.msg, lost[i]));
+        assert_non_null(strstr(err.msg, "two slashes"));
+        assert_false(sk_store_is_remote(lost[i]) || sk_store_is_s3(lost[i]));
+    }
+    assert_non_null(strstr(err.msg, "./HTTP:"));
+    /* ... and written so it is one: a folder named "s3:", a name with ':' inside */
+    const char *local[] = {"./s3:/b/k", "./s3:", "data/s3://x", "s3", "s3x:/y", "-"};
+    for (size_t i = 0; i < sizeof local / sizeof *local; i++) {
+        if (sk_store_kind(local[i], &k, &err)) fail_msg("%s: %s", local[i], err.msg);
+        assert_int_equal(k, SK_LOC_LOCAL);
+    }
+    /* where the bucket or host and the key lie, and what can be done there */
+    sk_store_where w;
+    assert_int_equal(sk_store_classify("s3://bkt/a/b.tar", &w, &err), SK_OK);
+    assert_true(w.remote && w.listable && w.writable);
+    assert_int_equal(w.host, 5), assert_int_equal(w.host_len, 3), assert_int_equal(w.path, 9);
+    assert_int_equal(sk_store_classify("https://h:8080", &w, &err), SK_OK);
+    assert_true(w.remote && !w.listable && !w.writable);
+    assert_int_equal(w.host_len, 6), assert_int_equal(w.path, 14);
+    assert_int_equal(sk_store_classify("-", &w, &err), SK_OK);
+    assert_true(!w.remote && !w.listable && w.writable);
     sk_store_env env;
     sk_store *s;
     sk_store_env_init(&env, NULL);
