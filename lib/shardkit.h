@@ -1387,7 +1387,10 @@ SK_API int sk_pack_add_output(sk_pack *p, const char *path, const char *what, sk
  * every option and argument naming one: a local path, '-' (standard input
  * or output, where a stream fits), s3://BUCKET/KEY, http(s):// (read
  * only).  Any other scheme ("gs://", "az://", "hf://", "file://", "xyz://")
- * and "pipe:" are refused by name, never taken as a local path. */
+ * and "pipe:" are refused by name, never taken as a local path.  Schemes
+ * in any case ("S3://b/k" is S3); a lost slash ("s3:/b/k", "s3:b",
+ * "http:/h/x", "s3:") is refused: a local name that begins so is written
+ * "./s3:..." (docs/places.md).  what NULL: the message names place alone. */
 enum sk_place_kind { SK_PLACE_FILE, SK_PLACE_STDIO, SK_PLACE_S3, SK_PLACE_HTTP };
 #define SK_PLACE_READ 1u     /* the place is read */
 #define SK_PLACE_WRITE 2u    /* the place is written */

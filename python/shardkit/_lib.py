@@ -125,6 +125,21 @@ def error_from(rc: int, err: _Error, not_found: Optional[Type[Error]] = None) ->
     return cls(rc, msg)
 
 
+# enum sk_place_kind and the flags that take every place (shardkit.h)
+SK_PLACE_S3 = 2
+_PLACE_ANY = 1 | 4 | 8 | 16
+
+
+def is_s3(lib: ctypes.CDLL, place: Any) -> bool:
+    """Whether place names S3 by the library's one grammar (docs/places.md:
+    "S3://b/k" is S3; a refused name is not): the binding never compares a
+    prefix itself."""
+    kind = ctypes.c_int(0)
+    name = place if isinstance(place, bytes) else os.fsencode(place)
+    return lib.sk_place_check(name, _PLACE_ANY, None, ctypes.byref(kind), None) == 0 and \
+        kind.value == SK_PLACE_S3
+
+
 def set_int(st: ctypes.Structure, name: str, value: Any) -> None:
     """st.name = int(value), refused with UsageError when the C field cannot
     hold it: ctypes would wrap it round silently (world_size=2**32 + 1
@@ -354,6 +369,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "sk_s3_config_init_sized": ([P(S3Config), sz], None),
         "sk_s3_new": ([P(vp), P(S3Config), E], i),
         "sk_s3_free": ([vp], None),
+        "sk_place_check": ([_c.c_char_p, _c.c_uint, _c.c_char_p, P(i), E], i),
         "sk_dataset_open_s3": ([P(vp), _c.c_char_p, vp, _c.c_uint, E], i),
         "sk_dataset_close": ([vp], None),
         "sk_dataset_samples": ([vp, P(u64), E], i),

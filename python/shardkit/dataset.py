@@ -211,7 +211,7 @@ class Dataset:
         self._whole_max = 64 << 20
         err = _lib._Error()
         enc = os.fsencode(self.url)
-        if enc.startswith(b"s3://"):
+        if _lib.is_s3(self._lib, enc):
             cfg = S3Config()
             self._lib.sk_s3_config_init_sized(_c.byref(cfg), _c.sizeof(cfg))
             self._endpoint = s3_endpoint.encode() if s3_endpoint else None

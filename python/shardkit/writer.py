@@ -165,7 +165,7 @@ class ShardWriter:
         w = _c.c_void_p()
         _lib.check(self._lib.sk_sample_writer_open(_c.byref(w), _c.byref(o), _c.byref(err)), err)
         self._w = w
-        if self.pattern.startswith("s3://") or (manifest or "").startswith("s3://"):
+        if _lib.is_s3(self._lib, self.pattern) or (manifest and _lib.is_s3(self._lib, manifest)):
             cfg = S3Config()
             self._lib.sk_s3_config_init_sized(_c.byref(cfg), _c.sizeof(cfg))
             self._endpoint = s3_endpoint.encode() if s3_endpoint else None

@@ -40,3 +40,13 @@ def test_not_found_is_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError):
         list(shardkit.Reader(str(tmp_path / "nope.tar"), rank=0, world_size=1, worker=0,
                              num_workers=1))
+
+
+def test_places_by_the_library_grammar():
+    """The binding asks the library what a name is (docs/places.md), as
+    every tool does: S3:// is S3, a lost slash or a ./ path is not."""
+    from shardkit import _lib
+    lib = _lib.load_library()
+    assert _lib.is_s3(lib, "s3://b/k") and _lib.is_s3(lib, "S3://b/k") and _lib.is_s3(lib, b"s3://b/")
+    for name in ("s3:/b/k", "s3:", "./s3:/b/k", "data/s3://b", "https://h/x.tar", "-"):
+        assert not _lib.is_s3(lib, name), name

@@ -71,19 +71,17 @@ assert_eq "$last" /bkt/ds2/manifest.json "the last copy"
 aws s3 cp --quiet s3://bkt/ds2/s-1.tar.idx "$T/back" || die "ds2/s-1.tar.idx missing"
 cmp -s "$T/back" "$T/ds/s-1.tar.idx" || die "ds2/s-1.tar.idx: wrong bytes"
 
-step "one named object: one HEAD of it (the plan's), one copy"
-: >"$T/log"
-expect_ok "${U[@]}" s3://bkt/src/f7.bin s3://bkt/one/f7.bin
-assert_eq "$(grep -c '^HEAD /bkt/src/f7.bin' "$T/log")" 1 "HEADs of the source"
-aws s3 cp --quiet s3://bkt/one/f7.bin "$T/back" || die "one/f7.bin missing"
-cmp -s "$T/back" "$T/d/f7.bin" || die "one/f7.bin: wrong bytes"
+step "one named object: one HEAD of it (the plan's), one copy (S3:// is s3://)"
+for src in s3://bkt/src/f7.bin S3://bkt/src/f8.bin; do
+    f=${src##*/}
+    : >"$T/log"
+    expect_ok "${U[@]}" "$src" "s3://bkt/one/$f"
+    assert_eq "$(grep -c "^HEAD /bkt/src/$f" "$T/log")" 1 "HEADs of the source"
+    aws s3 cp --quiet "s3://bkt/one/$f" "$T/back" || die "one/$f missing"
+    cmp -s "$T/back" "$T/d/$f" || die "one/$f: wrong bytes"
+done
 
-step "S3:// is s3://: one HEAD, one copy; a prefix without its '/': one listing"
-: >"$T/log"
-expect_ok "${U[@]}" S3://bkt/src/f8.bin s3://bkt/one/f8.bin
-assert_eq "$(grep -c '^HEAD /bkt/src/f8.bin' "$T/log")" 1 "HEADs of the source"
-aws s3 cp --quiet s3://bkt/one/f8.bin "$T/back" || die "one/f8.bin missing"
-cmp -s "$T/back" "$T/d/f8.bin" || die "one/f8.bin: wrong bytes"
+step "a prefix named in upper case and without its '/': one listing, every object"
 : >"$T/log"
 expect_ok "${U[@]}" S3://bkt/src s3://bkt/dst3/
 assert_eq "$(grep -c 'list-type=2' "$T/log")" 1 "listings of the source"
