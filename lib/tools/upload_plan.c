@@ -180,7 +180,10 @@ static int walk_s3(struct walk *w, const char *sk, const char *url, sk_store_env
         }
     }
     if (is_prefix || rc == SK_E_NOTFOUND) {
-        char *dir = is_prefix ? (char *)sk : join(sk, "/"), *durl = is_prefix ? (char *)url : join(url, "/");
+        /* (join(sk, "/") would be "dir//": a listing of nothing) */
+        char *dir = is_prefix ? (char *)sk : NULL, *durl = is_prefix ? (char *)url : NULL;
+        if (!is_prefix && asprintf(&dir, "%s/", sk) < 0) dir = NULL;
+        if (!is_prefix && asprintf(&durl, "%s/", url) < 0) durl = NULL;
         char dp[2200];
         snprintf(dp, sizeof dp, "%s%s", prefix, dir_dst || !*prefix ? "" : "/");
         struct list_ctx lc = {w, dir ? dir : "", dp, SK_OK};
