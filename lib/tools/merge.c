@@ -11,10 +11,11 @@
  *
  * Manifests, indexes and the merged manifest may be s3:// objects as well
  * as local files (each read whole through the store, as a dataset reads
- * them; the merged one written through the sink's manifest put).  A URL is rewritten relative only within one bucket, and
- * only below the merged manifest's prefix there (readers refuse ".." in a
- * remote manifest); else, and between a bucket and a local directory, it
- * stays absolute.
+ * them; the merged one written by the sinks' sk_sink_put_manifest).  A
+ * URL is rewritten relative only within one bucket, and only below the
+ * merged manifest's prefix there (readers refuse ".." in a remote
+ * manifest); else, and between a bucket and a local directory, it stays
+ * absolute.
  */
 #include "core/internal.h"
 #include "format/format.h"
@@ -37,13 +38,11 @@ static size_t root_len(const char *p)
     return sk_store_classify(p, &w, NULL) || !w.remote ? 0 : w.host + w.host_len;
 }
 
-/* A URL or an absolute path: taken as it is, never joined to a directory.
- * A name the store refuses (another scheme) is one too: reading it fails
- * naming it, not some local path made of it. */
+/* A URL or an absolute path: taken as it is, never joined to a directory
+ * (a manifest's "s3:x.tar" is a local name beside it, as readers take it). */
 static int absolute(const char *u)
 {
-    sk_store_where w;
-    return u[0] == '/' || sk_store_classify(u, &w, NULL) || w.remote;
+    return u[0] == '/' || sk_store_is_remote(u);
 }
 
 /* Absolute, lexically normalised ("." and ".." folded, never above the

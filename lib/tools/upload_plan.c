@@ -157,8 +157,8 @@ static int list_page(void *ud, const sk_store_entry *v, size_t n)
     return c->rc;
 }
 
-/* One s3:// source: an object, or a prefix ("s3://b/dir" names a prefix
- * when no such object exists); sk is its key, url + the key's offset. */
+/* One s3:// source url: an object, or a prefix ("s3://b/dir" names a
+ * prefix when no such object exists); sk is its key (inside url). */
 static int walk_s3(struct walk *w, const char *sk, const char *url, sk_store_env *env,
                    const char *prefix, int dir_dst)
 {
@@ -201,7 +201,7 @@ int sk_upload_plan_each(const char *const *sources, size_t n, sk_s3 *src_s3, con
 {
     /* the sources are checked before anything is sent: a typo in the
      * last argument must not leave the first ones half uploaded */
-    sk_store_where where;
+    sk_store_where where = {0};
     for (size_t i = 0; i < n; i++) {
         struct stat st;
         SK_GUARD(sk_store_classify(sources[i], &where, err));
