@@ -953,7 +953,8 @@ typedef struct sk_reader_options {
     /* The global order (docs/reader.md): one sequence of the epoch's
      * samples, a function of (shards, seed, epoch) only, each slot taking
      * its share by position, read through the shards' indexes.  Plain
-     * .tar shards with indexes; the stream mode above stays for the rest. */
+     * .tar and seekable .tar.zst shards with indexes; the stream mode
+     * above stays for the rest. */
     int global_order;        /* 1: this mode (shuffle_buffer must be 0 or 1) */
     size_t shuffle_window;   /* shards whose samples are shuffled together
                                 (default 8); shuffle_shards 0: list order */
