@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # mount_s3: `shardkit mount s3://bucket/prefix/` (moto; SK_S3_SERVER=rgw: the
 # RADOS gateway) is the packed tree (diff -r), plain and .tar.zst shards;
 # through the fault proxy (503s, resets mid-body, a stalled answer) the
@@ -17,10 +18,7 @@
 . "$SK_ROOT/tests/helpers/moto.sh"
 . "$SK_ROOT/tests/e2e/lib/mount.sh"
 skip_unless_fuse
-skip_unless_moto
-need diff cmp timeout
-tmpdir T
-at_exit moto_stop
+s3_test_begin diff cmp timeout
 cd "$T"
 "$SK_TOOLS/mkcorpus" c --samples 150 --per-dir 50 >/dev/null || die mkcorpus
 mkdir -p c/big

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # python_dataset_s3.sh - shardkit.Dataset over S3 (moto, auth on): by
 # ordinal and by key it returns what `shardkit get` returns from the same
 # objects and what it returns from the same shards on disk, plain and
@@ -7,10 +8,7 @@
 # shardkit.Error subclass.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need python3
-tmpdir T
-at_exit moto_stop
+s3_test_begin python3
 LIB=$(dirname "$SK_BIN")/libshardkit.so
 [ -f "$LIB" ] || skip "no $LIB"
 if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # s3_rgw: the S3 paths of every tool against a RADOS gateway (Ceph's S3
 # server, one node, tests/helpers/rgw.sh) rather than moto: a server that
 # checks every signature its own way, answers listings and multipart
@@ -11,10 +12,7 @@
 . "$(dirname "$0")/lib.sh"
 SK_S3_SERVER=rgw
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 300 >/dev/null || die "mkcorpus failed"
 s3_serve rgw-data
 E=(--endpoint-url "$A")

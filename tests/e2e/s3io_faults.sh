@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # s3io_faults: pack from and to S3 through the fault-injecting proxy (a 503
 # SlowDown on every 5th request, a reset halfway through every 7th body, one
 # stalled answer) loses nothing: the objects are byte-identical to local
@@ -9,10 +10,7 @@
 # moto runs with auth off: its listings break under auth.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp python3
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp python3
 C=$T/corpus
 "$SK_TOOLS/mkcorpus" "$C" --samples 800 --per-dir 100 >/dev/null || die "mkcorpus failed"
 s3_serve src dst

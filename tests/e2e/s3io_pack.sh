@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # s3io_pack: pack with S3 as source and sink, against moto.
 #  1. (auth off: moto's listings break under auth) a prefix of 2,100 small
 #     objects packs into shards byte-identical to packing the same files
@@ -12,10 +13,7 @@
 #     skipped with --on-error skip; an empty prefix is an error.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp
 C=$T/corpus
 "$SK_TOOLS/mkcorpus" "$C" --samples 700 --per-dir 100 >/dev/null || die "mkcorpus failed"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # sagemaker_manifest: pack --from-manifest against moto.
 #  1. a ManifestFile listing every object under a prefix (local, and as an
 #     s3:// object) packs byte-identical to `pack s3://prefix/`; a prefix
@@ -15,10 +16,7 @@
 #     object (its s3:// URL), an empty file.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp python3
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp python3
 C=$T/corpus
 "$SK_TOOLS/mkcorpus" "$C" --samples 60 --per-dir 20 >/dev/null || die "mkcorpus failed"
 

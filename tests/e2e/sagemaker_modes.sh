@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # sagemaker_modes: the recipes of docs/sagemaker.md, one SageMaker input
 # mode each, with the channel simulated the way SageMaker fills it (from
 # moto; Pipe mode is sagemaker_pipe.sh):
@@ -19,10 +20,7 @@
 #                 line's image and labels.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp python3
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp python3
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 90 --per-dir 30 >/dev/null || die "mkcorpus failed"
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/ds/train-%06d.tar" --max-size 256K -q \
     --sagemaker-manifest "$T/shards.manifest" --sagemaker-prefix s3://bkt/ds/
