@@ -474,6 +474,10 @@ static int serve(const char *dataset, const char *mp, const sk_mount_options *o,
     mn.t.warn_ctx = o->warn ? o->ctx : NULL;
     int rc = o->open(o->ctx, &mn.ds, err);
     if (!rc && o->cache_dir) sk_dataset_set_cache(mn.ds, o->cache_dir, o->cache_size);
+    if (!rc && (o->read_window || o->window_memory))
+        rc = sk_dataset_set_read_window(
+            mn.ds, o->read_window == SIZE_MAX ? 0 : o->read_window ? o->read_window : SK_READ_WINDOW,
+            o->window_memory ? o->window_memory : SK_READ_WINDOW_MEMORY, err);
     if (!rc) rc = sk_mt_build(&mn.t, mn.ds, o->by_shard, err);
     if (!rc) rc = index_kids(&mn, err);
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
