@@ -93,7 +93,11 @@ tools=(${BENCH_TOOLS:-shardkit shardkit-1get shardkit+cache s3fs})
 mount_rounds "${tools[*]}" "list read"
 med() { mr_med "$1"; }
 echo
-ratio() { echo "$(med "$1") / $(med "$2")" | bc -l | xargs printf '%.1fx'; }
+ratio() { # A / B, "-" when either was not measured
+    local a b
+    a=$(med "$1") b=$(med "$2")
+    if [ "$a" = - ] || [ "$b" = - ]; then echo -; else echo "$a / $b" | bc -l | xargs printf '%.1fx'; fi
+}
 echo "| $N samples, $nfiles files, $SK_S3_SERVER | mount + list (s) | $NREAD files read, 1 reader (s) |"
 echo "| --- | ---: | ---: |"
 for t in "${tools[@]}"; do echo "| $t | $(med "$t.list") | $(med "$t.read") |"; done

@@ -213,7 +213,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
         uint64_t o = t->runs[r].start > (pos >> 16) ? t->runs[r].start : (pos >> 16);
         for (; room && o < t->runs[r].end; o++) {
             sk_hit h;
-            if (sk_dataset_at(mn->ds, o, &h, NULL)) continue;
+            if (sk_dataset_at(mn->ds, o, &h, NULL) || !sk_mt_sample_ok(&h)) continue;
             const char *base = h.sample.key + h.sample.key_len;
             while (base > h.sample.key && base[-1] != '/') base--;
             size_t bl = (size_t)(h.sample.key + h.sample.key_len - base);
@@ -221,13 +221,14 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
             for (uint32_t i = first; room && i < h.sample.member_count; i++) {
                 sk_member_ref m;
                 if (sk_dataset_member(mn->ds, &h, i, &m, NULL) ||
-                    !sk_mt_member_ok(&h, &m, i, mn->ds))
+                    !sk_mt_member_ok_in(&h, &m, i, mn->ds))
                     continue;
                 memcpy(name, base, bl);
                 name[bl] = '.';
                 memcpy(name + bl + 1, m.ext, m.ext_len);
                 name[bl + 1 + m.ext_len] = 0;
-                if (sk_mt_child(t, d, name, bl + 1 + m.ext_len)) continue; /* a directory wins */
+                if (d->nchildren && sk_mt_child(t, d, name, bl + 1 + m.ext_len))
+                    continue; /* a directory wins */
                 uint64_t p = (o << 16) | i;
                 room = add(req, buf, size, &len, name, 2 + p, S_IFREG, FILE_OFF + p + 1);
             }
