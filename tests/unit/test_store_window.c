@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io/store.h"
 
@@ -78,6 +79,28 @@ static sk_store *open_windowed(sk_window_pool *pool, struct counted **cp)
     return w;
 }
 
+/* A pool of `memory` bytes of W-byte windows and one store over it. */
+struct fx {
+    sk_window_pool *p;
+    struct counted *c;
+    sk_store *s;
+};
+
+static struct fx fx_open(uint64_t memory)
+{
+    struct fx f;
+    sk_error err = SK_ERROR_INIT;
+    assert_int_equal(sk_window_pool_new(&f.p, W, memory, &err), SK_OK);
+    f.s = open_windowed(f.p, &f.c);
+    return f;
+}
+
+static void fx_close(struct fx *f)
+{
+    sk_store_close(f->s);
+    sk_window_pool_unref(f->p);
+}
+
 static unsigned char expect(uint64_t off)
 {
     return (unsigned char)((off * 7 + off / 251) & 0xff);
@@ -104,100 +127,80 @@ static void read_ok(sk_store *s, uint64_t off, size_t n, size_t want_got)
 static void test_neighbours_one_read(void **state)
 {
     (void)state;
-    sk_window_pool *p;
-    sk_error err = SK_ERROR_INIT;
-    assert_int_equal(sk_window_pool_new(&p, W, 16 * W, &err), SK_OK);
-    struct counted *c;
-    sk_store *s = open_windowed(p, &c);
+    struct fx f = fx_open(16 * W);
     /* members of 300 bytes, one after another: one inner read per window */
-    for (uint64_t off = 0; off + 300 <= 3 * W; off += 300 + 212) read_ok(s, off, 300, 300);
-    assert_int_equal(c->reads, 3);
-    assert_int_equal(c->biggest, W);
-    read_ok(s, W - 10, 20, 20); /* across two windows held: no read */
-    assert_int_equal(c->reads, 3);
-    read_ok(s, 5 * W - 10, 20, 20); /* across two windows not held: both fetched */
-    assert_int_equal(c->reads, 5);
+    for (uint64_t off = 0; off + 300 <= 3 * W; off += 300 + 212) read_ok(f.s, off, 300, 300);
+    assert_int_equal(f.c->reads, 3);
+    assert_int_equal(f.c->biggest, W);
+    read_ok(f.s, W - 10, 20, 20); /* across two windows held: no read */
+    assert_int_equal(f.c->reads, 3);
+    read_ok(f.s, 5 * W - 10, 20, 20); /* across two windows not held: both fetched */
+    assert_int_equal(f.c->reads, 5);
     sk_window_stats st;
-    sk_window_pool_stats(p, &st);
+    sk_window_pool_stats(f.p, &st);
     assert_int_equal(st.fetched, 5);
     assert_true(st.hits > 5);
     assert_true(st.held <= 16 * W);
-    sk_store_close(s);
-    sk_window_pool_unref(p);
+    fx_close(&f);
 }
 
 static void test_end_of_object(void **state)
 {
     (void)state;
-    sk_window_pool *p;
-    sk_error err = SK_ERROR_INIT;
-    assert_int_equal(sk_window_pool_new(&p, W, 4 * W, &err), SK_OK);
-    struct counted *c;
-    sk_store *s = open_windowed(p, &c);
-    read_ok(s, SIZE - 100, 100, 100);          /* the last bytes */
-    read_ok(s, SIZE - 50, 100, 50);            /* past the end: short, as the file is */
-    read_ok(s, SIZE, 10, 0);                   /* at the end: nothing */
-    read_ok(s, SIZE + 5 * W, 10, 0);           /* far past it: nothing, no over-read */
-    read_ok(s, 10 * W - 20, 200, 143);         /* across the last window boundary */
+    struct fx f = fx_open(4 * W);
+    read_ok(f.s, SIZE - 100, 100, 100);          /* the last bytes */
+    read_ok(f.s, SIZE - 50, 100, 50);            /* past the end: short, as the file is */
+    read_ok(f.s, SIZE, 10, 0);                   /* at the end: nothing */
+    read_ok(f.s, SIZE + 5 * W, 10, 0);           /* far past it: nothing, no over-read */
+    read_ok(f.s, 10 * W - 20, 200, 143);         /* across the last window boundary */
     /* a crafted offset: what the inner store says (here pread's EINVAL,
      * naming the file), never bytes from elsewhere */
     unsigned char b[3];
     size_t got = 9, got_in = 9;
     sk_error e1 = SK_ERROR_INIT, e2 = SK_ERROR_INIT;
-    int rc = s->ops->read_at(s, UINT64_MAX - 5, b, 3, &got, &e1);
-    int rc_in = c->s.ops->read_at(&c->s, UINT64_MAX - 5, b, 3, &got_in, &e2);
+    int rc = f.s->ops->read_at(f.s, UINT64_MAX - 5, b, 3, &got, &e1);
+    int rc_in = f.c->s.ops->read_at(&f.c->s, UINT64_MAX - 5, b, 3, &got_in, &e2);
     assert_int_equal(rc, rc_in);
     assert_int_equal(got, 0);
     if (rc) assert_non_null(strstr(e1.msg, path));
-    sk_store_close(s);
-    sk_window_pool_unref(p);
+    fx_close(&f);
 }
 
 static void test_large_reads_pass(void **state)
 {
     (void)state;
-    sk_window_pool *p;
-    sk_error err = SK_ERROR_INIT;
-    assert_int_equal(sk_window_pool_new(&p, W, 4 * W, &err), SK_OK);
-    struct counted *c;
-    sk_store *s = open_windowed(p, &c);
-    read_ok(s, 100, 3 * W, 3 * W);
-    assert_int_equal(c->reads, 1);
-    assert_int_equal(c->biggest, 3 * W);
+    struct fx f = fx_open(4 * W);
+    read_ok(f.s, 100, 3 * W, 3 * W);
+    assert_int_equal(f.c->reads, 1);
+    assert_int_equal(f.c->biggest, 3 * W);
     sk_window_stats st;
-    sk_window_pool_stats(p, &st);
+    sk_window_pool_stats(f.p, &st);
     assert_int_equal(st.direct, 1);
     assert_int_equal(st.held, 0);
-    sk_store_close(s);
-    sk_window_pool_unref(p);
+    fx_close(&f);
 }
 
 static void test_random_access_stops_windows(void **state)
 {
     (void)state;
-    sk_window_pool *p;
-    sk_error err = SK_ERROR_INIT;
-    assert_int_equal(sk_window_pool_new(&p, W, 64 * W, &err), SK_OK);
-    struct counted *c;
-    sk_store *s = open_windowed(p, &c);
+    struct fx f = fx_open(64 * W);
     /* one small read in each window, each window once (a shuffled reader):
      * the first 8 misses fetch whole windows, which serve nothing more;
      * the last 3 fetch their 10 bytes alone */
     static const int order[] = {7, 2, 9, 0, 5, 3, 8, 1, 6, 10, 4};
-    for (size_t i = 0; i < 11; i++) read_ok(s, (uint64_t)order[i] * W + 100, 10, 10);
+    for (size_t i = 0; i < 11; i++) read_ok(f.s, (uint64_t)order[i] * W + 100, 10, 10);
     sk_window_stats st;
-    sk_window_pool_stats(p, &st);
+    sk_window_pool_stats(f.p, &st);
     assert_int_equal(st.fetched, 8);
     assert_int_equal(st.direct, 3);
-    assert_int_equal(c->reads, 11);
-    assert_int_equal(c->biggest, W);
+    assert_int_equal(f.c->reads, 11);
+    assert_int_equal(f.c->biggest, W);
     /* read in order again: windows serve their neighbours, so whole ones
      * are fetched again */
-    for (uint64_t off = 0; off + 100 <= SIZE; off += 100) read_ok(s, off, 100, 100);
-    sk_window_pool_stats(p, &st);
+    for (uint64_t off = 0; off + 100 <= SIZE; off += 100) read_ok(f.s, off, 100, 100);
+    sk_window_pool_stats(f.p, &st);
     assert_true(st.fetched >= 10);
-    sk_store_close(s);
-    sk_window_pool_unref(p);
+    fx_close(&f);
 }
 
 static void test_memory_bound(void **state)
@@ -225,21 +228,17 @@ static void test_memory_bound(void **state)
 static void test_failed_fetch_not_kept(void **state)
 {
     (void)state;
-    sk_window_pool *p;
+    struct fx f = fx_open(4 * W);
     sk_error err = SK_ERROR_INIT;
-    assert_int_equal(sk_window_pool_new(&p, W, 4 * W, &err), SK_OK);
-    struct counted *c;
-    sk_store *s = open_windowed(p, &c);
     unsigned char b[10];
     size_t got = 7;
-    c->fail = 1;
-    assert_int_equal(s->ops->read_at(s, 50, b, sizeof b, &got, &err), SK_E_NET);
+    f.c->fail = 1;
+    assert_int_equal(f.s->ops->read_at(f.s, 50, b, sizeof b, &got, &err), SK_E_NET);
     assert_int_equal(got, 0);
     assert_non_null(strstr(err.msg, path)); /* names the object */
-    read_ok(s, 50, 10, 10); /* fetched again, now whole */
-    assert_int_equal(c->reads, 2);
-    sk_store_close(s);
-    sk_window_pool_unref(p);
+    read_ok(f.s, 50, 10, 10); /* fetched again, now whole */
+    assert_int_equal(f.c->reads, 2);
+    fx_close(&f);
 }
 
 struct worker {
@@ -266,24 +265,19 @@ static void *work(void *arg)
 static void test_threads(void **state)
 {
     (void)state;
-    sk_window_pool *p;
-    sk_error err = SK_ERROR_INIT;
     /* 4 windows for 11: evictions while other threads fetch and copy */
-    assert_int_equal(sk_window_pool_new(&p, W, 4 * W, &err), SK_OK);
-    struct counted *c;
-    sk_store *s = open_windowed(p, &c);
+    struct fx f = fx_open(4 * W);
     pthread_t t[8];
     struct worker wk[8];
     for (int i = 0; i < 8; i++) {
-        wk[i] = (struct worker){s, (unsigned)i * 7919u + 1, 0};
+        wk[i] = (struct worker){f.s, (unsigned)i * 7919u + 1, 0};
         assert_int_equal(pthread_create(&t[i], NULL, work, &wk[i]), 0);
     }
     for (int i = 0; i < 8; i++) {
         pthread_join(t[i], NULL);
         assert_int_equal(wk[i].bad, 0);
     }
-    sk_store_close(s);
-    sk_window_pool_unref(p);
+    fx_close(&f);
 }
 
 /* The env lets go of its pool (released, or windows turned off) while a
@@ -320,9 +314,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return unlink(path) == 0 && rmdir(dir) == 0 ? 0 : -1;
 }
 
 int main(void)
