@@ -107,7 +107,7 @@ int cmd_mount(int argc, char **argv)
         CMD_SET("by-shard", 0, &o.by_shard, 1),
         CMD_SET("verify", 0, &o.verify, 1),
         CMD_NUM("threads", 0, &o.threads, 1, 1024, "--threads: '%s' is not 1..1024"),
-        CMD_OR("trust-index", &op.flags, SK_INDEX_TRUST_BODY),
+        CMD_TRUST_INDEX(&op.flags),
         CMD_SET("json", 0, &json, 1),
         CMD_STR("cache-dir", 0, &o.cache_dir),
         CMD_SIZE("cache-size", 0, &o.cache_size, 0, UINT64_MAX, "--cache-size: '%s' is not a size"),

@@ -953,7 +953,8 @@ typedef struct sk_reader_options {
     /* The global order (docs/reader.md): one sequence of the epoch's
      * samples, a function of (shards, seed, epoch) only, each slot taking
      * its share by position, read through the shards' indexes.  Plain
-     * .tar shards with indexes; the stream mode above stays for the rest. */
+     * .tar and seekable .tar.zst shards with indexes; the stream mode
+     * above stays for the rest. */
     int global_order;        /* 1: this mode (shuffle_buffer must be 0 or 1) */
     size_t shuffle_window;   /* shards whose samples are shuffled together
                                 (default 8); shuffle_shards 0: list order */
@@ -1146,6 +1147,14 @@ typedef struct sk_shard_options {
     const sk_image_options *images; /* resize JPEG members (NULL or inactive: untouched) */
     int jobs;              /* threads for the image work; 0 = one per core */
     int existing;          /* a manifest already there: SK_EXISTING_* (at the end) */
+    /* 1: plan only (`shard --dry-run`): every input read and every shard
+     * made as a run would make it, but into a sink that only counts (no
+     * directory, shard, index, manifest, lock or upload), so stats and
+     * on_shard tell what a run would write. */
+    int dry_run;
+    /* Called as each shard is complete (written, resumed or, dry_run,
+     * planned), with its name ("-" for -o -), samples and bytes; NULL: not. */
+    void (*on_shard)(void *ctx, const char *name, uint64_t samples, uint64_t bytes);
 } sk_shard_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_shard_options_init_sized(sk_shard_options *o, size_t size);

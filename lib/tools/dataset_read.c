@@ -249,8 +249,12 @@ int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size
  * (a local file, or a remote object not served by read_remote_member) lie in
  * [offset, offset + span): one read of the span into buf, then each
  * member's data moved down to its place (left, so memmove never overwrites
- * bytes still to move) and checked.  1 when it applies and was done, 0
- * when it does not apply (the caller reads member by member), or -rc. */
+ * bytes still to move) and checked.  That holds only when the members come
+ * in ascending order without overlapping: a member moved left would
+ * otherwise land on bytes of one still to move, whose CRC32C would then be
+ * taken over the wrong bytes (a false mismatch, with a CRC that no byte of
+ * the shard has).  1 when it applies and was done, 0 when it does not
+ * apply (the caller reads member by member), or -rc. */
 int sk_dsa_read_span(sk_dataset *ds, struct shard *s, const sk_hit *h, unsigned char *buf,
                      size_t cap, const sk_member_ref *members, sk_error *err)
 {
@@ -259,11 +263,14 @@ int sk_dsa_read_span(sk_dataset *ds, struct shard *s, const sk_hit *h, unsigned 
     if ((in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)) || sr->span > cap ||
         (s->from_manifest && sk_store_is_remote(s->path)))
         return 0;
+    uint64_t end = sr->offset; /* where the member before ends */
     for (uint32_t i = 0; i < sr->member_count; i++) {
         const sk_member_ref *m = &members[i];
-        if (m->data_offset < sr->offset || m->data_offset - sr->offset > sr->span ||
+        if (m->data_offset < end || m->data_offset - sr->offset > sr->span ||
             m->size > sr->span - (m->data_offset - sr->offset))
-            return 0; /* an odd index: let the member path judge it */
+            return 0; /* an odd index (members out of the span, out of order
+                         or overlapping): let the member path judge it */
+        end = m->data_offset + m->size;
     }
     int rc = sk_dsa_ensure_shard(ds, s, err);
     if (rc) return -rc;

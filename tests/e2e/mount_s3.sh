@@ -23,10 +23,7 @@
 . "$SK_ROOT/tests/helpers/moto.sh"
 . "$SK_ROOT/tests/e2e/lib/mount.sh"
 skip_unless_fuse
-skip_unless_moto
-need diff cmp timeout md5sum sha256sum curl
-tmpdir T
-at_exit moto_stop
+s3_test_begin diff cmp timeout md5sum sha256sum curl
 cd "$T"
 "$SK_TOOLS/mkcorpus" c --samples 150 --per-dir 50 >/dev/null || die mkcorpus
 mkdir -p c/big hr cut

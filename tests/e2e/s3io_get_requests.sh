@@ -11,10 +11,7 @@
 # gives bytes.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp python3
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp python3
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 60 --per-dir 20 >/dev/null || die "mkcorpus failed"
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/ds/s-%02d.tar" --max-count 5
 s3_serve bkt
