@@ -398,10 +398,18 @@ int sk_dataset_read_at(sk_dataset *ds, const sk_hit *h, uint64_t off, void *buf,
         }
         return read_compressed(ds, s, &part, off, buf, n, err);
     }
-    SK_FAIL_IF(off > s->rr.size || n > s->rr.size - off, err, SK_E_CORRUPT,
+    /* past the object's end: cut short when the index says it was longer,
+     * else the index names bytes that no shard of its size has */
+    SK_FAIL_IF((off > s->rr.size || n > s->rr.size - off) && s->rr.size < in->size, err,
+               SK_E_CORRUPT,
                "%s: shard cut short: %llu bytes, its index %s says %llu (byte %llu asked for)",
                s->path, (unsigned long long)s->rr.size, s->index_path,
                (unsigned long long)in->size, (unsigned long long)(off + n));
+    SK_FAIL_IF(off > s->rr.size || n > s->rr.size - off, err, SK_E_CORRUPT,
+               "%s: index %s points past the end of the shard (%llu bytes; bytes %llu..%llu of "
+               "sample '%.*s' asked for)",
+               s->path, s->index_path, (unsigned long long)s->rr.size, (unsigned long long)off,
+               (unsigned long long)(off + n), (int)(sr->key_len > 200 ? 200 : sr->key_len), sr->key);
     size_t got = 0;
     SK_GUARD(s->rr.read_at(s->rr.ctx, off, buf, n, &got, err));
     SK_FAIL_IF(got < n, err, SK_E_CORRUPT, "%s: shard cut short: %zu of %zu bytes at offset %llu",
