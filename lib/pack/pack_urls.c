@@ -658,6 +658,7 @@ int sk_pack_urls(const sk_pack_options *po, const sk_urls_options *uo, sk_s3 *s3
         wo.progress = NULL;
         rc = sk_sample_writer_open(&j->w, &wo, err);
         if (!rc) sk_sample_writer_manual(j->w);
+        if (!rc && j->po.parts) sk_sample_writer_part(j->w, j->po.part, j->po.parts);
         if (!rc && s3) rc = sk_sample_writer_set_s3(j->w, s3, 0, err);
     }
     const char *token = j->uo.user_agent_token;

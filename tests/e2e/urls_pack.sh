@@ -160,6 +160,27 @@ for k in 0 1 2; do
 done
 [ -e "$T/p/stats-0.json" ] && [ -e "$T/p/manifest-1.json" ] || die "each part's stats and manifest"
 
+step "index merge joins the parts' manifests and their stats"
+expect_ok "$SK_BIN" index merge "$T/p/manifest-1.json" "$T/p/manifest-0.json" -o "$T/p/manifest.json"
+$PY - "$T/p/stats.json" "$T/full/stats.json" <<'EOF' || die "merged stats wrong: $(cat "$T/p/stats.json")"
+import json, sys
+m, whole = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+for k in ("rows", "success", "failed_to_download", "failed_to_resize", "errors", "bytes", "shards",
+          "output_bytes"):
+    assert m[k] == whole[k], (k, m[k], whole[k])
+assert m["rows"] == 122 and m["errors"] == {"HTTP 404": 1} and m["parts"] == 2, m
+assert m["images_per_second"] > 0 and m["seconds"] > 0, m
+EOF
+# the parts' manifests say which part each is: one left out is named
+expect_fail 1 "part 1/2 is missing" "$SK_BIN" index merge "$T/p/manifest-0.json" -o "$T/p/manifest2.json"
+mv "$T/p/stats-1.json" "$T/p/stats-1.moved"
+expect_fail 1 "stats-1.json: missing, while" "$SK_BIN" index merge "$T/p/manifest-0.json" \
+    "$T/p/manifest-1.json" -o "$T/p/manifest2.json"
+echo '{"rows": "many"}' >"$T/p/stats-1.json"
+expect_fail 1 'stats-1.json: "rows" is not a count' "$SK_BIN" index merge "$T/p/manifest-0.json" \
+    "$T/p/manifest-1.json" -o "$T/p/manifest2.json"
+[ ! -e "$T/p/manifest2.json" ] || die "a merge that failed wrote its manifest"
+
 step "--verify-hash and a list on stdin"
 head -4 "$T/list.csv" | sed '4s/,[0-9a-f]*$/,0000/' | "$SK_BIN" pack --from-urls - --input-format csv \
     --verify-hash sha --allow-private-addresses -o "$T/v/%05d.tar" -q || die "stdin list failed"
