@@ -384,6 +384,7 @@ static int put_file(job *j, const char *path, const sk_buf *b, sk_error *err)
     }
     sk_index_shard_info info = {0};
     info.size = b->len;
+    info.crc32c = sk_crc32c(0, b->p ? b->p : "", b->len); /* an upload is checked against it */
     return s->ops->publish(s, NULL, &info, err);
 }
 

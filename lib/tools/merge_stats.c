@@ -32,7 +32,9 @@ static int add_stats(json_t *dst, json_t *src, const char *url, sk_error *err)
         json_t *d = json_object_get(dst, k);
         if (json_is_integer(v)) {
             json_int_t a = d && json_is_integer(d) ? json_integer_value(d) : 0;
-            SK_FAIL_IF(json_integer_value(v) < 0, err, SK_E_CORRUPT, "%s: \"%s\" is negative", url, k);
+            SK_FAIL_IF(json_integer_value(v) < 0 || json_integer_value(v) > INT64_MAX - a, err,
+                       SK_E_CORRUPT, "%s: \"%s\" is not a count (%" JSON_INTEGER_FORMAT ")", url, k,
+                       json_integer_value(v));
             if (json_object_set_new(dst, k, json_integer(a + json_integer_value(v)))) goto nomem;
         } else if (!strcmp(k, "seconds") && json_is_number(v)) {
             double a = d && json_is_number(d) ? json_number_value(d) : 0;
@@ -133,6 +135,7 @@ int sk_part_stats_write(json_t *stats, const char *manifest, sk_s3 *s3, sk_error
         struct iovec iov[2] = {{text, strlen(text)}, {(void *)"\n", 1}};
         sk_index_shard_info info = {0};
         info.size = strlen(text) + 1;
+        info.crc32c = sk_crc32c(sk_crc32c(0, text, strlen(text)), "\n", 1); /* an upload is checked */
         rc = s->ops->write(s, iov, 2, info.size, err);
         if (rc) s->ops->abort(s);
         else rc = s->ops->publish(s, NULL, &info, err);
