@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # fuzz_smoke.sh - a short run of every libFuzzer target (fuzz/, docs/fuzzing.md)
 # in `make check`: each built with ASan + UBSan and run a few seconds from
 # the seeds fuzz/seeds.sh makes.  Skips when clang's libFuzzer is missing.

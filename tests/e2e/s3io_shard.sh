@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # s3io_shard: `shardkit shard` with s3:// inputs and outputs, and
 # `shardkit verify s3://`, against moto.
 #  1. (auth off: moto's listings break under auth) through the fault proxy
