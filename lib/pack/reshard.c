@@ -334,18 +334,21 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
         const char *slash = strrchr(opts->pattern, '/');
         snprintf(r.mdir, sizeof r.mdir, "%.*s", slash ? (int)(slash - opts->pattern) : 0,
                  opts->pattern);
-        if (r.mdir[0] && !sk_is_s3_url(r.mdir) && (rc = sk_mkdirs(r.mdir, err))) goto cleanup;
+        /* a dry run creates nothing: no directory, no lock (shard_emit.c) */
+        if (!opts->dry_run && r.mdir[0] && !sk_is_s3_url(r.mdir) && (rc = sk_mkdirs(r.mdir, err)))
+            goto cleanup;
         if (opts->manifest) {
             snprintf(r.mpath, sizeof r.mpath, "%s", opts->manifest);
             const char *ms = strrchr(r.mpath, '/');
             snprintf(r.mdir, sizeof r.mdir, "%.*s", ms ? (int)(ms - r.mpath) : 0, r.mpath);
-            if (r.mdir[0] && !sk_is_s3_url(r.mdir) && (rc = sk_mkdirs(r.mdir, err))) goto cleanup;
+            if (!opts->dry_run && r.mdir[0] && !sk_is_s3_url(r.mdir) && (rc = sk_mkdirs(r.mdir, err)))
+                goto cleanup;
         } else {
             snprintf(r.mpath, sizeof r.mpath, "%s%smanifest.json", r.mdir, r.mdir[0] ? "/" : "");
         }
         /* one run at a time per dataset and per shard names (the locks go
          * with the process) */
-        if ((rc = sk_run_lock_take(&lock, opts->pattern, opts->manifest, "shard", 1, err)))
+        if (!opts->dry_run && (rc = sk_run_lock_take(&lock, opts->pattern, opts->manifest, "shard", 1, err)))
             goto cleanup;
         r.man = sk_manifest_new();
         if (!r.man || !(r.man->options_json = options_json(&r))) {
@@ -366,7 +369,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
     }
 
     r.out.sink_opts = (sk_sink_opts){opts->s3, opts->s3_part_size};
-    if (sk_is_s3_url(opts->pattern) && /* a killed run's unfinished uploads go first */
+    if (sk_is_s3_url(opts->pattern) && !opts->dry_run && /* a killed run's unfinished uploads go first */
         (rc = sk_sink_s3_prepare(opts->s3, opts->pattern, opts->start, opts->num_shards, opts->warn,
                                  opts->ctx, err)))
         goto cleanup;
@@ -418,7 +421,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
         r.man->parts = opts->parts;
         for (size_t i = 0; i < r.man->nshards; i++) r.man->shards[i].part = opts->part;
     }
-    if (!rc && r.man) /* last of all: a reader never sees a manifest of missing shards */
+    if (!rc && r.man && !opts->dry_run) /* last of all: a reader never sees a manifest of missing shards */
         rc = sk_existing_commit(&r.grow, opts->s3, r.man, r.mpath, sk_pack_manifest_flags(opts->manifest),
                                 opts->warn, opts->ctx, err);
     if (!rc) sk_rs_progress(&r, 1);
