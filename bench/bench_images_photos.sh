@@ -13,28 +13,7 @@ N=${BENCH_PHOTOS:-1000}
 PY=/usr/bin/python3
 $PY -c 'import cv2, PIL' 2>/dev/null || bench_die "python3-opencv and python3-pil are needed"
 src=$BENCH_DIR/photos-$N
-if [ ! -f "$src.done" ]; then
-    rm -rf "$src" && mkdir -p "$src/p"
-    $PY - "$src/p" "$N" <<'PY'
-import json, os, random, sys
-import numpy as np
-from PIL import Image
-d, n = sys.argv[1], int(sys.argv[2])
-rng = random.Random(0)
-sizes = [(640, 480), (800, 600), (1024, 768), (1280, 960), (1600, 1200), (1200, 1600), (960, 1280)]
-for i in range(n):
-    w, h = sizes[i % len(sizes)]
-    x = np.linspace(0, 1, w)[None, :]
-    y = np.linspace(0, 1, h)[:, None]
-    a = rng.random() * 6
-    img = np.stack([np.sin(x * 7 + a) * 0.5 + 0.5 + 0 * y, np.cos(y * 5 + a) * 0.5 + 0.5 + 0 * x,
-                    (x * y)], axis=2) * 200
-    img += np.random.default_rng(i).normal(0, 12, (h, w, 3))
-    Image.fromarray(img.clip(0, 255).astype(np.uint8)).save(f"{d}/{i:05d}.jpg", quality=90)
-    json.dump({"i": i}, open(f"{d}/{i:05d}.json", "w"))
-PY
-    touch "$src.done"
-fi
+make_photos "$src" "$N" json
 warm_cache "$src"
 echo "| command | wall s | CPU s | images/s | peak RSS MiB | speed × OpenCV |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: |"

@@ -13,6 +13,8 @@
 #                           each run; sets M_WALL, M_CPU (user+sys seconds)
 #                           and M_RSS (peak RSS, MiB): medians over the runs
 #   median V...             the median of numbers
+#   make_photos DIR N [json]  N photo-sized JPEGs in DIR/p once (with a
+#                           .json each when the third argument is "json")
 #
 # Environment (all optional): SK_ROOT, BUILD, SK_BIN, SK_TOOLS as bench/run
 # sets them; BENCH_DIR (default /tmp/shardkit-bench) holds corpora and
@@ -68,6 +70,37 @@ make_corpus() {
     mv "$dir.tmp" "$dir"
     printf '%s\n%s\n' "$stamp" "$summary" >"$dir.done"
     echo "corpus: $summary" >&2
+}
+
+# make_photos DIR N [json]: N JPEGs of 640x480 to 1600x1200 in DIR/p
+# (smooth gradients and noise, quality 90, made with Pillow from Debian's
+# python3: seeded, so the same every time), each with a small .json when
+# asked; kept while the stamp DIR.done is there.
+make_photos() {
+    local dir=$1 n=$2 json=${3:-}
+    [ -f "$dir.done" ] && return 0
+    /usr/bin/python3 -c 'import numpy, PIL' 2>/dev/null || bench_die "python3-numpy and python3-pil are needed"
+    rm -rf "$dir" && mkdir -p "$dir/p"
+    /usr/bin/python3 - "$dir/p" "$n" "$json" <<'PY' || bench_die "the photo generator failed"
+import json, random, sys
+import numpy as np
+from PIL import Image
+d, n, with_json = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "json"
+rng = random.Random(0)
+sizes = [(640, 480), (800, 600), (1024, 768), (1280, 960), (1600, 1200), (1200, 1600), (960, 1280)]
+for i in range(n):
+    w, h = sizes[i % len(sizes)]
+    x = np.linspace(0, 1, w)[None, :]
+    y = np.linspace(0, 1, h)[:, None]
+    a = rng.random() * 6
+    img = np.stack([np.sin(x * 7 + a) * 0.5 + 0.5 + 0 * y, np.cos(y * 5 + a) * 0.5 + 0.5 + 0 * x,
+                    (x * y)], axis=2) * 200
+    img += np.random.default_rng(i).normal(0, 12, (h, w, 3))
+    Image.fromarray(img.clip(0, 255).astype(np.uint8)).save(f"{d}/{i:05d}.jpg", quality=90)
+    if with_json:
+        json.dump({"i": i}, open(f"{d}/{i:05d}.json", "w"))
+PY
+    touch "$dir.done"
 }
 
 # corpus_stats DIR: sets C_FILES and C_BYTES (regular files below DIR).

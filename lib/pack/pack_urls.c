@@ -85,6 +85,10 @@ typedef struct job {
     int skipping;        /* the rows of the current shard are not fetched */
     uint64_t cur_shard;
     int in_ours;         /* a shard of ours is open in the writer */
+    int in_kept;         /* the rows being skipped are a kept shard's */
+    uint64_t kept_rows;  /* the rows its status file holds */
+    uint64_t kept_seen;  /* the rows of the list skipped for it so far */
+    char kept_status[4200];
     sk_buf status;       /* the open shard's status lines */
     size_t nextra;
     const char **cols;   /* the extra columns asked of the reader */
@@ -199,10 +203,84 @@ static int exists(job *j, const char *url)
     return ok;
 }
 
+/* Row `in` of shard k's key: img2dataset's (shard on 5 digits, then the
+ * row on as many digits as --number-sample-per-shard - 1 has). */
+static void make_key(const job *j, uint64_t k, uint64_t in, char *key, size_t cap)
+{
+    if (j->keyw) snprintf(key, cap, "%05llu%0*llu", (unsigned long long)k, j->keyw, (unsigned long long)in);
+    else snprintf(key, cap, "%05llu", (unsigned long long)k);
+}
+
+/* The lines of a kept shard's status file (one a row), and its first
+ * line's start, read as a stream: memory does not grow with the file. */
+static int status_lines(job *j, const char *url, uint64_t *lines, char *first, size_t cap, sk_error *err)
+{
+    sk_store *st = NULL;
+    sk_store_seq *q = NULL;
+    char buf[65536];
+    size_t got, nf = 0;
+    *lines = 0;
+    int rc = sk_store_open(&st, url, &j->env, err);
+    if (!rc) rc = st->ops->open_seq(st, 0, &q, err);
+    while (!rc && !(rc = q->read(q, buf, sizeof buf, &got, err)) && got) {
+        for (size_t i = 0; i < got; i++) {
+            if (!*lines && nf + 1 < cap) first[nf++] = buf[i];
+            *lines += buf[i] == '\n';
+        }
+    }
+    first[nf] = 0;
+    if (q) q->close(q);
+    sk_store_close(st);
+    return rc;
+}
+
+/* A shard an earlier run finished is kept only when it was cut as this
+ * run cuts it: else its rows are not the ones its number now stands for
+ * (another --number-sample-per-shard, or another list), and keeping it
+ * would drop or repeat rows.  Its status file says how many rows it took
+ * and, by its first key's width, the count it was cut with. */
+static int kept_begin(job *j, uint64_t k, const char *status, sk_error *err)
+{
+    char key[48], want[64], first[64];
+    make_key(j, k, 0, key, sizeof key);
+    snprintf(want, sizeof want, "{\"key\":\"%s\",", key);
+    SK_GUARD(status_lines(j, status, &j->kept_rows, first, sizeof first, err));
+    snprintf(j->kept_status, sizeof j->kept_status, "%s", status);
+    SK_FAIL_IF(strncmp(first, want, strlen(want)), err, SK_E_USAGE, "%s: the shard an earlier run "
+               "finished was written with another --number-sample-per-shard (its first key is not %s, "
+               "as --number-sample-per-shard %llu makes it): --incremental keeps only shards cut the "
+               "same way; rerun with the earlier count, or write elsewhere", status, key,
+               (unsigned long long)j->uo.per_shard);
+    SK_FAIL_IF(j->kept_rows > j->uo.per_shard, err, SK_E_USAGE, "%s: the shard an earlier run "
+               "finished holds %llu rows, more than --number-sample-per-shard %llu: it was written "
+               "with %llu rows a shard or more; rerun with that count, or write elsewhere", status,
+               (unsigned long long)j->kept_rows, (unsigned long long)j->uo.per_shard,
+               (unsigned long long)j->kept_rows);
+    j->in_kept = 1;
+    j->kept_seen = 0;
+    return SK_OK;
+}
+
+/* The kept shard's rows are over (the next shard's row, or the list's
+ * end): as many as its status file holds, or it was cut another way. */
+static int kept_end(job *j, sk_error *err)
+{
+    if (!j->in_kept) return SK_OK;
+    j->in_kept = 0;
+    SK_FAIL_IF(j->kept_seen != j->kept_rows, err, SK_E_USAGE, "%s: the shard an earlier run "
+               "finished holds %llu rows, this run puts %llu in it (--number-sample-per-shard %llu): "
+               "it was written with %llu rows a shard, or from another list; --incremental keeps only "
+               "shards cut the same way: rerun with the same count and list, or write elsewhere",
+               j->kept_status, (unsigned long long)j->kept_rows, (unsigned long long)j->kept_seen,
+               (unsigned long long)j->uo.per_shard, (unsigned long long)j->kept_rows);
+    return SK_OK;
+}
+
 /* A marker for shard k in slot s: whether it is ours, and kept. */
 static int mark_shard(job *j, slot *s, uint64_t k, sk_error *err)
 {
     char path[4200], status[4200];
+    SK_GUARD(kept_end(j, err));
     s->kind = K_SHARD;
     s->state = SL_READY;
     s->it.shard = k;
@@ -211,6 +289,7 @@ static int mark_shard(job *j, slot *s, uint64_t k, sk_error *err)
     if (s->ours && j->uo.incremental) {
         SK_GUARD(status_name(j, k, path, status, sizeof path, err));
         if (exists(j, status) && sk_pack_shard_sound(j->s3, path, &s->ix)) s->kept = 1;
+        if (s->kept) SK_GUARD(kept_begin(j, k, status, err));
     }
     j->skipping = !s->ours || s->kept;
     return SK_OK;
@@ -227,6 +306,7 @@ static int fill(job *j, sk_error *err)
         if (rc < 0) return rc;
         if (!rc) {
             j->list_end = 1;
+            SK_GUARD(kept_end(j, err));
             break;
         }
         uint64_t k = r.row / j->uo.per_shard;
@@ -237,17 +317,17 @@ static int fill(job *j, sk_error *err)
             j->tail++;
             j->next_shard = k + 1;
         }
-        if (j->skipping) continue;
+        if (j->skipping) {
+            j->kept_seen += j->in_kept;
+            continue;
+        }
         slot *s = &j->ring[j->tail % j->cap];
         memset(s, 0, sizeof *s);
         s->kind = K_ROW;
         sk_url_item *it = &s->it;
         it->row = r.row;
         it->shard = k;
-        uint64_t in = r.row % j->uo.per_shard;
-        if (j->keyw) snprintf(it->key, sizeof it->key, "%05llu%0*llu", (unsigned long long)k, j->keyw,
-                              (unsigned long long)in);
-        else snprintf(it->key, sizeof it->key, "%05llu", (unsigned long long)k);
+        make_key(j, k, r.row % j->uo.per_shard, it->key, sizeof it->key);
         it->extra = calloc(j->nextra ? j->nextra : 1, sizeof *it->extra);
         it->extra_len = calloc(j->nextra ? j->nextra : 1, sizeof *it->extra_len);
         int oom = !it->extra || !it->extra_len;
@@ -299,6 +379,7 @@ static int put_file(job *j, const char *path, const sk_buf *b, sk_error *err)
     }
     sk_index_shard_info info = {0};
     info.size = b->len;
+    info.crc32c = sk_crc32c(0, b->p ? b->p : "", b->len); /* an upload is checked against it */
     return s->ops->publish(s, NULL, &info, err);
 }
 
@@ -573,6 +654,7 @@ int sk_pack_urls(const sk_pack_options *po, const sk_urls_options *uo, sk_s3 *s3
         wo.progress = NULL;
         rc = sk_sample_writer_open(&j->w, &wo, err);
         if (!rc) sk_sample_writer_manual(j->w);
+        if (!rc && j->po.parts) sk_sample_writer_part(j->w, j->po.part, j->po.parts);
         if (!rc && s3) rc = sk_sample_writer_set_s3(j->w, s3, 0, err);
     }
     const char *token = j->uo.user_agent_token;

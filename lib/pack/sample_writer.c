@@ -56,6 +56,7 @@ struct sk_sample_writer {
     /* resume: the shards a killed run completed are kept, not rewritten,
      * when the samples added again match them (see check_kept) */
     int manual;          /* the caller cuts (sk_sample_writer_manual) */
+    int part;            /* the caller's --part, recorded in the manifest */
     int resuming;        /* still before the first shard that is written */
     sk_index *kept;      /* in_kept: the earlier run's shard being matched */
     sk_index *next_kept; /* the shard after it, when sound (looked at once) */
@@ -288,7 +289,7 @@ static int end_shard(sk_sample_writer *w, sk_error *err)
     if (!rc) {
         w->st.output_bytes += info.size;
         w->st.shards++;
-        rc = sk_pack_manifest_add(w->man, path, w->mdir, &info, samples, 0, err);
+        rc = sk_pack_manifest_add(w->man, path, w->mdir, &info, samples, w->part, err);
     }
     if (!rc && kr.first)
         rc = sk_manifest_set_key_range(w->man, w->man->nshards - 1, kr.first, kr.first_len,
@@ -372,7 +373,7 @@ static int end_kept(sk_sample_writer *w, sk_error *err)
     const char *lo = NULL, *hi = NULL;
     size_t lol = 0, hil = 0;
     int rc = sk_shard_name(w->pattern, w->o.start + w->shard_no - 1, path, sizeof path, err);
-    if (!rc) rc = sk_pack_manifest_add(w->man, path, w->mdir, sk_index_shard(ix), n, 0, err);
+    if (!rc) rc = sk_pack_manifest_add(w->man, path, w->mdir, sk_index_shard(ix), n, w->part, err);
     for (uint64_t i = 0; !rc && i < sk_index_member_count(ix); i++) {
         sk_member_ref m;
         if (!(rc = sk_index_member(ix, i, &m, err)))
@@ -627,6 +628,12 @@ void sk_sample_writer_manual(sk_sample_writer *w)
 {
     w->manual = 1;
     w->resuming = 0; /* the caller keeps shards itself (keep_at) */
+}
+
+void sk_sample_writer_part(sk_sample_writer *w, int part, int parts)
+{
+    w->part = w->man->part = part;
+    w->man->parts = parts;
 }
 
 int sk_sample_writer_end_open(sk_sample_writer *w, char *path, size_t cap, sk_error *err)

@@ -21,6 +21,7 @@
 #include "format/format.h"
 #include "io/io.h"
 #include "io/store.h"
+#include "tools/merge_stats.h"
 
 #include <ctype.h>
 #include <jansson.h>
@@ -148,6 +149,23 @@ static int str_cmp(const void *a, const void *b)
     return strcmp(**(char *const *const *)a, **(char *const *const *)b);
 }
 
+/* The parts' stats, in part order. */
+static int merge_part_stats(const char *const *paths, sk_manifest **in, const size_t *order, size_t n,
+                            sk_s3 *s3, json_t **stats, sk_error *err)
+{
+    const char **p = calloc(n, sizeof *p);
+    int *part = calloc(n, sizeof *part);
+    int rc = p && part ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        p[i] = paths[order[i]];
+        part[i] = in[order[i]]->part;
+    }
+    if (!rc) rc = sk_part_stats_merge(p, part, n, s3, stats, err);
+    free(p);
+    free(part);
+    return rc;
+}
+
 int sk_manifest_merge(const char *const *paths, size_t n, const char *out_path, sk_error *err)
 {
     return sk_manifest_merge_s3(paths, n, out_path, NULL, err);
@@ -175,6 +193,7 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
     char **abs_urls = NULL, ***sorted = NULL;
     sk_index **ix = NULL;
     struct keyref *keys = NULL;
+    json_t *stats = NULL; /* the parts' stats-I.json summed (merge_stats.c) */
     size_t nshards = 0;
     int rc = SK_OK;
     if (!in || !out || !order || !out_dir_abs) {
@@ -336,8 +355,11 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
             (rc = sk_manifest_set_key_range(out, i, f, fl, l, ll, err)))
             goto cleanup;
     }
+    if (parts > 0 && (rc = merge_part_stats(paths, in, order, n, s3, &stats, err))) goto cleanup;
     rc = sk_sink_put_manifest(s3, out, out_path, SK_MANIFEST_TABLE, err);
+    if (!rc && stats) rc = sk_part_stats_write(stats, out_path, s3, err);
 cleanup:
+    json_decref(stats);
     sk_store_env_release(&env);
     for (size_t i = 0; in && i < n; i++) sk_manifest_free(in[i]);
     for (size_t i = 0; abs_urls && i < nshards; i++) free(abs_urls[i]);

@@ -10,7 +10,11 @@
 #  3. (auth on) local files to s3://, and a --files-from list of keys under
 #     an s3:// --root (sized by HEAD), byte-identical to local output;
 #  4. a listed key that does not exist fails naming its s3:// URL, or is
-#     skipped with --on-error skip; an empty prefix is an error.
+#     skipped with --on-error skip; an empty prefix is an error;
+#  5. pack --from-urls with its list on S3 and its output on S3 (the images
+#     fetched over HTTP from moto itself): the same objects as a local run,
+#     status files included (but for ms); --part runs to S3 merged there,
+#     their stats-I.json into one stats.json.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
 s3_test_begin cmp
@@ -55,6 +59,36 @@ expect_ok "$SK_BIN" pack "$C/n00000" -o "$T/oneref/t-%04d.tar"
 for f in $(cd "$T/oneref" && ls); do cmp "$T/oneref/$f" "$T/one/$f" || die "prefix without slash: $f differs"; done
 expect_fail 1 "no objects under this prefix" "$SK_BIN" pack --endpoint-url "$A" s3://src/nothing/ \
     -o "$T/none/t-%04d.tar"
+
+step "5. pack --from-urls: the list on S3, the shards to S3"
+# the images are the corpus's objects, fetched anonymously (auth is off)
+{
+    echo "url,caption"
+    (cd "$C" && find . -name '*.jpg' | sed 's|^\./||' | sort | head -20) |
+        awk -v a="$A" '{ printf "%s/src/data/%s,photo %d\n", a, $0, NR }'
+    echo "$A/src/data/nosuch.jpg,missing"
+} >"$T/urls.csv"
+expect_ok "$SK_BIN" upload --endpoint-url "$A" "$T/urls.csv" s3://src/lists/urls.csv
+uopts=(--caption-col caption --number-sample-per-shard 8 --allow-private-addresses=127.0.0.1/32 -q)
+expect_ok "$SK_BIN" pack --from-urls "$T/urls.csv" -o "$T/uref/%05d.tar" "${uopts[@]}"
+expect_ok "$SK_BIN" pack --endpoint-url "$A" --from-urls s3://src/lists/urls.csv -o s3://dst/urls/%05d.tar \
+    "${uopts[@]}"
+aws s3 cp --recursive --quiet s3://dst/urls/ "$T/uback/" || die "download failed"
+assert_eq "$(cd "$T/uback" && ls | tr '\n' ' ')" "$(cd "$T/uref" && ls | tr '\n' ' ')" "objects written"
+for f in $(cd "$T/uref" && ls | grep -v '^stats.json$'); do
+    cmp <(sed 's/,"ms":[0-9]*}$/}/' "$T/uref/$f") <(sed 's/,"ms":[0-9]*}$/}/' "$T/uback/$f") ||
+        die "from-urls to S3: $f differs"
+done
+grep -q '"rows": 21' "$T/uback/stats.json" || die "stats.json on S3: $(cat "$T/uback/stats.json")"
+for p in 0 1; do
+    expect_ok "$SK_BIN" pack --endpoint-url "$A" --from-urls s3://src/lists/urls.csv \
+        -o "s3://dst/uparts/{part}-%05d.tar" --part $p/2 "${uopts[@]}"
+done
+expect_ok "$SK_BIN" index merge --endpoint-url "$A" s3://dst/uparts/manifest-0.json \
+    s3://dst/uparts/manifest-1.json -o s3://dst/uparts/manifest.json
+aws s3 cp --quiet s3://dst/uparts/stats.json "$T/ustats.json" || die "no merged stats.json on S3"
+grep -q '"rows": 21' "$T/ustats.json" && grep -q '"shards": 3' "$T/ustats.json" ||
+    die "merged stats: $(cat "$T/ustats.json")"
 
 step "3. auth on: local files to s3://, and a key list under an s3:// --root"
 moto_start auth

@@ -53,6 +53,9 @@ step "a list of hostile rows"
     printf '%s\tdup\n' "$B/ok.jpg"
     printf 'ftp://127.0.0.1/x.jpg\tftp\n'
     printf '%s\tlast\n' "$B/ok.jpg"
+    # a port nothing listens on (bound, then closed): curl's message says
+    # how many ms the refusal took, which a status line must not carry
+    printf 'http://127.0.0.1:%s/x.jpg\tclosed\n' "$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 } >"$T/list.tsv"
 
 start=$(date +%s)
@@ -96,7 +99,12 @@ want 17 success ""
 want 18 success ""
 want 19 failed_to_download "not an http or https URL"
 want 20 success ""
-[ "$(wc -l <"$T/st")" = 21 ] || die "every row has one status line"
+want 21 failed_to_download "Failed to connect to 127.0.0.1 port"
+[ "$(wc -l <"$T/st")" = 22 ] || die "every row has one status line"
+# a row's status is what the server did, not how long it took (that is
+# "ms"): the same answers give the same lines, and stats.json's kinds of
+# error do not split by timing
+! grep -E '[0-9] ?(ms|milliseconds)\b' "$T/st" || die "a status message carries a timing"
 
 step "the samples: the good rows only, the declared bytes only, captions as given"
 tar tf "$T/o/00000.tar" | grep '\.jpg$' | tr '\n' ' ' >"$T/jpgs"
@@ -122,8 +130,8 @@ step "stats.json counts every row"
 $PY - "$T/o/stats.json" <<'EOF' || die "stats.json wrong: $(cat "$T/o/stats.json")"
 import json, sys
 s = json.load(open(sys.argv[1]))
-assert s["rows"] == 21 and s["success"] == 7, s
-assert s["failed_to_download"] == 12 and s["failed_to_resize"] == 2, s
+assert s["rows"] == 22 and s["success"] == 7, s
+assert s["failed_to_download"] == 13 and s["failed_to_resize"] == 2, s
 assert s["errors"]["HTTP 404"] == 1, s
 EOF
 

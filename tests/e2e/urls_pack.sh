@@ -109,6 +109,46 @@ for f in 00000.tar 00001.tar 00002.tar 00000.tar.idx 00001.tar.idx 00002.tar.idx
 done
 assert_no_tmp "$T/k"
 
+step "--incremental with another --number-sample-per-shard is refused, naming both"
+# the kept shards hold 50 rows each: with 40 or 60 a shard would be kept
+# whose rows are not the ones its number now stands for
+incr() { # LIST OUT N: --incremental with N rows a shard
+    run "$SK_BIN" pack --from-urls "$1" --caption-col caption --save-additional-columns label \
+        --allow-private-addresses=127.0.0.1/32 -q -o "$2/%05d.tar" --incremental --json \
+        --number-sample-per-shard "$3"
+}
+for n in 40 60; do
+    incr "$T/list.csv" "$T/k" $n
+    assert_eq "$RC" 2 "exit status with --number-sample-per-shard $n"
+    assert_contains "$ERR" "holds 50 rows"
+    assert_contains "$ERR" "--number-sample-per-shard $n"
+    assert_contains "$ERR" "00000.status.jsonl"
+done
+# a list shorter than one shard: the kept shard's keys say its row width
+# (per-shard 50: 2 digits; 1000: 3), so the count of rows alone is not enough
+head -11 "$T/list.csv" >"$T/short.csv"
+incr "$T/short.csv" "$T/s" 50
+assert_eq "$RC" 0 "a first run of the short list"
+incr "$T/short.csv" "$T/s" 1000
+assert_eq "$RC" 2 "exit status with --number-sample-per-shard 1000"
+assert_contains "$ERR" "written with another --number-sample-per-shard"
+incr "$T/short.csv" "$T/s" 60
+assert_eq "$RC" 0 "the short list's shard is the same with 60 rows a shard"
+assert_contains "$OUT" '"shards_kept": 1'
+for f in 00000.tar 00001.tar 00002.tar manifest.json; do
+    cmp "$T/full/$f" "$T/k/$f" || die "$f changed by a refused --incremental run"
+done
+
+step "status files: the same lines whatever the concurrency and a kill, but for ms"
+# ms is each row's download time, a measurement: everything else is the same
+for d in b k; do
+    for k in 0 1 2; do
+        cmp <(sed 's/,"ms":[0-9]*}$/}/' "$T/a/0000$k.status.jsonl") \
+            <(sed 's/,"ms":[0-9]*}$/}/' "$T/$d/0000$k.status.jsonl") ||
+            die "$d/0000$k.status.jsonl differs from a run with --concurrency 1 beyond ms"
+    done
+done
+
 step "--part 0/2 and 1/2: disjoint shards, together the whole"
 for p in 0 1; do
     expect_ok "$SK_BIN" pack "${common[@]}" -o "$T/p/{part}-%05d.tar" --part $p/2 --concurrency 8
@@ -119,6 +159,27 @@ for k in 0 1 2; do
     cmp "$T/p/$((k % 2))-0000$k.tar" "$T/full/0000$k.tar" || die "part shard $k differs from the whole run's"
 done
 [ -e "$T/p/stats-0.json" ] && [ -e "$T/p/manifest-1.json" ] || die "each part's stats and manifest"
+
+step "index merge joins the parts' manifests and their stats"
+expect_ok "$SK_BIN" index merge "$T/p/manifest-1.json" "$T/p/manifest-0.json" -o "$T/p/manifest.json"
+$PY - "$T/p/stats.json" "$T/full/stats.json" <<'EOF' || die "merged stats wrong: $(cat "$T/p/stats.json")"
+import json, sys
+m, whole = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+for k in ("rows", "success", "failed_to_download", "failed_to_resize", "errors", "bytes", "shards",
+          "output_bytes"):
+    assert m[k] == whole[k], (k, m[k], whole[k])
+assert m["rows"] == 122 and m["errors"] == {"HTTP 404": 1} and m["parts"] == 2, m
+assert m["images_per_second"] > 0 and m["seconds"] > 0, m
+EOF
+# the parts' manifests say which part each is: one left out is named
+expect_fail 1 "part 1/2 is missing" "$SK_BIN" index merge "$T/p/manifest-0.json" -o "$T/p/manifest2.json"
+mv "$T/p/stats-1.json" "$T/p/stats-1.moved"
+expect_fail 1 "stats-1.json: missing, while" "$SK_BIN" index merge "$T/p/manifest-0.json" \
+    "$T/p/manifest-1.json" -o "$T/p/manifest2.json"
+echo '{"rows": "many"}' >"$T/p/stats-1.json"
+expect_fail 1 'stats-1.json: "rows" is not a count' "$SK_BIN" index merge "$T/p/manifest-0.json" \
+    "$T/p/manifest-1.json" -o "$T/p/manifest2.json"
+[ ! -e "$T/p/manifest2.json" ] || die "a merge that failed wrote its manifest"
 
 step "--verify-hash and a list on stdin"
 head -4 "$T/list.csv" | sed '4s/,[0-9a-f]*$/,0000/' | "$SK_BIN" pack --from-urls - --input-format csv \
