@@ -463,7 +463,14 @@ static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk
         p->writer_waits_for = UINT64_MAX;
         pthread_mutex_unlock(&p->mu);
         uint64_t off = out->bytes;
-        for (;;) {
+        if (p->stage) { /* --image-size: one sample at a time to the stage (pack_images.c) */
+            struct slot *sl = &p->slots[*seq % p->nslots];
+            if (sl->failed) *err = sl->err, rc = err->code ? err->code : SK_E_IO;
+            else rc = p->stage(p->stage_ctx, p->order[p->pending[*seq]], sl, t, err);
+            print_warnings(p, sl, t);
+            (*seq)++;
+        }
+        while (!p->stage) {
             struct slot *sl = &p->slots[*seq % p->nslots];
             if (sl->failed) {
                 *err = sl->err;
@@ -490,7 +497,7 @@ static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk
             if (!ready) break;
         }
         if (!rc && n) rc = sk_shard_out_writev(out, iov, n, bytes, crc, err);
-        if (!rc && !n) { /* the slot at *seq is a big sample to stream */
+        if (!rc && !n && !p->stage) { /* the slot at *seq is a big sample to stream */
             struct slot *sl = &p->slots[*seq % p->nslots];
             uint64_t at = out->bytes;
             rc = stream_sample(p, out, p->order[p->pending[*seq]], sl, err);
@@ -653,6 +660,10 @@ static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, i
     for (size_t i = 0; i < p->nshards && !rc; i++) {
         struct shard_plan *sp = &p->shards[i];
         if (sp->done) continue;
+        if (p->stage) { /* the samples go to the image stage, not to a shard */
+            if ((rc = write_shard_ring(p, sp, &seq, out, &t, err))) break;
+            continue;
+        }
         if (p->stream_fd < 0 && (rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) break;
         if ((rc = p->stream_fd >= 0 ? sk_shard_out_begin_fd(out, p->stream_fd, "pack's sample stream", err)
                                     : sk_shard_out_begin(out, path, err)))
@@ -722,7 +733,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     SK_FAIL_IF(p->o.dry_run && sk_image_options_active(p->o.images), err, SK_E_USAGE,
                "--dry-run does not combine with --image-size: resized images have no size "
                "until they are encoded");
-    if (sk_image_options_active(p->o.images) && p->stream_fd < 0)
+    if (sk_image_options_active(p->o.images) && !p->stage)
         return sk_pack_run_images(p, sk_pack_run, stats, err);
     clock_gettime(CLOCK_MONOTONIC, &p->t0);
     p->last_progress = p->t0;
@@ -746,7 +757,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     if (mdir[0] && !sk_is_s3_url(mdir) && (rc = sk_mkdirs(mdir, err))) goto cleanup;
     /* no output over an input: the manifest and the side outputs */
     sk_pack_lock_path(p->o.pattern, p->o.manifest, path, sizeof path);
-    if (p->stream_fd < 0 && ((rc = sk_run_files_add(&p->files, path, "the manifest", 0, err)) ||
+    if (!sk_pack_one_stream(p) && ((rc = sk_run_files_add(&p->files, path, "the manifest", 0, err)) ||
                              (rc = sk_run_files_check(&p->files, err))))
         goto cleanup;
     if ((rc = take_lock(p, 1, err))) goto cleanup;
@@ -757,11 +768,11 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
      * last shard) or replaced, before any shard is written */
     p->grow.mode = p->o.existing;
     p->grow.parts = p->o.parts;
-    if (p->stream_fd < 0 &&
+    if (!sk_pack_one_stream(p) &&
         (rc = sk_existing_begin(&p->grow, p->cat.s3, p->o.pattern, mpath, mdir, man->options_json,
                             &p->o.start, p->cat.defer_sizes ? UINT64_MAX : p->nshards, err)))
         goto cleanup;
-    if (sk_is_s3_url(p->o.pattern) && p->stream_fd < 0 && /* s3io: aborts a killed run's uploads */
+    if (sk_is_s3_url(p->o.pattern) && !sk_pack_one_stream(p) && /* s3io: aborts a killed run's uploads */
         (rc = sk_sink_s3_prepare(p->cat.s3, p->o.pattern, p->o.start, p->nshards,
                                    p->cat.warn, p->cat.warn_ctx, err)))
         goto cleanup;
@@ -774,7 +785,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     if (!p->pending) { rc = SK_E_NOMEM; goto cleanup; }
     for (size_t i = 0; i < p->nshards; i++) {
         struct shard_plan *sp = &p->shards[i];
-        if (p->stream_fd < 0 && (rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
+        if (!sk_pack_one_stream(p) && (rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
         if (p->o.resume && shard_matches_plan(p, sp, path)) {
             sp->done = 1;
             p->st.shards_resumed++;
@@ -797,9 +808,9 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     if (p->cat.defer_sizes) {
         if ((rc = sk_pack_write_stream(p, err))) goto cleanup;
         p->st.bytes_total = p->st.bytes_done; /* known at last */
-    } else if (p->stream_fd >= 0) { /* one stream, in order: the ring */
+    } else if (sk_pack_one_stream(p)) { /* one stream, in order: the ring */
         if ((rc = write_with_ring(p, &out, &threads, &nthreads, err))) goto cleanup;
-        if (!p->nshards) { /* nothing to pack: still a tar, an empty one */
+        if (!p->nshards && !p->stage) { /* nothing to pack: still a tar, an empty one */
             static const unsigned char eoa[2 * SK_TAR_BLOCK];
             rc = sk_write_all(p->stream_fd, eoa, sizeof eoa, "pack's sample stream", err);
         }
