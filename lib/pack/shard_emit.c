@@ -305,16 +305,10 @@ int sk_rs_emit(rs *r, const struct sview *v, sk_error *err)
     uint64_t off = r->opos;
     if (!r->to_stdout) {
         SK_GUARD(sk_index_add_sample(r->out.index, v->key, v->klen, off, v->len, off, v->len, err));
-        for (size_t i = 0; i < v->nm; i++) {
+        for (size_t i = 0; i < v->nm; i++) { /* the record and the count by pack's one rule */
             const struct memb *m = &v->m[i];
-            /* the pool's lowercase is ASCII's; the index's is Python's */
-            char low[SK_EXT_LOWER_MAX(SK_TAR_NAME_MAX + 64)];
-            SK_FAIL_IF(m->ext_len > SK_TAR_NAME_MAX + 64, err, SK_E_INPUT, "'%.*s': name too long",
-                       (int)v->klen, v->key);
-            size_t el = sk_ext_lower(v->exts + m->ext_off, m->ext_len, low);
-            SK_GUARD(sk_index_add_member(r->out.index, low, el, off + m->data_off, m->size,
-                                         m->hlen, m->crc, err));
-            SK_GUARD(sk_manifest_count_ext(r->man, low, el, 1, err));
+            SK_GUARD(sk_pack_index_member(&r->out, r->man, v->exts + m->ext_off, m->ext_len,
+                                          off + m->data_off, m->size, m->hlen, m->crc, err));
         }
     }
     SK_GUARD(out_add(r, v, err));
