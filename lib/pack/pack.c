@@ -66,7 +66,7 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
                err, SK_E_USAGE, "-o - writes one plain tar stream on stdout: --part, --resume, "
                "--compress, --manifest and image resizing do not apply (shard -o - resizes)");
     if (!to_stdout) SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
-    SK_GUARD(sk_pack_check_suffix(opts->pattern, opts->compress_level, err));
+    SK_GUARD(sk_emit_check_suffix(opts->pattern, opts->compress_level, err));
     sk_pack *p = calloc(1, sizeof *p);
     SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
     p->o = *opts;
@@ -298,7 +298,7 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
         size_t k2 = sk_pack_sample_key(&p->cat, p->order[sp->first + sp->count - 1], key);
         return sk_sink_s3_matches(p->cat.s3, path, sp->count, ipath, k1, key, k2, &sp->info);
     }
-    if (stat(path, &st) != 0 || sk_pack_index_path(path, ipath, sizeof ipath)) return 0;
+    if (stat(path, &st) != 0 || sk_emit_index_path(path, ipath, sizeof ipath)) return 0;
     if (sk_index_open(&ix, ipath, 0, NULL) != SK_OK) return 0;
     const sk_index_shard_info *info = sk_index_shard(ix);
     if (info->size == (uint64_t)st.st_size && sk_index_sample_count(ix) == sp->count &&
@@ -317,7 +317,7 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
         ok = sk_pack_sample_proven(p, p->order[sp->first + i], ix, i);
     /* The shard's bytes must still be the ones the index was made for:
      * reading it back costs far less than rewriting it. */
-    if (ok) ok = sk_pack_file_crc32c(path, info->size) == (int64_t)info->crc32c;
+    if (ok) ok = sk_emit_file_crc32c(path, info->size) == (int64_t)info->crc32c;
     if (ok) sp->info = *info;
     sk_index_close(ix);
     return ok;
@@ -619,7 +619,7 @@ static int count_exts_from_index(const char *shard, sk_manifest *man, sk_error *
 {
     char ipath[4200];
     sk_index *ix;
-    SK_FAIL_IF(sk_pack_index_path(shard, ipath, sizeof ipath), err, SK_E_USAGE, "%s: name too long", shard);
+    SK_FAIL_IF(sk_emit_index_path(shard, ipath, sizeof ipath), err, SK_E_USAGE, "%s: name too long", shard);
     SK_GUARD(sk_index_open(&ix, ipath, 0, err));
     int rc = SK_OK;
     for (uint64_t i = 0; i < sk_index_member_count(ix) && !rc; i++) {
@@ -756,12 +756,12 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern);
     if (mdir[0] && !sk_is_s3_url(mdir) && (rc = sk_mkdirs(mdir, err))) goto cleanup;
     /* no output over an input: the manifest and the side outputs */
-    sk_pack_lock_path(p->o.pattern, p->o.manifest, path, sizeof path);
+    sk_emit_lock_path(p->o.pattern, p->o.manifest, path, sizeof path);
     if (!sk_pack_one_stream(p) && ((rc = sk_run_files_add(&p->files, path, "the manifest", 0, err)) ||
                              (rc = sk_run_files_check(&p->files, err))))
         goto cleanup;
     if ((rc = take_lock(p, 1, err))) goto cleanup;
-    sk_pack_manifest_path(p->o.pattern, p->o.manifest, mpath, sizeof mpath, mdir, sizeof mdir);
+    sk_emit_manifest_path(p->o.pattern, p->o.manifest, mpath, sizeof mpath, mdir, sizeof mdir);
     man = sk_manifest_new();
     if (!man || !(man->options_json = sk_pack_options_json(p->pattern_tmpl, &p->o))) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
     /* a manifest already there: refused, appended to (numbering after its
@@ -833,8 +833,8 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
                                                  : count_exts_from_index(path, man, err)))
             goto cleanup;
         if (sp->done) p->st.samples += sp->count;
-        if ((rc = sk_pack_manifest_add(man, path, mdir, &sp->info, sp->done ? sp->count : sp->written,
-                                       p->o.part /* --part */, err)))
+        if ((rc = sk_emit_manifest_add(man, path, mdir, &sp->info, sp->done ? sp->count : sp->written,
+                                       p->o.part /* --part */, NULL, err)))
             goto cleanup;
         /* the plan knows every key of a shard that holds all it planned
          * (--skip-errors may have left some out: no range then) */
@@ -852,7 +852,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
                                             strlen(p->ext_tallies[i]->exts[k].ext),
                                             p->ext_tallies[i]->exts[k].count, err)))
                 goto cleanup;
-    if (!(rc = sk_existing_commit(&p->grow, p->cat.s3, man, mpath, sk_pack_manifest_flags(p->o.manifest),
+    if (!(rc = sk_existing_commit(&p->grow, p->cat.s3, man, mpath, sk_emit_manifest_flags(p->o.manifest),
                                   p->cat.warn, p->cat.warn_ctx, err)))
         sk_pack_progress(p, 1);
 

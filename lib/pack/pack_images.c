@@ -186,7 +186,7 @@ int sk_pack_run_images(sk_pack *p, sk_pack_run_fn run, sk_pack_stats *stats, sk_
     /* the manifest is written over none of the inputs (pack.c checks the
      * same without images) */
     char mpath[4200];
-    sk_pack_lock_path(p->o.pattern, p->o.manifest, mpath, sizeof mpath);
+    sk_emit_lock_path(p->o.pattern, p->o.manifest, mpath, sizeof mpath);
     SK_GUARD(sk_run_files_add(&p->files, mpath, "the manifest", 0, err));
     SK_GUARD(sk_run_files_check(&p->files, err));
     struct stage g = {.p = p};

@@ -42,7 +42,7 @@ char *sk_pack_options_json(const char *pattern_tmpl, const sk_pack_options *o);
  * it stays empty) and is published by sk_sample_writer_end_open (*path
  * gets its name when one was open, else "").  sk_sample_writer_keep_at
  * records shard n, complete from an earlier run, in the manifest as it
- * is, from its index (sk_pack_shard_sound's; taken over). */
+ * is, from its index (sk_emit_shard_sound's; taken over). */
 void sk_sample_writer_manual(sk_sample_writer *w);
 int sk_sample_writer_begin_at(sk_sample_writer *w, uint64_t n, sk_error *err);
 int sk_sample_writer_end_open(sk_sample_writer *w, char *path, size_t cap, sk_error *err);

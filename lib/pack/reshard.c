@@ -108,7 +108,7 @@ static int refuse_own_inputs(const char *pattern, const char *manifest, uint64_t
                           problem, pattern);
     if (!rc) { /* nor is the manifest (given, or beside the shards) */
         char mpath[4200];
-        sk_pack_lock_path(pattern, manifest, mpath, sizeof mpath);
+        sk_emit_lock_path(pattern, manifest, mpath, sizeof mpath);
         rc = sk_fileids_refuse(&ids, mpath, "the manifest", err);
     }
     sk_fileids_free(&ids);

@@ -307,7 +307,7 @@ int sk_rs_emit(rs *r, const struct sview *v, sk_error *err)
         SK_GUARD(sk_index_add_sample(r->out.index, v->key, v->klen, off, v->len, off, v->len, err));
         for (size_t i = 0; i < v->nm; i++) { /* the record and the count by pack's one rule */
             const struct memb *m = &v->m[i];
-            SK_GUARD(sk_pack_index_member(&r->out, r->man, v->exts + m->ext_off, m->ext_len,
+            SK_GUARD(sk_emit_index_member(&r->out, r->man, v->exts + m->ext_off, m->ext_len,
                                           off + m->data_off, m->size, m->hlen, m->crc, err));
         }
     }

@@ -96,7 +96,7 @@ int sk_rs_init(rs *r, sk_shard_options *o, const char *pattern_tmpl, sk_error *e
     if (!r->to_stdout) {
         char probe[4200];
         SK_GUARD(sk_shard_name(o->pattern, 0, probe, sizeof probe, err));
-        SK_GUARD(sk_pack_check_suffix(o->pattern, o->compress_level, err));
+        SK_GUARD(sk_emit_check_suffix(o->pattern, o->compress_level, err));
     }
     return SK_OK;
 }
@@ -195,7 +195,7 @@ int sk_rs_output_finish(rs *r, sk_error *err)
     }
     if (r->man) /* last of all: a reader never sees a manifest of missing shards */
         SK_GUARD(sk_existing_commit(&r->grow, o->s3, r->man, r->mpath,
-                                    sk_pack_manifest_flags(o->manifest), o->warn, o->ctx, err));
+                                    sk_emit_manifest_flags(o->manifest), o->warn, o->ctx, err));
     sk_rs_progress(r, 1);
     return SK_OK;
 }
