@@ -218,3 +218,34 @@ int sk_emit_shard_sound(sk_s3 *s3, const char *path, sk_index **out)
     *out = ix;
     return 1;
 }
+
+int sk_emit_member_matches(const sk_index *ix, uint64_t member, const char *e, size_t el,
+                           uint64_t size, int64_t crc)
+{
+    sk_member_ref m;
+    char ext[SK_EXT_LOWER_MAX(SK_TAR_NAME_MAX)];
+    if (el > SK_TAR_NAME_MAX || sk_index_member(ix, member, &m, NULL) || m.size != size) return 0;
+    el = sk_ext_lower(e, el, ext); /* as the record was made (sk_emit_index_member) */
+    if (el != m.ext_len || memcmp(ext, m.ext, el)) return 0;
+    return crc < 0 || (!(sk_index_shard(ix)->flags & SK_INDEX_NO_CRC) && m.crc32c == (uint32_t)crc);
+}
+
+int sk_emit_shard_options_match(const char *path, const sk_index *ix, int compress_level,
+                                uint64_t mtime)
+{
+    const sk_index_shard_info *info = sk_index_shard(ix);
+    sk_member_ref m;
+    if (!(info->flags & SK_INDEX_ZSTD) != !compress_level) return 0;
+    if ((info->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)) || sk_index_member(ix, 0, &m, NULL))
+        return 1; /* compressed: the members' bytes are what is compared */
+    /* --mtime is in every header and in no member's bytes: the first
+     * member's ustar header (the 512 bytes before its data) says it */
+    unsigned char h[512];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 && m.data_offset >= 512 ? pread(fd, h, 512, (off_t)(m.data_offset - 512)) : -1;
+    if (fd >= 0) close(fd);
+    if (got != 512) return 0;
+    uint64_t t = 0;
+    for (int i = 136; i < 148 && h[i] >= '0' && h[i] <= '7'; i++) t = t * 8 + (uint64_t)(h[i] - '0');
+    return t == mtime;
+}

@@ -97,4 +97,16 @@ int sk_emit_manifest_add(sk_manifest *man, const char *path, const char *mdir,
                          const sk_index_shard_info *info, uint64_t samples, int part,
                          const sk_key_range *keys, sk_error *err);
 
+/* --resume, the one check pack and shard make of a kept shard's samples:
+ * whether member `member` of its index records extension e (lowercased
+ * here as the record was), size and CRC32C (crc < 0: not known, the
+ * extension and size alone).  An index without CRCs proves no CRC. */
+int sk_emit_member_matches(const sk_index *ix, uint64_t member, const char *e, size_t el,
+                           uint64_t size, int64_t crc);
+/* --resume: 1 when the local shard at path (indexed by ix) was written with
+ * this run's compression and --mtime (in its first header: no member's
+ * CRC covers it). */
+int sk_emit_shard_options_match(const char *path, const sk_index *ix, int compress_level,
+                                uint64_t mtime);
+
 #endif

@@ -122,7 +122,7 @@ typedef struct rs {
     char mdir[4200], mpath[4200];
     /* --resume: the existing shard being skipped */
     sk_index *rix;
-    int rfd; /* the resumed shard, local and plain: its samples compared byte for byte */
+    int ropts; /* the resumed shard was written with this run's --mtime and compression */
     uint64_t rpos;
     /* scratch */
     unsigned char *rec;
@@ -193,7 +193,6 @@ void sk_rs_view_of(const struct samp *s, struct sview *v);
 int sk_rs_emit(rs *r, const struct sview *v, sk_error *err);
 int sk_rs_open_shard(rs *r, sk_error *err);
 int sk_rs_close_shard(rs *r, sk_error *err);
-void sk_rs_resume_fd_close(rs *r);
 /* Queues the pending range. */
 int sk_rs_out_flush(rs *r, sk_error *err);
 /* Makes ob[i] free for new bytes (at least need of them). */

@@ -79,7 +79,7 @@ static char *options_json(const rs *r)
 
 int sk_rs_init(rs *r, sk_shard_options *o, const char *pattern_tmpl, sk_error *err)
 {
-    *r = (rs){.o = o, .pattern_tmpl = pattern_tmpl, .rfd = -1, .pbuf = -1,
+    *r = (rs){.o = o, .pattern_tmpl = pattern_tmpl, .pbuf = -1,
               .lock = SK_RUN_LOCK_INIT};
     clock_gettime(CLOCK_MONOTONIC, &r->t0);
     r->last = r->t0;
@@ -211,7 +211,6 @@ void sk_rs_release(rs *r, int rc)
     sk_img_pool_free(r->pool);
     sk_run_lock_release(&r->lock);
     if (r->rix) sk_index_close(r->rix);
-    sk_rs_resume_fd_close(r);
     sk_shard_out_release(&r->out);
     sk_shuffler_free(r->shuf);
     sk_infiles_free(r->inf);
