@@ -147,11 +147,13 @@ FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(sort $(wildcard fuzz/fuzz_*.c)))
 fuzz-build: all
 	@$(MAKE) -s BUILD=$(FUZZ_BUILD) CC=clang OPT='-O1 -g' \
 	    SAN='-fsanitize=fuzzer-no-link $(FUZZ_SAN)' $(FUZZ_BUILD)/libshardkit.a
-	@for t in $(FUZZ_TARGETS); do \
-	    echo "  LD $(FUZZ_BUILD)/fuzz/$$t"; mkdir -p $(FUZZ_BUILD)/fuzz; \
-	    clang -std=c11 -D_GNU_SOURCE -Ilib -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) -o $(FUZZ_BUILD)/fuzz/$$t \
-	        fuzz/$$t.c $(FUZZ_BUILD)/libshardkit.a $(LIBS) || exit 1; \
-	done
+	@$(MAKE) -s $(addprefix $(FUZZ_BUILD)/fuzz/,$(FUZZ_TARGETS))
+
+# each target links on its own, so `make -j` links them side by side
+$(FUZZ_BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_BUILD)/libshardkit.a
+	@echo "  LD $@"; mkdir -p $(@D)
+	@clang -std=c11 -D_GNU_SOURCE -Ilib -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) -o $@ \
+	    $< $(FUZZ_BUILD)/libshardkit.a $(LIBS)
 
 fuzz: fuzz-build
 	@fuzz/seeds.sh $(BUILD) $(FUZZ_BUILD)/seeds

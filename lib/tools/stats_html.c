@@ -120,6 +120,20 @@ static int svg_columns(sk_buf *b, const char *title, const uint64_t *v, char (*l
     return sk_bufp(b, "</svg>");
 }
 
+/* The strings of array ARR as escaped <code> items, ", " between them and
+ * LEAD before the first. */
+static int code_list(sk_buf *b, const json_t *arr, const char *lead)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(arr, i, x) {
+        SK_GUARD(sk_bufp(b, "%s<code>", i ? ", " : lead));
+        SK_GUARD(sk_html_esc(b, json_string_value(x), json_string_length(x)));
+        SK_GUARD(sk_bufp(b, "</code>"));
+    }
+    return SK_OK;
+}
+
 static int section_totals(const json_t *doc, sk_buf *b)
 {
     const json_t *t = json_object_get(doc, "totals"), *bal = json_object_get(doc, "balance");
@@ -207,13 +221,7 @@ static int section_exts(const json_t *doc, sk_buf *b)
             SK_GUARD(sk_html_escs(b, k));
             SK_GUARD(sk_bufp(b, "</code></td><td>%llu</td><td class='l'>",
                              (unsigned long long)sk_stats_num(e, "samples")));
-            size_t i;
-            json_t *x;
-            json_array_foreach(json_object_get(e, "examples"), i, x) {
-                SK_GUARD(sk_bufp(b, "%s<code>", i ? ", " : ""));
-                SK_GUARD(sk_html_esc(b, json_string_value(x), json_string_length(x)));
-                SK_GUARD(sk_bufp(b, "</code>"));
-            }
+            SK_GUARD(code_list(b, json_object_get(e, "examples"), ""));
             SK_GUARD(sk_bufp(b, "</td></tr>"));
         }
         SK_GUARD(sk_bufp(b, "</table>"));
@@ -223,13 +231,7 @@ static int section_exts(const json_t *doc, sk_buf *b)
                      json_is_true(json_object_get(keys, "sorted")) ? "in key order"
                                                                    : "not in key order",
                      (unsigned long long)sk_stats_num(keys, "duplicates")));
-    size_t i;
-    json_t *x;
-    json_array_foreach(json_object_get(keys, "examples"), i, x) {
-        SK_GUARD(sk_bufp(b, "%s<code>", i ? ", " : ": "));
-        SK_GUARD(sk_html_esc(b, json_string_value(x), json_string_length(x)));
-        SK_GUARD(sk_bufp(b, "</code>"));
-    }
+    SK_GUARD(code_list(b, json_object_get(keys, "examples"), ": "));
     return sk_bufp(b, "</p>");
 }
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # fuzz_smoke.sh - a short run of every libFuzzer target (fuzz/, docs/fuzzing.md)
 # in `make check`: each built with ASan + UBSan and run a few seconds from
 # the seeds fuzz/seeds.sh makes.  Skips when clang's libFuzzer is missing.
@@ -10,13 +11,13 @@ clang -fsanitize=fuzzer "$T/probe.c" -o "$T/probe" 2>/dev/null || skip "clang ha
 B=${SK_BUILD:-build}
 cd "$SK_ROOT" || die cd
 step "build the targets"
-make -s fuzz-build BUILD="$B" FUZZ_BUILD="$B-fuzz" >"$T/build.log" 2>&1 || { tail -20 "$T/build.log"; die "make fuzz-build failed"; }
+make -s -j2 fuzz-build BUILD="$B" FUZZ_BUILD="$B-fuzz" >"$T/build.log" 2>&1 || { tail -20 "$T/build.log"; die "make fuzz-build failed"; }
 fuzz/seeds.sh "$B" "$T/seeds" || die "fuzz/seeds.sh failed"
 for f in "$B-fuzz"/fuzz/fuzz_*; do
     t=$(basename "$f")
     step "$t"
     mkdir -p "$T/corpus/$t"
-    "$f" -max_total_time=3 -max_len=65536 "$T/corpus/$t" "$T/seeds/${t#fuzz_}" >"$T/$t.log" 2>&1 ||
+    "$f" -max_total_time=2 -max_len=65536 "$T/corpus/$t" "$T/seeds/${t#fuzz_}" >"$T/$t.log" 2>&1 ||
         { tail -30 "$T/$t.log"; die "$t found a crash"; }
     grep -q "Done [0-9]* runs" "$T/$t.log" || { tail -5 "$T/$t.log"; die "$t did not run"; }
 done

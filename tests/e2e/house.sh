@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # house.sh - the shape of the code, as issue "one house" promises it:
 #   1. scripts/check-layers passes on this build (layer direction from
 #      includes and from the objects' undefined symbols, cmd/ on the public

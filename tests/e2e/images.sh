@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # images.sh - JPEG members resized while resharding (--image-size and the
 # img2dataset options; docs/images.md):
 #   - every --resize-mode, with and without --resize-only-if-bigger, on

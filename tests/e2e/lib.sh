@@ -80,7 +80,8 @@ skip()
 
 step()
 {
-    echo "== $*"
+    # the seconds since the script began: where a slow script spends its time
+    echo "== $* (at ${SECONDS}s)"
 }
 
 need()

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # mount_s3: `shardkit mount s3://bucket/prefix/` (moto; SK_S3_SERVER=rgw: the
 # RADOS gateway) is the packed tree (diff -r), plain and .tar.zst shards;
 # through the fault proxy (503s, resets mid-body, a stalled answer) the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # pack_resume: a pack killed with SIGKILL mid-run leaves no incomplete shard
 # under a final name; `--resume` keeps the complete shards, writes only what
 # is missing, and the result is byte-identical to an uninterrupted run.  A

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # part_pack.sh - `pack --part I/N` without a scheduler: for N = 1, 2, 3, 7
 # every sample of the corpus is in exactly one part (the parts' shards,
 # together, hold every file once), shard and manifest names carry {part},

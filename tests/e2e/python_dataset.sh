@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # python_dataset.sh - shardkit.Dataset (random access through the indexes)
 # returns, by global ordinal and by key, exactly the sample `shardkit get`
 # returns, for plain and .tar.zst shards, through a manifest, a directory,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # python_dataset_s3.sh - shardkit.Dataset over S3 (moto, auth on): by
 # ordinal and by key it returns what `shardkit get` returns from the same
 # objects and what it returns from the same shards on disk, plain and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # python_install.sh - the Python package installs offline and is imported
 # from outside the source tree: `pip install --no-build-isolation ./python`
 # into a fresh venv (--system-site-packages: setuptools and wheel come from

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # reader_order.sh - the reader's global order (tests/tools/order_grid) over
 # world sizes 1,2,3,4,8 x workers 0,1,2,4, on a dataset with fewer shards
 # than slots (3 shards, up to 32 slots) and one with many (100 shards):

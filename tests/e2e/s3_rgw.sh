@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # s3_rgw: the S3 paths of every tool against a RADOS gateway (Ceph's S3
 # server, one node, tests/helpers/rgw.sh) rather than moto: a server that
 # checks every signature its own way, answers listings and multipart

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # s3_upload.sh - shardkit upload against moto_server with signature checking
 # on: a multipart file, a small file and a dataset (shards, then indexes,
 # then manifest.json last) come back byte-identical through `aws s3 cp`;

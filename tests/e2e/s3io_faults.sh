@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # s3io_faults: pack from and to S3 through the fault-injecting proxy (a 503
 # SlowDown on every 5th request, a reset halfway through every 7th body, one
 # stalled answer) loses nothing: the objects are byte-identical to local

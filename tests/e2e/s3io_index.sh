@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # s3io_index: `shardkit index` of shards where they live in S3 (moto, auth
 # off for its listings): a prefix, a brace pattern, one shard; plain, .tar.zst and .tar.gz.
 # The index objects it puts beside the shards, and the manifest under the

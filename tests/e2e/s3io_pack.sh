@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # s3io_pack: pack with S3 as source and sink, against moto.
 #  1. (auth off: moto's listings break under auth) a prefix of 2,100 small
 #     objects packs into shards byte-identical to packing the same files

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # sagemaker_manifest: pack --from-manifest against moto.
 #  1. a ManifestFile listing every object under a prefix (local, and as an
 #     s3:// object) packs byte-identical to `pack s3://prefix/`; a prefix

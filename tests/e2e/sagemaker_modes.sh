@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # sagemaker_modes: the recipes of docs/sagemaker.md, one SageMaker input
 # mode each, with the channel simulated the way SageMaker fills it (from
 # moto; Pipe mode is sagemaker_pipe.sh):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # shard_reshape.sh - `shardkit shard` rewrites shards without losing or
 # duplicating a sample: every input member appears exactly once in the
 # output (names and CRCs compared), --num-shards 7 gives 7 shards within

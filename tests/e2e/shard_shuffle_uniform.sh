@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # shard_shuffle_uniform.sh - the global shuffle is a uniform permutation:
 # 20 samples shuffled with 2000 seeds (with a tiny --shuffle-mem, so the
 # samples scatter over many buckets and an oversized bucket is split

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # slurm_array.sh - `pack --part auto` under a real Slurm: the test starts a
 # private single-node cluster as its own child processes (munged on a
 # private socket and key, slurmctld and slurmd with a slurm.conf in a

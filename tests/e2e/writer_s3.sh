@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: long (a minute or more: started early, so it does not run last)
 # writer_s3.sh - the API's sample writer (sk_sample_writer_*) with an
 # s3:// pattern, against moto (auth off: its listings break under auth,
 # and the sink's signing is pack's, checked in s3io_pack.sh): the shard, .idx

@@ -5,6 +5,7 @@
 #                       while auth is off, then turns signature checking on
 #                       (POST /moto-api/reset-auth with body 0) and switches
 #                       to the new key.
+#   moto_auth_on        the same switch to auth on the server already running
 #   moto_stop           stops them all; call it from the test's EXIT trap.
 #   skip_unless_moto    exits 77 when moto_server or aws is missing.
 #   s3_serve [auth] [BUCKET...]
@@ -18,6 +19,10 @@
 #                       ($T/zst/t-%03d.tar.zst); then s3_serve [auth] BUCKET
 #                       and each file copied to s3://BUCKET/plain/ and
 #                       s3://BUCKET/zst/.  Needs lib.sh ($T, expect_ok).
+#   s3_put_dir DIR s3://B/P/, s3_same_dir DIR s3://B/P/
+#                       each file of DIR put as P+name, or compared with that
+#                       object, in one client process (tests/helpers/s3batch.py,
+#                       botocore): an aws cli call per object costs a second.
 #   kill_mid_upload BUCKET KEY CMD...
 #                       runs CMD (through a proxy_start proxy whose log is
 #                       $PROXY_LOG) in the background and SIGKILLs it once
@@ -78,16 +83,29 @@ moto_start() {
         curl -s -o /dev/null "$MOTO_URL/moto-api/" && break
         sleep 0.1
     done
-    if [ "${1:-}" = auth ]; then
-        local out
-        aws --endpoint-url "$MOTO_URL" iam create-user --user-name sk >/dev/null
-        aws --endpoint-url "$MOTO_URL" iam put-user-policy --user-name sk --policy-name all \
-            --policy-document '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}'
-        out=$(aws --endpoint-url "$MOTO_URL" iam create-access-key --user-name sk \
-              --query 'AccessKey.[AccessKeyId,SecretAccessKey]' --output text)
-        export AWS_ACCESS_KEY_ID=${out%%$'\t'*} AWS_SECRET_ACCESS_KEY=${out##*$'\t'}
-        curl -sf -X POST -H "Content-Type: text/plain" --data-binary 0 "$MOTO_URL/moto-api/reset-auth" >/dev/null || { echo "moto: could not turn auth on" >&2; return 1; }
-    fi
+    if [ "${1:-}" = auth ]; then moto_auth_on || return 1; fi
+}
+
+# moto_auth_on: signature checking on from now, with a new IAM user's key
+# (a test can do its auth-off steps first on the same server)
+moto_auth_on() {
+    [ "${SK_S3_SERVER:-moto}" = rgw ] && return 0
+    local out
+    # one Python process for the three IAM calls (an aws cli call each cost
+    # seconds on a loaded machine)
+    out=$(python3 - "$MOTO_URL" <<'PY'
+import sys, boto3
+iam = boto3.client("iam", endpoint_url=sys.argv[1])
+iam.create_user(UserName="sk")
+iam.put_user_policy(UserName="sk", PolicyName="all", PolicyDocument=
+    '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}')
+k = iam.create_access_key(UserName="sk")["AccessKey"]
+print(k["AccessKeyId"] + "\t" + k["SecretAccessKey"])
+PY
+) || { echo "moto: could not make an IAM user" >&2; return 1; }
+    export AWS_ACCESS_KEY_ID=${out%%$'\t'*} AWS_SECRET_ACCESS_KEY=${out##*$'\t'}
+    curl -sf -X POST -H "Content-Type: text/plain" --data-binary 0 "$MOTO_URL/moto-api/reset-auth" >/dev/null ||
+        { echo "moto: could not turn auth on" >&2; return 1; }
 }
 
 # s3_second_key: prints "ACCESS_KEY<TAB>SECRET" of a second key for the same
@@ -153,6 +171,12 @@ s3_serve() {
     done
 }
 
+# s3_put_dir DIR s3://B/P/ and s3_same_dir DIR s3://B/P/: every file of DIR
+# put as P+name, or compared with it, in one client process (s3batch.py)
+# against the latest server started (MOTO_URL)
+s3_put_dir() { python3 "$SK_ROOT/tests/helpers/s3batch.py" "$MOTO_URL" put "$@" || die "upload of $1 to $2 failed"; }
+s3_same_dir() { python3 "$SK_ROOT/tests/helpers/s3batch.py" "$MOTO_URL" same "$@" || die "$2 does not hold what $1 does"; }
+
 s3_dataset() {
     local auth= b n d f
     [ "${1:-}" = auth ] && { auth=auth; shift; }
@@ -162,9 +186,6 @@ s3_dataset() {
     expect_ok "$SK_BIN" pack "$T/c" -o "$T/plain/t-%03d.tar" "$@"
     expect_ok "$SK_BIN" pack "$T/c" -o "$T/zst/t-%03d.tar.zst" "$@" --compress zstd
     s3_serve $auth "$b"
-    for d in plain zst; do
-        for f in $(cd "$T/$d" && ls); do
-            aws s3 cp --quiet "$T/$d/$f" "s3://$b/$d/$f" || die "upload of $f failed"
-        done
-    done
+    s3_put_dir "$T/plain" "s3://$b/plain/"
+    s3_put_dir "$T/zst" "s3://$b/zst/"
 }
