@@ -63,9 +63,8 @@ up() { # TOOL: mount it on MP (the directory: nothing)
     directory) return 0 ;;
     esac
 }
-down() { [ "$1" = directory ] || { fusermount3 -u "$MP"; while mountpoint -q "$MP"; do sleep 0.05; done; }; }
+down() { [ "$1" = directory ] || fuse_down "$MP"; }
 root() { [ "$1" = directory ] && echo "$C" || echo "$MP"; }
-now() { date +%s.%N; }
 # run TOOL OP: prints the seconds OP took on a fresh mount (mount+list
 # includes the mount)
 run() {
@@ -88,26 +87,22 @@ run() {
         bench_die "$t: listed $(cat "$W/count") files, want $(wc -l <"$W/files")"
     echo "$e - $s" | bc -l
 }
+# bench_op TOOL OP (for mount_rounds): archivemount reads fewer random
+# files (scaled) and not all of them; BENCH_ALL=0 leaves the all-files
+# columns out
+bench_op() {
+    local t=$1 op=$2 o=$2 v
+    [ "$ALL" = 1 ] || case $op in all1 | all8) return 0 ;; esac
+    if [ "$t" = archivemount ]; then
+        case $op in random) o=random_am ;; all1 | all8) return 0 ;; esac
+    fi
+    v=$(run "$t" "$o") || return 1
+    [ "$o" = random_am ] && v=$(echo "$v * $R / $RA" | bc -l)
+    echo "$v"
+}
 tools=(shardkit squashfuse archivemount directory)
-declare -A T
-load0=$(cut -d' ' -f1-3 /proc/loadavg)
-for round in $(seq 1 "$BENCH_RUNS"); do
-    for t in "${tools[@]}"; do
-        for op in list random all1 all8; do
-            o=$op
-            [ "$ALL" = 1 ] || case $op in all1 | all8) continue ;; esac
-            if [ "$t" = archivemount ]; then
-                case $op in random) o=random_am ;; all1 | all8) continue ;; esac
-            fi
-            v=$(run "$t" "$o") || exit 1
-            [ "$o" = random_am ] && v=$(echo "$v * $R / $RA" | bc -l)
-            T[$t.$op]="${T[$t.$op]:-} $v"
-            echo "round $round $t $op: $v s" >&2
-        done
-    done
-done
-load1=$(cut -d' ' -f1-3 /proc/loadavg)
-med() { [ -n "${T[$1]:-}" ] && printf '%.3f' "$(median ${T[$1]})" || echo "-"; }
+mount_rounds "${tools[*]}" "list random all1 all8"
+med() { mr_med "$1"; }
 echo
 echo "| $N samples, $(wc -l <"$W/files") files | mount + list (s) | $R random files (s) | per random file (ms) | all files, 1 reader (s) | all files, 8 readers (s) |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: |"
@@ -117,4 +112,4 @@ for t in "${tools[@]}"; do
     echo "| $t | $(med "$t.list") | $r | $per | $(med "$t.all1") | $(med "$t.all8") |"
 done
 echo
-echo "load average before / after: $load0 / $load1; medians of $BENCH_RUNS interleaved rounds, whole-process wall time; archivemount's random column is $RA files scaled to $R"
+echo "load average before / after: $MR_LOAD0 / $MR_LOAD1; medians of $BENCH_RUNS interleaved rounds, whole-process wall time; archivemount's random column is $RA files scaled to $R"

@@ -4,7 +4,11 @@
 # gateway (tests/helpers/rgw.sh; SK_S3_SERVER=moto: a moto_server, far
 # slower): the issue's "listing and reading 10,000 files" comparison.
 #   shardkit   shardkit mount s3://shards/ds/ (the packed shards, 64 MiB,
-#              with indexes and manifest): one ranged GET a file
+#              with indexes and manifest): a small file's read fetches the
+#              256 KiB read window holding it, which serves the files
+#              beside it from memory
+#   shardkit-1get  the same with --read-window 0: one ranged GET a file
+#              (shardkit before the read windows)
 #   shardkit+cache  the same with --cache-dir, empty at each mount: the
 #              first read of a file fetches its 1 MiB block, which then
 #              serves the files beside it
@@ -15,7 +19,8 @@
 #   read         BENCH_READ files (default: all) in key order, read by one
 #                `cat` process at a time (xargs, 1,000 files a process),
 #                after a listing (untimed)
-# BENCH_SAMPLES (default 3334: 10,002 files), BENCH_RUNS rounds (default 3)
+# BENCH_SAMPLES (default 3334: 10,002 files), BENCH_RUNS rounds (default 3),
+# BENCH_TOOLS (default all four, space-separated)
 # interleaved (each round runs both tools), medians of whole-process wall
 # times; prints a Markdown table and the load average.  Needs root (or
 # fuse access), s3fs (scripts/deps bench), the Ceph daemons (scripts/deps
@@ -57,16 +62,17 @@ mkdir -p "$MP"
 up() {
     case $1 in
     shardkit) "$SK_BIN" mount "s3://shards/ds/" "$MP" --endpoint-url "$E" ;;
+    shardkit-1get) "$SK_BIN" mount "s3://shards/ds/" "$MP" --endpoint-url "$E" --read-window 0 ;;
     shardkit+cache) rm -rf "$W/cache"
           "$SK_BIN" mount "s3://shards/ds/" "$MP" --endpoint-url "$E" --cache-dir "$W/cache" ;;
     s3fs) s3fs files "$MP" -o ro,url="$E",use_path_request_style,passwd_file="$W/passwd" || return 1
           for _ in $(seq 1 200); do mountpoint -q "$MP" && return 0; sleep 0.05; done; return 1 ;;
     esac
 }
-down() { fusermount3 -u "$MP"; while mountpoint -q "$MP"; do sleep 0.05; done; }
-now() { date +%s.%N; }
-run() { # TOOL OP: the seconds OP took on a fresh mount
+down() { fuse_down "$MP"; }
+bench_op() { # TOOL OP (for mount_rounds): the seconds OP took on a fresh mount
     local t=$1 op=$2 s e
+    [ "$t.$op" = shardkit-1get.list ] && return 0 # the same listing as shardkit's
     mountpoint -q "$MP" && down
     [ "$op" = list ] && s=$(now)
     up "$t" || bench_die "$t: mount failed"
@@ -82,26 +88,21 @@ run() { # TOOL OP: the seconds OP took on a fresh mount
         bench_die "$t: listed $(cat "$W/count") files, want $nfiles"
     echo "$e - $s" | bc -l
 }
-tools=(shardkit shardkit+cache s3fs)
-declare -A T
-load0=$(cut -d' ' -f1-3 /proc/loadavg)
-for round in $(seq 1 "$BENCH_RUNS"); do
-    for t in "${tools[@]}"; do
-        for op in list read; do
-            v=$(run "$t" "$op") || exit 1
-            T[$t.$op]="${T[$t.$op]:-} $v"
-            echo "round $round $t $op: $v s" >&2
-        done
-    done
-done
-load1=$(cut -d' ' -f1-3 /proc/loadavg)
-med() { printf '%.3f' "$(median ${T[$1]})"; }
+# shellcheck disable=SC2206  # BENCH_TOOLS: a subset, split on spaces
+tools=(${BENCH_TOOLS:-shardkit shardkit-1get shardkit+cache s3fs})
+mount_rounds "${tools[*]}" "list read"
+med() { mr_med "$1"; }
 echo
-ratio() { echo "$(med "$1") / $(med "$2")" | bc -l | xargs printf '%.1fx'; }
+ratio() { # A / B, "-" when either was not measured
+    local a b
+    a=$(med "$1") b=$(med "$2")
+    if [ "$a" = - ] || [ "$b" = - ]; then echo -; else echo "$a / $b" | bc -l | xargs printf '%.1fx'; fi
+}
 echo "| $N samples, $nfiles files, $SK_S3_SERVER | mount + list (s) | $NREAD files read, 1 reader (s) |"
 echo "| --- | ---: | ---: |"
 for t in "${tools[@]}"; do echo "| $t | $(med "$t.list") | $(med "$t.read") |"; done
-echo "| s3fs / shardkit | $(ratio s3fs.list shardkit.list) | $(ratio s3fs.read shardkit.read) |"
-echo "| s3fs / shardkit+cache | $(ratio s3fs.list shardkit+cache.list) | $(ratio s3fs.read shardkit+cache.read) |"
+for t in "${tools[@]}"; do
+    [ "$t" = s3fs ] || echo "| s3fs / $t | $(ratio s3fs.list "$t.list") | $(ratio s3fs.read "$t.read") |"
+done
 echo
-echo "load average before / after: $load0 / $load1; medians of $BENCH_RUNS interleaved rounds, whole-process wall time"
+echo "load average before / after: $MR_LOAD0 / $MR_LOAD1; medians of $BENCH_RUNS interleaved rounds, whole-process wall time"

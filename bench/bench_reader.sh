@@ -35,30 +35,44 @@ row() { # label seconds rss
 # The global order (issue 28): one sample order per epoch read through the
 # indexes, window of 8 shards, against the shard streaming it adds to
 # (--shuffle-shards, no sample shuffle) on the same shards from the page
-# cache; the two take turns, one run each per round (the machine is
-# shared).  Target: at least 0.8x the streaming reader's samples/s.
+# cache, plain and .tar.zst (the same samples packed with --compress zstd);
+# the commands take turns, one run each per round (the machine is shared).
+# Target: at least 0.8x the streaming reader's samples/s.
 # BENCH_READER_PART=order runs this section (and its S3 part) only.
 order_section() {
-    local runs=$BENCH_RUNS round k
-    declare -A OW OR
+    local runs=$BENCH_RUNS round k Z=$BENCH_DIR/reader-shards-zst-$N
+    declare -A OW OC OR
+    if [ ! -f "$Z.done" ]; then
+        rm -rf "$Z"
+        "$SK_BIN" pack "$BENCH_DIR/corpus-$N" -o "$Z/train-%06d.tar.zst" --max-size 64M \
+            --compress zstd >/dev/null 2>&1 || bench_die "pack --compress zstd failed"
+        touch "$Z.done"
+    fi
+    warm_cache "$Z"
     for ((round = 1; round <= runs; round++)); do
         BENCH_RUNS=1
-        measure order_stream "$SK_BIN" cat --keys --shuffle-shards --seed 1 "$S"
-        OW[stream]+=" $M_WALL" OR[stream]+=" $M_RSS"
-        measure order_global "$SK_BIN" cat --keys --global-order --shuffle-shards --shuffle-window 8 --seed 1 "$S"
-        OW[global]+=" $M_WALL" OR[global]+=" $M_RSS"
+        for k in stream global zstream zglobal; do
+            local src=$S flags=(--shuffle-shards --seed 1)
+            case $k in z*) src=$Z ;; esac
+            case $k in *global) flags+=(--global-order --shuffle-window 8) ;; esac
+            measure "order_$k" "$SK_BIN" cat --keys "${flags[@]}" "$src"
+            OW[$k]+=" $M_WALL" OC[$k]+=" $M_CPU" OR[$k]+=" $M_RSS"
+        done
     done
     BENCH_RUNS=$runs
-    for k in stream global; do
+    for k in stream global zstream zglobal; do
         # shellcheck disable=SC2086  # word splitting wanted: the runs' figures
-        OW[$k]=$(median ${OW[$k]}) OR[$k]=$(median ${OR[$k]})
+        OW[$k]=$(median ${OW[$k]}) OC[$k]=$(median ${OC[$k]}) OR[$k]=$(median ${OR[$k]})
     done
-    echo "| reader order ($N samples, $mb MB, page cache) | wall s | samples/s | MB/s | peak RSS MiB |"
+    echo "| reader order ($N samples, $mb MB, page cache) | wall s | CPU s | samples/s | peak RSS MiB |"
     echo "| --- | --- | --- | --- | --- |"
-    row "shard streaming: cat --keys --shuffle-shards" "${OW[stream]}" "${OR[stream]}"
-    row "global order: cat --keys --global-order --shuffle-window 8" "${OW[global]}" "${OR[global]}"
+    orow() { printf '| %s | %s | %s | %s | %s |\n' "$1" "${OW[$2]}" "${OC[$2]}" "$(fmt_rate "$N" "${OW[$2]}")" "${OR[$2]}"; }
+    orow "shard streaming: cat --keys --shuffle-shards" stream
+    orow "global order: cat --keys --global-order --shuffle-window 8" global
+    orow ".tar.zst, shard streaming" zstream
+    orow ".tar.zst, global order" zglobal
     echo
-    echo "global order vs shard streaming: $(fmt_ratio "${OW[stream]}" "${OW[global]}")x samples/s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+    echo "global order vs shard streaming: $(fmt_ratio "${OW[stream]}" "${OW[global]}")x samples/s, $(fmt_ratio "${OC[global]}" "${OC[stream]}")x the CPU; .tar.zst: $(fmt_ratio "${OW[zstream]}" "${OW[zglobal]}")x samples/s, $(fmt_ratio "${OC[zglobal]}" "${OC[zstream]}")x the CPU (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 }
 if [ "${BENCH_READER_PART:-all}" = order ]; then
     order_section

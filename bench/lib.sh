@@ -165,3 +165,40 @@ interleave() {
         I_RSS[$il_case]=$(median ${il_m[$il_case]}) I_WALLS[$il_case]=${il_w[$il_case]% }
     done
 }
+
+# ------------------------------------------------- FUSE mounts, side by side
+# The mount benchmarks (bench_mount*.sh) time tools on fresh mounts, in
+# interleaved rounds:
+#   now                  seconds since the epoch, to the nanosecond
+#   fuse_down MP         unmounts MP and waits until it is no mount point
+#   mount_rounds "TOOL..." "OP..."
+#                        BENCH_RUNS rounds, each calling the caller's
+#                        `bench_op TOOL OP` for every tool and op in turn: it
+#                        prints the seconds OP took, or nothing when that
+#                        pair is not measured; sets MR[TOOL.OP] (the
+#                        rounds' figures) and MR_LOAD0/MR_LOAD1 (the load
+#                        average before and after)
+#   mr_med TOOL.OP       the median of MR[TOOL.OP] (%.3f), "-" when none
+now() { date +%s.%N; }
+fuse_down() { fusermount3 -u "$1"; while mountpoint -q "$1"; do sleep 0.05; done; }
+declare -gA MR=()
+mount_rounds() {
+    local -a mr_tools mr_ops
+    local round t op v
+    read -ra mr_tools <<<"$1"
+    read -ra mr_ops <<<"$2"
+    MR_LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+    for round in $(seq 1 "$BENCH_RUNS"); do
+        for t in "${mr_tools[@]}"; do
+            for op in "${mr_ops[@]}"; do
+                v=$(bench_op "$t" "$op") || exit 1
+                [ -n "$v" ] || continue
+                MR[$t.$op]="${MR[$t.$op]:-} $v"
+                echo "round $round $t $op: $v s" >&2
+            done
+        done
+    done
+    MR_LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
+}
+# shellcheck disable=SC2086  # split: one figure per round
+mr_med() { [ -n "${MR[$1]:-}" ] && printf '%.3f' "$(median ${MR[$1]})" || echo "-"; }

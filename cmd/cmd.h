@@ -251,6 +251,8 @@ enum {
     CMD_O_FN,    /* fn(ctx, value): 0, or the tool's exit code (2 after a usage error) */
     CMD_O_FN_OPT, /* the same, the value optional (NULL when not given) */
     CMD_O_DO,    /* no value: fn(ctx, NULL), as CMD_O_FN */
+    CMD_O_CHECK, /* fn(to, value): 0 taken, -1 a bad value (the row's `bad` message),
+                  * else the tool's exit code */
 };
 struct option;
 typedef struct cmd_opt {
@@ -274,6 +276,7 @@ typedef struct cmd_opt {
 #define CMD_FN(name, letter, fn, ctx) {name, letter, CMD_O_FN, NULL, 0, 0, 0, NULL, fn, ctx}
 #define CMD_FN_OPT(name, fn, ctx) {name, 0, CMD_O_FN_OPT, NULL, 0, 0, 0, NULL, fn, ctx}
 #define CMD_DO(name, letter, fn, ctx) {name, letter, CMD_O_DO, NULL, 0, 0, 0, NULL, fn, ctx}
+#define CMD_CHECK(name, letter, to, fn, bad) {name, letter, CMD_O_CHECK, to, 0, 0, 0, bad, fn, NULL}
 typedef struct cmd_opts {
     const char *tool, *usage;
     const cmd_opt *t; /* the rows (at most 64) */
@@ -288,10 +291,71 @@ typedef struct cmd_opts {
     int (*more_fn)(void *ctx, int c, char *value);
     void *more_ctx;
 } cmd_opts;
+/* CMD_CHECK parsers: --compress (into an int level), --on-error fail|skip
+ * (into an int, 1 for skip), seconds over 0 and up to an hour (a double). */
+int cmd_check_compress(void *to, char *value);
+int cmd_check_on_error(void *to, char *value);
+int cmd_check_seconds(void *to, char *value);
+
+/* What the shard writers (pack, pack --from-urls, shard) take alike: the
+ * rows CMD_WRITER_ROWS (into o, an sk_pack_options or sk_shard_options,
+ * and w) and CMD_RESHAPE_ROWS (pack and shard), and the option families
+ * (images, --append/--overwrite and, with sm, SageMaker) as cmd_opts.more
+ * through CMD_WRITER_MORE(w). */
+typedef struct cmd_writer {
+    const char *tool, *usage;
+    const char *part;      /* --part I/N|auto, parsed by cmd_writer_part */
+    uint64_t parts;
+    int json, quiet;
+    sk_image_options *images;
+    cmd_sagemaker *sm;     /* NULL: no SageMaker options */
+    int *existing;
+} cmd_writer;
+#define CMD_QUOTE_(x) #x
+#define CMD_QUOTE(x) CMD_QUOTE_(x)
+#define CMD_WRITER_ROWS(o, w)                                                                   \
+    CMD_STR("output", 'o', &(o)->pattern),                                                      \
+    CMD_NUM("start", 0, &(o)->start, 0, UINT64_MAX, "--start '%s': want an integer"),           \
+    CMD_NUM("mtime", 0, &(o)->mtime, 0, UINT64_MAX, "--mtime '%s': want seconds since 1970"),   \
+    CMD_CHECK("compress", 0, &(o)->compress_level, cmd_check_compress,                          \
+              "--compress '%s': want zstd, zstd:LEVEL (1..22) or none"),                        \
+    CMD_NUM("jobs", 'j', &(o)->jobs, 1, 256, "--jobs '%s': want 1..256"),                      \
+    CMD_STR("manifest", 0, &(o)->manifest),                                                     \
+    CMD_STR("part", 0, &(w)->part),                                                             \
+    CMD_NUM("parts", 0, &(w)->parts, 1, SK_PART_MAX, "--parts '%s': want 1.." CMD_QUOTE(SK_PART_MAX)), \
+    CMD_SET("json", 0, &(w)->json, 1),                                                          \
+    CMD_SET("quiet", 'q', &(w)->quiet, 1)
+#define CMD_RESHAPE_ROWS(o)                                                                     \
+    CMD_SIZE("max-size", 0, &(o)->max_size, 4096, UINT64_MAX,                                   \
+             "--max-size '%s': want a size of at least 4K such as 512M"),                       \
+    CMD_NUM("max-count", 0, &(o)->max_count, 1, UINT64_MAX, "--max-count '%s': want a positive integer"), \
+    CMD_SET("shuffle", 0, &(o)->shuffle, 1),                                                    \
+    CMD_NUM("seed", 0, &(o)->seed, 0, UINT64_MAX, "--seed '%s': want an integer"),              \
+    CMD_STR("tmp-dir", 0, &(o)->tmp_dir),                                                       \
+    CMD_SET("resume", 0, &(o)->resume, 1),                                                      \
+    CMD_SET("dry-run", 0, &(o)->dry_run, 1)
+const struct option *cmd_writer_rows(void);
+size_t cmd_writer_nrows(const cmd_writer *w);
+int cmd_writer_option(void *w, int c, char *value);
+#define CMD_WRITER_MORE(w) \
+    .more = cmd_writer_rows(), .nmore = cmd_writer_nrows(w), .more_fn = cmd_writer_option, .more_ctx = (w)
+/* --part and --parts into *part and *parts: 0, or exit 2 after the message. */
+int cmd_writer_part(const cmd_writer *w, int *part, int *parts);
+
 /* Takes the options of argv, -h/--help included (the usage on stdout).
  * -1: done, the operands are argv[*first..argc); else the tool's exit
  * code (0 after --help, 2 after a usage error, reported). */
 int cmd_getopt(const cmd_opts *os, int argc, char **argv, int *first);
+
+/* The start of a tool that reads one DATASET (get, serve, stats): its
+ * rows and the S3 client options taken, then exactly nargs operands (else
+ * `what` as the usage error), the first a place to read (local, s3://,
+ * http(s)://).  -1: go on, the operands at argv[*first]; else the exit code. */
+int cmd_dataset_getopt(const char *tool, const char *usage, const cmd_opt *t, size_t n,
+                       sk_s3_config *s3, int argc, char **argv, int nargs, const char *what,
+                       int *first);
+/* --trust-index: skip the index body checksum (open in O(1)) */
+#define CMD_TRUST_INDEX(flags) CMD_OR("trust-index", flags, SK_INDEX_TRUST_BODY)
 
 /* The one message for an option getopt does not know, or one missing its
  * value (optind, optopt as getopt left them); returns 2. */

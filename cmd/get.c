@@ -138,19 +138,16 @@ int cmd_get(int argc, char **argv)
         CMD_STR("ext", 'e', &ext),
         CMD_STR("output", 'o', &out),
         CMD_SET("tar", 0, &tar, 1),
-        CMD_OR("trust-index", &flags, SK_INDEX_TRUST_BODY),
+        CMD_TRUST_INDEX(&flags),
         CMD_SET("json", 0, &json, 1),
         CMD_SET("quiet", 'q', &quiet, 1),
     };
-    cmd_opts os = {.tool = "get", .usage = usage, .t = opts, .n = sizeof opts / sizeof *opts,
-                   .s3 = &s3cfg};
-    int first, done = cmd_getopt(&os, argc, argv, &first);
+    int first, done = cmd_dataset_getopt("get", usage, opts, sizeof opts / sizeof *opts, &s3cfg, argc,
+                                         argv, 2, "need DATASET and KEY (or '#N')", &first);
     if (done >= 0) return done;
-    if (argc - first != 2) return cmd_usage_error("get", usage, "need DATASET and KEY (or '#N')");
     if (tar && ext) return cmd_usage_error("get", usage, "--tar writes whole samples; drop --ext");
     const char *dataset = argv[first], *key = argv[first + 1];
-    const cmd_place pl[] = {{NULL, dataset, CMD_R | CMD_S3 | CMD_HTTP}, {"-o", out, CMD_W | CMD_STREAM | CMD_S3}};
-    if (cmd_places("get", pl, 2)) return SK_EXIT_USAGE;
+    if (cmd_places("get", &(cmd_place){"-o", out, CMD_W | CMD_STREAM | CMD_S3}, 1)) return SK_EXIT_USAGE;
     sk_error err = SK_ERROR_INIT;
     sk_dataset *ds = NULL;
     sk_hit h;

@@ -28,6 +28,10 @@ static const char usage[] =
     "      --cache-dir DIR keep what is read of remote shards and indexes here,\n"
     "                      by 1 MiB block (reused by later mounts; found by ETag)\n"
     "      --cache-size SIZE  bound of the cache (e.g. 10G; default: none)\n"
+    "      --read-window SIZE  a small read of a remote shard fetches the aligned\n"
+    "                      window of SIZE holding it, kept in memory for the\n"
+    "                      files beside it (default 256K; 0: none)\n"
+    "      --window-memory SIZE  memory for those windows in all (default 32M)\n"
     "      --json          print {\"dataset\", \"mountpoint\"} on stdout once mounted\n"
     "                      (with -f: once unmounted cleanly)\n"
     "  -q, --quiet         no warnings (members skipped for their names, failed reads)\n"
@@ -97,15 +101,18 @@ int cmd_mount(int argc, char **argv)
     sk_mount_options_init(&o);
     struct fuse_opts fo = {.o = &o};
     int json = 0;
+    uint64_t window = UINT64_MAX;
     const cmd_opt opts[] = {
         CMD_SET("foreground", 'f', &o.foreground, 1),
         CMD_SET("by-shard", 0, &o.by_shard, 1),
         CMD_SET("verify", 0, &o.verify, 1),
         CMD_NUM("threads", 0, &o.threads, 1, 1024, "--threads: '%s' is not 1..1024"),
-        CMD_OR("trust-index", &op.flags, SK_INDEX_TRUST_BODY),
+        CMD_TRUST_INDEX(&op.flags),
         CMD_SET("json", 0, &json, 1),
         CMD_STR("cache-dir", 0, &o.cache_dir),
         CMD_SIZE("cache-size", 0, &o.cache_size, 0, UINT64_MAX, "--cache-size: '%s' is not a size"),
+        CMD_SIZE("read-window", 0, &window, 0, 64u << 20, "--read-window: '%s' is not 0 or a size up to 64M"),
+        CMD_SIZE("window-memory", 0, &o.window_memory, 8192, UINT64_MAX, "--window-memory: '%s' is not a size"),
         CMD_DO("quiet", 'q', quiet, &o),
         CMD_FN(NULL, 'o', fuse_opt, &fo),
     };
@@ -116,6 +123,7 @@ int cmd_mount(int argc, char **argv)
     if (argc - first != 2) return cmd_usage_error("mount", usage, "need DATASET and MOUNTPOINT");
     if (o.cache_size && !o.cache_dir)
         return cmd_usage_error("mount", usage, "--cache-size needs --cache-dir");
+    if (window != UINT64_MAX) o.read_window = window ? (size_t)window : SIZE_MAX;
     op.dataset = argv[first];
     o.fuse_opts = fo.buf[0] ? fo.buf : NULL;
     o.open = open_ds;

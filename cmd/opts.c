@@ -8,6 +8,7 @@
 #include "cmd.h"
 
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ROWS_MAX 64
@@ -17,7 +18,8 @@
 static int takes_arg(int kind)
 {
     return kind == CMD_O_FN_OPT ? optional_argument
-           : kind == CMD_O_STR || kind == CMD_O_NUM || kind == CMD_O_SIZE || kind == CMD_O_FN
+           : kind == CMD_O_STR || kind == CMD_O_NUM || kind == CMD_O_SIZE || kind == CMD_O_FN ||
+                   kind == CMD_O_CHECK
                ? required_argument
                : no_argument;
 }
@@ -48,6 +50,12 @@ static int take(const char *tool, const char *usage, const cmd_opt *o, char *arg
     case CMD_O_FN:
     case CMD_O_FN_OPT:
     case CMD_O_DO: return o->fn(o->ctx, arg);
+    case CMD_O_CHECK: {
+        int rc = o->fn(o->to, arg);
+        if (rc != -1) return rc;
+        return o->bad ? cmd_usage_error(tool, usage, o->bad, arg, typed)
+                      : cmd_usage_error(tool, usage, "bad --%s '%s'", o->name, arg);
+    }
     }
     int bad = o->kind == CMD_O_SIZE ? cmd_parse_size(arg, &v) : cmd_parse_u64(arg, &v);
     if (!bad && v >= o->lo && v <= o->hi) {
@@ -115,4 +123,74 @@ int cmd_getopt(const cmd_opts *os, int argc, char **argv, int *first)
     }
     *first = optind;
     return -1;
+}
+
+int cmd_dataset_getopt(const char *tool, const char *usage, const cmd_opt *t, size_t n,
+                       sk_s3_config *s3, int argc, char **argv, int nargs, const char *what,
+                       int *first)
+{
+    cmd_opts os = {.tool = tool, .usage = usage, .t = t, .n = n, .s3 = s3};
+    int done = cmd_getopt(&os, argc, argv, first);
+    if (done >= 0) return done;
+    if (argc - *first != nargs) return cmd_usage_error(tool, usage, "%s", what);
+    if (cmd_places_args(tool, argv + *first, 1, CMD_R | CMD_S3 | CMD_HTTP)) return SK_EXIT_USAGE;
+    return -1;
+}
+
+/* ------------------------------------------------------------ CMD_CHECK */
+
+int cmd_check_compress(void *to, char *value)
+{
+    return cmd_parse_compress(value, to) ? -1 : 0;
+}
+
+int cmd_check_on_error(void *to, char *value)
+{
+    int skip = !strcmp(value, "skip");
+    if (!skip && strcmp(value, "fail")) return -1;
+    *(int *)to = skip;
+    return 0;
+}
+
+int cmd_check_seconds(void *to, char *value)
+{
+    char *end;
+    double s = strtod(value, &end);
+    if (end == value || *end || !(s > 0) || s > 3600) return -1;
+    *(double *)to = s;
+    return 0;
+}
+
+/* ------------------------------------------------------ the shard writers */
+
+/* the families' rows: SageMaker's last, left out where a tool has none */
+static const struct option writer_rows[] = {CMD_IMAGE_OPTIONS, CMD_EXISTING_OPTIONS, CMD_SAGEMAKER_OPTIONS};
+enum { SAGEMAKER_ROWS = 3 };
+
+const struct option *cmd_writer_rows(void)
+{
+    return writer_rows;
+}
+
+size_t cmd_writer_nrows(const cmd_writer *w)
+{
+    return sizeof writer_rows / sizeof *writer_rows - (w->sm ? 0 : SAGEMAKER_ROWS);
+}
+
+int cmd_writer_option(void *ctx, int c, char *value)
+{
+    cmd_writer *w = ctx;
+    int r = cmd_image_option(w->tool, w->usage, c, value, w->images);
+    if (!r) r = cmd_existing_option(w->tool, w->usage, c, w->existing);
+    if (!r && w->sm) r = cmd_sagemaker_option(w->tool, w->usage, c, value, w->sm);
+    return r;
+}
+
+int cmd_writer_part(const cmd_writer *w, int *part, int *parts)
+{
+    sk_error err = SK_ERROR_INIT;
+    if (w->parts && !w->part) return cmd_usage_error(w->tool, w->usage, "--parts needs --part");
+    if (w->part && sk_part_parse(w->part, (int)w->parts, part, parts, &err))
+        return cmd_usage_error(w->tool, w->usage, "%s", err.msg);
+    return 0;
 }

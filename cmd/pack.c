@@ -5,7 +5,6 @@
  */
 #include "cmd.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -66,47 +65,6 @@ static const char usage[] =
     "\n"
     "Exit status: 0 done, 1 an input or output problem, 2 usage error.\n";
 
-enum {
-    OPT_FILES_FROM = 256, OPT_ROOT, OPT_FROM_ARCHIVE, OPT_MAX_SIZE, OPT_MAX_COUNT, OPT_START,
-    OPT_SHUFFLE, OPT_SEED, OPT_MTIME, OPT_RESUME, OPT_ON_ERROR, OPT_FOLLOW, OPT_MANIFEST,
-    OPT_TMP_DIR, OPT_JSON, OPT_COMPRESS, OPT_PART, OPT_PARTS, OPT_CONCURRENCY, OPT_FROM_MANIFEST, OPT_DRY_RUN,
-};
-
-static const struct option options[] = {
-    {"output", required_argument, NULL, 'o'},
-    {"files-from", required_argument, NULL, OPT_FILES_FROM},
-    {"root", required_argument, NULL, OPT_ROOT},
-    {"null", no_argument, NULL, '0'},
-    {"from-archive", required_argument, NULL, OPT_FROM_ARCHIVE},
-    {"from-manifest", required_argument, NULL, OPT_FROM_MANIFEST},
-    {"max-size", required_argument, NULL, OPT_MAX_SIZE},
-    {"max-count", required_argument, NULL, OPT_MAX_COUNT},
-    {"start", required_argument, NULL, OPT_START},
-    {"shuffle", no_argument, NULL, OPT_SHUFFLE},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"mtime", required_argument, NULL, OPT_MTIME},
-    {"jobs", required_argument, NULL, 'j'},
-    {"resume", no_argument, NULL, OPT_RESUME},
-    {"part", required_argument, NULL, OPT_PART},
-    {"parts", required_argument, NULL, OPT_PARTS},
-    {"on-error", required_argument, NULL, OPT_ON_ERROR},
-    {"follow-symlinks", no_argument, NULL, OPT_FOLLOW},
-    {"manifest", required_argument, NULL, OPT_MANIFEST},
-    {"tmp-dir", required_argument, NULL, OPT_TMP_DIR},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
-    {"compress", required_argument, NULL, OPT_COMPRESS},
-    CMD_S3_CLIENT_OPTIONS,
-    CMD_SAGEMAKER_OPTIONS,
-    CMD_EXISTING_OPTIONS,
-    CMD_IMAGE_OPTIONS,
-    CMD_S3_PART_SIZE_OPTION,
-    {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
 static void on_progress(void *ctx, const sk_pack_stats *st)
 {
     /* files_total is 0 while a key-order run still lists its sources */
@@ -118,6 +76,23 @@ static void on_progress(void *ctx, const sk_pack_stats *st)
 
 struct source { int kind; const char *path; };
 enum { SRC_DIR, SRC_LIST, SRC_ARCHIVE, SRC_S3, SRC_MANIFEST };
+/* --files-from, --from-archive, --from-manifest: each appended to the
+ * sources in the order given (kind: which) */
+struct sources {
+    struct source *s;
+    size_t n;
+};
+struct adder {
+    struct sources *to;
+    int kind;
+};
+
+static int add_source(void *ctx, char *path)
+{
+    struct adder *a = ctx;
+    a->to->s[a->to->n++] = (struct source){a->kind, path};
+    return 0;
+}
 
 int cmd_pack(int argc, char **argv)
 {
@@ -125,97 +100,41 @@ int cmd_pack(int argc, char **argv)
     o.compress_level = -1; /* not given: the names' suffix decides */
     cmd_ui ui = {.tool = "pack"};
     cmd_sagemaker sm = {0};
-    const char *root = NULL, *part = NULL;
-    uint64_t parts = 0;
-    int nul = 0, json = 0, quiet = 0, c;
-    uint64_t v, part_size = 0, concurrency = 64;
+    const char *root = NULL;
+    int nul = 0, first;
+    uint64_t part_size = 0, concurrency = 64;
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
     sk_image_options images;
     sk_image_options_init(&images);
-    struct source *srcs = calloc((size_t)argc + 1, sizeof *srcs);
-    size_t nsrcs = 0;
-    if (!srcs) return SK_EXIT_PROBLEM;
     for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
         if (!strncmp(argv[i], "--from-urls", 11) && (!argv[i][11] || argv[i][11] == '='))
-            return free(srcs), cmd_pack_urls(argc, argv);
-
-    while ((c = getopt_long(argc, argv, "o:0j:qh", options, NULL)) != -1) {
-        switch (c) {
-        case 'o': o.pattern = optarg; break;
-        case OPT_FILES_FROM: srcs[nsrcs++] = (struct source){SRC_LIST, optarg}; break;
-        case OPT_ROOT: root = optarg; break;
-        case '0': nul = 1; break;
-        case OPT_FROM_ARCHIVE: srcs[nsrcs++] = (struct source){SRC_ARCHIVE, optarg}; break;
-        case OPT_FROM_MANIFEST: srcs[nsrcs++] = (struct source){SRC_MANIFEST, optarg}; break;
-        case OPT_MAX_SIZE:
-            if (cmd_parse_size(optarg, &o.max_size) || o.max_size < 4096)
-                return free(srcs), cmd_usage_error("pack", usage, "--max-size '%s': want a size of at least 4K such as 512M", optarg);
-            break;
-        case OPT_MAX_COUNT:
-            if (cmd_parse_u64(optarg, &o.max_count) || !o.max_count)
-                return free(srcs), cmd_usage_error("pack", usage, "--max-count '%s': want a positive integer", optarg);
-            break;
-        case OPT_START:
-            if (cmd_parse_u64(optarg, &o.start))
-                return free(srcs), cmd_usage_error("pack", usage, "--start '%s': want an integer", optarg);
-            break;
-        case OPT_SHUFFLE: o.shuffle = 1; break;
-        case OPT_SEED:
-            if (cmd_parse_u64(optarg, &o.seed))
-                return free(srcs), cmd_usage_error("pack", usage, "--seed '%s': want an integer", optarg);
-            break;
-        case OPT_MTIME:
-            if (cmd_parse_u64(optarg, &o.mtime))
-                return free(srcs), cmd_usage_error("pack", usage, "--mtime '%s': want seconds since 1970", optarg);
-            break;
-        case 'j':
-            if (cmd_parse_u64(optarg, &v) || !v || v > 256)
-                return free(srcs), cmd_usage_error("pack", usage, "--jobs '%s': want 1..256", optarg);
-            o.jobs = (int)v;
-            break;
-        case OPT_RESUME: o.resume = 1; break;
-        case OPT_PART: part = optarg; break;
-        case OPT_PARTS:
-            if (cmd_parse_u64(optarg, &parts) || !parts || parts > SK_PART_MAX)
-                return free(srcs), cmd_usage_error("pack", usage, "--parts '%s': want 1..%d", optarg, SK_PART_MAX);
-            break;
-        case OPT_ON_ERROR:
-            if (!strcmp(optarg, "skip")) o.skip_errors = 1;
-            else if (strcmp(optarg, "fail"))
-                return free(srcs), cmd_usage_error("pack", usage, "--on-error '%s': want fail or skip", optarg);
-            break;
-        case OPT_FOLLOW: o.follow_symlinks = 1; break;
-        case OPT_MANIFEST: o.manifest = optarg; break;
-        case OPT_TMP_DIR: o.tmp_dir = optarg; break;
-        case OPT_JSON: json = 1; break;
-        case OPT_DRY_RUN: o.dry_run = 1; break;
-        case OPT_COMPRESS:
-            if (cmd_parse_compress(optarg, &o.compress_level))
-                return free(srcs), cmd_usage_error("pack", usage, "--compress '%s': want zstd, zstd:LEVEL (1..22) or none", optarg);
-            break;
-        case OPT_CONCURRENCY:
-            if (cmd_parse_u64(optarg, &concurrency) || !concurrency || concurrency > 256)
-                return free(srcs), cmd_usage_error("pack", usage, "--concurrency '%s': want 1..256", optarg);
-            break;
-        case 'q': quiet = 1; break;
-        case 'h': free(srcs); fputs(usage, stdout); return SK_EXIT_OK;
-        default:
-            switch (cmd_image_option("pack", usage, c, optarg, &images) ?: cmd_sagemaker_option("pack", usage, c, optarg, &sm)
-                    ?: cmd_existing_option("pack", usage, c, &o.existing)) {
-            case 1: continue;
-            case -1: free(srcs); return SK_EXIT_USAGE;
-            }
-            switch (cmd_s3_option("pack", usage, c, optarg, &s3cfg, &part_size)) {
-            case 1: break;
-            case -1: free(srcs); return SK_EXIT_USAGE;
-            default: free(srcs); return cmd_unknown_option("pack", argv);
-            }
-        }
-    }
+            return cmd_pack_urls(argc, argv);
+    struct sources src = {calloc((size_t)argc + 1, sizeof *src.s), 0};
+    if (!src.s) return SK_EXIT_PROBLEM;
+    struct adder lists = {&src, SRC_LIST}, archives = {&src, SRC_ARCHIVE}, manifests = {&src, SRC_MANIFEST};
+    cmd_writer w = {.tool = "pack", .usage = usage, .images = &images, .sm = &sm, .existing = &o.existing};
+    const cmd_opt opts[] = {
+        CMD_WRITER_ROWS(&o, &w),
+        CMD_RESHAPE_ROWS(&o),
+        CMD_FN("files-from", 0, add_source, &lists),
+        CMD_STR("root", 0, &root),
+        CMD_SET("null", '0', &nul, 1),
+        CMD_FN("from-archive", 0, add_source, &archives),
+        CMD_FN("from-manifest", 0, add_source, &manifests),
+        CMD_CHECK("on-error", 0, &o.skip_errors, cmd_check_on_error, "--on-error '%s': want fail or skip"),
+        CMD_SET("follow-symlinks", 0, &o.follow_symlinks, 1),
+        CMD_NUM("concurrency", 0, &concurrency, 1, 256, "--concurrency '%s': want 1..256"),
+    };
+    cmd_opts os = {.tool = "pack", .usage = usage, .t = opts, .n = sizeof opts / sizeof *opts,
+                   .s3 = &s3cfg, .part_size = &part_size, CMD_WRITER_MORE(&w)};
+    int done = cmd_getopt(&os, argc, argv, &first);
+    struct source *srcs = src.s;
+    size_t nsrcs = src.n;
+    if (done >= 0) return free(srcs), done;
     const char *named[] = {o.pattern, o.manifest, root, sm.out};
     int need_s3 = cmd_any_s3(named, 4);
     for (size_t i = 0; i < nsrcs; i++) need_s3 |= srcs[i].kind == SRC_MANIFEST || cmd_any_s3(&srcs[i].path, 1);
-    for (int i = optind; i < argc; i++) {
+    for (int i = first; i < argc; i++) {
         int s3 = !strncmp(argv[i], "s3://", 5);
         srcs[nsrcs++] = (struct source){s3 ? SRC_S3 : SRC_DIR, argv[i]}, need_s3 |= s3;
     }
@@ -232,17 +151,12 @@ int cmd_pack(int argc, char **argv)
     if (!strcmp(o.pattern, "-") && isatty(STDOUT_FILENO))
         return free(srcs), cmd_usage_error("pack", usage, "stdout is a terminal: redirect the tar stream");
     cmd_check_zst_pattern("pack", o.pattern, &o.compress_level);
-    if (parts && !part) return free(srcs), cmd_usage_error("pack", usage, "--parts needs --part");
-    if (part) {
-        sk_error perr = SK_ERROR_INIT;
-        if (sk_part_parse(part, (int)parts, &o.part, &o.parts, &perr))
-            return free(srcs), cmd_usage_error("pack", usage, "%s", perr.msg);
-    }
+    if (cmd_writer_part(&w, &o.part, &o.parts)) return free(srcs), SK_EXIT_USAGE;
     if (cmd_sagemaker_check(&sm, usage, o.pattern, o.part, o.parts)) return free(srcs), SK_EXIT_USAGE;
 
     if (sk_image_options_active(&images)) o.images = &images;
     o.warn = cmd_ui_warn;
-    cmd_progress_start(&ui, "pack", quiet);
+    cmd_progress_start(&ui, "pack", w.quiet);
     o.progress = ui.on ? on_progress : NULL;
     o.ctx = &ui;
     sk_error err = SK_ERROR_INIT;
@@ -283,11 +197,11 @@ int cmd_pack(int argc, char **argv)
     sk_s3_free(s3);
     free(srcs);
     if (rc) return cmd_report("pack", &err);
-    if (o.dry_run && !json)
+    if (o.dry_run && !w.json)
         printf("would write: %llu shards, %llu samples, %llu bytes of tar from %llu files\n",
                (unsigned long long)st.shards, (unsigned long long)st.samples,
                (unsigned long long)st.output_bytes, (unsigned long long)st.files_total);
-    else if (json) /* with -o -, stdout is the tar stream */
+    else if (w.json) /* with -o -, stdout is the tar stream */
         fprintf(strcmp(o.pattern, "-") ? stdout : stderr, "{\"shards\": %llu, \"shards_resumed\": %llu, \"samples\": %llu, \"files\": %llu, "
                "\"bytes\": %llu, \"output_bytes\": %llu, \"seconds\": %.3f, \"skipped\": %llu, "
                "\"images\": %llu, \"image_skips\": %llu, \"bad_images\": %llu}\n",

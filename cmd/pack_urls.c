@@ -6,7 +6,6 @@
  */
 #include "cmd.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -65,48 +64,6 @@ static const char usage[] =
     "Exit status: 0 done (failed rows are counted, not errors), 1 the list or an\n"
     "output failed, 2 usage error.\n";
 
-enum {
-    OPT_FROM_URLS = 256, OPT_INPUT_FORMAT, OPT_URL_COL, OPT_CAPTION_COL, OPT_SAVE_COLS,
-    OPT_PER_SHARD, OPT_CONCURRENCY, OPT_PER_HOST, OPT_MAX_BYTES, OPT_TIMEOUT, OPT_RETRIES,
-    OPT_UA_TOKEN, OPT_DIRECTIVES, OPT_ALLOW_PRIVATE, OPT_HASH, OPT_VERIFY_HASH, OPT_INCREMENTAL,
-    OPT_START, OPT_MTIME, OPT_COMPRESS, OPT_PART, OPT_PARTS, OPT_MANIFEST, OPT_JSON,
-};
-
-static const struct option options[] = {
-    {"output", required_argument, NULL, 'o'},
-    {"from-urls", required_argument, NULL, OPT_FROM_URLS},
-    {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
-    {"url-col", required_argument, NULL, OPT_URL_COL},
-    {"caption-col", required_argument, NULL, OPT_CAPTION_COL},
-    {"save-additional-columns", required_argument, NULL, OPT_SAVE_COLS},
-    {"number-sample-per-shard", required_argument, NULL, OPT_PER_SHARD},
-    {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
-    {"per-host", required_argument, NULL, OPT_PER_HOST},
-    {"max-image-bytes", required_argument, NULL, OPT_MAX_BYTES},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"retries", required_argument, NULL, OPT_RETRIES},
-    {"user-agent-token", required_argument, NULL, OPT_UA_TOKEN},
-    {"disallowed-header-directives", required_argument, NULL, OPT_DIRECTIVES},
-    {"allow-private-addresses", optional_argument, NULL, OPT_ALLOW_PRIVATE},
-    {"compute-hash", required_argument, NULL, OPT_HASH},
-    {"verify-hash", required_argument, NULL, OPT_VERIFY_HASH},
-    {"incremental", no_argument, NULL, OPT_INCREMENTAL},
-    {"jobs", required_argument, NULL, 'j'},
-    {"start", required_argument, NULL, OPT_START},
-    {"mtime", required_argument, NULL, OPT_MTIME},
-    {"compress", required_argument, NULL, OPT_COMPRESS},
-    {"part", required_argument, NULL, OPT_PART},
-    {"parts", required_argument, NULL, OPT_PARTS},
-    {"manifest", required_argument, NULL, OPT_MANIFEST},
-    {"json", no_argument, NULL, OPT_JSON},
-    CMD_S3_CLIENT_OPTIONS,
-    CMD_EXISTING_OPTIONS,
-    CMD_IMAGE_OPTIONS,
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
 static void on_progress(void *ctx, const sk_urls_stats *st)
 {
     cmd_progress_at at = {.unit = "rows", .done = st->rows, .samples = st->success,
@@ -115,10 +72,13 @@ static void on_progress(void *ctx, const sk_urls_stats *st)
     cmd_progress_show(ctx, &at, 0);
 }
 
-/* A whole number in lo..hi into *out; 0 on success. */
-static int num(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+/* --allow-private-addresses[=CIDR,...] */
+static int allow_private(void *ctx, char *ranges)
 {
-    return cmd_parse_u64(s, out) || *out < lo || *out > hi;
+    sk_urls_options *u = ctx;
+    u->allow_private = 1;
+    u->allow_addresses = ranges;
+    return 0;
 }
 
 int cmd_pack_urls(int argc, char **argv)
@@ -132,81 +92,36 @@ int cmd_pack_urls(int argc, char **argv)
     sk_image_options_init(&images);
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
     cmd_ui ui = {.tool = "pack"};
-    const char *part = NULL;
-    uint64_t v, parts = 0;
-    int json = 0, quiet = 0, c;
-    char *end;
-    while ((c = getopt_long(argc, argv, "o:j:qh", options, NULL)) != -1) {
-        switch (c) {
-        case 'o': o.pattern = optarg; break;
-        case OPT_FROM_URLS: u.list = optarg; break;
-        case OPT_INPUT_FORMAT: u.input_format = optarg; break;
-        case OPT_URL_COL: u.url_col = optarg; break;
-        case OPT_CAPTION_COL: u.caption_col = optarg; break;
-        case OPT_SAVE_COLS: u.save_columns = optarg; break;
-        case OPT_UA_TOKEN: u.user_agent_token = optarg; break;
-        case OPT_DIRECTIVES: u.disallowed_header_directives = optarg; break;
-        case OPT_ALLOW_PRIVATE: u.allow_private = 1; u.allow_addresses = optarg; break;
-        case OPT_HASH: u.compute_hash = optarg; break;
-        case OPT_VERIFY_HASH: u.verify_hash = optarg; break;
-        case OPT_INCREMENTAL: u.incremental = 1; break;
-        case OPT_MANIFEST: o.manifest = optarg; break;
-        case OPT_PART: part = optarg; break;
-        case OPT_JSON: json = 1; break;
-        case 'q': quiet = 1; break;
-        case 'h': fputs(usage, stdout); return SK_EXIT_OK;
-        case OPT_PER_SHARD:
-            if (num(optarg, 1, 100000000, &u.per_shard))
-                return cmd_usage_error("pack", usage, "--number-sample-per-shard '%s': want 1..100000000", optarg);
-            break;
-        case OPT_CONCURRENCY:
-        case OPT_PER_HOST:
-        case OPT_RETRIES:
-            if (num(optarg, c == OPT_RETRIES ? 0 : 1, c == OPT_RETRIES ? 100 : 4096, &v))
-                return cmd_usage_error("pack", usage, "--%s '%s': want %s", c == OPT_RETRIES ? "retries"
-                                       : c == OPT_PER_HOST ? "per-host" : "concurrency", optarg,
-                                       c == OPT_RETRIES ? "0..100" : "1..4096");
-            *(c == OPT_RETRIES ? &u.retries : c == OPT_PER_HOST ? &u.per_host : &u.concurrency) = (int)v;
-            break;
-        case OPT_MAX_BYTES:
-            if (cmd_parse_size(optarg, &u.max_image_bytes) || !u.max_image_bytes)
-                return cmd_usage_error("pack", usage, "--max-image-bytes '%s': want a size such as 32M", optarg);
-            break;
-        case OPT_TIMEOUT:
-            u.timeout = strtod(optarg, &end);
-            if (end == optarg || *end || !(u.timeout > 0) || u.timeout > 3600)
-                return cmd_usage_error("pack", usage, "--timeout '%s': want seconds, over 0 and up to 3600", optarg);
-            break;
-        case 'j':
-            if (num(optarg, 1, 256, &v)) return cmd_usage_error("pack", usage, "--jobs '%s': want 1..256", optarg);
-            o.jobs = (int)v;
-            break;
-        case OPT_START:
-            if (cmd_parse_u64(optarg, &o.start)) return cmd_usage_error("pack", usage, "--start '%s': want an integer", optarg);
-            break;
-        case OPT_MTIME:
-            if (cmd_parse_u64(optarg, &o.mtime)) return cmd_usage_error("pack", usage, "--mtime '%s': want seconds since 1970", optarg);
-            break;
-        case OPT_COMPRESS:
-            if (cmd_parse_compress(optarg, &o.compress_level))
-                return cmd_usage_error("pack", usage, "--compress '%s': want zstd, zstd:LEVEL (1..22) or none", optarg);
-            break;
-        case OPT_PARTS:
-            if (num(optarg, 1, SK_PART_MAX, &parts)) return cmd_usage_error("pack", usage, "--parts '%s': want 1..%d", optarg, SK_PART_MAX);
-            break;
-        default:
-            switch (cmd_image_option("pack", usage, c, optarg, &images) ?: cmd_existing_option("pack", usage, c, &o.existing)) {
-            case 1: continue;
-            case -1: return SK_EXIT_USAGE;
-            }
-            switch (cmd_s3_option("pack", usage, c, optarg, &s3cfg, NULL)) {
-            case 1: break;
-            case -1: return SK_EXIT_USAGE;
-            default: return cmd_unknown_option("pack", argv);
-            }
-        }
-    }
-    if (optind < argc) return cmd_usage_error("pack", usage, "'%s': --from-urls takes no SOURCE", argv[optind]);
+    int first;
+    cmd_writer w = {.tool = "pack", .usage = usage, .images = &images, .existing = &o.existing};
+    const cmd_opt opts[] = {
+        CMD_WRITER_ROWS(&o, &w),
+        CMD_STR("from-urls", 0, &u.list),
+        CMD_STR("input-format", 0, &u.input_format),
+        CMD_STR("url-col", 0, &u.url_col),
+        CMD_STR("caption-col", 0, &u.caption_col),
+        CMD_STR("save-additional-columns", 0, &u.save_columns),
+        CMD_NUM("number-sample-per-shard", 0, &u.per_shard, 1, 100000000,
+                "--number-sample-per-shard '%s': want 1..100000000"),
+        CMD_NUM("concurrency", 0, &u.concurrency, 1, 4096, "--concurrency '%s': want 1..4096"),
+        CMD_NUM("per-host", 0, &u.per_host, 1, 4096, "--per-host '%s': want 1..4096"),
+        CMD_SIZE("max-image-bytes", 0, &u.max_image_bytes, 1, UINT64_MAX,
+                 "--max-image-bytes '%s': want a size such as 32M"),
+        CMD_CHECK("timeout", 0, &u.timeout, cmd_check_seconds,
+                  "--timeout '%s': want seconds, over 0 and up to 3600"),
+        CMD_NUM("retries", 0, &u.retries, 0, 100, "--retries '%s': want 0..100"),
+        CMD_STR("user-agent-token", 0, &u.user_agent_token),
+        CMD_STR("disallowed-header-directives", 0, &u.disallowed_header_directives),
+        CMD_FN_OPT("allow-private-addresses", allow_private, &u),
+        CMD_STR("compute-hash", 0, &u.compute_hash),
+        CMD_STR("verify-hash", 0, &u.verify_hash),
+        CMD_SET("incremental", 0, &u.incremental, 1),
+    };
+    cmd_opts os = {.tool = "pack", .usage = usage, .t = opts, .n = sizeof opts / sizeof *opts,
+                   .s3 = &s3cfg, CMD_WRITER_MORE(&w)};
+    int done = cmd_getopt(&os, argc, argv, &first);
+    if (done >= 0) return done;
+    if (first < argc) return cmd_usage_error("pack", usage, "'%s': --from-urls takes no SOURCE", argv[first]);
     if (!o.pattern) return cmd_usage_error("pack", usage, "no output: give -o PATTERN");
     if (!u.list) return cmd_usage_error("pack", usage, "no list: give --from-urls LIST");
     if (!strcmp(o.pattern, "-")) return cmd_usage_error("pack", usage, "-o -: --from-urls writes shard files (and their status files)");
@@ -214,16 +129,14 @@ int cmd_pack_urls(int argc, char **argv)
                             {"--from-urls", u.list, CMD_R | CMD_STREAM | CMD_S3}};
     if (cmd_places("pack", pl, sizeof pl / sizeof *pl)) return SK_EXIT_USAGE;
     cmd_check_zst_pattern("pack", o.pattern, &o.compress_level);
-    if (parts && !part) return cmd_usage_error("pack", usage, "--parts needs --part");
+    if (cmd_writer_part(&w, &o.part, &o.parts)) return SK_EXIT_USAGE;
     sk_error err = SK_ERROR_INIT;
-    if (part && sk_part_parse(part, (int)parts, &o.part, &o.parts, &err))
-        return cmd_usage_error("pack", usage, "%s", err.msg);
     if (sk_image_options_active(&images) || images.max_pixels) o.images = &images;
     const char *named[] = {o.pattern, o.manifest, u.list};
     sk_s3 *s3 = NULL;
     o.warn = cmd_ui_warn;
     o.ctx = &ui;
-    cmd_progress_start(&ui, "pack", quiet);
+    cmd_progress_start(&ui, "pack", w.quiet);
     u.progress = ui.on ? on_progress : NULL;
     u.ctx = &ui;
     sk_urls_stats st = {0};
@@ -241,7 +154,7 @@ int cmd_pack_urls(int argc, char **argv)
                     (unsigned long long)st.rows, (unsigned long long)st.success,
                     (unsigned long long)st.failed_to_download, (unsigned long long)st.failed_to_resize,
                     (unsigned long long)st.shards, (unsigned long long)st.shards_kept);
-    if (json)
+    if (w.json)
         printf("{\"rows\": %llu, \"success\": %llu, \"failed_to_download\": %llu, \"failed_to_resize\": %llu, "
                "\"bytes\": %llu, \"shards\": %llu, \"shards_kept\": %llu, \"output_bytes\": %llu, "
                "\"seconds\": %.3f}\n",

@@ -58,16 +58,13 @@ int cmd_serve(int argc, char **argv)
         CMD_NUM("threads", 0, &so.threads, 1, 256, NULL),
         CMD_SIZE("thumb-cache", 0, &so.thumb_cache, 1, SIZE_MAX, NULL),
         CMD_NUM("thumb-size", 0, &so.thumb_size, 1, 1024, NULL),
-        CMD_OR("trust-index", &flags, SK_INDEX_TRUST_BODY),
+        CMD_TRUST_INDEX(&flags),
         CMD_SET("json", 0, &mode, 1),
         CMD_SET("quiet", 'q', &mode, 2),
     };
-    cmd_opts os = {.tool = "serve", .usage = usage, .t = opts, .n = sizeof opts / sizeof *opts,
-                   .s3 = &s3cfg};
-    int first, done = cmd_getopt(&os, argc, argv, &first);
+    int first, done = cmd_dataset_getopt("serve", usage, opts, sizeof opts / sizeof *opts, &s3cfg,
+                                         argc, argv, 1, "need one DATASET", &first);
     if (done >= 0) return done;
-    if (argc - first != 1) return cmd_usage_error("serve", usage, "need one DATASET");
-    if (cmd_places_args("serve", argv + first, 1, CMD_R | CMD_S3 | CMD_HTTP)) return SK_EXIT_USAGE;
     const char *dataset = argv[first];
     sk_error err = SK_ERROR_INIT;
     sk_dataset *ds = NULL;

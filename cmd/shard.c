@@ -5,7 +5,7 @@
  */
 #include "cmd.h"
 
-#include <getopt.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,7 +49,11 @@ static const char usage[] =
     "                           key; auto reads Slurm, Kubernetes or AWS Batch array\n"
     "                           variables); PATTERN must then hold {part}\n"
     "      --parts N            the number of parts, for --part auto\n"
-    "      --json               print a JSON summary on stdout\n"
+    "      --dry-run            read the inputs and make every shard as a run would,\n"
+    "                           but write nothing: print each shard's name, samples\n"
+    "                           and bytes, then the totals\n"
+    "      --json               print a JSON summary on stdout (--dry-run: with the\n"
+    "                           plan, one object per shard)\n"
     "  -j, --jobs N             threads for image work (default: one per core)\n"
     "Images (JPEG members resized while resharding, as img2dataset does):\n"
     CMD_IMAGE_USAGE
@@ -61,44 +65,6 @@ static const char usage[] =
     CMD_S3_PART_SIZE_USAGE
     "\n"
     "Exit status: 0 done, 1 an input or output problem, 2 usage error.\n";
-
-enum {
-    OPT_MAX_SIZE = 256, OPT_MAX_COUNT, OPT_NUM_SHARDS, OPT_START, OPT_SELECT, OPT_DROP,
-    OPT_RENAME, OPT_KEYS, OPT_SHUFFLE, OPT_SEED, OPT_TMP_DIR, OPT_SHUFFLE_MEM, OPT_COMPRESS,
-    OPT_MTIME, OPT_MANIFEST, OPT_RESUME, OPT_PART, OPT_PARTS, OPT_JSON,
-};
-
-static const struct option options[] = {
-    {"output", required_argument, NULL, 'o'},
-    {"max-size", required_argument, NULL, OPT_MAX_SIZE},
-    {"max-count", required_argument, NULL, OPT_MAX_COUNT},
-    {"num-shards", required_argument, NULL, OPT_NUM_SHARDS},
-    {"start", required_argument, NULL, OPT_START},
-    {"select", required_argument, NULL, OPT_SELECT},
-    {"drop", required_argument, NULL, OPT_DROP},
-    {"rename", required_argument, NULL, OPT_RENAME},
-    {"keys", required_argument, NULL, OPT_KEYS},
-    {"shuffle", no_argument, NULL, OPT_SHUFFLE},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"tmp-dir", required_argument, NULL, OPT_TMP_DIR},
-    {"shuffle-mem", required_argument, NULL, OPT_SHUFFLE_MEM},
-    {"compress", required_argument, NULL, OPT_COMPRESS},
-    {"mtime", required_argument, NULL, OPT_MTIME},
-    {"manifest", required_argument, NULL, OPT_MANIFEST},
-    {"resume", no_argument, NULL, OPT_RESUME},
-    {"part", required_argument, NULL, OPT_PART},
-    {"parts", required_argument, NULL, OPT_PARTS},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"jobs", required_argument, NULL, 'j'},
-    CMD_S3_CLIENT_OPTIONS,
-    CMD_SAGEMAKER_OPTIONS,
-    CMD_EXISTING_OPTIONS,
-    CMD_S3_PART_SIZE_OPTION,
-    CMD_IMAGE_OPTIONS,
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
 
 static void on_progress(void *ctx, const sk_shard_stats *st)
 {
@@ -113,181 +79,169 @@ static void on_progress(void *ctx, const sk_shard_stats *st)
     cmd_progress_show(ctx, &at, 0);
 }
 
-/* Appends the comma-separated items of s to *list. */
-static int split_list(char *s, const char ***list, size_t *n)
+/* --select, --drop: the comma-separated extensions appended (a leading
+ * dot dropped) */
+struct exts {
+    const char **l;
+    size_t n;
+};
+
+static int add_exts(void *ctx, char *s)
 {
+    struct exts *e = ctx;
     for (char *save = NULL, *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        const char **l = realloc(*list, (*n + 1) * sizeof *l);
-        if (!l) return -1;
-        *list = l;
-        l[(*n)++] = t[0] == '.' ? t + 1 : t;
+        const char **l = realloc(e->l, (e->n + 1) * sizeof *l);
+        if (!l) return fputs("shardkit shard: out of memory\n", stderr), SK_EXIT_PROBLEM;
+        e->l = l;
+        l[e->n++] = t[0] == '.' ? t + 1 : t;
     }
     return 0;
+}
+
+/* --rename OLD=NEW (repeatable) */
+struct renames {
+    const char **from, **to;
+    size_t n;
+};
+
+static int add_rename(void *ctx, char *v)
+{
+    struct renames *r = ctx;
+    char *eq = strchr(v, '=');
+    if (!eq || eq == v || !eq[1]) return -1;
+    *eq = 0;
+    const char **f = realloc(r->from, (r->n + 1) * sizeof *f);
+    if (f) r->from = f;
+    const char **t = realloc(r->to, (r->n + 1) * sizeof *t);
+    if (t) r->to = t;
+    if (!f || !t) return fputs("shardkit shard: out of memory\n", stderr), SK_EXIT_PROBLEM;
+    r->from[r->n] = v[0] == '.' ? v + 1 : v;
+    r->to[r->n++] = eq[1] == '.' ? eq + 2 : eq + 1;
+    return 0;
+}
+
+/* --dry-run: each planned shard, as the library completes it (text: a
+ * line now; --json: kept for the summary) */
+struct plan {
+    cmd_ui ui;
+    json_t *shards; /* --json */
+};
+
+static void on_shard(void *ctx, const char *name, uint64_t samples, uint64_t bytes)
+{
+    struct plan *p = ctx;
+    if (p->shards) {
+        json_array_append_new(p->shards, json_pack("{s:s, s:I, s:I}", "name", name, "samples",
+                                                   (json_int_t)samples, "bytes", (json_int_t)bytes));
+        return;
+    }
+    cmd_ui_clear(&p->ui);
+    printf("would write %s: %llu samples, %llu bytes\n", name, (unsigned long long)samples,
+           (unsigned long long)bytes);
+}
+
+/* --json: the run's counts (a dry run's: what a run would write, and plan,
+ * its shards) */
+static void print_json(FILE *f, const sk_shard_stats *st, json_t *plan)
+{
+    json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
+                          "inputs", (json_int_t)st->inputs, "samples_in", (json_int_t)st->samples_in,
+                          "samples", (json_int_t)st->samples, "members", (json_int_t)st->members,
+                          "dropped", (json_int_t)st->dropped, "skipped", (json_int_t)st->skipped,
+                          "shards", (json_int_t)st->shards, "shards_resumed", (json_int_t)st->shards_resumed,
+                          "bytes_in", (json_int_t)st->bytes_in, "output_bytes", (json_int_t)st->output_bytes,
+                          "images", (json_int_t)st->images, "image_skips", (json_int_t)st->image_skips,
+                          "bad_images", (json_int_t)st->bad_images, "seconds", st->seconds);
+    if (o && plan) json_object_set(o, "plan", plan);
+    if (o) json_dumpf(o, f, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    fputc('\n', f);
+    json_decref(o);
 }
 
 int cmd_shard(int argc, char **argv)
 {
     sk_shard_options o = {0};
     o.compress_level = -1; /* not given: the names' suffix decides */
-    const char *part = NULL;
-    uint64_t parts = 0;
-    cmd_ui ui = {.tool = "shard"};
+    struct plan plan = {.ui = {.tool = "shard"}};
     cmd_sagemaker sm = {0};
-    const char **sel = NULL, **drop = NULL, **from = NULL, **to = NULL;
-    size_t nren = 0;
-    int json = 0, quiet = 0, c, rc = SK_EXIT_OK;
+    struct exts sel = {0}, drop = {0};
+    struct renames ren = {0};
+    int rc = SK_EXIT_OK;
     sk_s3_config s3cfg = SK_S3_CONFIG_INIT;
     sk_s3 *s3 = NULL;
     sk_image_options images;
     sk_image_options_init(&images);
+    cmd_writer w = {.tool = "shard", .usage = usage, .images = &images, .sm = &sm, .existing = &o.existing};
+    const cmd_opt opts[] = {
+        CMD_WRITER_ROWS(&o, &w),
+        CMD_RESHAPE_ROWS(&o),
+        CMD_NUM("num-shards", 0, &o.num_shards, 1, 10000000, "--num-shards '%s': want a positive integer"),
+        CMD_FN("select", 0, add_exts, &sel),
+        CMD_FN("drop", 0, add_exts, &drop),
+        CMD_CHECK("rename", 0, &ren, add_rename, "--rename '%s': want OLD=NEW"),
+        CMD_STR("keys", 0, &o.keys_file),
+        CMD_SIZE("shuffle-mem", 0, &o.shuffle_mem, 1, UINT64_MAX, "--shuffle-mem '%s': want a size such as 256M"),
+    };
+    cmd_opts os = {.tool = "shard", .usage = usage, .t = opts, .n = sizeof opts / sizeof *opts,
+                   .s3 = &s3cfg, .part_size = &o.s3_part_size, CMD_WRITER_MORE(&w)};
+    int first;
 
 #define BAD(...) do { rc = cmd_usage_error("shard", usage, __VA_ARGS__); goto out; } while (0)
-    while ((c = getopt_long(argc, argv, "o:j:qh", options, NULL)) != -1) {
-        switch (c) {
-        case 'o': o.pattern = optarg; break;
-        case OPT_MAX_SIZE:
-            if (cmd_parse_size(optarg, &o.max_size) || o.max_size < 4096)
-                BAD("--max-size '%s': want a size of at least 4K such as 512M", optarg);
-            break;
-        case OPT_MAX_COUNT:
-            if (cmd_parse_u64(optarg, &o.max_count) || !o.max_count)
-                BAD("--max-count '%s': want a positive integer", optarg);
-            break;
-        case OPT_NUM_SHARDS:
-            if (cmd_parse_u64(optarg, &o.num_shards) || !o.num_shards || o.num_shards > 10000000)
-                BAD("--num-shards '%s': want a positive integer", optarg);
-            break;
-        case OPT_START:
-            if (cmd_parse_u64(optarg, &o.start)) BAD("--start '%s': want an integer", optarg);
-            break;
-        case OPT_SELECT:
-            if (split_list(optarg, &sel, &o.nselect)) BAD("out of memory");
-            break;
-        case OPT_DROP:
-            if (split_list(optarg, &drop, &o.ndrop)) BAD("out of memory");
-            break;
-        case OPT_RENAME: {
-            char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg || !eq[1]) BAD("--rename '%s': want OLD=NEW", optarg);
-            *eq = 0;
-            const char **f = realloc(from, (nren + 1) * sizeof *f);
-            if (f) from = f;
-            const char **t = realloc(to, (nren + 1) * sizeof *t);
-            if (t) to = t;
-            if (!f || !t) BAD("out of memory");
-            from[nren] = optarg[0] == '.' ? optarg + 1 : optarg;
-            to[nren++] = eq[1] == '.' ? eq + 2 : eq + 1;
-            break;
-        }
-        case OPT_KEYS: o.keys_file = optarg; break;
-        case OPT_SHUFFLE: o.shuffle = 1; break;
-        case OPT_SEED:
-            if (cmd_parse_u64(optarg, &o.seed)) BAD("--seed '%s': want an integer", optarg);
-            break;
-        case OPT_TMP_DIR: o.tmp_dir = optarg; break;
-        case OPT_SHUFFLE_MEM:
-            if (cmd_parse_size(optarg, &o.shuffle_mem) || !o.shuffle_mem)
-                BAD("--shuffle-mem '%s': want a size such as 256M", optarg);
-            break;
-        case OPT_COMPRESS:
-            if (cmd_parse_compress(optarg, &o.compress_level))
-                BAD("--compress '%s': want zstd, zstd:LEVEL (1..22) or none", optarg);
-            break;
-        case OPT_MTIME:
-            if (cmd_parse_u64(optarg, &o.mtime)) BAD("--mtime '%s': want seconds since 1970", optarg);
-            break;
-        case OPT_MANIFEST: o.manifest = optarg; break;
-        case OPT_RESUME: o.resume = 1; break;
-        case OPT_PART: part = optarg; break;
-        case OPT_PARTS:
-            if (cmd_parse_u64(optarg, &parts) || !parts || parts > SK_PART_MAX)
-                BAD("--parts '%s': want 1..%d", optarg, SK_PART_MAX);
-            break;
-        case OPT_JSON: json = 1; break;
-        case 'j': {
-            uint64_t j;
-            if (cmd_parse_u64(optarg, &j) || !j || j > 256) BAD("--jobs '%s': want 1..256", optarg);
-            o.jobs = (int)j;
-            break;
-        }
-        case 'q': quiet = 1; break;
-        case 'h': fputs(usage, stdout); goto out;
-        default:
-            switch (cmd_image_option("shard", usage, c, optarg, &images) ?: cmd_sagemaker_option("shard", usage, c, optarg, &sm)
-                    ?: cmd_existing_option("shard", usage, c, &o.existing)) {
-            case 1: continue;
-            case -1: rc = SK_EXIT_USAGE; goto out;
-            }
-            switch (cmd_s3_option("shard", usage, c, optarg, &s3cfg, &o.s3_part_size)) {
-            case 1: break;
-            case -1: rc = SK_EXIT_USAGE; goto out;
-            default: rc = cmd_unknown_option("shard", argv); goto out;
-            }
-        }
-    }
+    if ((rc = cmd_getopt(&os, argc, argv, &first)) >= 0) goto out;
+    rc = SK_EXIT_OK;
     if (!o.pattern) BAD("no output: give -o PATTERN");
-    if (optind >= argc) BAD("no INPUT shards");
+    if (first >= argc) BAD("no INPUT shards");
     const cmd_place pl[] = {{"-o", o.pattern, CMD_W | CMD_STREAM | CMD_S3}, {"--manifest", o.manifest, CMD_W | CMD_S3},
                             {"--keys", o.keys_file, CMD_R | CMD_S3 | CMD_HTTP}, {"--tmp-dir", o.tmp_dir, CMD_W}, {"--sagemaker-manifest", sm.out, CMD_W | CMD_S3}};
     if (cmd_places("shard", pl, sizeof pl / sizeof *pl) ||
-        cmd_places_args("shard", argv + optind, argc - optind, CMD_R | CMD_STREAM | CMD_S3 | CMD_HTTP)) { rc = SK_EXIT_USAGE; goto out; }
+        cmd_places_args("shard", argv + first, argc - first, CMD_R | CMD_STREAM | CMD_S3 | CMD_HTTP)) { rc = SK_EXIT_USAGE; goto out; }
     if (sm.out && !strcmp(o.pattern, "-")) BAD("--sagemaker-manifest: -o - writes no shards to list");
-    if (parts && !part) BAD("--parts needs --part");
-    if (part) {
-        sk_error perr = SK_ERROR_INIT;
-        if (sk_part_parse(part, (int)parts, &o.part, &o.parts, &perr)) BAD("%s", perr.msg);
-    }
-    if (cmd_sagemaker_check(&sm, usage, o.pattern, o.part, o.parts)) { rc = SK_EXIT_USAGE; goto out; }
+    if (sm.out && o.dry_run) BAD("--sagemaker-manifest: --dry-run writes no manifest to list");
+    if ((rc = cmd_writer_part(&w, &o.part, &o.parts)) || (rc = cmd_sagemaker_check(&sm, usage, o.pattern, o.part, o.parts))) goto out;
     if (!!o.max_count + !!o.max_size + !!o.num_shards > 1 && o.num_shards)
         BAD("--num-shards does not combine with --max-size or --max-count");
     cmd_check_zst_pattern("shard", o.pattern, &o.compress_level);
-    o.select = sel;
-    o.drop = drop;
-    o.rename_from = from;
-    o.rename_to = to;
-    o.nrename = nren;
+    o.select = sel.l, o.nselect = sel.n;
+    o.drop = drop.l, o.ndrop = drop.n;
+    o.rename_from = ren.from, o.rename_to = ren.to, o.nrename = ren.n;
     if (sk_image_options_active(&images)) o.images = &images;
     o.warn = cmd_ui_warn;
-    cmd_progress_start(&ui, "shard", quiet);
-    o.progress = ui.on ? on_progress : NULL;
-    o.ctx = &ui;
+    cmd_progress_start(&plan.ui, "shard", w.quiet);
+    o.progress = plan.ui.on ? on_progress : NULL;
+    o.ctx = &plan; /* its first member is the ui the callbacks draw on */
+    if (o.dry_run) o.on_shard = on_shard;
+    if (o.dry_run && w.json && !(plan.shards = json_array())) BAD("out of memory");
 
     sk_error err = SK_ERROR_INIT;
     sk_shard_stats st = {0};
     const char *outs[] = {o.pattern, o.manifest, sm.out, o.keys_file};
-    if ((cmd_any_s3(outs, 4) || cmd_any_s3((const char *const *)argv + optind, (size_t)(argc - optind))) &&
+    if ((cmd_any_s3(outs, 4) || cmd_any_s3((const char *const *)argv + first, (size_t)(argc - first))) &&
         sk_s3_new(&s3, &s3cfg, &err)) {
         rc = cmd_report("shard", &err);
         goto out;
     }
     o.s3 = s3;
-    int r = sk_reshard((const char *const *)argv + optind, (size_t)(argc - optind), &o, &st, &err);
+    int r = sk_reshard((const char *const *)argv + first, (size_t)(argc - first), &o, &st, &err);
     if (!r) r = cmd_sagemaker_write(&sm, o.manifest, o.pattern, o.part, o.parts, s3, &err);
-    if (r) cmd_ui_end(&ui);
-    else cmd_progress_summary(&ui, st.shards, st.samples, "samples", st.bytes_in, st.seconds);
+    if (r || o.dry_run) cmd_ui_end(&plan.ui);
+    else cmd_progress_summary(&plan.ui, st.shards, st.samples, "samples", st.bytes_in, st.seconds);
     if (r) {
         rc = cmd_report("shard", &err);
         goto out;
     }
-    if (json)
-        fprintf(strcmp(o.pattern, "-") ? stdout : stderr,
-                "{\"inputs\": %llu, \"samples_in\": %llu, \"samples\": %llu, \"members\": %llu, "
-                "\"dropped\": %llu, \"skipped\": %llu, \"shards\": %llu, \"shards_resumed\": %llu, "
-                "\"bytes_in\": %llu, \"output_bytes\": %llu, \"images\": %llu, "
-                "\"image_skips\": %llu, \"bad_images\": %llu, \"seconds\": %.3f}\n",
-                (unsigned long long)st.inputs, (unsigned long long)st.samples_in,
-                (unsigned long long)st.samples, (unsigned long long)st.members,
-                (unsigned long long)st.dropped, (unsigned long long)st.skipped,
-                (unsigned long long)st.shards, (unsigned long long)st.shards_resumed,
-                (unsigned long long)st.bytes_in, (unsigned long long)st.output_bytes,
-                (unsigned long long)st.images, (unsigned long long)st.image_skips,
-                (unsigned long long)st.bad_images, st.seconds);
+    if (o.dry_run && !w.json)
+        printf("would write: %llu shards, %llu samples, %llu bytes from %llu inputs\n",
+               (unsigned long long)st.shards, (unsigned long long)st.samples,
+               (unsigned long long)st.output_bytes, (unsigned long long)st.inputs);
+    else if (w.json)
+        print_json(strcmp(o.pattern, "-") || o.dry_run ? stdout : stderr, &st, plan.shards);
 out:
+    json_decref(plan.shards);
     sk_s3_free(s3);
-    free(sel);
-    free(drop);
-    free(from);
-    free(to);
+    free(sel.l);
+    free(drop.l);
+    free(ren.from);
+    free(ren.to);
     return rc;
 #undef BAD
 }

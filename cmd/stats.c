@@ -98,12 +98,9 @@ int cmd_stats(int argc, char **argv)
         CMD_NUM("prefetch", 0, &ro.prefetch, 0, 64, NULL),
         CMD_SET("quiet", 'q', &quiet, 1),
     };
-    cmd_opts os = {.tool = "stats", .usage = usage, .t = opts, .n = sizeof opts / sizeof *opts,
-                   .s3 = &s3cfg};
-    int first, done = cmd_getopt(&os, argc, argv, &first);
+    int first, done = cmd_dataset_getopt("stats", usage, opts, sizeof opts / sizeof *opts, &s3cfg,
+                                         argc, argv, 1, "need one DATASET", &first);
     if (done >= 0) return done;
-    if (argc - first != 1) return cmd_usage_error("stats", usage, "need one DATASET");
-    if (cmd_places_args("stats", argv + first, 1, CMD_R | CMD_S3 | CMD_HTTP)) return SK_EXIT_USAGE;
     if (rate && (html || so.flags))
         return cmd_usage_error("stats", usage, "--read-rate measures reading only");
     const char *dataset = argv[first];

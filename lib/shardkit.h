@@ -953,7 +953,8 @@ typedef struct sk_reader_options {
     /* The global order (docs/reader.md): one sequence of the epoch's
      * samples, a function of (shards, seed, epoch) only, each slot taking
      * its share by position, read through the shards' indexes.  Plain
-     * .tar shards with indexes; the stream mode above stays for the rest. */
+     * .tar and seekable .tar.zst shards with indexes; the stream mode
+     * above stays for the rest. */
     int global_order;        /* 1: this mode (shuffle_buffer must be 0 or 1) */
     size_t shuffle_window;   /* shards whose samples are shuffled together
                                 (default 8); shuffle_shards 0: list order */
@@ -1146,6 +1147,14 @@ typedef struct sk_shard_options {
     const sk_image_options *images; /* resize JPEG members (NULL or inactive: untouched) */
     int jobs;              /* threads for the image work; 0 = one per core */
     int existing;          /* a manifest already there: SK_EXISTING_* (at the end) */
+    /* 1: plan only (`shard --dry-run`): every input read and every shard
+     * made as a run would make it, but into a sink that only counts (no
+     * directory, shard, index, manifest, lock or upload), so stats and
+     * on_shard tell what a run would write. */
+    int dry_run;
+    /* Called as each shard is complete (written, resumed or, dry_run,
+     * planned), with its name ("-" for -o -), samples and bytes; NULL: not. */
+    void (*on_shard)(void *ctx, const char *name, uint64_t samples, uint64_t bytes);
 } sk_shard_options;
 /* Fills *o with the defaults documented above, struct_size included. */
 SK_API void sk_shard_options_init_sized(sk_shard_options *o, size_t size);
@@ -1564,6 +1573,11 @@ typedef struct sk_mount_options {
      * (0: no bound): kept across mounts, found by each object's ETag. */
     const char *cache_dir;
     uint64_t cache_size;
+    /* Remote shards' small reads served from windows kept in memory
+     * (sk_dataset_set_read_window): window bytes each, window_memory in
+     * all; 0: the defaults (256 KiB, 32 MiB); window SIZE_MAX: none. */
+    size_t read_window;
+    uint64_t window_memory;
 } sk_mount_options;
 SK_API void sk_mount_options_init_sized(sk_mount_options *o, size_t size);
 #define sk_mount_options_init(o) sk_mount_options_init_sized((o), sizeof *(o))
@@ -1718,6 +1732,23 @@ SK_API const char *sk_place_out_name(const sk_place_out *o);
 SK_API int sk_place_out_commit(sk_place_out *o, sk_error *err);
 /* Frees o, publishing nothing; accepts NULL. */
 SK_API void sk_place_out_abort(sk_place_out *o);
+
+/* ------------------------------------------ dataset: remote read windows */
+/* A small read of a remote (s3://, http(s)://) shard at an offset (one
+ * member, its tar header) fetches the aligned window of `window` bytes
+ * holding it, one ranged GET, and keeps it in memory, so the members
+ * beside it (the sample's other files, the next samples) are served with
+ * no request.  All the dataset's windows share `memory` bytes at most
+ * (least recently used out first); a shard read at random stops fetching
+ * whole windows after a few that served nothing more.  The defaults
+ * (SK_READ_WINDOW, SK_READ_WINDOW_MEMORY) are on from sk_dataset_open;
+ * window 0 turns them off.  For the shards opened from now on: call
+ * before the first read.  SK_E_USAGE: window not 4 KiB .. 64 MiB, or
+ * memory not 2 .. 65,536 windows. */
+#define SK_READ_WINDOW (256u << 10)
+#define SK_READ_WINDOW_MEMORY (32u << 20)
+SK_API int sk_dataset_set_read_window(sk_dataset *ds, size_t window, uint64_t memory,
+                                      sk_error *err);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,8 @@ void sk_store_env_release(sk_store_env *e)
     e->http = NULL;
     if (e->own_s3) sk_s3_free(e->s3);
     e->s3 = NULL, e->own_s3 = 0;
+    sk_window_pool_unref(e->windows); /* stores still open keep the pool alive */
+    e->windows = NULL;
     pthread_mutex_destroy(&e->mu);
 }
 

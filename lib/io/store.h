@@ -19,6 +19,11 @@
  *                          are kept on disk whole, reads at an offset by
  *                          1 MiB block, bounded, and served from there
  *                          only when they match what is expected.
+ *   window (store_window.c) wraps a remote store (or the cache over one):
+ *                          a small read at an offset fetches the aligned
+ *                          window holding it, kept in memory (a pool per
+ *                          env, bounded), so neighbouring reads cost no
+ *                          request.
  *
  * list (the names under a directory or prefix) is sk_store_list: it is a
  * question about a location, not about one object.
@@ -32,6 +37,7 @@
 
 typedef struct sk_store sk_store;
 typedef struct sk_store_seq sk_store_seq;
+typedef struct sk_window_pool sk_window_pool;
 
 typedef struct sk_store_stat {
     uint64_t size;  /* bytes; UINT64_MAX when not known (a pipe) */
@@ -81,6 +87,9 @@ typedef struct sk_store_env {
      * bound) */
     const char *cache_dir;
     uint64_t cache_size;
+    /* set (sk_store_env_windows): every remote store opened through this
+     * env serves small reads at an offset from windows in this pool */
+    sk_window_pool *windows;
 } sk_store_env;
 /* s3: the caller's client (stays theirs), or NULL. */
 void sk_store_env_init(sk_store_env *e, sk_s3 *s3);
@@ -88,6 +97,9 @@ void sk_store_env_release(sk_store_env *e);
 /* Makes e->s3 when there is none: a client with the default settings for
  * endpoint (NULL: AWS_ENDPOINT_URL, else AWS), freed with the env. */
 int sk_store_env_need_s3(sk_store_env *e, const char *endpoint, sk_error *err);
+/* The read windows of the remote stores opened from now on (store_window.c):
+ * window bytes each (4 KiB .. 64 MiB), memory bytes in all; window 0: none. */
+int sk_store_env_windows(sk_store_env *e, size_t window, uint64_t memory, sk_error *err);
 
 /* The kinds a location names.  An unknown scheme is refused by name. */
 typedef enum { SK_LOC_LOCAL, SK_LOC_S3, SK_LOC_HTTP } sk_loc_kind;
@@ -124,6 +136,24 @@ typedef struct sk_store_cache_opts {
 } sk_store_cache_opts;
 int sk_store_cache_open(sk_store **out, sk_store *inner, const sk_store_cache_opts *o,
                         sk_error *err);
+
+/* store_window.c: a pool of read windows (memory / window of them, 2 ..
+ * 65,536), shared by the stores that hold a reference; freed with the
+ * last.  A window store takes inner over and a reference to pool. */
+int sk_window_pool_new(sk_window_pool **out, size_t window, uint64_t memory, sk_error *err);
+void sk_window_pool_unref(sk_window_pool *p);
+int sk_store_window_open(sk_store **out, sk_store *inner, sk_window_pool *pool, sk_error *err);
+typedef struct sk_window_stats {
+    uint64_t fetched; /* windows fetched (one read of the inner store each) */
+    uint64_t hits;    /* reads served from a window already held */
+    uint64_t direct;  /* reads passed to the inner store as they were */
+    uint64_t held;    /* bytes of windows allocated now */
+} sk_window_stats;
+void sk_window_pool_stats(sk_window_pool *p, sk_window_stats *out);
+
+/* The whole object behind s, at most max bytes, through its load or its
+ * sequential reader (what sk_store_load does once it has opened it). */
+int sk_store_read_whole(sk_store *s, size_t max, const char *what, sk_buf *out, sk_error *err);
 
 /* A directory's or an s3:// prefix's entries, a page at a time: page gets
  * up to 1000 full locations ("DIR/NAME", "s3://b/p/NAME"), unsorted, only

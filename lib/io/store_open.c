@@ -60,36 +60,50 @@ static int open_kind(sk_store **out, const char *url, sk_store_env *e, sk_error 
 int sk_store_open(sk_store **out, const char *url, sk_store_env *e, sk_error *err)
 {
     SK_GUARD(open_kind(out, url, e, err));
-    if (!e || !e->cache_dir || !sk_store_is_remote(url)) return SK_OK;
-    sk_store_cache_opts co = {.dir = e->cache_dir, .bound = e->cache_size};
-    return sk_store_cache_open(out, *out, &co, err); /* takes the store over */
+    if (!e || !sk_store_is_remote(url)) return SK_OK;
+    if (e->cache_dir) {
+        sk_store_cache_opts co = {.dir = e->cache_dir, .bound = e->cache_size};
+        SK_GUARD(sk_store_cache_open(out, *out, &co, err)); /* takes the store over */
+    }
+    return e->windows ? sk_store_window_open(out, *out, e->windows, err) : SK_OK;
 }
 
-
-int sk_store_load(const char *url, sk_store_env *e, size_t max, const char *what, sk_buf *out,
-                  sk_error *err)
+int sk_store_env_windows(sk_store_env *e, size_t window, uint64_t memory, sk_error *err)
 {
-    sk_store *s;
+    sk_window_pool *p = NULL;
+    if (window) SK_GUARD(sk_window_pool_new(&p, window, memory, err));
+    sk_window_pool_unref(e->windows); /* the stores open keep theirs */
+    e->windows = p;
+    return SK_OK;
+}
+
+int sk_store_read_whole(sk_store *s, size_t max, const char *what, sk_buf *out, sk_error *err)
+{
     sk_store_seq *q = NULL;
     out->len = 0;
-    SK_GUARD(sk_store_open(&s, url, e, err));
-    if (s->ops->load) {
-        int rc = s->ops->load(s, max, what, out, err);
-        sk_store_close(s);
-        return rc;
-    }
+    if (s->ops->load) return s->ops->load(s, max, what, out, err);
     int rc = s->ops->open_seq(s, 0, &q, err);
     char chunk[64 << 10];
     for (size_t got = 1; !rc && got;) {
         rc = q->read(q, chunk, sizeof chunk, &got, err);
         if (!rc && out->len + got > max)
             rc = sk_error_set(err, SK_E_CORRUPT, "%s: a %s is at most %zu MiB; this one is bigger "
-                              "(or its body does not end)", url, what, max >> 20);
+                              "(or its body does not end)", s->url, what, max >> 20);
         else if (!rc && got && sk_buf_add(out, chunk, got))
             rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
     }
     if (!rc && !out->p && sk_buf_add(out, "", 0)) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
     if (q) q->close(q);
+    return rc;
+}
+
+int sk_store_load(const char *url, sk_store_env *e, size_t max, const char *what, sk_buf *out,
+                  sk_error *err)
+{
+    sk_store *s;
+    out->len = 0;
+    SK_GUARD(sk_store_open(&s, url, e, err));
+    int rc = sk_store_read_whole(s, max, what, out, err);
     sk_store_close(s);
     return rc;
 }

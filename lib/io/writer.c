@@ -158,6 +158,20 @@ int sk_shard_out_begin_fd(sk_shard_out *o, int fd, const char *name, sk_error *e
     return sk_sink_open_fd(&o->sink, fd, name, err);
 }
 
+int sk_shard_out_begin_sink(sk_shard_out *o, sk_sink *sink, const char *path, int stream,
+                            sk_error *err)
+{
+    int rc = reset(o, err);
+    if (!rc && !(o->path = strdup(path))) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (rc) {
+        sink->ops->abort(sink);
+        return rc;
+    }
+    o->stream = stream;
+    o->sink = sink;
+    return SK_OK;
+}
+
 /* Compressed: append to the pending bytes, then cut what frames we can. */
 static int z_append(sk_shard_out *o, const struct iovec *iov, int iovcnt, uint64_t len,
                     sk_error *err)

@@ -57,6 +57,11 @@ int sk_shard_out_begin(sk_shard_out *o, const char *path, sk_error *err);
 /* Writes one tar stream to fd (stdout for `-o -`) instead of a file:
  * no temporary name, index or rename; name is used in messages. */
 int sk_shard_out_begin_fd(sk_shard_out *o, int fd, const char *name, sk_error *err);
+/* The same through a sink the caller made (a dry run's counting one),
+ * named path in messages; stream as for begin_fd (no index published).
+ * The sink is o's from now on, also on failure (then aborted). */
+int sk_shard_out_begin_sink(sk_shard_out *o, sk_sink *sink, const char *path, int stream,
+                            sk_error *err);
 /* Appends iov (len bytes in all, whose CRC32C is crc). */
 int sk_shard_out_writev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t len,
                         uint32_t crc, sk_error *err);

@@ -4,7 +4,8 @@
  * complete: io/writer.c), indexed, entered in the manifest and, with
  * --resume, kept and checked instead of written; and the output buffers
  * through which plain output goes to a second thread in large writes
- * (io/outq.c).
+ * (io/outq.c).  A dry run (--dry-run) makes every shard the same way into
+ * a sink that only counts, so its figures are the run's own.
  */
 #include "pack/shard_int.h"
 #include "format/tar.h"
@@ -140,6 +141,52 @@ static int out_add(rs *r, const struct sview *v, sk_error *err)
     return SK_OK;
 }
 
+/* ---------------------------------------------------------- dry run sink */
+/* --dry-run: the shard's bytes are made (framed, compressed, checksummed)
+ * exactly as a run makes them and counted here, never stored: nothing is
+ * created, so an output place that does not exist or cannot be written
+ * still gets its plan. */
+struct count_sink {
+    sk_sink base;
+    uint64_t bytes;
+};
+
+static int count_write(sk_sink *s, const struct iovec *iov, int iovcnt, uint64_t len, sk_error *err)
+{
+    (void)iov, (void)iovcnt, (void)err;
+    ((struct count_sink *)s)->bytes += len;
+    return SK_OK;
+}
+
+static int count_publish(sk_sink *s, sk_index_builder *index, const sk_index_shard_info *info,
+                         sk_error *err)
+{
+    (void)index;
+    struct count_sink *c = (struct count_sink *)s;
+    int rc = c->bytes == info->size ? SK_OK
+             : sk_error_set(err, SK_E_IO, "%s: internal error: the dry run counted %llu bytes, "
+                            "the writer %llu", s->where, (unsigned long long)c->bytes,
+                            (unsigned long long)info->size);
+    free(c);
+    return rc;
+}
+
+static void count_abort(sk_sink *s) { free(s); }
+
+static const struct sk_sink_ops count_ops = {count_write, NULL, NULL, count_publish, count_abort};
+
+static int begin_counted(rs *r, const char *path, sk_error *err)
+{
+    struct count_sink *c = calloc(1, sizeof *c);
+    SK_FAIL_IF(!c, err, SK_E_NOMEM, "out of memory");
+    c->base = (sk_sink){&count_ops, path};
+    SK_GUARD(sk_shard_out_begin_sink(&r->out, &c->base, path, r->to_stdout, err));
+    c->base.where = r->out.path; /* the writer's copy outlives path */
+    return SK_OK;
+}
+
+/* ----------------------------------------------------------- manifest */
+
 /* keys: the shard's smallest and largest key (first NULL: not known) */
 static int add_to_manifest(rs *r, const char *path, const sk_index_shard_info *info,
                            uint64_t samples, const sk_key_range *keys, sk_error *err)
@@ -147,6 +194,7 @@ static int add_to_manifest(rs *r, const char *path, const sk_index_shard_info *i
     SK_GUARD(sk_emit_manifest_add(r->man, path, r->mdir, info, samples, 0, keys, err));
     r->st.shards++;
     r->st.output_bytes += info->size;
+    if (r->o->on_shard) r->o->on_shard(r->o->ctx, path, samples, info->size);
     return SK_OK;
 }
 
@@ -227,6 +275,7 @@ int sk_rs_close_shard(rs *r, sk_error *err)
     if (!rc && r->to_stdout) {
         r->st.output_bytes += info.size;
         r->st.shards++;
+        if (r->o->on_shard) r->o->on_shard(r->o->ctx, "-", r->in_shard, info.size);
     } else if (!rc) {
         rc = add_to_manifest(r, path, &info, r->in_shard, &kr, err);
     }
@@ -245,10 +294,11 @@ int sk_rs_open_shard(rs *r, sk_error *err)
         uint64_t n = r->o->num_shards, i = r->shard_no;
         r->target = r->total / n + (i < r->total % n ? 1 : 0);
     }
-    if (r->to_stdout) return sk_shard_out_begin_fd(&r->out, 1, "stdout", err);
+    if (r->to_stdout)
+        return r->o->dry_run ? begin_counted(r, "stdout", err) : sk_shard_out_begin_fd(&r->out, 1, "stdout", err);
     SK_GUARD(sk_shard_name(r->o->pattern, r->o->start + r->shard_no, path, sizeof path, err));
     if (r->o->resume && try_resume(r, path)) return SK_OK;
-    return sk_shard_out_begin(&r->out, path, err);
+    return r->o->dry_run ? begin_counted(r, path, err) : sk_shard_out_begin(&r->out, path, err);
 }
 
 /* Writes one sample, rolling over to a new shard first when it is due. */

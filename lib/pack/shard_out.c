@@ -107,18 +107,19 @@ int sk_rs_output_open(rs *r, const char *what, sk_error *err)
     if (r->to_stdout) return SK_OK;
     const char *slash = strrchr(o->pattern, '/');
     snprintf(r->mdir, sizeof r->mdir, "%.*s", slash ? (int)(slash - o->pattern) : 0, o->pattern);
-    if (r->mdir[0] && !sk_is_s3_url(r->mdir)) SK_GUARD(sk_mkdirs(r->mdir, err));
+    /* a dry run creates nothing: no directory, no lock (shard_emit.c) */
+    if (!o->dry_run && r->mdir[0] && !sk_is_s3_url(r->mdir)) SK_GUARD(sk_mkdirs(r->mdir, err));
     if (o->manifest) {
         snprintf(r->mpath, sizeof r->mpath, "%s", o->manifest);
         const char *ms = strrchr(r->mpath, '/');
         snprintf(r->mdir, sizeof r->mdir, "%.*s", ms ? (int)(ms - r->mpath) : 0, r->mpath);
-        if (r->mdir[0] && !sk_is_s3_url(r->mdir)) SK_GUARD(sk_mkdirs(r->mdir, err));
+        if (!o->dry_run && r->mdir[0] && !sk_is_s3_url(r->mdir)) SK_GUARD(sk_mkdirs(r->mdir, err));
     } else {
         snprintf(r->mpath, sizeof r->mpath, "%s%smanifest.json", r->mdir, r->mdir[0] ? "/" : "");
     }
     /* one run at a time per dataset and per shard names (the locks go
      * with the process) */
-    SK_GUARD(sk_run_lock_take(&r->lock, o->pattern, o->manifest, what, 1, err));
+    if (!o->dry_run) SK_GUARD(sk_run_lock_take(&r->lock, o->pattern, o->manifest, what, 1, err));
     r->man = sk_manifest_new();
     SK_FAIL_IF(!r->man || !(r->man->options_json = options_json(r)), err, SK_E_NOMEM,
                "out of memory");
@@ -151,7 +152,7 @@ int sk_rs_output_start(rs *r, sk_error *err)
 {
     const sk_shard_options *o = r->o;
     r->out.sink_opts = (sk_sink_opts){o->s3, o->s3_part_size};
-    if (sk_is_s3_url(o->pattern)) /* a killed run's unfinished uploads go first */
+    if (sk_is_s3_url(o->pattern) && !o->dry_run) /* a killed run's unfinished uploads go first */
         SK_GUARD(sk_sink_s3_prepare(o->s3, o->pattern, o->start, o->num_shards, o->warn, o->ctx,
                                     err));
     if (sk_image_options_active(o->images))
@@ -193,7 +194,7 @@ int sk_rs_output_finish(rs *r, sk_error *err)
         r->man->parts = o->parts;
         for (size_t i = 0; i < r->man->nshards; i++) r->man->shards[i].part = o->part;
     }
-    if (r->man) /* last of all: a reader never sees a manifest of missing shards */
+    if (r->man && !o->dry_run) /* last of all: a reader never sees a manifest of missing shards */
         SK_GUARD(sk_existing_commit(&r->grow, o->s3, r->man, r->mpath,
                                     sk_emit_manifest_flags(o->manifest), o->warn, o->ctx, err));
     sk_rs_progress(r, 1);

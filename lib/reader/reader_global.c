@@ -9,6 +9,10 @@
  * the read-ahead.  Every read goes through the store interface (io/store.h),
  * so local files, s3:// and http(s):// read the same way.
  *
+ * A .tar.zst with a seek table is read the same way: a sample's range is
+ * the stored bytes of the frames holding it, decompressed in memory
+ * (global_zstd.c) into the batch's second buffer.
+ *
  * The index is untrusted like the shard: every range it gives is checked
  * against the shard's size and the sample's span before it is read, and
  * every member's bytes against the CRC32C it records.
@@ -20,6 +24,7 @@
 #include "io/io.h"
 #include "io/store.h"
 #include "format/format.h"
+#include "format/tar.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -28,13 +33,23 @@
 #define MAX_ITEMS 4096     /* samples a batch holds at most */
 #define MAX_INDEXES_MIN 64 /* indexes kept loaded, at least (else 2 windows) */
 #define MAX_STORES 64      /* shards kept open by the read thread */
+/* Bytes a batch of local shards holds at most: read on the caller's
+ * thread, a batch hides no latency, and a smaller buffer is fewer fresh
+ * pages (a fault each) and stays in the CPU's cache. */
+#define LOCAL_BATCH (1u << 20)
 
 /* A planned sample: where it is, where its bytes land in the batch. */
 struct item {
     uint64_t pos, k; /* global position, slot-local index */
     size_t shard;
     uint64_t ordinal, off, span;
-    size_t at;                 /* of off, in the batch's data */
+    uint64_t soff, sspan;      /* the stored bytes read: off, span unless compressed */
+    uint64_t skip;             /* compressed: tar bytes of its frame before off */
+    size_t zat;                /* compressed: where its frame's bytes from the frame's start land, in zdata */
+    int z;                     /* from a .tar.zst */
+    const unsigned char *p;    /* its tar bytes (from off) once read */
+    size_t at;                 /* of soff, in the batch's data */
+    size_t rg;                 /* the range it is read with */
     size_t key_off, key_len;   /* in names */
     size_t mem, nmem;          /* in the batch's members */
     int crc;                   /* members carry real CRC32Cs */
@@ -65,6 +80,8 @@ struct batch {
     size_t cap_sorted;
     unsigned char *data;
     size_t data_len, data_cap;
+    unsigned char *zdata; /* decompressed samples */
+    size_t zdata_len, zdata_cap;
     int rc;
     sk_error err;
 };
@@ -73,6 +90,8 @@ struct gsh {
     sk_index *ix;
     uint64_t used; /* clock of its last use, for eviction */
     uint64_t size; /* the shard's bytes, as its index says */
+    sk_zstd_frame *frames; /* a .tar.zst's seek table, with the index */
+    size_t nframes;
 };
 
 struct open_store {
@@ -96,6 +115,7 @@ struct sk_gread {
     uint64_t base;             /* positions consumed before this run (a seek) */
     uint64_t count, k, handed; /* the slot's samples, next to plan, handed out */
     uint64_t fingerprint;
+    size_t batch_bytes; /* a batch's bytes: read_ahead, or LOCAL_BATCH when smaller */
     struct batch b[2];
     int inline_io; /* every shard local: batches read on the caller's thread */
     int cur;     /* the batch being handed out */
@@ -110,6 +130,7 @@ struct sk_gread {
     size_t nstores;
     uint64_t sclock; /* the stores' clock (the thread's own) */
     uint64_t reads;
+    ZSTD_DCtx *zd; /* the thread's (global_zstd.c) */
     /* the view handed out */
     sk_reader_sample view;
     sk_reader_member *mv;
@@ -134,6 +155,8 @@ static void evict_index(sk_gread *g)
     if (victim == SIZE_MAX) return;
     sk_index_close(g->sh[victim].ix);
     g->sh[victim].ix = NULL;
+    free(g->sh[victim].frames);
+    g->sh[victim].frames = NULL;
     g->nloaded--;
 }
 
@@ -163,9 +186,11 @@ static int load_index(sk_gread *g, size_t s, sk_error *err)
     const sk_index_shard_info *in = sk_index_shard(h->ix);
     int rc = SK_OK;
     struct stat sb;
-    if (in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP))
-        rc = sk_error_set(err, SK_E_USAGE, "%s: compressed; the global order reads plain .tar "
-                          "shards (read it without global_order)", d->url);
+    if (in->flags & SK_INDEX_GZIP)
+        rc = sk_error_set(err, SK_E_USAGE, "%s: gzip, bzip2 or xz: no sample can be reached "
+                          "without decompressing the shard from its start; the global order "
+                          "reads plain .tar and seekable .tar.zst shards (read it without "
+                          "global_order)", d->url);
     else if (d->bytes && d->bytes != in->size)
         rc = sk_error_set(err, SK_E_MISMATCH, "%s: index %s says %llu bytes, the manifest %llu",
                           d->url, ip, (unsigned long long)in->size, (unsigned long long)d->bytes);
@@ -184,6 +209,13 @@ static int load_index(sk_gread *g, size_t s, sk_error *err)
         return rc;
     }
     h->size = in->size;
+    if ((in->flags & SK_INDEX_ZSTD) &&
+        (rc = sk_gzstd_frames(d->url, g->o.env, in->size, &h->frames, &h->nframes, err))) {
+        sk_index_close(h->ix);
+        h->ix = NULL;
+        g->nloaded--;
+        return rc;
+    }
     return SK_OK;
 }
 
@@ -215,9 +247,28 @@ static int store_of(sk_gread *g, size_t s, sk_store **out, sk_error *err)
     return SK_OK;
 }
 
-/* Reads a planned batch's ranges and checks its members (the thread's). */
+/* A sample's members against the CRC32Cs its index records. */
+static int check_item(sk_gread *g, const struct batch *b, const struct item *it, sk_error *err)
+{
+    for (size_t j = 0; it->crc && j < it->nmem; j++) {
+        const struct mem *m = &b->m[it->mem + j];
+        uint32_t c = sk_crc32c(0, it->p + (m->data_offset - it->off), (size_t)m->size);
+        SK_FAIL_IF(c != m->crc32c, err, SK_E_MISMATCH,
+                   "%s: member '%s.%s' (sample %llu) has CRC32C %08x, its index says %08x",
+                   g->o.shards[it->shard].url, b->names + it->key_off, b->names + m->ext_off,
+                   (unsigned long long)it->ordinal, c, m->crc32c);
+    }
+    return SK_OK;
+}
+
+/* Reads a planned batch's ranges and checks its members (the thread's, or
+ * the caller's for local shards), each range's samples right after it is
+ * read, while its bytes are still in the CPU's cache: checked after the
+ * whole batch, they came back from memory, and that was a quarter of the
+ * time of a batch read from the page cache. */
 static int fill(sk_gread *g, struct batch *b, sk_error *err)
 {
+    size_t k = 0; /* b->sorted's next item: in the ranges' order */
     for (size_t i = 0; i < b->nr; i++) {
         const struct range *r = &b->rg[i];
         sk_store *st = NULL;
@@ -229,16 +280,18 @@ static int fill(sk_gread *g, struct batch *b, sk_error *err)
                    "%s: ends at offset %llu, inside bytes %llu..%llu its index names: truncated",
                    g->o.shards[r->shard].url, (unsigned long long)(r->off + got),
                    (unsigned long long)r->off, (unsigned long long)(r->off + r->len));
-    }
-    for (size_t i = 0; i < b->n; i++) {
-        const struct item *it = &b->it[i];
-        for (size_t j = 0; it->crc && j < it->nmem; j++) {
-            const struct mem *m = &b->m[it->mem + j];
-            uint32_t c = sk_crc32c(0, b->data + it->at + (m->data_offset - it->off), (size_t)m->size);
-            SK_FAIL_IF(c != m->crc32c, err, SK_E_MISMATCH,
-                       "%s: member '%s.%s' (sample %llu) has CRC32C %08x, its index says %08x",
-                       g->o.shards[it->shard].url, b->names + it->key_off, b->names + m->ext_off,
-                       (unsigned long long)it->ordinal, c, m->crc32c);
+        for (; k < b->n && b->it[b->sorted[k]].rg == i; k++) {
+            struct item *it = &b->it[b->sorted[k]];
+            if (it->z) {
+                unsigned char *dst = b->zdata + it->zat;
+                SK_GUARD(sk_gzstd_decompress(&g->zd, b->data + it->at, (size_t)it->sspan, dst,
+                                             (size_t)(it->skip + it->span),
+                                             g->o.shards[it->shard].url, it->soff, err));
+                it->p = dst + it->skip;
+            } else {
+                it->p = b->data + it->at;
+            }
+            SK_GUARD(check_item(g, b, it, err));
         }
     }
     return SK_OK;
@@ -317,15 +370,28 @@ static int plan_item(sk_gread *g, struct batch *b, uint64_t k, sk_error *err)
     const char *url = g->o.shards[s].url;
     sk_sample_ref ref;
     SK_GUARD(sk_index_sample(ix, ord, &ref, err));
-    SK_FAIL_IF(ref.span > g->o.max_sample || ref.offset > g->sh[s].size ||
-                   ref.span > g->sh[s].size - ref.offset,
+    const struct gsh *h = &g->sh[s];
+    int z = h->frames != NULL;
+    uint64_t soff = z ? ref.stored_offset : ref.offset, sspan = z ? ref.stored_span : ref.span;
+    uint64_t d_off = ref.offset;
+    SK_FAIL_IF(ref.span > g->o.max_sample || soff > h->size || sspan > h->size - soff ||
+                   (z && sspan > g->o.max_sample + (1u << 20)),
                err, SK_E_CORRUPT, "%s: sample %llu: bytes %llu+%llu its index names are %s", url,
-               (unsigned long long)ord, (unsigned long long)ref.offset, (unsigned long long)ref.span,
-               ref.span > g->o.max_sample ? "over max_sample" : "past the shard's end");
+               (unsigned long long)ord, (unsigned long long)soff, (unsigned long long)sspan,
+               soff <= h->size && sspan <= h->size - soff ? "over max_sample" : "past the shard's end");
+    /* the tar bytes of its first frame before it are decompressed too:
+     * at most max_sample of them */
+    SK_FAIL_IF(z && (!sk_gzstd_frame_at(h->frames, h->nframes, soff, &d_off) ||
+                     d_off > ref.offset || ref.offset - d_off > g->o.max_sample),
+               err, SK_E_CORRUPT, "%s: sample %llu: its index says it starts in the zstd frame at "
+               "offset %llu, %s", url, (unsigned long long)ord, (unsigned long long)soff,
+               !sk_gzstd_frame_at(h->frames, h->nframes, soff, &d_off) ? "where no frame starts"
+                                                                        : "which does not hold it");
     SK_GUARD(sk_grow((void **)&b->it, &b->cap_it, b->n + 1, sizeof *b->it, err));
     struct item *it = &b->it[b->n];
     *it = (struct item){.pos = pos, .k = k, .shard = s, .ordinal = ord, .off = ref.offset,
-                        .span = ref.span, .mem = b->nm, .nmem = ref.member_count,
+                        .span = ref.span, .soff = soff, .sspan = sspan, .z = z,
+                        .skip = ref.offset - d_off, .mem = b->nm, .nmem = ref.member_count,
                         .crc = !(sk_index_shard(ix)->flags & SK_INDEX_NO_CRC)};
     SK_GUARD(names_put(b, ref.key, ref.key_len, &it->key_off, err));
     it->key_len = ref.key_len;
@@ -352,19 +418,42 @@ static int by_place(const void *a, const void *b, void *items)
 {
     const struct item *it = items, *x = &it[*(const size_t *)a], *y = &it[*(const size_t *)b];
     if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
-    return x->off < y->off ? -1 : x->off > y->off;
+    return x->soff < y->soff ? -1 : x->soff > y->soff;
 }
 
-/* The next batch of the slot into b: items, then ranges (neighbours in a
- * shard joined when the gap is at most max_gap and the batch's bytes stay
- * within twice read_ahead), then where each lands in data. */
+/* A buffer of a batch grown to hold n bytes, at least doubling, and kept:
+ * a new buffer each batch would be fresh pages, a page fault every 4 KiB
+ * (not sized for the largest batch at once: a slot that reads a few
+ * samples would fault in and unmap megabytes it never uses). */
+static int hold(unsigned char **p, size_t *cap, uint64_t n, sk_error *err)
+{
+    SK_FAIL_IF(n > SIZE_MAX / 2, err, SK_E_NOMEM, "a batch of %llu bytes", (unsigned long long)n);
+    if (n <= *cap) return SK_OK;
+    size_t c = *cap * 2 > (64u << 10) ? *cap * 2 : (64u << 10);
+    if (c < n) c = (size_t)n;
+    free(*p);
+    *cap = 0;
+    if (!(*p = sk_xmalloc(c, err))) return SK_E_NOMEM;
+    *cap = c;
+    return SK_OK;
+}
+
+/* The next batch of the slot into b: items, then ranges of stored bytes
+ * (neighbours in a shard joined when the gap is at most max_gap and the
+ * batch's bytes stay within twice batch_bytes), then where each lands in
+ * data, and a compressed one's tar bytes in zdata. */
 static int plan(sk_gread *g, struct batch *b, sk_error *err)
 {
-    b->n = b->nm = b->names_len = b->nr = b->next = b->data_len = 0;
-    uint64_t bytes = 0;
-    while (g->k < g->count && b->n < MAX_ITEMS && (b->n == 0 || bytes < g->o.read_ahead)) {
+    b->n = b->nm = b->names_len = b->nr = b->next = b->data_len = b->zdata_len = 0;
+    uint64_t bytes = 0, ztotal = 0;
+    while (g->k < g->count && b->n < MAX_ITEMS && (b->n == 0 || bytes < g->batch_bytes)) {
         SK_GUARD(plan_item(g, b, g->k, err));
-        bytes += b->it[b->n - 1].span;
+        struct item *it = &b->it[b->n - 1];
+        if (it->z) {
+            it->zat = (size_t)ztotal;
+            ztotal += it->skip + it->span;
+        }
+        bytes += it->z ? it->sspan + it->skip + it->span : it->span;
         g->k++;
     }
     SK_GUARD(sk_grow((void **)&b->sorted, &b->cap_sorted, b->n + 1, sizeof *b->sorted, err));
@@ -375,35 +464,26 @@ static int plan(sk_gread *g, struct batch *b, sk_error *err)
         struct item *it = &b->it[b->sorted[i]];
         struct range *r = b->nr ? &b->rg[b->nr - 1] : NULL;
         uint64_t end = r ? r->off + r->len : 0;
-        int join = r && r->shard == it->shard && it->off >= r->off &&
-                   (it->off <= end ||
-                    (it->off - end <= g->o.max_gap && total + (it->off - end) <= 2 * g->o.read_ahead));
+        int join = r && r->shard == it->shard && it->soff >= r->off &&
+                   (it->soff <= end ||
+                    (it->soff - end <= g->o.max_gap && total + (it->soff - end) <= 2 * g->batch_bytes));
         if (!join) {
             SK_GUARD(sk_grow((void **)&b->rg, &b->cap_rg, b->nr + 1, sizeof *b->rg, err));
             r = &b->rg[b->nr++];
-            *r = (struct range){.shard = it->shard, .off = it->off, .len = 0, .at = (size_t)total};
-            end = it->off;
+            *r = (struct range){.shard = it->shard, .off = it->soff, .len = 0, .at = (size_t)total};
+            end = it->soff;
         }
-        if (it->off + it->span > end) {
-            total += it->off + it->span - end;
-            r->len = it->off + it->span - r->off;
+        if (it->soff + it->sspan > end) {
+            total += it->soff + it->sspan - end;
+            r->len = it->soff + it->sspan - r->off;
         }
-        it->at = r->at + (size_t)(it->off - r->off);
+        it->at = r->at + (size_t)(it->soff - r->off);
+        it->rg = (size_t)(r - b->rg);
     }
-    SK_FAIL_IF(total > SIZE_MAX / 2, err, SK_E_NOMEM, "a batch of %llu bytes", (unsigned long long)total);
-    if (total > b->data_cap) {
-        /* grown once to what a batch may hold (twice read_ahead, or one
-         * large sample) and kept: a new buffer each batch would be fresh
-         * pages, a page fault every 4 KiB */
-        size_t cap = 2 * g->o.read_ahead + (64u << 10);
-        if (cap < b->data_cap * 2) cap = b->data_cap * 2;
-        if (cap < total) cap = (size_t)total;
-        free(b->data);
-        b->data_cap = 0;
-        if (!(b->data = sk_xmalloc(cap, err))) return SK_E_NOMEM;
-        b->data_cap = cap;
-    }
+    SK_GUARD(hold(&b->data, &b->data_cap, total, err));
+    SK_GUARD(hold(&b->zdata, &b->zdata_cap, ztotal, err));
     b->data_len = (size_t)total;
+    b->zdata_len = (size_t)ztotal;
     return SK_OK;
 }
 
@@ -500,6 +580,7 @@ int sk_gread_open(sk_gread **out, const sk_gread_opts *o, uint64_t epoch, sk_err
     if (!rc) rc = sk_gread_plan(g, epoch, err);
     g->inline_io = 1;
     for (size_t i = 0; i < o->nshards; i++) g->inline_io &= !sk_store_is_remote(o->shards[i].url);
+    g->batch_bytes = g->inline_io && g->o.read_ahead > LOCAL_BATCH ? LOCAL_BATCH : g->o.read_ahead;
     if (!rc && !g->inline_io && pthread_create(&g->th, NULL, io_main, g))
         rc = sk_error_set(err, SK_E_NOMEM, "cannot start the read-ahead thread");
     else if (!rc && !g->inline_io) g->th_ok = 1;
@@ -524,11 +605,16 @@ void sk_gread_close(sk_gread *g)
     }
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv);
-    for (size_t i = 0; g->sh && i < g->o.nshards; i++) sk_index_close(g->sh[i].ix);
+    for (size_t i = 0; g->sh && i < g->o.nshards; i++) {
+        sk_index_close(g->sh[i].ix);
+        free(g->sh[i].frames);
+    }
+    ZSTD_freeDCtx(g->zd);
     for (size_t i = 0; i < g->nstores; i++) sk_store_close(g->stores[i].st);
     for (int j = 0; j < 2; j++) {
         struct batch *b = &g->b[j];
         free(b->it), free(b->m), free(b->names), free(b->rg), free(b->sorted), free(b->data);
+        free(b->zdata);
     }
     sk_order_free(&g->ord);
     sk_mix_free(&g->mix);
@@ -583,7 +669,7 @@ int sk_gread_next(sk_gread *g, const sk_reader_sample **out, sk_error *err)
     for (size_t j = 0; j < it->nmem; j++) {
         const struct mem *m = &b->m[it->mem + j];
         g->mv[j] = (sk_reader_member){.ext = b->names + m->ext_off, .ext_len = m->ext_len,
-                                      .data = b->data + it->at + (m->data_offset - it->off),
+                                      .data = it->p + (m->data_offset - it->off),
                                       .size = m->size};
     }
     const sk_gshard *d = &g->o.shards[it->shard];

@@ -61,4 +61,19 @@ uint64_t sk_gread_slot_left(const sk_gread *g);
 /* Ranged reads made (the coalescing's measure). */
 uint64_t sk_gread_reads(const sk_gread *g);
 
+/* global_zstd.c: random access to .tar.zst samples.  The seek table of
+ * the shard at url (size bytes): SK_E_USAGE naming it when it has none. */
+typedef struct sk_zstd_frame sk_zstd_frame;
+int sk_gzstd_frames(const char *url, sk_store_env *env, uint64_t size, sk_zstd_frame **frames,
+                    size_t *nframes, sk_error *err);
+/* The tar-stream offset of the frame starting at stored offset c_off:
+ * 1 with *d_off, 0 when no frame starts there. */
+int sk_gzstd_frame_at(const sk_zstd_frame *frames, size_t n, uint64_t c_off, uint64_t *d_off);
+/* Exactly cap bytes decompressed from the stored bytes src (len, frames
+ * from c_off) into dst, through *dc (made on first use); SK_E_CORRUPT
+ * naming url and c_off when they give fewer or are not zstd. */
+typedef struct ZSTD_DCtx_s ZSTD_DCtx;
+int sk_gzstd_decompress(ZSTD_DCtx **dc, const unsigned char *src, size_t len, unsigned char *dst,
+                        size_t cap, const char *url, uint64_t c_off, sk_error *err);
+
 #endif

@@ -69,6 +69,11 @@ void sk_dataset_set_cache(sk_dataset *ds, const char *dir, uint64_t bytes)
     ds->env.cache_size = bytes;
 }
 
+int sk_dataset_set_read_window(sk_dataset *ds, size_t window, uint64_t memory, sk_error *err)
+{
+    return sk_store_env_windows(&ds->env, window, memory, err); /* io/store_window.c */
+}
+
 /* Takes path and index_path (malloc'd; index_path NULL: PATH.idx), even
  * on failure: the resolver's strings are not copied again. */
 static int add_shard(sk_dataset *ds, char *path, char *index_path, sk_error *err)
@@ -164,6 +169,11 @@ int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned f
     ds->s3 = s3;
     sk_store_env_init(&ds->env, s3);
     pthread_mutex_init(&ds->mu, NULL);
+    int wrc = sk_store_env_windows(&ds->env, SK_READ_WINDOW, SK_READ_WINDOW_MEMORY, err);
+    if (wrc) {
+        sk_dataset_close(ds);
+        return wrc;
+    }
     /* the one resolver (io/dataset.c): an s3:// prefix means its manifest
      * (a listing would not say which objects are shards of one dataset) */
     sk_ds_opts ro = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX | SK_DS_LOOKUP, .s3 = s3, .env = &ds->env,
@@ -233,14 +243,6 @@ static int open_index(sk_dataset *ds, struct shard *s, sk_error *err)
     return SK_OK;
 }
 
-int sk_dsa_ensure_index(sk_dataset *ds, struct shard *s, sk_error *err)
-{
-    if (LOAD(s->ix_ok)) return SK_OK;
-    pthread_mutex_lock(&ds->mu);
-    int rc = open_index(ds, s, err);
-    pthread_mutex_unlock(&ds->mu);
-    return rc;
-}
 
 /* Opens the shard and proves the index was built from it; the caller
  * holds ds->mu. */
@@ -278,13 +280,26 @@ static int open_shard(sk_dataset *ds, struct shard *s, sk_error *err)
     return SK_OK;
 }
 
-int sk_dsa_ensure_shard(sk_dataset *ds, struct shard *s, sk_error *err)
+/* Opens what *flag announces (open publishes it) once, under the
+ * dataset's mutex; a set flag costs one load and no lock (dataset_int.h). */
+static int once(sk_dataset *ds, struct shard *s, int *flag,
+                int (*open)(sk_dataset *, struct shard *, sk_error *), sk_error *err)
 {
-    if (LOAD(s->rr_open)) return SK_OK;
+    if (LOAD(*flag)) return SK_OK;
     pthread_mutex_lock(&ds->mu);
-    int rc = open_shard(ds, s, err);
+    int rc = open(ds, s, err);
     pthread_mutex_unlock(&ds->mu);
     return rc;
+}
+
+int sk_dsa_ensure_index(sk_dataset *ds, struct shard *s, sk_error *err)
+{
+    return once(ds, s, &s->ix_ok, open_index, err);
+}
+
+int sk_dsa_ensure_shard(sk_dataset *ds, struct shard *s, sk_error *err)
+{
+    return once(ds, s, &s->rr_open, open_shard, err);
 }
 
 int sk_dataset_samples(sk_dataset *ds, uint64_t *count, sk_error *err)

@@ -249,8 +249,12 @@ int sk_dataset_read(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size
  * (a local file, or a remote object not served by read_remote_member) lie in
  * [offset, offset + span): one read of the span into buf, then each
  * member's data moved down to its place (left, so memmove never overwrites
- * bytes still to move) and checked.  1 when it applies and was done, 0
- * when it does not apply (the caller reads member by member), or -rc. */
+ * bytes still to move) and checked.  That holds only when the members come
+ * in ascending order without overlapping: a member moved left would
+ * otherwise land on bytes of one still to move, whose CRC32C would then be
+ * taken over the wrong bytes (a false mismatch, with a CRC that no byte of
+ * the shard has).  1 when it applies and was done, 0 when it does not
+ * apply (the caller reads member by member), or -rc. */
 int sk_dsa_read_span(sk_dataset *ds, struct shard *s, const sk_hit *h, unsigned char *buf,
                      size_t cap, const sk_member_ref *members, sk_error *err)
 {
@@ -259,11 +263,14 @@ int sk_dsa_read_span(sk_dataset *ds, struct shard *s, const sk_hit *h, unsigned 
     if ((in->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)) || sr->span > cap ||
         (s->from_manifest && sk_store_is_remote(s->path)))
         return 0;
+    uint64_t end = sr->offset; /* where the member before ends */
     for (uint32_t i = 0; i < sr->member_count; i++) {
         const sk_member_ref *m = &members[i];
-        if (m->data_offset < sr->offset || m->data_offset - sr->offset > sr->span ||
+        if (m->data_offset < end || m->data_offset - sr->offset > sr->span ||
             m->size > sr->span - (m->data_offset - sr->offset))
-            return 0; /* an odd index: let the member path judge it */
+            return 0; /* an odd index (members out of the span, out of order
+                         or overlapping): let the member path judge it */
+        end = m->data_offset + m->size;
     }
     int rc = sk_dsa_ensure_shard(ds, s, err);
     if (rc) return -rc;
@@ -391,10 +398,18 @@ int sk_dataset_read_at(sk_dataset *ds, const sk_hit *h, uint64_t off, void *buf,
         }
         return read_compressed(ds, s, &part, off, buf, n, err);
     }
-    SK_FAIL_IF(off > s->rr.size || n > s->rr.size - off, err, SK_E_CORRUPT,
+    /* past the object's end: cut short when the index says it was longer,
+     * else the index names bytes that no shard of its size has */
+    SK_FAIL_IF((off > s->rr.size || n > s->rr.size - off) && s->rr.size < in->size, err,
+               SK_E_CORRUPT,
                "%s: shard cut short: %llu bytes, its index %s says %llu (byte %llu asked for)",
                s->path, (unsigned long long)s->rr.size, s->index_path,
                (unsigned long long)in->size, (unsigned long long)(off + n));
+    SK_FAIL_IF(off > s->rr.size || n > s->rr.size - off, err, SK_E_CORRUPT,
+               "%s: index %s points past the end of the shard (%llu bytes; bytes %llu..%llu of "
+               "sample '%.*s' asked for)",
+               s->path, s->index_path, (unsigned long long)s->rr.size, (unsigned long long)off,
+               (unsigned long long)(off + n), (int)(sr->key_len > 200 ? 200 : sr->key_len), sr->key);
     size_t got = 0;
     SK_GUARD(s->rr.read_at(s->rr.ctx, off, buf, n, &got, err));
     SK_FAIL_IF(got < n, err, SK_E_CORRUPT, "%s: shard cut short: %zu of %zu bytes at offset %llu",

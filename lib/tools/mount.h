@@ -104,8 +104,11 @@ typedef struct sk_mt_file {
     uint32_t member;
 } sk_mt_file;
 /* Whether member i of the sample is served (safe name, not a duplicate
- * extension): 1 yes, 0 no. */
+ * extension): 1 yes, 0 no.  In two steps for a walk of many members (a
+ * listing): the sample's key once, then each member. */
 int sk_mt_member_ok(const sk_hit *h, const sk_member_ref *m, uint32_t i, sk_dataset *ds);
+int sk_mt_sample_ok(const sk_hit *h);
+int sk_mt_member_ok_in(const sk_hit *h, const sk_member_ref *m, uint32_t i, sk_dataset *ds);
 /* The file `name` in dir (lookup through the index, O(log n)): 0, or
  * SK_E_NOTFOUND, or another error. */
 int sk_mt_find(sk_mt_tree *t, const sk_mt_dir *dir, const char *name, size_t n, sk_mt_file *f,

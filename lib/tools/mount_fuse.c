@@ -213,7 +213,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
         uint64_t o = t->runs[r].start > (pos >> 16) ? t->runs[r].start : (pos >> 16);
         for (; room && o < t->runs[r].end; o++) {
             sk_hit h;
-            if (sk_dataset_at(mn->ds, o, &h, NULL)) continue;
+            if (sk_dataset_at(mn->ds, o, &h, NULL) || !sk_mt_sample_ok(&h)) continue;
             const char *base = h.sample.key + h.sample.key_len;
             while (base > h.sample.key && base[-1] != '/') base--;
             size_t bl = (size_t)(h.sample.key + h.sample.key_len - base);
@@ -221,13 +221,14 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
             for (uint32_t i = first; room && i < h.sample.member_count; i++) {
                 sk_member_ref m;
                 if (sk_dataset_member(mn->ds, &h, i, &m, NULL) ||
-                    !sk_mt_member_ok(&h, &m, i, mn->ds))
+                    !sk_mt_member_ok_in(&h, &m, i, mn->ds))
                     continue;
                 memcpy(name, base, bl);
                 name[bl] = '.';
                 memcpy(name + bl + 1, m.ext, m.ext_len);
                 name[bl + 1 + m.ext_len] = 0;
-                if (sk_mt_child(t, d, name, bl + 1 + m.ext_len)) continue; /* a directory wins */
+                if (d->nchildren && sk_mt_child(t, d, name, bl + 1 + m.ext_len))
+                    continue; /* a directory wins */
                 uint64_t p = (o << 16) | i;
                 room = add(req, buf, size, &len, name, 2 + p, S_IFREG, FILE_OFF + p + 1);
             }
@@ -474,6 +475,10 @@ static int serve(const char *dataset, const char *mp, const sk_mount_options *o,
     mn.t.warn_ctx = o->warn ? o->ctx : NULL;
     int rc = o->open(o->ctx, &mn.ds, err);
     if (!rc && o->cache_dir) sk_dataset_set_cache(mn.ds, o->cache_dir, o->cache_size);
+    if (!rc && (o->read_window || o->window_memory))
+        rc = sk_dataset_set_read_window(
+            mn.ds, o->read_window == SIZE_MAX ? 0 : o->read_window ? o->read_window : SK_READ_WINDOW,
+            o->window_memory ? o->window_memory : SK_READ_WINDOW_MEMORY, err);
     if (!rc) rc = sk_mt_build(&mn.t, mn.ds, o->by_shard, err);
     if (!rc) rc = index_kids(&mn, err);
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);

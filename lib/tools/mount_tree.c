@@ -190,19 +190,32 @@ static const char *member_problem(const sk_sample_ref *sr, const sk_member_ref *
     return NULL;
 }
 
-int sk_mt_member_ok(const sk_hit *h, const sk_member_ref *m, uint32_t i, sk_dataset *ds)
+/* The first of two members with one extension wins: 1 when member i
+ * repeats one before it.  Samples are small, and one of many members is
+ * refused before this (SK_MT_MAX_MEMBERS). */
+static int repeats(const sk_hit *h, const sk_member_ref *m, uint32_t i, sk_dataset *ds)
 {
-    if (h->sample.member_count > SK_MT_MAX_MEMBERS || key_problem(&h->sample) ||
-        member_problem(&h->sample, m))
-        return 0;
-    /* the first of two members with one extension wins; samples are
-     * small, and a sample of many members is rare and bounded above */
     for (uint32_t j = 0; j < i; j++) {
         sk_member_ref o;
-        if (sk_dataset_member(ds, h, j, &o, NULL)) return 0;
-        if (o.ext_len == m->ext_len && !memcmp(o.ext, m->ext, m->ext_len)) return 0;
+        if (sk_dataset_member(ds, h, j, &o, NULL)) return 1;
+        if (o.ext_len == m->ext_len && !memcmp(o.ext, m->ext, m->ext_len)) return 1;
     }
-    return 1;
+    return 0;
+}
+
+int sk_mt_sample_ok(const sk_hit *h)
+{
+    return h->sample.member_count <= SK_MT_MAX_MEMBERS && !key_problem(&h->sample);
+}
+
+int sk_mt_member_ok_in(const sk_hit *h, const sk_member_ref *m, uint32_t i, sk_dataset *ds)
+{
+    return !member_problem(&h->sample, m) && !repeats(h, m, i, ds);
+}
+
+int sk_mt_member_ok(const sk_hit *h, const sk_member_ref *m, uint32_t i, sk_dataset *ds)
+{
+    return sk_mt_sample_ok(h) && sk_mt_member_ok_in(h, m, i, ds);
 }
 
 static void warn_member(sk_mt_tree *t, const sk_hit *h, const sk_member_ref *m, const char *why)
@@ -301,7 +314,7 @@ int sk_mt_build(sk_mt_tree *t, sk_dataset *ds, int by_shard, sk_error *err)
             sk_member_ref m;
             SK_GUARD(sk_dataset_member(ds, &h, i, &m, err));
             const char *mwhy = member_problem(&h.sample, &m);
-            if (!mwhy && !sk_mt_member_ok(&h, &m, i, ds)) mwhy = "its extension repeats";
+            if (!mwhy && repeats(&h, &m, i, ds)) mwhy = "its extension repeats";
             if (mwhy) warn_member(t, &h, &m, mwhy);
             else served++;
         }

@@ -7,10 +7,7 @@
 # onto the prefix does too; --overwrite replaces it.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need python3 cmp
-tmpdir T
-at_exit moto_stop
+s3_test_begin python3 cmp
 s3_serve auth bkt
 mkdir -p "$T/a" "$T/b"
 for i in 0 1 2 3 4; do echo "a$i" > "$T/a/a$i.txt"; echo "b$i" > "$T/b/b$i.txt"; done

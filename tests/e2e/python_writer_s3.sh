@@ -5,10 +5,7 @@
 # fails in the `with` block publishes no manifest.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need python3 cmp
-tmpdir T
-at_exit moto_stop
+s3_test_begin python3 cmp
 LIB=$(dirname "$SK_BIN")/libshardkit.so
 [ -f "$LIB" ] || skip "no $LIB"
 if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi

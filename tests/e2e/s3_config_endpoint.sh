@@ -9,9 +9,7 @@
 # listens on) stands for every place that must lose.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-tmpdir T
-at_exit moto_stop
+s3_test_begin
 s3_serve bkt
 printf 'hello\n' >"$T/x.txt"
 aws s3 cp --quiet "$T/x.txt" s3://bkt/x.txt || die "aws upload failed"

@@ -8,10 +8,7 @@
 # memory whole.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp python3 bsdtar
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp python3 bsdtar
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 60 --per-dir 30 >/dev/null || die "mkcorpus failed"
 s3_serve bkt
 E=(--endpoint-url "$A")

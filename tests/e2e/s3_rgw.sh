@@ -12,10 +12,7 @@
 . "$(dirname "$0")/lib.sh"
 SK_S3_SERVER=rgw
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 300 >/dev/null || die "mkcorpus failed"
 s3_serve rgw-data
 E=(--endpoint-url "$A")

@@ -14,10 +14,7 @@
 # back byte-identical.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp
 s3_serve bkt
 mkdir -p "$T/d" "$T/ds"
 for i in $(seq 1 40); do printf 'object %d\n' "$i" >"$T/d/f$i.bin"; done

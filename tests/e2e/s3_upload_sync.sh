@@ -7,10 +7,7 @@
 # size is sent again, and only it; without --sync everything goes again.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp head
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp head
 s3_serve bkt
 mkdir -p "$T/d/sub"
 for i in $(seq 1 12); do printf 'object %d\n' "$i" >"$T/d/f$i.bin"; done

@@ -10,10 +10,7 @@
 # moto runs with auth off: its listings break under auth.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp python3
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp python3
 C=$T/corpus
 "$SK_TOOLS/mkcorpus" "$C" --samples 800 --per-dir 100 >/dev/null || die "mkcorpus failed"
 s3_serve src dst

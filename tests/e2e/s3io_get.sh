@@ -6,10 +6,7 @@
 # object that belongs to another shard is refused; a missing key fails.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp
 s3_dataset auth dset 120 --max-count 50
 G=("$SK_BIN" get --endpoint-url "$A")
 

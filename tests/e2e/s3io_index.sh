@@ -10,10 +10,7 @@
 # the prefix's own shards.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 150 >/dev/null || die "mkcorpus failed"
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/p/t-%03d.tar" --max-count 50
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/z/t-%03d.tar.zst" --max-count 50 --compress zstd

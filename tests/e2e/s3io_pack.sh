@@ -13,10 +13,7 @@
 #     skipped with --on-error skip; an empty prefix is an error.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp
 C=$T/corpus
 "$SK_TOOLS/mkcorpus" "$C" --samples 700 --per-dir 100 >/dev/null || die "mkcorpus failed"
 

@@ -7,10 +7,7 @@
 # but the prefix's own shards.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 120 >/dev/null || die "mkcorpus failed"
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/ds/t-%03d.tar" --max-count 50
 s3_serve dset

@@ -17,10 +17,7 @@
 #     1); a missing target or an unreachable endpoint exits 2.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp python3
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp python3
 C=$T/corpus
 "$SK_TOOLS/mkcorpus" "$C" --samples 1400 --per-dir 200 >/dev/null || die "mkcorpus failed"
 expect_ok "$SK_BIN" pack "$C" -o "$T/in/t-%04d.tar" --max-size 4M

@@ -16,10 +16,7 @@
 #     object (its s3:// URL), an empty file.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp python3
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp python3
 C=$T/corpus
 "$SK_TOOLS/mkcorpus" "$C" --samples 60 --per-dir 20 >/dev/null || die "mkcorpus failed"
 

@@ -20,10 +20,7 @@
 #                 line's image and labels.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need cmp python3
-tmpdir T
-at_exit moto_stop
+s3_test_begin cmp python3
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 90 --per-dir 30 >/dev/null || die "mkcorpus failed"
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/ds/train-%06d.tar" --max-size 256K -q \
     --sagemaker-manifest "$T/shards.manifest" --sagemaker-prefix s3://bkt/ds/

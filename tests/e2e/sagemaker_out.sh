@@ -10,9 +10,7 @@
 # manifest naming a shard outside its directory is refused.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-tmpdir T
-at_exit moto_stop
+s3_test_begin
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 100 >/dev/null || die "mkcorpus failed"
 s3_serve smb
 S=(--endpoint-url "$A")

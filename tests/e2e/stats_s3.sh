@@ -7,9 +7,7 @@
 # makes none; serve shows a sample from S3.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-tmpdir T
-at_exit moto_stop
+s3_test_begin
 s3_dataset auth dset 90 --max-count 40
 
 for d in plain zst; do

@@ -6,10 +6,7 @@
 # sound).  Against moto_server.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need python3
-tmpdir T
-at_exit moto_stop
+s3_test_begin python3
 s3_serve bkt
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 20 >/dev/null || die mkcorpus
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/ds/s-%02d.tar"

@@ -6,10 +6,7 @@
 # index, or hang the run.  Scratch files are now made with mkstemp.
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
-skip_unless_moto
-need timeout
-tmpdir T
-at_exit moto_stop
+s3_test_begin timeout
 mkdir -p "$T/in" "$T/scratch"
 for i in 1 2 3; do echo "sample $i" >"$T/in/k$i.txt"; done
 s3_serve dst

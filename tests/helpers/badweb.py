@@ -1,6 +1,6 @@
 """badweb.py - a web server on 127.0.0.1 that answers the way a broken or
 hostile one might, for tests/e2e/http_store.sh.  Python's standard library
-only.  Usage: badweb.py PORTFILE SHARD
+only.  Usage: badweb.py PORTFILE SHARD [TEXT]
 
 It writes its port to PORTFILE.  SHARD is a real .tar the answers are made
 of.  Paths:
@@ -9,6 +9,8 @@ of.  Paths:
   /endless.tar          HEAD: the shard's size; GET: 206, the range asked for
                         and then more, without end (no Content-Length)
   /drip.tar             HEAD: the shard's size; GET: 206, one byte a second
+  /short.txt            (with TEXT, a list of names or keys) as /short.tar,
+                        of TEXT's bytes
   /endless/manifest.json  200, a body that never ends
 anything else         404
 Every wait is bounded: the server stops by itself after 120 s.
@@ -21,6 +23,7 @@ import time
 
 PORTFILE, SHARD = sys.argv[1], sys.argv[2]
 DATA = open(SHARD, "rb").read()
+TEXT = open(sys.argv[3], "rb").read() if len(sys.argv) > 3 else None
 
 
 class H(http.server.BaseHTTPRequestHandler):
@@ -38,15 +41,17 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_HEAD(self):
         if self.path in ("/short.tar", "/endless.tar", "/drip.tar"):
             return self.head_ok(len(DATA))
+        if self.path == "/short.txt" and TEXT is not None:
+            return self.head_ok(len(TEXT))
         self.send_response(404)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def rng(self):
+    def rng(self, data=DATA):
         r = self.headers.get("Range", "bytes=0-")
         a, _, b = r[6:].partition("-")
         a = int(a)
-        b = int(b) if b else len(DATA) - 1
+        b = int(b) if b else len(data) - 1
         return a, b
 
     def do_GET(self):
@@ -57,13 +62,14 @@ class H(http.server.BaseHTTPRequestHandler):
 
     def get(self):
         p = self.path
-        if p == "/short.tar":
-            a, b = self.rng()
+        if p == "/short.tar" or (p == "/short.txt" and TEXT is not None):
+            data = DATA if p == "/short.tar" else TEXT
+            a, b = self.rng(data)
             self.send_response(206)
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, len(DATA)))
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, len(data)))
             self.send_header("Content-Length", str(b - a + 1))
             self.end_headers()
-            self.wfile.write(DATA[a:a + (b - a + 1) // 2])
+            self.wfile.write(data[a:a + (b - a + 1) // 2])
             self.close_connection = True
         elif p == "/endless.tar":
             a, b = self.rng()

@@ -8,6 +8,9 @@
 #   moto_auth_on        the same switch to auth on the server already running
 #   moto_stop           stops them all; call it from the test's EXIT trap.
 #   skip_unless_moto    exits 77 when moto_server or aws is missing.
+#   s3_test_begin [COMMAND...]
+#                       skip_unless_moto, need COMMAND..., tmpdir T and
+#                       at_exit moto_stop: how an S3 test starts.
 #   s3_serve [auth] [BUCKET...]
 #                       the usual start of an S3 test: moto_start [auth], then
 #                       A=$MOTO_URL, aws() bound to A, and the buckets made;
@@ -169,6 +172,16 @@ s3_serve() {
     for b in "$@"; do
         aws s3 mb "s3://$b" >/dev/null || { echo "FAIL: could not create bucket $b at $A" >&2; exit 1; }
     done
+}
+
+# s3_test_begin [COMMAND...]: the start every S3 test shares: skips without
+# moto_server or the aws cli (or a COMMAND), makes the scratch directory $T,
+# and stops every server the test starts when it ends
+s3_test_begin() {
+    skip_unless_moto
+    need "$@"
+    tmpdir T
+    at_exit moto_stop
 }
 
 # s3_put_dir DIR s3://B/P/ and s3_same_dir DIR s3://B/P/: every file of DIR

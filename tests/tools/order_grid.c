@@ -18,9 +18,14 @@
  * With --proportion, each URL is a stream mixed in that proportion
  * (--samples: the epoch's length): each stream's share of the epoch must
  * be within 1% of the asked.
+ * --points R:W,... checks those grid points only, --resume
+ * R1:W1:R2:W2@STOP,... those resumes only (STOP: the fraction of the
+ * epoch consumed first): a few of each prove that a store (S3) hands out
+ * the order the whole grid proved on local files.
  *   order_grid [--endpoint URL] [--window N] [--seed S] [--batch B]
  *              [--read-ahead BYTES] [--proportion P,P...] [--samples N]
- *              [--no-resume] URL...
+ *              [--no-resume] [--points R:W,...] [--resume R1:W1:R2:W2@STOP,...]
+ *              URL...
  */
 #include "shardkit.h"
 
@@ -29,10 +34,70 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const int worlds[] = {1, 2, 3, 4, 8};
-static const int workers[] = {0, 1, 2, 4};
-#define NW (sizeof worlds / sizeof *worlds)
-#define NK (sizeof workers / sizeof *workers)
+/* the grid: world sizes x workers, unless --points names some */
+#define MAX_POINTS 32
+static int points[MAX_POINTS][2];
+static size_t npoints;
+/* elastic resume: (R1 x W1) consumes whole steps up to a stop, (R2 x W2)
+ * finishes; the table unless --resume names some */
+struct resume {
+    int r1, w1, r2, w2;
+    double stop;
+};
+#define MAX_RESUMES 32
+static struct resume resumes[MAX_RESUMES];
+static size_t nresumes;
+
+static void default_plan(void)
+{
+    static const int worlds[] = {1, 2, 3, 4, 8}, workers[] = {0, 1, 2, 4};
+    static const int plan[][4] = {{8, 4, 6, 2}, {4, 2, 3, 0}, {2, 0, 8, 4}, {3, 1, 1, 2},
+                                  {1, 4, 4, 1}};
+    static const double stops[] = {0.0, 0.13, 0.5, 0.77, 0.999};
+    if (!npoints)
+        for (size_t a = 0; a < sizeof worlds / sizeof *worlds; a++)
+            for (size_t b = 0; b < sizeof workers / sizeof *workers; b++) {
+                points[npoints][0] = worlds[a];
+                points[npoints++][1] = workers[b];
+            }
+    if (!nresumes)
+        for (size_t p = 0; p < sizeof plan / sizeof *plan; p++)
+            for (size_t si = 0; si < sizeof stops / sizeof *stops; si++)
+                resumes[nresumes++] = (struct resume){plan[p][0], plan[p][1], plan[p][2],
+                                                      plan[p][3], stops[si]};
+}
+
+/* "R:W,R:W" into points; 0 when malformed. */
+static int parse_points(const char *p)
+{
+    for (;;) {
+        int r, w, n = 0;
+        if (npoints == MAX_POINTS || sscanf(p, "%d:%d%n", &r, &w, &n) != 2 || r < 1 || w < 0)
+            return 0;
+        points[npoints][0] = r;
+        points[npoints++][1] = w;
+        p += n;
+        if (!*p) return 1;
+        if (*p++ != ',') return 0;
+    }
+}
+
+/* "R1:W1:R2:W2@STOP,..." into resumes; 0 when malformed. */
+static int parse_resumes(const char *p)
+{
+    for (;;) {
+        struct resume v;
+        int n = 0;
+        if (nresumes == MAX_RESUMES ||
+            sscanf(p, "%d:%d:%d:%d@%lf%n", &v.r1, &v.w1, &v.r2, &v.w2, &v.stop, &n) != 5 ||
+            v.r1 < 1 || v.r2 < 1 || v.w1 < 0 || v.w2 < 0 || v.stop < 0 || v.stop >= 1)
+            return 0;
+        resumes[nresumes++] = v;
+        p += n;
+        if (!*p) return 1;
+        if (*p++ != ',') return 0;
+    }
+}
 
 static const char *const *urls;
 static size_t nurls;
@@ -142,7 +207,7 @@ static int cmp_ident(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    int i = 1;
+    int i = 1, bad = 0;
     for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i += 2) {
         if (!strcmp(argv[i], "--no-resume")) {
             no_resume = 1;
@@ -156,6 +221,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--read-ahead")) read_ahead = strtoul(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--samples")) samples_per_epoch = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--points")) bad |= !parse_points(argv[i + 1]);
+        else if (!strcmp(argv[i], "--resume")) bad |= !parse_resumes(argv[i + 1]);
         else if (!strcmp(argv[i], "--proportion")) {
             char *p = argv[i + 1], *end;
             for (int k = 0; k < 16 && *p; k++, p = *end ? end + 1 : end) {
@@ -166,11 +233,13 @@ int main(int argc, char **argv)
         }
         else break;
     }
-    if (i >= argc || batch < 1) {
+    if (i >= argc || batch < 1 || bad) {
         fprintf(stderr, "usage: order_grid [--endpoint URL] [--window N] [--seed S] [--batch B] "
-                        "[--read-ahead BYTES] [--proportion P,P...] [--samples N] [--no-resume] URL...\n");
+                        "[--read-ahead BYTES] [--proportion P,P...] [--samples N] [--no-resume] "
+                        "[--points R:W,...] [--resume R1:W1:R2:W2@STOP,...] URL...\n");
         return 2;
     }
+    default_plan();
     urls = (const char *const *)argv + i;
     nurls = (size_t)(argc - i);
 
@@ -209,86 +278,82 @@ int main(int argc, char **argv)
     }
 
     /* the grid */
-    for (size_t a = 0; a < NW; a++)
-        for (size_t b = 0; b < NK; b++) {
-            int R = worlds[a], W = workers[b] ? workers[b] : 1;
-            char where[64];
-            snprintf(where, sizeof where, "world %d x workers %d", R, workers[b]);
-            memset(mark, 0, total);
-            uint64_t lo = UINT64_MAX, hi = 0;
-            for (int r = 0; r < R; r++)
-                for (int w = 0; w < W; w++) {
-                    sk_reader *s = open_slot(r, R, w, W, batch);
-                    uint64_t left = sk_reader_slot_left(s), got = take(s, 0, seen, mark, total, where);
-                    check(got == left, "%s: slot %d/%d handed out %llu, announced %llu", where, r, w,
-                          (unsigned long long)got, (unsigned long long)left);
-                    lo = got < lo ? got : lo;
-                    hi = got > hi ? got : hi;
-                    close_slot(s);
-                }
-            check_epoch(seen, mark, total, where);
-            check(hi - lo <= 1, "%s: slot counts from %llu to %llu", where, (unsigned long long)lo,
-                  (unsigned long long)hi);
-            check(!memcmp(seen, ref, total * sizeof *ref), "%s: the global sequence differs", where);
-        }
+    for (size_t a = 0; a < npoints; a++) {
+        int R = points[a][0], W = points[a][1] ? points[a][1] : 1;
+        char where[64];
+        snprintf(where, sizeof where, "world %d x workers %d", R, points[a][1]);
+        memset(mark, 0, total);
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (int r = 0; r < R; r++)
+            for (int w = 0; w < W; w++) {
+                sk_reader *s = open_slot(r, R, w, W, batch);
+                uint64_t left = sk_reader_slot_left(s), got = take(s, 0, seen, mark, total, where);
+                check(got == left, "%s: slot %d/%d handed out %llu, announced %llu", where, r, w,
+                      (unsigned long long)got, (unsigned long long)left);
+                lo = got < lo ? got : lo;
+                hi = got > hi ? got : hi;
+                close_slot(s);
+            }
+        check_epoch(seen, mark, total, where);
+        check(hi - lo <= 1, "%s: slot counts from %llu to %llu", where, (unsigned long long)lo,
+              (unsigned long long)hi);
+        check(!memcmp(seen, ref, total * sizeof *ref), "%s: the global sequence differs", where);
+    }
 
     uint64_t grid_reads = reads;
     /* elastic resume: (R1 x W1) consumes whole steps, (R2 x W2) finishes */
-    static const int plan[][4] = {{8, 4, 6, 2}, {4, 2, 3, 0}, {2, 0, 8, 4}, {3, 1, 1, 2},
-                                  {1, 4, 4, 1}};
-    static const double stops[] = {0.0, 0.13, 0.5, 0.77, 0.999};
-    for (size_t pi = 0; !no_resume && pi < sizeof plan / sizeof *plan; pi++)
-        for (size_t si = 0; si < sizeof stops / sizeof *stops; si++) {
-            int R1 = plan[pi][0], W1 = plan[pi][1] ? plan[pi][1] : 1;
-            int R2 = plan[pi][2], W2 = plan[pi][3] ? plan[pi][3] : 1;
-            char where[96];
-            snprintf(where, sizeof where, "resume %dx%d -> %dx%d at %.0f%%", R1, plan[pi][1], R2,
-                     plan[pi][3], stops[si] * 100);
-            memset(mark, 0, total);
-            /* steps every rank completes: a whole number of batches */
-            uint64_t per_rank = total / (uint64_t)R1;
-            uint64_t steps = (uint64_t)(stops[si] * (double)per_rank) / (uint64_t)batch;
-            sk_reader_position pos = {0}, mine, again;
-            sk_error e = SK_ERROR_INIT;
-            for (int r = 0; r < R1; r++) {
-                sk_reader **ws = calloc((size_t)W1, sizeof *ws);
-                for (int w = 0; w < W1; w++) ws[w] = open_slot(r, R1, w, W1, batch);
-                int last = -1;
-                uint64_t consumed = 0;
-                /* a DataLoader: batch after batch, worker after worker
-                 * (an exhausted worker's turn is skipped) */
-                for (uint64_t t = 0; t < steps; t++) {
-                    int w = (int)(t % (uint64_t)W1);
-                    uint64_t got = take(ws[w], (uint64_t)batch, seen, mark, total, where);
-                    if (got) last = w;
-                    consumed += got;
-                }
-                /* what the job saves, from the rank's count; the worker
-                 * that handed the last batch knows the same */
-                if (sk_reader_position_at(ws[0], consumed, &mine, &e)) die(where, &e);
-                if (last >= 0 && sk_reader_get_position(ws[last], &again, &e)) die(where, &e);
-                if (last >= 0)
-                    check(!memcmp(&mine, &again, sizeof mine), "%s: rank %d: the slot's position "
-                          "(%llu) is not the rank's (%llu)", where, r,
-                          (unsigned long long)again.consumed, (unsigned long long)mine.consumed);
-                if (r == 0) pos = mine;
-                check(!memcmp(&pos, &mine, sizeof mine), "%s: rank %d's position (%llu) is not "
-                      "rank 0's (%llu)", where, r, (unsigned long long)mine.consumed,
-                      (unsigned long long)pos.consumed);
-                for (int w = 0; w < W1; w++) close_slot(ws[w]);
-                free(ws);
+    for (size_t pi = 0; !no_resume && pi < nresumes; pi++) {
+        const struct resume *v = &resumes[pi];
+        int R1 = v->r1, W1 = v->w1 ? v->w1 : 1;
+        int R2 = v->r2, W2 = v->w2 ? v->w2 : 1;
+        char where[96];
+        snprintf(where, sizeof where, "resume %dx%d -> %dx%d at %.0f%%", R1, v->w1, R2, v->w2,
+                 v->stop * 100);
+        memset(mark, 0, total);
+        /* steps every rank completes: a whole number of batches */
+        uint64_t per_rank = total / (uint64_t)R1;
+        uint64_t steps = (uint64_t)(v->stop * (double)per_rank) / (uint64_t)batch;
+        sk_reader_position pos = {0}, mine, again;
+        sk_error e = SK_ERROR_INIT;
+        for (int r = 0; r < R1; r++) {
+            sk_reader **ws = calloc((size_t)W1, sizeof *ws);
+            for (int w = 0; w < W1; w++) ws[w] = open_slot(r, R1, w, W1, batch);
+            int last = -1;
+            uint64_t consumed = 0;
+            /* a DataLoader: batch after batch, worker after worker
+             * (an exhausted worker's turn is skipped) */
+            for (uint64_t t = 0; t < steps; t++) {
+                int w = (int)(t % (uint64_t)W1);
+                uint64_t got = take(ws[w], (uint64_t)batch, seen, mark, total, where);
+                if (got) last = w;
+                consumed += got;
             }
-            for (int r = 0; r < R2; r++)
-                for (int w = 0; w < W2; w++) {
-                    sk_reader *s = open_slot(r, R2, w, W2, batch);
-                    if (sk_reader_seek(s, &pos, &e)) die(where, &e);
-                    take(s, 0, seen, mark, total, where);
-                    close_slot(s);
-                }
-            check_epoch(seen, mark, total, where);
-            check(!memcmp(seen, ref, total * sizeof *ref), "%s: the samples differ from the sequence",
-                  where);
+            /* what the job saves, from the rank's count; the worker
+             * that handed the last batch knows the same */
+            if (sk_reader_position_at(ws[0], consumed, &mine, &e)) die(where, &e);
+            if (last >= 0 && sk_reader_get_position(ws[last], &again, &e)) die(where, &e);
+            if (last >= 0)
+                check(!memcmp(&mine, &again, sizeof mine), "%s: rank %d: the slot's position "
+                      "(%llu) is not the rank's (%llu)", where, r,
+                      (unsigned long long)again.consumed, (unsigned long long)mine.consumed);
+            if (r == 0) pos = mine;
+            check(!memcmp(&pos, &mine, sizeof mine), "%s: rank %d's position (%llu) is not "
+                  "rank 0's (%llu)", where, r, (unsigned long long)mine.consumed,
+                  (unsigned long long)pos.consumed);
+            for (int w = 0; w < W1; w++) close_slot(ws[w]);
+            free(ws);
         }
+        for (int r = 0; r < R2; r++)
+            for (int w = 0; w < W2; w++) {
+                sk_reader *s = open_slot(r, R2, w, W2, batch);
+                if (sk_reader_seek(s, &pos, &e)) die(where, &e);
+                take(s, 0, seen, mark, total, where);
+                close_slot(s);
+            }
+        check_epoch(seen, mark, total, where);
+        check(!memcmp(seen, ref, total * sizeof *ref), "%s: the samples differ from the sequence",
+              where);
+    }
 
     /* the sequence's digest, to compare the same dataset in another place */
     uint64_t h = 0xcbf29ce484222325ull;
@@ -298,7 +363,7 @@ int main(int argc, char **argv)
     }
     printf("samples=%llu sequence=%016llx reads_per_sample=%.3f failures=%d\n",
            (unsigned long long)total, (unsigned long long)h,
-           (double)grid_reads / (double)(total * (1 + NW * NK)), failures);
+           (double)grid_reads / (double)(total * (1 + npoints)), failures);
     free(ref);
     free(seen);
     free(mark);
