@@ -18,7 +18,7 @@ static int ends_with(const char *s, const char *suffix)
     return n >= m && !strcmp(s + n - m, suffix);
 }
 
-int sk_pack_check_suffix(const char *pattern, int compress_level, sk_error *err)
+int sk_emit_check_suffix(const char *pattern, int compress_level, sk_error *err)
 {
     static const char *const unwritten[] = {".gz", ".tgz", ".bz2", ".xz"};
     if (!pattern || !strcmp(pattern, "-")) return SK_OK;
@@ -32,7 +32,7 @@ int sk_pack_check_suffix(const char *pattern, int compress_level, sk_error *err)
     return SK_OK;
 }
 
-void sk_pack_lock_path(const char *pattern, const char *manifest, char *buf, size_t cap)
+void sk_emit_lock_path(const char *pattern, const char *manifest, char *buf, size_t cap)
 {
     if (manifest) {
         snprintf(buf, cap, "%s", manifest);
@@ -65,7 +65,7 @@ int sk_run_lock_take(sk_run_lock *l, const char *pattern, const char *manifest, 
     if (sk_is_s3_url(pattern) || sk_is_s3_url(manifest) || !strcmp(pattern, "-")) return SK_OK;
     int rc = SK_OK;
     if (l->mfd < 0) {
-        sk_pack_lock_path(pattern, manifest, l->mpath, sizeof l->mpath);
+        sk_emit_lock_path(pattern, manifest, l->mpath, sizeof l->mpath);
         if (!manifest) SK_GUARD(sk_out_check_regular(l->mpath, err));
         if (dir_exists(l->mpath, create, err, &rc)) SK_GUARD(sk_out_lock(l->mpath, what, &l->mfd, err));
         SK_GUARD(rc);
@@ -125,7 +125,7 @@ void sk_run_files_free(sk_run_files *f)
     *f = (sk_run_files){0};
 }
 
-void sk_pack_manifest_path(const char *pattern, const char *manifest, char *mpath, size_t mcap,
+void sk_emit_manifest_path(const char *pattern, const char *manifest, char *mpath, size_t mcap,
                            char *mdir, size_t dcap)
 {
     const char *slash = strrchr(pattern, '/');
@@ -139,7 +139,7 @@ void sk_pack_manifest_path(const char *pattern, const char *manifest, char *mpat
     }
 }
 
-int sk_pack_index_path(const char *shard, char *buf, size_t cap)
+int sk_emit_index_path(const char *shard, char *buf, size_t cap)
 {
     return snprintf(buf, cap, "%s.idx", shard) >= (int)cap ? -1 : 0;
 }
@@ -147,12 +147,12 @@ int sk_pack_index_path(const char *shard, char *buf, size_t cap)
 /* Relative to the manifest's directory, wherever the shard is (core). */
 #define shard_url sk_path_rel
 
-int sk_pack_manifest_add(sk_manifest *man, const char *path, const char *mdir,
+int sk_emit_manifest_add(sk_manifest *man, const char *path, const char *mdir,
                          const sk_index_shard_info *info, uint64_t samples, int part,
-                         sk_error *err)
+                         const sk_key_range *keys, sk_error *err)
 {
     char ipath[4200], url[4200], iurl[4200];
-    SK_FAIL_IF(sk_pack_index_path(path, ipath, sizeof ipath) ||
+    SK_FAIL_IF(sk_emit_index_path(path, ipath, sizeof ipath) ||
                    shard_url(path, mdir, url, sizeof url) ||
                    shard_url(ipath, mdir, iurl, sizeof iurl),
                err, SK_E_USAGE, "%s: name too long", path);
@@ -163,20 +163,13 @@ int sk_pack_manifest_add(sk_manifest *man, const char *path, const char *mdir,
     ms.crc32c = info->crc32c;
     ms.part = part;
     ms.samples = samples;
-    return sk_manifest_add_shard(man, &ms, err);
-}
-
-int sk_emit_manifest_add(sk_manifest *man, const char *path, const char *mdir,
-                         const sk_index_shard_info *info, uint64_t samples, int part,
-                         const sk_key_range *keys, sk_error *err)
-{
-    SK_GUARD(sk_pack_manifest_add(man, path, mdir, info, samples, part, err));
+    SK_GUARD(sk_manifest_add_shard(man, &ms, err));
     if (!keys || !keys->first) return SK_OK;
     return sk_manifest_set_key_range(man, man->nshards - 1, keys->first, keys->first_len,
                                      keys->last, keys->last_len, err);
 }
 
-int sk_pack_index_member(sk_shard_out *out, sk_manifest *exts, const char *e, size_t el,
+int sk_emit_index_member(sk_shard_out *out, sk_manifest *exts, const char *e, size_t el,
                          uint64_t data_offset, uint64_t size, uint32_t header_len, uint32_t crc,
                          sk_error *err)
 {
@@ -188,7 +181,7 @@ int sk_pack_index_member(sk_shard_out *out, sk_manifest *exts, const char *e, si
     return sk_manifest_count_ext(exts, ext, el, 1, err);
 }
 
-int64_t sk_pack_file_crc32c(const char *path, uint64_t size)
+int64_t sk_emit_file_crc32c(const char *path, uint64_t size)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
@@ -205,23 +198,54 @@ int64_t sk_pack_file_crc32c(const char *path, uint64_t size)
     return r < 0 || got != size ? -1 : (int64_t)crc;
 }
 
-int sk_pack_shard_sound(sk_s3 *s3, const char *path, sk_index **out)
+int sk_emit_shard_sound(sk_s3 *s3, const char *path, sk_index **out)
 {
     char ipath[4200];
     struct stat st;
     sk_index *ix = NULL;
     *out = NULL;
     if (sk_is_s3_url(path)) return sk_s3_shard_sound(s3, path, out);
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || sk_pack_index_path(path, ipath, sizeof ipath) ||
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || sk_emit_index_path(path, ipath, sizeof ipath) ||
         sk_index_open(&ix, ipath, 0, NULL) != SK_OK)
         return 0;
     const sk_index_shard_info *info = sk_index_shard(ix);
     /* the bytes must still be the ones the index was made for */
     if (info->size != (uint64_t)st.st_size || !sk_index_sample_count(ix) ||
-        sk_pack_file_crc32c(path, info->size) != (int64_t)info->crc32c) {
+        sk_emit_file_crc32c(path, info->size) != (int64_t)info->crc32c) {
         sk_index_close(ix);
         return 0;
     }
     *out = ix;
     return 1;
+}
+
+int sk_emit_member_matches(const sk_index *ix, uint64_t member, const char *e, size_t el,
+                           uint64_t size, int64_t crc)
+{
+    sk_member_ref m;
+    char ext[SK_EXT_LOWER_MAX(SK_TAR_NAME_MAX)];
+    if (el > SK_TAR_NAME_MAX || sk_index_member(ix, member, &m, NULL) || m.size != size) return 0;
+    el = sk_ext_lower(e, el, ext); /* as the record was made (sk_emit_index_member) */
+    if (el != m.ext_len || memcmp(ext, m.ext, el)) return 0;
+    return crc < 0 || (!(sk_index_shard(ix)->flags & SK_INDEX_NO_CRC) && m.crc32c == (uint32_t)crc);
+}
+
+int sk_emit_shard_options_match(const char *path, const sk_index *ix, int compress_level,
+                                uint64_t mtime)
+{
+    const sk_index_shard_info *info = sk_index_shard(ix);
+    sk_member_ref m;
+    if (!(info->flags & SK_INDEX_ZSTD) != !compress_level) return 0;
+    if ((info->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)) || sk_index_member(ix, 0, &m, NULL))
+        return 1; /* compressed: the members' bytes are what is compared */
+    /* --mtime is in every header and in no member's bytes: the first
+     * member's ustar header (the 512 bytes before its data) says it */
+    unsigned char h[512];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 && m.data_offset >= 512 ? pread(fd, h, 512, (off_t)(m.data_offset - 512)) : -1;
+    if (fd >= 0) close(fd);
+    if (got != 512) return 0;
+    uint64_t t = 0;
+    for (int i = 136; i < 148 && h[i] >= '0' && h[i] <= '7'; i++) t = t * 8 + (uint64_t)(h[i] - '0');
+    return t == mtime;
 }

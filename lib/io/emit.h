@@ -35,10 +35,10 @@ static inline int sk_emit_rolls(uint64_t max_size, uint64_t max_count, uint64_t 
  * will not write: .zst with compress_level 0, or .gz/.tgz/.bz2/.xz (only
  * .tar and .tar.zst are written).  Readers -- ours, tar -a, WebDataset --
  * tell a shard's format by its name. */
-int sk_pack_check_suffix(const char *pattern, int compress_level, sk_error *err);
+int sk_emit_check_suffix(const char *pattern, int compress_level, sk_error *err);
 /* Where the run's lock goes: the manifest (given, or manifest.json beside
  * the shards). */
-void sk_pack_lock_path(const char *pattern, const char *manifest, char *buf, size_t cap);
+void sk_emit_lock_path(const char *pattern, const char *manifest, char *buf, size_t cap);
 /* The run's locks: one on its manifest, one on its shard names (the
  * pattern, {part} expanded, in the shards' directory), so that two runs
  * cannot write one manifest, nor one set of shard names under two
@@ -70,36 +70,43 @@ int sk_run_files_add(sk_run_files *f, const char *path, const char *what, int di
 int sk_run_files_check(const sk_run_files *f, sk_error *err);
 void sk_run_files_free(sk_run_files *f);
 /* The manifest's path and its directory (shard URLs are relative to it). */
-void sk_pack_manifest_path(const char *pattern, const char *manifest, char *mpath, size_t mcap,
+void sk_emit_manifest_path(const char *pattern, const char *manifest, char *mpath, size_t mcap,
                            char *mdir, size_t dcap);
 /* How the manifest is written: with its lookup table, and (when the run
  * chose its name, manifest NULL) only over a regular file or nothing. */
-#define sk_pack_manifest_flags(manifest) (SK_MANIFEST_TABLE | ((manifest) ? 0 : SK_OUT_REGULAR))
+#define sk_emit_manifest_flags(manifest) (SK_MANIFEST_TABLE | ((manifest) ? 0 : SK_OUT_REGULAR))
 /* "<shard>.idx"; -1 when it does not fit. */
-int sk_pack_index_path(const char *shard, char *buf, size_t cap);
-/* Appends shard (its file at path, samples in it) to the manifest, named
- * relative to mdir. */
-int sk_pack_manifest_add(sk_manifest *man, const char *path, const char *mdir,
-                         const sk_index_shard_info *info, uint64_t samples, int part,
-                         sk_error *err);
+int sk_emit_index_path(const char *shard, char *buf, size_t cap);
 /* CRC32C of a whole local file, or -1 when it cannot be read in full. */
-int64_t sk_pack_file_crc32c(const char *path, uint64_t size);
+int64_t sk_emit_file_crc32c(const char *path, uint64_t size);
 /* --resume: 1 when the shard at path (local, or s3:// through s3) is
  * complete as an earlier run published it: its index is sound, records the
  * file's size and the file's CRC32C; *out is then its index (caller
  * closes). */
-int sk_pack_shard_sound(sk_s3 *s3, const char *path, sk_index **out);
+int sk_emit_shard_sound(sk_s3 *s3, const char *path, sk_index **out);
 /* A member's index record (extension lowercased, as readers compare it)
  * and its count in exts. */
-int sk_pack_index_member(sk_shard_out *out, sk_manifest *exts, const char *ext, size_t el,
+int sk_emit_index_member(sk_shard_out *out, sk_manifest *exts, const char *ext, size_t el,
                          uint64_t data_offset, uint64_t size, uint32_t header_len, uint32_t crc,
                          sk_error *err);
 
-/* Appends shard (its file at path, samples in it) to the manifest as
- * sk_pack_manifest_add does, with its smallest and largest key when
- * keys->first is set. */
+/* Appends shard (its file at path, samples in it) to the manifest, named
+ * relative to mdir, with its smallest and largest key when keys (may be
+ * NULL) has first set. */
 int sk_emit_manifest_add(sk_manifest *man, const char *path, const char *mdir,
                          const sk_index_shard_info *info, uint64_t samples, int part,
                          const sk_key_range *keys, sk_error *err);
+
+/* --resume, the one check pack and shard make of a kept shard's samples:
+ * whether member `member` of its index records extension e (lowercased
+ * here as the record was), size and CRC32C (crc < 0: not known, the
+ * extension and size alone).  An index without CRCs proves no CRC. */
+int sk_emit_member_matches(const sk_index *ix, uint64_t member, const char *e, size_t el,
+                           uint64_t size, int64_t crc);
+/* --resume: 1 when the local shard at path (indexed by ix) was written with
+ * this run's compression and --mtime (in its first header: no member's
+ * CRC covers it). */
+int sk_emit_shard_options_match(const char *path, const sk_index *ix, int compress_level,
+                                uint64_t mtime);
 
 #endif

@@ -67,7 +67,7 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
                err, SK_E_USAGE, "-o - writes one plain tar stream on stdout: --part, --resume, "
                "--compress, --manifest and image resizing do not apply (shard -o - resizes)");
     if (!to_stdout) SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
-    SK_GUARD(sk_pack_check_suffix(opts->pattern, opts->compress_level, err));
+    SK_GUARD(sk_emit_check_suffix(opts->pattern, opts->compress_level, err));
     sk_pack *p = calloc(1, sizeof *p);
     SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
     p->o = *opts;
@@ -299,7 +299,7 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
         size_t k2 = sk_pack_sample_key(&p->cat, p->order[sp->first + sp->count - 1], key);
         return sk_sink_s3_matches(p->cat.s3, path, sp->count, ipath, k1, key, k2, &sp->info);
     }
-    if (stat(path, &st) != 0 || sk_pack_index_path(path, ipath, sizeof ipath)) return 0;
+    if (stat(path, &st) != 0 || sk_emit_index_path(path, ipath, sizeof ipath)) return 0;
     if (sk_index_open(&ix, ipath, 0, NULL) != SK_OK) return 0;
     const sk_index_shard_info *info = sk_index_shard(ix);
     if (info->size == (uint64_t)st.st_size && sk_index_sample_count(ix) == sp->count &&
@@ -318,7 +318,7 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
         ok = sk_pack_sample_proven(p, p->order[sp->first + i], ix, i);
     /* The shard's bytes must still be the ones the index was made for:
      * reading it back costs far less than rewriting it. */
-    if (ok) ok = sk_pack_file_crc32c(path, info->size) == (int64_t)info->crc32c;
+    if (ok) ok = sk_emit_file_crc32c(path, info->size) == (int64_t)info->crc32c;
     if (ok) sp->info = *info;
     sk_index_close(ix);
     return ok;
@@ -464,7 +464,14 @@ static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk
         p->writer_waits_for = UINT64_MAX;
         pthread_mutex_unlock(&p->mu);
         uint64_t off = out->bytes;
-        for (;;) {
+        if (p->stage) { /* --image-size: one sample at a time to the stage (pack_images.c) */
+            struct slot *sl = &p->slots[*seq % p->nslots];
+            if (sl->failed) *err = sl->err, rc = err->code ? err->code : SK_E_IO;
+            else rc = p->stage(p->stage_ctx, p->order[p->pending[*seq]], sl, t, err);
+            print_warnings(p, sl, t);
+            (*seq)++;
+        }
+        while (!p->stage) {
             struct slot *sl = &p->slots[*seq % p->nslots];
             if (sl->failed) {
                 *err = sl->err;
@@ -491,7 +498,7 @@ static int write_shard_ring(sk_pack *p, struct shard_plan *sp, uint64_t *seq, sk
             if (!ready) break;
         }
         if (!rc && n) rc = sk_shard_out_writev(out, iov, n, bytes, crc, err);
-        if (!rc && !n) { /* the slot at *seq is a big sample to stream */
+        if (!rc && !n && !p->stage) { /* the slot at *seq is a big sample to stream */
             struct slot *sl = &p->slots[*seq % p->nslots];
             uint64_t at = out->bytes;
             rc = stream_sample(p, out, p->order[p->pending[*seq]], sl, err);
@@ -613,7 +620,7 @@ static int count_exts_from_index(const char *shard, sk_manifest *man, sk_error *
 {
     char ipath[4200];
     sk_index *ix;
-    SK_FAIL_IF(sk_pack_index_path(shard, ipath, sizeof ipath), err, SK_E_USAGE, "%s: name too long", shard);
+    SK_FAIL_IF(sk_emit_index_path(shard, ipath, sizeof ipath), err, SK_E_USAGE, "%s: name too long", shard);
     SK_GUARD(sk_index_open(&ix, ipath, 0, err));
     int rc = SK_OK;
     for (uint64_t i = 0; i < sk_index_member_count(ix) && !rc; i++) {
@@ -654,6 +661,10 @@ static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, i
     for (size_t i = 0; i < p->nshards && !rc; i++) {
         struct shard_plan *sp = &p->shards[i];
         if (sp->done) continue;
+        if (p->stage) { /* the samples go to the image stage, not to a shard */
+            if ((rc = write_shard_ring(p, sp, &seq, out, &t, err))) break;
+            continue;
+        }
         if (p->stream_fd < 0 && (rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) break;
         if ((rc = p->stream_fd >= 0 ? sk_shard_out_begin_fd(out, p->stream_fd, "pack's sample stream", err)
                                     : sk_shard_out_begin(out, path, err)))
@@ -723,7 +734,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     SK_FAIL_IF(p->o.dry_run && sk_image_options_active(p->o.images), err, SK_E_USAGE,
                "--dry-run does not combine with --image-size: resized images have no size "
                "until they are encoded");
-    if (sk_image_options_active(p->o.images) && p->stream_fd < 0)
+    if (sk_image_options_active(p->o.images) && !p->stage)
         return sk_pack_run_images(p, sk_pack_run, stats, err);
     clock_gettime(CLOCK_MONOTONIC, &p->t0);
     p->last_progress = p->t0;
@@ -746,23 +757,23 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern);
     if (mdir[0] && !sk_store_is_s3(mdir) && (rc = sk_mkdirs(mdir, err))) goto cleanup;
     /* no output over an input: the manifest and the side outputs */
-    sk_pack_lock_path(p->o.pattern, p->o.manifest, path, sizeof path);
-    if (p->stream_fd < 0 && ((rc = sk_run_files_add(&p->files, path, "the manifest", 0, err)) ||
+    sk_emit_lock_path(p->o.pattern, p->o.manifest, path, sizeof path);
+    if (!sk_pack_one_stream(p) && ((rc = sk_run_files_add(&p->files, path, "the manifest", 0, err)) ||
                              (rc = sk_run_files_check(&p->files, err))))
         goto cleanup;
     if ((rc = take_lock(p, 1, err))) goto cleanup;
-    sk_pack_manifest_path(p->o.pattern, p->o.manifest, mpath, sizeof mpath, mdir, sizeof mdir);
+    sk_emit_manifest_path(p->o.pattern, p->o.manifest, mpath, sizeof mpath, mdir, sizeof mdir);
     man = sk_manifest_new();
     if (!man || !(man->options_json = sk_pack_options_json(p->pattern_tmpl, &p->o))) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
     /* a manifest already there: refused, appended to (numbering after its
      * last shard) or replaced, before any shard is written */
     p->grow.mode = p->o.existing;
     p->grow.parts = p->o.parts;
-    if (p->stream_fd < 0 &&
+    if (!sk_pack_one_stream(p) &&
         (rc = sk_existing_begin(&p->grow, p->cat.s3, p->o.pattern, mpath, mdir, man->options_json,
                             &p->o.start, p->cat.defer_sizes ? UINT64_MAX : p->nshards, err)))
         goto cleanup;
-    if (sk_store_is_s3(p->o.pattern) && p->stream_fd < 0 && /* s3io: aborts a killed run's uploads */
+    if (sk_store_is_s3(p->o.pattern) && !sk_pack_one_stream(p) && /* s3io: aborts a killed run's uploads */
         (rc = sk_sink_s3_prepare(p->cat.s3, p->o.pattern, p->o.start, p->nshards,
                                    p->cat.warn, p->cat.warn_ctx, err)))
         goto cleanup;
@@ -775,7 +786,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     if (!p->pending) { rc = SK_E_NOMEM; goto cleanup; }
     for (size_t i = 0; i < p->nshards; i++) {
         struct shard_plan *sp = &p->shards[i];
-        if (p->stream_fd < 0 && (rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
+        if (!sk_pack_one_stream(p) && (rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
         if (p->o.resume && shard_matches_plan(p, sp, path)) {
             sp->done = 1;
             p->st.shards_resumed++;
@@ -798,9 +809,9 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     if (p->cat.defer_sizes) {
         if ((rc = sk_pack_write_stream(p, err))) goto cleanup;
         p->st.bytes_total = p->st.bytes_done; /* known at last */
-    } else if (p->stream_fd >= 0) { /* one stream, in order: the ring */
+    } else if (sk_pack_one_stream(p)) { /* one stream, in order: the ring */
         if ((rc = write_with_ring(p, &out, &threads, &nthreads, err))) goto cleanup;
-        if (!p->nshards) { /* nothing to pack: still a tar, an empty one */
+        if (!p->nshards && !p->stage) { /* nothing to pack: still a tar, an empty one */
             static const unsigned char eoa[2 * SK_TAR_BLOCK];
             rc = sk_write_all(p->stream_fd, eoa, sizeof eoa, "pack's sample stream", err);
         }
@@ -823,8 +834,8 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
                                                  : count_exts_from_index(path, man, err)))
             goto cleanup;
         if (sp->done) p->st.samples += sp->count;
-        if ((rc = sk_pack_manifest_add(man, path, mdir, &sp->info, sp->done ? sp->count : sp->written,
-                                       p->o.part /* --part */, err)))
+        if ((rc = sk_emit_manifest_add(man, path, mdir, &sp->info, sp->done ? sp->count : sp->written,
+                                       p->o.part /* --part */, NULL, err)))
             goto cleanup;
         /* the plan knows every key of a shard that holds all it planned
          * (--skip-errors may have left some out: no range then) */
@@ -842,7 +853,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
                                             strlen(p->ext_tallies[i]->exts[k].ext),
                                             p->ext_tallies[i]->exts[k].count, err)))
                 goto cleanup;
-    if (!(rc = sk_existing_commit(&p->grow, p->cat.s3, man, mpath, sk_pack_manifest_flags(p->o.manifest),
+    if (!(rc = sk_existing_commit(&p->grow, p->cat.s3, man, mpath, sk_emit_manifest_flags(p->o.manifest),
                                   p->cat.warn, p->cat.warn_ctx, err)))
         sk_pack_progress(p, 1);
 

@@ -339,7 +339,7 @@ int sk_pack_add_index_records(sk_pack *p, sk_shard_out *out, uint32_t s, uint64_
         if (m[i].skipped) continue;
         const sk_item *it = &c->items[first + i];
         const char *e = c->arena + it->base + it->key_end + 1;
-        SK_GUARD(sk_pack_index_member(out, t->exts, e, strlen(e), sample_off + m[i].data_off,
+        SK_GUARD(sk_emit_index_member(out, t->exts, e, strlen(e), sample_off + m[i].data_off,
                                       m[i].size, m[i].header_len, m[i].crc, err));
         t->files++;
         t->bytes += m[i].size;

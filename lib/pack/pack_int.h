@@ -60,6 +60,13 @@ struct dir_cache {
     int fd;
 };
 
+/* What a writer has done since it last reported: folded into the run's
+ * stats (and extension counts) by whoever owns them. */
+struct tally {
+    sk_manifest *exts;
+    uint64_t files, bytes, samples, skipped;
+};
+
 struct sk_pack {
     sk_pack_options o;
     sk_catalog cat;
@@ -85,16 +92,22 @@ struct sk_pack {
     sk_pack_stats st;
     struct timespec t0, last_progress;
     int reporting; /* a progress report is being made (atomic) */
-    /* --image-size (pack_images.c): the whole run goes as one tar stream
-     * to this descriptor, no index, no manifest; -1 otherwise */
+    /* `-o -`: the whole run goes as one tar stream to this descriptor, no
+     * index, no manifest; -1 otherwise */
     int stream_fd;
+    /* --image-size (pack_images.c): each sample, in order, goes to this
+     * stage instead of a shard of pack's own (the image transform, then
+     * the shard output that cuts, indexes and lists what it gives); NULL
+     * otherwise.  It counts what it took in t. */
+    int (*stage)(void *ctx, uint32_t s, struct slot *sl, struct tally *t, sk_error *err);
+    void *stage_ctx;
     /* the run's locks (manifest and shard names: pack_out.h), from sk_pack_new */
     sk_run_lock lock;
     /* the run's local inputs (files, directories) and side outputs, checked
      * against each other before anything is written (pack_out.h) */
     sk_run_files files;
     sk_existing grow; /* the manifest already there (io/existing.c) */
-    /* --image-size: what the resharding side has written (atomics), so
+    /* --image-size: what the stage's output has written (atomics), so
      * that progress counts its shards, not pack's one stream */
     int images_live;
     uint64_t img_shards, img_samples, img_out;
@@ -112,12 +125,6 @@ struct sk_pack {
 
 
 
-/* What a writer has done since it last reported: folded into the run's
- * stats (and extension counts) by whoever owns them. */
-struct tally {
-    sk_manifest *exts;
-    uint64_t files, bytes, samples, skipped;
-};
 
 /* Slots a shard-parallel or positional worker builds a batch in. */
 #define LOCAL_SLOTS 32
@@ -186,10 +193,16 @@ int sk_pack_add_index_records(sk_pack *p, sk_shard_out *out, uint32_t s, uint64_
 /* Keeps a writer's extension counts for the manifest (freed with p). */
 int sk_pack_add_tally(sk_pack *p, sk_manifest *m);
 
+/* The run writes no shards of its own: one stream of samples in order, to
+ * stream_fd (`-o -`) or to the image stage. */
+static inline int sk_pack_one_stream(const sk_pack *p)
+{
+    return p->stream_fd >= 0 || p->stage;
+}
+
 /* pack_images.c: the run with images resized (sk_pack_run calls it).  run
- * is pack's own run, started on a thread to write one tar stream into the
- * resizing reshard: passed in, so that this file sits above pack.c and
- * nothing calls back into it. */
+ * is pack's own run, which it makes with its stage set: passed in, so
+ * that this file sits above pack.c and nothing calls back into it. */
 typedef int (*sk_pack_run_fn)(sk_pack *p, sk_pack_stats *stats, sk_error *err);
 int sk_pack_run_images(sk_pack *p, sk_pack_run_fn run, sk_pack_stats *stats, sk_error *err);
 

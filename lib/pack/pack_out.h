@@ -42,7 +42,7 @@ char *sk_pack_options_json(const char *pattern_tmpl, const sk_pack_options *o);
  * it stays empty) and is published by sk_sample_writer_end_open (*path
  * gets its name when one was open, else "").  sk_sample_writer_keep_at
  * records shard n, complete from an earlier run, in the manifest as it
- * is, from its index (sk_pack_shard_sound's; taken over).
+ * is, from its index (sk_emit_shard_sound's; taken over).
  * sk_sample_writer_part records the caller's --part I/N in the manifest
  * (which shards are its is the caller's cut), so `index merge` checks
  * that every part is there. */

@@ -54,19 +54,16 @@ int sk_pack_sample_proven(sk_pack *p, uint32_t s, const sk_index *ix, uint64_t o
     unsigned char *buf = malloc(CHUNK + 1);
     struct dir_cache dc = {0, 0, -1};
     int ok = buf != NULL;
-    for (size_t i = 0; ok && i < n; i++) {
+    for (size_t i = 0; ok && i < n; i++) { /* io/emit.c's one check, as shard's */
         const sk_item *it = &c->items[first + i];
-        sk_member_ref m;
-        char ext[SK_EXT_LOWER_MAX(SK_TAR_NAME_MAX)];
         const char *e = c->arena + it->base + it->key_end + 1;
-        size_t el = strlen(e);
-        ok = el <= SK_TAR_NAME_MAX && !sk_index_member(ix, ref.first_member + i, &m, NULL) &&
-             m.size == it->size;
-        if (ok) el = sk_ext_lower(e, el, ext);
-        ok = ok && el == m.ext_len && !memcmp(ext, m.ext, el);
+        uint64_t mi = ref.first_member + i;
+        ok = sk_emit_member_matches(ix, mi, e, strlen(e), it->size, -1);
         /* S3 objects: names and sizes only (fetching them again is the
          * cost resume saves) */
-        ok = ok && (c->srcs[it->src].is_s3 || item_crc(p, it, &dc, buf) == (int64_t)m.crc32c);
+        if (!ok || c->srcs[it->src].is_s3) continue;
+        int64_t crc = item_crc(p, it, &dc, buf); /* -1: unreadable, nothing proven */
+        ok = crc >= 0 && sk_emit_member_matches(ix, mi, e, strlen(e), it->size, crc);
     }
     sk_pack_dir_cache_release(&dc, c);
     free(buf);
@@ -75,19 +72,5 @@ int sk_pack_sample_proven(sk_pack *p, uint32_t s, const sk_index *ix, uint64_t o
 
 int sk_pack_shard_options_match(sk_pack *p, const char *path, const sk_index *ix)
 {
-    const sk_index_shard_info *info = sk_index_shard(ix);
-    sk_member_ref m;
-    if (!(info->flags & SK_INDEX_ZSTD) != !p->o.compress_level) return 0;
-    if ((info->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)) || sk_index_member(ix, 0, &m, NULL))
-        return 1; /* compressed: the members' bytes are what is compared */
-    /* --mtime is in every header and in no member's bytes: the first
-     * member's ustar header (the 512 bytes before its data) says it */
-    unsigned char h[512];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t got = fd >= 0 && m.data_offset >= 512 ? pread(fd, h, 512, (off_t)(m.data_offset - 512)) : -1;
-    if (fd >= 0) close(fd);
-    if (got != 512) return 0;
-    uint64_t t = 0;
-    for (int i = 136; i < 148 && h[i] >= '0' && h[i] <= '7'; i++) t = t * 8 + (uint64_t)(h[i] - '0');
-    return t == p->o.mtime;
+    return sk_emit_shard_options_match(path, ix, p->o.compress_level, p->o.mtime);
 }

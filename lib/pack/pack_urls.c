@@ -288,7 +288,7 @@ static int mark_shard(job *j, slot *s, uint64_t k, sk_error *err)
     s->kept = 0;
     if (s->ours && j->uo.incremental) {
         SK_GUARD(status_name(j, k, path, status, sizeof path, err));
-        if (exists(j, status) && sk_pack_shard_sound(j->s3, path, &s->ix)) s->kept = 1;
+        if (exists(j, status) && sk_emit_shard_sound(j->s3, path, &s->ix)) s->kept = 1;
         if (s->kept) SK_GUARD(kept_begin(j, k, status, err));
     }
     j->skipping = !s->ours || s->kept;
@@ -489,7 +489,7 @@ static void progress(job *j, int final)
 static int write_stats(job *j, sk_pack_stats *ps, sk_error *err)
 {
     char mpath[4200], mdir[4200], path[4300];
-    sk_pack_manifest_path(j->pattern, j->manifest, mpath, sizeof mpath, mdir, sizeof mdir);
+    sk_emit_manifest_path(j->pattern, j->manifest, mpath, sizeof mpath, mdir, sizeof mdir);
     if (j->po.parts) snprintf(path, sizeof path, "%s%sstats-%d.json", mdir, *mdir ? "/" : "", j->po.part);
     else snprintf(path, sizeof path, "%s%sstats.json", mdir, *mdir ? "/" : "");
     json_t *o = json_object(), *e = json_object();

@@ -26,134 +26,13 @@
 #include "pack/shard_int.h"
 #include "pack/part.h"
 #include "io/emit.h"
-#include "format/image.h"
 #include "io/store.h"
 
-#include <jansson.h>
 #include <dirent.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-/* ------------------------------------------------------------------ state */
-
-void sk_rs_warnf(rs *r, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    sk_vwarnf(r->o->warn, r->o->ctx, fmt, ap);
-    va_end(ap);
-}
-
-static double since(const struct timespec *t0)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
-void sk_rs_progress(rs *r, int final)
-{
-    if (!r->o->progress) return;
-    if (!final && since(&r->last) < 0.5) return;
-    clock_gettime(CLOCK_MONOTONIC, &r->last);
-    r->st.seconds = since(&r->t0);
-    r->o->progress(r->o->ctx, &r->st);
-}
-/* ------------------------------------------------------------------ --keys */
-
-static int keyset_add(struct keyset *k, const char *s, size_t n, sk_error *err)
-{
-    if ((k->n + 1) * 2 > k->cap) {
-        size_t nc = k->cap ? k->cap * 2 : 1024;
-        char **ns = calloc(nc, sizeof *ns);
-        SK_FAIL_IF(!ns, err, SK_E_NOMEM, "out of memory");
-        for (size_t i = 0; i < k->cap; i++) {
-            if (!k->slot[i]) continue;
-            size_t j = sk_fnv1a64(k->slot[i], strlen(k->slot[i])) & (nc - 1);
-            while (ns[j]) j = (j + 1) & (nc - 1);
-            ns[j] = k->slot[i];
-        }
-        free(k->slot);
-        k->slot = ns;
-        k->cap = nc;
-    }
-    size_t j = sk_fnv1a64(s, n) & (k->cap - 1);
-    while (k->slot[j]) {
-        if (strlen(k->slot[j]) == n && !memcmp(k->slot[j], s, n)) return SK_OK;
-        j = (j + 1) & (k->cap - 1);
-    }
-    SK_FAIL_IF(!(k->slot[j] = strndup(s, n)), err, SK_E_NOMEM, "out of memory");
-    k->n++;
-    return SK_OK;
-}
-
-static int keyset_has(const struct keyset *k, const char *s, size_t n)
-{
-    if (!k->cap) return 0;
-    size_t j = sk_fnv1a64(s, n) & (k->cap - 1);
-    while (k->slot[j]) {
-        if (strlen(k->slot[j]) == n && !memcmp(k->slot[j], s, n)) return 1;
-        j = (j + 1) & (k->cap - 1);
-    }
-    return 0;
-}
-
-static void keyset_free(struct keyset *k)
-{
-    for (size_t i = 0; i < k->cap; i++) free(k->slot[i]);
-    free(k->slot);
-}
-
-static int load_keys(rs *r, const char *path, sk_error *err)
-{
-    sk_place_in *in; /* a local file, or s3:// and http(s):// streamed */
-    SK_GUARD(sk_place_in_open(&in, path, r->o->s3, err));
-    FILE *f = sk_place_in_file(in);
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    int rc = SK_OK;
-    while (!rc && (n = getline(&line, &cap, f)) >= 0) {
-        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
-        if (n) rc = keyset_add(&r->keys, line, (size_t)n, err);
-    }
-    if (!rc && ferror(f)) rc = sk_error_set(err, SK_E_IO, "%s: read failed", path);
-    free(line);
-    return sk_place_in_close(in, rc, err);
-}
-
-/* ---------------------------------------------------------------- filters */
-
-static int ext_in(const char *e, size_t n, const char *const *list, size_t k)
-{
-    for (size_t i = 0; i < k; i++)
-        if (!sk_ext_cmp(e, n, list[i], strlen(list[i]))) return (int)i + 1;
-    return 0;
-}
-
-/* Decides whether a member with extension e is kept, and its output
- * extension (*out, *out_len). */
-int sk_rs_keep_member(const rs *r, const char *e, size_t n, const char **out, size_t *out_len)
-{
-    const sk_shard_options *o = r->o;
-    if (o->nselect && !ext_in(e, n, o->select, o->nselect)) return 0;
-    if (o->ndrop && ext_in(e, n, o->drop, o->ndrop)) return 0;
-    int i = ext_in(e, n, o->rename_from, o->nrename);
-    *out = i ? o->rename_to[i - 1] : e;
-    *out_len = i ? strlen(o->rename_to[i - 1]) : n;
-    return 1;
-}
-
-int sk_rs_keep_sample(const rs *r, const char *key, size_t klen)
-{
-    if (r->o->keys_file && !keyset_has(&r->keys, key, klen)) return 0;
-    /* --part I/N: the sample's part depends on its key alone (lib/part.c) */
-    if (r->o->parts && sk_part_of(key, klen, r->o->parts) != r->o->part) return 0;
-    return 1;
-}
 /* ---------------------------------------------------------------- inputs */
 
 /* Expands the user's inputs: brace patterns; a manifest, a directory or an
@@ -230,93 +109,23 @@ static int refuse_own_inputs(const char *pattern, const char *manifest, uint64_t
                           problem, pattern);
     if (!rc) { /* nor is the manifest (given, or beside the shards) */
         char mpath[4200];
-        sk_pack_lock_path(pattern, manifest, mpath, sizeof mpath);
+        sk_emit_lock_path(pattern, manifest, mpath, sizeof mpath);
         rc = sk_fileids_refuse(&ids, mpath, "the manifest", err);
     }
     sk_fileids_free(&ids);
     return rc;
 }
 
-/* The options that shaped the output, for the manifest (docs/format.md),
- * with jansson (extensions and names escaped whatever they hold).  NULL
- * when out of memory. */
-static char *options_json(const rs *r)
-{
-    const sk_shard_options *o = r->o;
-    const char *tmpl = r->pattern_tmpl ? r->pattern_tmpl : o->pattern;
-    const char *base = strrchr(tmpl, '/');
-    base = base ? base + 1 : tmpl;
-    json_t *sh = json_object(), *root = json_object(), *sel = json_array(), *drop = json_array(),
-           *ren = json_object();
-    int bad = !sh || !root || !sel || !drop || !ren;
-    for (size_t i = 0; !bad && i < o->nselect; i++) bad = json_array_append_new(sel, sk_json_str(o->select[i]));
-    for (size_t i = 0; !bad && i < o->ndrop; i++) bad = json_array_append_new(drop, sk_json_str(o->drop[i]));
-    for (size_t i = 0; !bad && i < o->nrename; i++)
-        bad = json_object_set_new(ren, o->rename_from[i], sk_json_str(o->rename_to[i]));
-    char z[32];
-    snprintf(z, sizeof z, "zstd:%d", o->compress_level);
-    bad = bad || json_object_set_new(sh, "pattern", sk_json_str(base)) ||
-          json_object_set_new(sh, "start", sk_json_u64(o->start)) ||
-          json_object_set_new(sh, "max_size", sk_json_u64(r->max_size)) ||
-          json_object_set_new(sh, "max_count", sk_json_u64(r->max_count)) ||
-          json_object_set_new(sh, "num_shards", sk_json_u64(o->num_shards)) ||
-          json_object_set_new(sh, "order", json_string(o->shuffle ? "shuffle" : "input")) ||
-          json_object_set_new(sh, "seed", sk_json_u64(o->shuffle ? o->seed : 0)) ||
-          json_object_set_new(sh, "mtime", sk_json_u64(o->mtime)) ||
-          json_object_set(sh, "select", sel) || json_object_set(sh, "drop", drop) ||
-          json_object_set(sh, "rename", ren) ||
-          json_object_set_new(sh, "keys", json_boolean(o->keys_file != NULL)) ||
-          json_object_set_new(sh, "compress", o->compress_level ? json_string(z) : json_null());
-    if (!bad && sk_image_options_active(o->images)) { /* they shape the output too */
-        static const char *const modes[] = {"no", "keep_ratio", "keep_ratio_largest", "center_crop",
-                                            "border"};
-        static const char *const policies[] = {"skip", "keep", "fail"};
-        const sk_image_options *io = o->images;
-        json_t *im = json_pack("{s:I, s:s, s:b, s:i, s:I, s:f, s:b, s:s, s:I}", "image_size",
-                               (json_int_t)io->image_size, "resize_mode",
-                               modes[io->resize_mode >= 0 && io->resize_mode <= 4 ? io->resize_mode : 0],
-                               "resize_only_if_bigger", io->resize_only_if_bigger, "encode_quality",
-                               io->encode_quality ? io->encode_quality : 95, "min_image_size",
-                               (json_int_t)io->min_image_size, "max_aspect_ratio", io->max_aspect_ratio,
-                               "image_meta", io->image_meta, "bad_image",
-                               policies[io->bad_image >= 0 && io->bad_image <= 2 ? io->bad_image : 0],
-                               "max_pixels",
-                               (json_int_t)(io->max_pixels ? io->max_pixels : SK_IMAGE_MAX_PIXELS));
-        bad = json_object_set_new(sh, "images", im);
-    }
-    bad = bad || json_object_set(root, "shard", sh);
-    char *text = bad ? NULL : json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(sel), json_decref(drop), json_decref(ren), json_decref(sh), json_decref(root);
-    return text;
-}
-
 static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_options *opts,
                        const char *pattern_tmpl, sk_shard_stats *stats, sk_error *err)
 {
-    rs r = {.o = opts, .pattern_tmpl = pattern_tmpl, .rfd = -1};
+    rs r;
     struct samp s = {0};
     char **in = NULL;
-    sk_run_lock lock = SK_RUN_LOCK_INIT;
     size_t nin = 0;
-    int rc = SK_OK;
-    clock_gettime(CLOCK_MONOTONIC, &r.t0);
-    r.last = r.t0;
-    r.out.zlevel = opts->compress_level;
-    r.to_stdout = opts->pattern && !strcmp(opts->pattern, "-");
-    r.max_size = opts->max_size ? opts->max_size : SK_EMIT_DEFAULT_MAX_SIZE;
-    r.max_count = opts->max_count;
-    if (!opts->pattern) return sk_error_set(err, SK_E_USAGE, "no output pattern");
-    SK_FAIL_IF((sk_store_is_s3(opts->pattern) || sk_store_is_s3(opts->manifest)) && !opts->s3, err,
-               SK_E_USAGE, "%s: an s3:// output needs an S3 client", opts->pattern);
-    if (r.to_stdout && (opts->num_shards > 1 || opts->max_count || opts->max_size || opts->resume))
-        return sk_error_set(err, SK_E_USAGE, "-o - writes one tar stream: --num-shards, "
-                            "--max-size, --max-count and --resume do not apply");
-    if (!r.to_stdout) {
-        char probe[4200];
-        SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
-        SK_GUARD(sk_pack_check_suffix(opts->pattern, opts->compress_level, err));
-    }
-    if (!ninputs) return sk_error_set(err, SK_E_USAGE, "no input shards");
+    int rc = sk_rs_init(&r, opts, pattern_tmpl, err);
+    if (!rc && !ninputs) rc = sk_error_set(err, SK_E_USAGE, "no input shards");
+    if (rc) return rc;
     sk_store_env_init(&r.env, opts->s3); /* released at cleanup */
     if ((rc = expand_inputs(&r, inputs, ninputs, &in, &nin, err))) goto cleanup;
     if (!r.to_stdout &&
@@ -329,55 +138,14 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
             r.st.bytes_in_total += size;
     }
     if (rc) goto cleanup;
-    if (opts->keys_file && (rc = load_keys(&r, opts->keys_file, err))) goto cleanup;
-
-    if (!r.to_stdout) {
-        const char *slash = strrchr(opts->pattern, '/');
-        snprintf(r.mdir, sizeof r.mdir, "%.*s", slash ? (int)(slash - opts->pattern) : 0,
-                 opts->pattern);
-        /* a dry run creates nothing: no directory, no lock (shard_emit.c) */
-        if (!opts->dry_run && r.mdir[0] && !sk_store_is_s3(r.mdir) && (rc = sk_mkdirs(r.mdir, err)))
-            goto cleanup;
-        if (opts->manifest) {
-            snprintf(r.mpath, sizeof r.mpath, "%s", opts->manifest);
-            const char *ms = strrchr(r.mpath, '/');
-            snprintf(r.mdir, sizeof r.mdir, "%.*s", ms ? (int)(ms - r.mpath) : 0, r.mpath);
-            if (!opts->dry_run && r.mdir[0] && !sk_store_is_s3(r.mdir) && (rc = sk_mkdirs(r.mdir, err)))
-                goto cleanup;
-        } else {
-            snprintf(r.mpath, sizeof r.mpath, "%s%smanifest.json", r.mdir, r.mdir[0] ? "/" : "");
-        }
-        /* one run at a time per dataset and per shard names (the locks go
-         * with the process) */
-        if (!opts->dry_run && (rc = sk_run_lock_take(&lock, opts->pattern, opts->manifest, "shard", 1, err)))
-            goto cleanup;
-        r.man = sk_manifest_new();
-        if (!r.man || !(r.man->options_json = options_json(&r))) {
-            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-            goto cleanup;
-        }
-        /* a manifest already there: refused, appended to or replaced,
-         * before any shard is written; an append starts after its last */
-        uint64_t start0 = opts->start;
-        r.grow.mode = opts->existing;
-        r.grow.parts = opts->parts;
-        if ((rc = sk_existing_begin(&r.grow, opts->s3, opts->pattern, r.mpath, r.mdir,
-                                r.man->options_json, &opts->start,
-                                opts->num_shards ? opts->num_shards : UINT64_MAX, err)) ||
-            (opts->start != start0 &&
-             (rc = refuse_own_inputs(opts->pattern, opts->manifest, opts->start, in, nin, err))))
-            goto cleanup;
-    }
-
-    r.out.sink_opts = (sk_sink_opts){opts->s3, opts->s3_part_size};
-    if (sk_store_is_s3(opts->pattern) && !opts->dry_run && /* a killed run's unfinished uploads go first */
-        (rc = sk_sink_s3_prepare(opts->s3, opts->pattern, opts->start, opts->num_shards, opts->warn,
-                                 opts->ctx, err)))
-        goto cleanup;
-    if (sk_image_options_active(opts->images) && (rc = sk_rs_pool_new(&r.pool, opts, err))) goto cleanup;
-    r.pbuf = -1;
-    if (!opts->compress_level && !sk_store_is_s3(opts->pattern) &&
-        (rc = sk_outq_new(&r.q, &r.out, sysconf(_SC_NPROCESSORS_ONLN) > 1, err)))
+    if (opts->keys_file && (rc = sk_rs_load_keys(&r, opts->keys_file, err))) goto cleanup;
+    /* the output (shard_out.c); an append to an existing manifest numbers
+     * after its last shard, which must not be an input either */
+    uint64_t start0 = opts->start;
+    if ((rc = sk_rs_output_open(&r, "shard", err)) ||
+        (opts->start != start0 &&
+         (rc = refuse_own_inputs(opts->pattern, opts->manifest, opts->start, in, nin, err))) ||
+        (rc = sk_rs_output_start(&r, err)))
         goto cleanup;
     /* without filters or image work each sample passes whole: shards
      * with a sound index are read through it (direct_input), into the
@@ -396,7 +164,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
             r.st.inputs_done++;
             sk_rs_progress(&r, 0);
         }
-        if (!rc && r.pool) rc = sk_rs_pool_emit(&r, 1, 1, err);
+        if (!rc) rc = sk_rs_put_done(&r, err);
         if (rc) goto cleanup;
         r.total = sk_shuffler_count(r.shuf);
         if ((rc = sk_shuffler_drain(r.shuf, sk_rs_emit_record, &r, err))) goto cleanup;
@@ -406,54 +174,20 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
             rc = sk_rs_take_input(&r, in[i], &s, err);
             r.st.inputs_done++;
         }
-        if (!rc && r.pool) rc = sk_rs_pool_emit(&r, 1, 1, err);
+        if (!rc) rc = sk_rs_put_done(&r, err);
         if (rc) goto cleanup;
     }
-    /* --num-shards: shards left empty (fewer samples than shards) still exist */
-    while (!rc && opts->num_shards && !r.to_stdout &&
-           r.shard_no + (r.open ? 1 : 0) < opts->num_shards) {
-        if (r.open && (rc = sk_rs_close_shard(&r, err))) break;
-        rc = sk_rs_open_shard(&r, err);
-    }
-    if (!rc && !r.open && !r.st.shards) rc = sk_rs_open_shard(&r, err); /* an empty input: one empty shard */
-    if (!rc) rc = sk_rs_close_shard(&r, err);
-    if (!rc && r.man && opts->parts) {
-        r.man->part = opts->part;
-        r.man->parts = opts->parts;
-        for (size_t i = 0; i < r.man->nshards; i++) r.man->shards[i].part = opts->part;
-    }
-    if (!rc && r.man && !opts->dry_run) /* last of all: a reader never sees a manifest of missing shards */
-        rc = sk_existing_commit(&r.grow, opts->s3, r.man, r.mpath, sk_pack_manifest_flags(opts->manifest),
-                                opts->warn, opts->ctx, err);
-    if (!rc) sk_rs_progress(&r, 1);
+    rc = sk_rs_output_finish(&r, err);
 
 cleanup:
-    sk_outq_free(r.q); /* before the abort: nothing writes to a removed file */
-    if (rc && r.open && !r.rix) sk_shard_out_abort(&r.out);
-    for (int i = 0; i < 2; i++) {
-        if (r.ob[i].map) munmap(r.ob[i].map, r.ob[i].maplen);
-        free(r.ob[i].heap);
-    }
-    sk_rs_pool_free(r.pool);
-    sk_run_lock_release(&lock);
-    if (r.rix) sk_index_close(r.rix);
-    sk_rs_resume_fd_close(&r);
-    sk_shard_out_release(&r.out);
-    sk_shuffler_free(r.shuf);
-    sk_infiles_free(r.inf);
-    sk_manifest_free(r.man);
-    sk_existing_release(&r.grow);
+    sk_rs_release(&r, rc);
     sk_store_env_release(&r.env);
-    keyset_free(&r.keys);
     for (size_t i = 0; i < nin; i++) free(in[i]);
     free(in);
     free(s.key);
     free(s.m);
     free(s.exts);
     free(s.img);
-    free(r.rec);
-    free(r.vm);
-    r.st.seconds = since(&r.t0);
     if (stats) *stats = r.st;
     return rc;
 }

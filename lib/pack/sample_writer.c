@@ -6,7 +6,7 @@
  *
  * It is pack without the catalog: the tar headers (sk_tar_header), the
  * shard cut (sk_pack_rolls), the index records and extension counts
- * (sk_pack_index_member), the manifest (sk_pack_manifest_add,
+ * (sk_emit_index_member), the manifest (sk_emit_manifest_add,
  * sk_pack_options_json) and the lock are pack's own code (pack_out.c); the
  * bytes go through the one shard writer (io/writer.c), so compression, the
  * temporary name and rename, and the S3 sink are the same too.  pack plans
@@ -121,7 +121,7 @@ int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in
                "sample writer: image resizing is pack's and shard's");
     SK_FAIL_IF(o.compress_level < 0 || o.compress_level > 22, err, SK_E_USAGE,
                "sample writer: zstd level %d out of range (1..22, 0 = none)", o.compress_level);
-    SK_GUARD(sk_pack_check_suffix(o.pattern, o.compress_level, err));
+    SK_GUARD(sk_emit_check_suffix(o.pattern, o.compress_level, err));
     sk_sample_writer *w = calloc(1, sizeof *w);
     SK_FAIL_IF(!w, err, SK_E_NOMEM, "out of memory");
     w->kept_fd = -1;
@@ -141,7 +141,7 @@ int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in
     w->o.manifest = w->manifest;
     w->out.zlevel = w->o.compress_level;
     w->out.gather = 1; /* a sample at a time: 1 MiB writes (io/writer.h) */
-    sk_pack_manifest_path(w->pattern, w->manifest, w->mpath, sizeof w->mpath, w->mdir,
+    sk_emit_manifest_path(w->pattern, w->manifest, w->mpath, sizeof w->mpath, w->mdir,
                           sizeof w->mdir);
     /* the shards' directory, and the run's lock, as pack takes them */
     const char *slash = strrchr(w->pattern, '/');
@@ -289,7 +289,7 @@ static int end_shard(sk_sample_writer *w, sk_error *err)
     if (!rc) {
         w->st.output_bytes += info.size;
         w->st.shards++;
-        rc = sk_pack_manifest_add(w->man, path, w->mdir, &info, samples, w->part, err);
+        rc = sk_emit_manifest_add(w->man, path, w->mdir, &info, samples, w->part, NULL, err);
     }
     if (!rc && kr.first)
         rc = sk_manifest_set_key_range(w->man, w->man->nshards - 1, kr.first, kr.first_len,
@@ -320,11 +320,11 @@ static int keep_shard(sk_sample_writer *w, uint64_t n, int *kept, sk_error *err)
     SK_GUARD(sk_shard_name(w->pattern, w->o.start + n + 1, next, sizeof next, err));
     sk_index *cur = w->next_kept;
     w->next_kept = NULL;
-    if (!cur) sk_pack_shard_sound(w->s3, path, &cur);
+    if (!cur) sk_emit_shard_sound(w->s3, path, &cur);
     int keep = 0;
     if (cur) {
         keep = w->o.max_count && sk_index_sample_count(cur) == w->o.max_count;
-        if (!keep) keep = sk_pack_shard_sound(w->s3, next, &w->next_kept);
+        if (!keep) keep = sk_emit_shard_sound(w->s3, next, &w->next_kept);
     }
     if (!keep) {
         sk_index_close(cur);
@@ -373,7 +373,7 @@ static int end_kept(sk_sample_writer *w, sk_error *err)
     const char *lo = NULL, *hi = NULL;
     size_t lol = 0, hil = 0;
     int rc = sk_shard_name(w->pattern, w->o.start + w->shard_no - 1, path, sizeof path, err);
-    if (!rc) rc = sk_pack_manifest_add(w->man, path, w->mdir, sk_index_shard(ix), n, w->part, err);
+    if (!rc) rc = sk_emit_manifest_add(w->man, path, w->mdir, sk_index_shard(ix), n, w->part, NULL, err);
     for (uint64_t i = 0; !rc && i < sk_index_member_count(ix); i++) {
         sk_member_ref m;
         if (!(rc = sk_index_member(ix, i, &m, err)))
@@ -465,7 +465,7 @@ static int write_sample(sk_sample_writer *w, const char *key, size_t kl, const s
         const sk_sample_member *mm = &m[w->order[i]];
         /* kept for the shard's CRC below, which then reads the data once */
         uint32_t crc = w->crcs[i] = sk_crc32c(0, mm->data, (size_t)mm->size);
-        SK_GUARD(sk_pack_index_member(out, w->man, mm->ext, ext_len(mm), off + at + hl[i],
+        SK_GUARD(sk_emit_index_member(out, w->man, mm->ext, ext_len(mm), off + at + hl[i],
                                       mm->size, (uint32_t)hl[i], crc, err));
         at += hl[i] + sk_tar_pad(mm->size);
     }
@@ -693,7 +693,7 @@ int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk_error 
     }
     if (!rc) rc = check_existing(w, err);
     if (!rc)
-        rc = sk_existing_commit(&w->ex, w->s3, w->man, w->mpath, sk_pack_manifest_flags(w->manifest),
+        rc = sk_existing_commit(&w->ex, w->s3, w->man, w->mpath, sk_emit_manifest_flags(w->manifest),
                                 w->o.warn, w->o.ctx, err);
     if (rc) return fail(w, rc, err);
     w->state = W_FINISHED;

@@ -199,62 +199,40 @@ static int add_to_manifest(rs *r, const char *path, const sk_index_shard_info *i
     return SK_OK;
 }
 
-void sk_rs_resume_fd_close(rs *r)
-{
-    if (r->rfd >= 0) close(r->rfd);
-    r->rfd = -1;
-}
-
-/* --resume: whether sample v is, byte for byte, the one at s of the
- * resumed shard (a plain local one; else its members' sizes): a shard of
- * other inputs with the same keys is not this run's. */
+/* --resume: whether sample v is the one at s of the resumed shard by the
+ * rule pack's --resume has too (io/emit.c): the shard sound as a whole
+ * (its CRC32C, checked once by try_resume) and written with this run's
+ * --mtime and compression, then each member's extension, size and
+ * CRC32C, and a plain shard's sample span: a shard of other inputs or
+ * options with the same keys is not this run's. */
 static int resume_same(rs *r, const sk_sample_ref *s, const struct sview *v)
 {
-    if (r->rfd < 0) {
-        if (s->member_count != v->nm) return 0;
-        for (uint32_t i = 0; i < s->member_count; i++) {
-            sk_member_ref m;
-            if (sk_index_member(r->rix, s->first_member + i, &m, NULL) || m.size != v->m[i].size)
-                return 0;
-        }
-        return 1;
+    int plain = !(sk_index_shard(r->rix)->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP));
+    if (!r->ropts || s->member_count != v->nm || (plain && s->stored_span != v->len)) return 0;
+    for (uint32_t i = 0; i < s->member_count; i++) {
+        const struct memb *m = &v->m[i];
+        if (!sk_emit_member_matches(r->rix, s->first_member + i, v->exts + m->ext_off, m->ext_len,
+                                    m->size, m->crc))
+            return 0;
     }
-    if (s->stored_span != v->len) return 0;
-    unsigned char *b = malloc(v->len ? v->len : 1);
-    ssize_t got = b ? pread(r->rfd, b, v->len, (off_t)s->stored_offset) : -1;
-    int same = got == (ssize_t)v->len && !memcmp(b, v->img, v->len);
-    free(b);
-    return same;
+    return 1;
 }
 
-/* --resume: an existing shard is kept when its index is sound and agrees
- * with the file; the samples this run would put in it are then checked
- * against it (keys, and bytes: resume_same) instead of being written. */
+/* --resume: an existing shard is kept when it is sound as pack keeps one
+ * (io/emit.c: its index agrees with the file, CRC32C included); the
+ * samples this run would put in it are then checked against it (keys,
+ * and resume_same) instead of being written. */
 static int try_resume(rs *r, const char *path)
 {
-    if (sk_store_is_s3(path)) { /* object and index object agree, CRC32C included */
-        if (!sk_s3_shard_sound(r->o->s3, path, &r->rix)) return 0;
-    } else {
-        char ipath[4200];
-        struct stat sb;
-        snprintf(ipath, sizeof ipath, "%s.idx", path);
-        if (stat(path, &sb) != 0 || sk_index_open(&r->rix, ipath, 0, NULL) != SK_OK) return 0;
-        if (!(sk_index_shard(r->rix)->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP)))
-            r->rfd = open(path, O_RDONLY | O_CLOEXEC);
-        if (sk_index_shard(r->rix)->size != (uint64_t)sb.st_size) {
-            sk_index_close(r->rix);
-            r->rix = NULL;
-            sk_rs_resume_fd_close(r);
-            return 0;
-        }
-    }
-    if (!sk_index_sample_count(r->rix) ||
-        (r->target && sk_index_sample_count(r->rix) != r->target)) {
+    if (!sk_emit_shard_sound(r->o->s3, path, &r->rix)) return 0;
+    if (r->target && sk_index_sample_count(r->rix) != r->target) {
         sk_index_close(r->rix);
         r->rix = NULL;
-        sk_rs_resume_fd_close(r);
         return 0;
     }
+    /* an s3:// shard's headers are not read again: its compression only */
+    r->ropts = sk_store_is_s3(path) ? !(sk_index_shard(r->rix)->flags & SK_INDEX_ZSTD) == !r->o->compress_level
+                                  : sk_emit_shard_options_match(path, r->rix, r->o->compress_level, r->o->mtime);
     r->rpos = 0;
     return 1;
 }
@@ -270,7 +248,6 @@ int sk_rs_close_shard(rs *r, sk_error *err)
     if (r->rix) { /* resumed */
         sk_index *ix = r->rix;
         r->rix = NULL;
-        sk_rs_resume_fd_close(r);
         int rc = SK_OK;
         if (r->rpos != sk_index_sample_count(ix))
             rc = sk_error_set(err, SK_E_INPUT, "%s: --resume: the shard holds %llu samples, this "
@@ -356,16 +333,10 @@ int sk_rs_emit(rs *r, const struct sview *v, sk_error *err)
     uint64_t off = r->opos;
     if (!r->to_stdout) {
         SK_GUARD(sk_index_add_sample(r->out.index, v->key, v->klen, off, v->len, off, v->len, err));
-        for (size_t i = 0; i < v->nm; i++) {
+        for (size_t i = 0; i < v->nm; i++) { /* the record and the count by pack's one rule */
             const struct memb *m = &v->m[i];
-            /* the pool's lowercase is ASCII's; the index's is Python's */
-            char low[SK_EXT_LOWER_MAX(SK_TAR_NAME_MAX + 64)];
-            SK_FAIL_IF(m->ext_len > SK_TAR_NAME_MAX + 64, err, SK_E_INPUT, "'%.*s': name too long",
-                       (int)v->klen, v->key);
-            size_t el = sk_ext_lower(v->exts + m->ext_off, m->ext_len, low);
-            SK_GUARD(sk_index_add_member(r->out.index, low, el, off + m->data_off, m->size,
-                                         m->hlen, m->crc, err));
-            SK_GUARD(sk_manifest_count_ext(r->man, low, el, 1, err));
+            SK_GUARD(sk_emit_index_member(&r->out, r->man, v->exts + m->ext_off, m->ext_len,
+                                          off + m->data_off, m->size, m->hlen, m->crc, err));
         }
     }
     SK_GUARD(out_add(r, v, err));

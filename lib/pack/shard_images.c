@@ -1,8 +1,10 @@
 /*
- * shard_images.c - `shard`'s image stage (--image-size and friends): each
- * image member of a sample resized, re-encoded or judged bad, the sample's
- * tar bytes rebuilt around the new data, on a pool of worker threads whose
- * results come back in sample order.
+ * shard_images.c - the image stage (--image-size and friends) of `shard`
+ * and of `pack`: a transform on samples.  Each image member of a sample is
+ * resized, re-encoded or judged bad and the sample's tar bytes rebuilt
+ * around the new data, on a pool of worker threads whose results come back
+ * in sample order to the caller's put function.  It knows samples and
+ * image options only, nothing of the run that feeds it or takes its output.
  */
 #include "pack/shard_int.h"
 #include "format/image.h"
@@ -68,24 +70,14 @@ static int replace_member(struct samp *s, size_t i, const char *ext, const void 
     return SK_OK;
 }
 
-/* What the image work on one sample found: counted and said by the
- * thread that emits samples, in sample order, so that the counts, the
- * warnings and the output never depend on which worker ran. */
-struct img_outcome {
-    int skip;
-    uint64_t images, image_skips, bad_images;
-    char warn[SK_ERROR_MAX];
-};
-
 /* --image-size and friends on one sample: each image member resized (or
  * found bad), the sample's .json given the sizes with --image-meta.
  * out->skip is set when the sample is to be dropped (too small, too
  * elongated, or a bad image under --bad-image skip).  Touches nothing but
  * s and out: worker threads run it. */
-static int sample_images(const sk_shard_options *o, sk_image_budget *b, struct samp *s,
-                         struct img_outcome *out, sk_error *err)
+static int sample_images(const sk_image_options *io, uint64_t mtime, sk_image_budget *b,
+                         struct samp *s, struct img_outcome *out, sk_error *err)
 {
-    const sk_image_options *io = o->images;
     sk_image_result first = {0};
     int have_first = 0;
     memset(out, 0, sizeof *out);
@@ -116,7 +108,7 @@ static int sample_images(const sk_shard_options *o, sk_image_budget *b, struct s
         if (!have_first) first = res, first.out = NULL, have_first = 1;
         if (res.out) {
             out->images++;
-            int rc = replace_member(s, i, NULL, res.out, res.out_len, o->mtime, err);
+            int rc = replace_member(s, i, NULL, res.out, res.out_len, mtime, err);
             free(res.out);
             SK_GUARD(rc);
         }
@@ -133,7 +125,7 @@ static int sample_images(const sk_shard_options *o, sk_image_budget *b, struct s
         snprintf(why, sizeof why, "%s", err->msg);
         return sk_error_set(err, rc, "sample '%.*s': %s", (int)s->klen, s->key, why);
     }
-    rc = replace_member(s, j, "json", json, jl, o->mtime, err);
+    rc = replace_member(s, j, "json", json, jl, mtime, err);
     free(json);
     return rc;
 }
@@ -157,7 +149,10 @@ struct img_job {
 };
 
 struct img_pool {
-    const sk_shard_options *o;
+    const sk_image_options *io;
+    uint64_t mtime;
+    sk_img_put put; /* where the finished samples go, in order */
+    void *put_ctx;
     pthread_mutex_t mu;
     pthread_cond_t work, done;
     struct img_job *jobs;
@@ -180,7 +175,7 @@ static void *img_worker(void *arg)
         struct img_job *j = &p->jobs[p->next++ % p->cap];
         pthread_mutex_unlock(&p->mu);
         j->err = (sk_error)SK_ERROR_INIT;
-        j->rc = sample_images(p->o, p->budget, &j->s, &j->out, &j->err);
+        j->rc = sample_images(p->io, p->mtime, p->budget, &j->s, &j->out, &j->err);
         pthread_mutex_lock(&p->mu);
         j->state = JOB_DONE;
         pthread_cond_broadcast(&p->done);
@@ -194,7 +189,7 @@ static void samp_free(struct samp *s)
     free(s->key), free(s->m), free(s->exts), free(s->img);
 }
 
-void sk_rs_pool_free(struct img_pool *p)
+void sk_img_pool_free(struct img_pool *p)
 {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
@@ -212,48 +207,50 @@ void sk_rs_pool_free(struct img_pool *p)
     free(p);
 }
 
-int sk_rs_pool_new(struct img_pool **out, const sk_shard_options *o, sk_error *err)
+int sk_img_pool_new(struct img_pool **out, const sk_image_options *io, int jobs, uint64_t mtime,
+                    sk_img_put put, void *put_ctx, sk_error *err)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int n = o->jobs > 0 ? o->jobs : cores > 0 ? (int)cores : 1;
+    int n = jobs > 0 ? jobs : cores > 0 ? (int)cores : 1;
     if (n > 64) n = 64;
     struct img_pool *p = calloc(1, sizeof *p);
     SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
-    p->o = o;
+    p->io = io;
+    p->mtime = mtime;
+    p->put = put;
+    p->put_ctx = put_ctx;
     p->cap = (size_t)n * 4;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done, NULL);
     /* memory is read only from a struct that has it (an older program's is
      * shorter: the default budget) */
-    const sk_image_options *io = o->images;
     size_t has = io->struct_size ? io->struct_size : sizeof *io;
     uint64_t memory = has >= offsetof(sk_image_options, memory) + sizeof io->memory ? io->memory : 0;
     if (sk_image_budget_new(&p->budget, memory, err)) {
-        sk_rs_pool_free(p);
+        sk_img_pool_free(p);
         return err->code;
     }
     p->max_queued = sk_image_budget_total(p->budget) / 4;
     p->jobs = calloc(p->cap, sizeof *p->jobs);
     p->th = calloc((size_t)n, sizeof *p->th);
     if (!p->jobs || !p->th) {
-        sk_rs_pool_free(p);
+        sk_img_pool_free(p);
         return sk_error_set(err, SK_E_NOMEM, "out of memory");
     }
     for (; p->nth < n; p->nth++)
         if (pthread_create(&p->th[p->nth], NULL, img_worker, p) != 0) {
-            sk_rs_pool_free(p);
+            sk_img_pool_free(p);
             return sk_error_set(err, SK_E_NOMEM, "cannot start an image worker: %s", strerror(errno));
         }
     *out = p;
     return SK_OK;
 }
 
-/* Emits the finished jobs at the head, in order; block: wait for the
+/* Hands the finished jobs at the head on, in order; block: wait for the
  * head job (all of them when drain). */
-int sk_rs_pool_emit(rs *r, int block, int drain, sk_error *err)
+int sk_img_pool_emit(struct img_pool *p, int block, int drain, sk_error *err)
 {
-    struct img_pool *p = r->pool;
     int rc = SK_OK;
     pthread_mutex_lock(&p->mu);
     while (p->head < p->tail && !rc) {
@@ -264,13 +261,8 @@ int sk_rs_pool_emit(rs *r, int block, int drain, sk_error *err)
             continue;
         }
         pthread_mutex_unlock(&p->mu);
-        r->st.images += j->out.images;
-        r->st.image_skips += j->out.image_skips;
-        r->st.bad_images += j->out.bad_images;
-        if (j->out.warn[0]) sk_rs_warnf(r, "%s", j->out.warn);
         if (j->rc) *err = j->err, rc = j->rc;
-        else if (j->out.skip) r->st.dropped++;
-        else rc = sk_rs_emit_sample(r, &j->s, err);
+        else rc = p->put(p->put_ctx, &j->s, &j->out, err);
         j->s.klen = j->s.nm = j->s.elen = j->s.len = 0, j->s.crc = 0;
         if (j->s.cap > ((size_t)1 << 20)) { /* a free slot keeps no large buffer */
             free(j->s.img);
@@ -287,14 +279,13 @@ int sk_rs_pool_emit(rs *r, int block, int drain, sk_error *err)
 }
 
 /* Hands s to the workers (its buffers are swapped with a free job's). */
-int sk_rs_pool_submit(rs *r, struct samp *s, sk_error *err)
+int sk_img_pool_submit(struct img_pool *p, struct samp *s, sk_error *err)
 {
-    struct img_pool *p = r->pool;
-    if (p->tail - p->head == p->cap) SK_GUARD(sk_rs_pool_emit(r, 1, 0, err));
+    if (p->tail - p->head == p->cap) SK_GUARD(sk_img_pool_emit(p, 1, 0, err));
     /* room by bytes too: wait for the oldest until s fits (or the ring is
      * empty, so one sample of any size still goes) */
     while (p->tail > p->head && p->queued + s->len > p->max_queued)
-        SK_GUARD(sk_rs_pool_emit(r, 1, 0, err));
+        SK_GUARD(sk_img_pool_emit(p, 1, 0, err));
     pthread_mutex_lock(&p->mu);
     struct img_job *j = &p->jobs[p->tail % p->cap];
     struct samp t = j->s;
@@ -306,5 +297,5 @@ int sk_rs_pool_submit(rs *r, struct samp *s, sk_error *err)
     p->tail++;
     pthread_cond_signal(&p->work);
     pthread_mutex_unlock(&p->mu);
-    return sk_rs_pool_emit(r, 0, 0, err);
+    return sk_img_pool_emit(p, 0, 0, err);
 }

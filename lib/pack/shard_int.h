@@ -4,16 +4,21 @@
  * written (sview), and the functions one file gives the others.
  * Internal to libshardkit.
  *
- *   reshard.c       the run: options, inputs expanded and checked, the
- *                   filters and --keys, the manifest's options, the order
+ * From the top down (each file calls only files below it):
+ *   reshard.c       drives a run: inputs expanded and checked, the order
  *                   of the passes (count, scatter, drain)
  *   shard_read.c    inputs as byte streams through libarchive, samples
  *                   assembled as their output tar bytes
  *   shard_direct.c  plain tar inputs with a sound index, read through it
- *   shard_images.c  --image-*: the resize stage and its worker pool
+ *   shard_out.c     the output side as one piece: begun (locks, manifest,
+ *                   the image stage), fed samples (sk_rs_put), finished;
+ *                   pack's image stage (pack_images.c) feeds it too
  *   shard_shuffle.c --shuffle: samples (or references to them) as records
  *   shard_emit.c    the output: shards cut, named, indexed, resumed, and
  *                   their bytes handed to the writer in large writes
+ *   shard_run.c     what all of them share: warnings, progress, filters
+ *   shard_images.c  --image-*: the resize stage and its worker pool, a
+ *                   transform on samples that knows nothing of the run
  */
 #ifndef SK_PACK_SHARD_INT_H
 #define SK_PACK_SHARD_INT_H
@@ -23,6 +28,7 @@
 #include "format/format.h"
 #include "io/io.h"
 #include "io/outq.h"
+#include "io/emit.h"
 #include "io/store.h"
 #include "io/writer.h"
 #include "pack/infiles.h"
@@ -97,7 +103,7 @@ struct keyset { /* --keys: open addressing over key strings */
 };
 
 typedef struct rs {
-    const sk_shard_options *o;
+    sk_shard_options *o; /* the run's own copy: o->start moves past an existing manifest's shards */
     const char *pattern_tmpl; /* the pattern as given: {part} unexpanded */
     sk_shard_stats st;
     struct timespec t0, last;
@@ -116,7 +122,7 @@ typedef struct rs {
     char mdir[4200], mpath[4200];
     /* --resume: the existing shard being skipped */
     sk_index *rix;
-    int rfd; /* the resumed shard, local and plain: its samples compared byte for byte */
+    int ropts; /* the resumed shard was written with this run's --mtime and compression */
     uint64_t rpos;
     /* scratch */
     unsigned char *rec;
@@ -142,16 +148,93 @@ typedef struct rs {
     sk_infiles *inf;
     uint32_t in_no;       /* the input direct_input is reading, in inf */
     sk_store_env env;     /* what the inputs are read through (io/store.h) */
+    sk_run_lock lock;     /* the run's locks (io/emit.h) */
 } rs;
 
-/* reshard.c */
+/* shard_images.c: the image stage, a transform on samples (no run state) */
+/* What the image work on one sample found: counted and said by the
+ * thread that takes the samples back, in sample order, so that the
+ * counts, the warnings and the output never depend on which worker ran. */
+struct img_outcome {
+    int skip; /* drop the sample (too small, too elongated, a bad image) */
+    uint64_t images, image_skips, bad_images;
+    char warn[SK_ERROR_MAX];
+};
+/* Where the pool hands each finished sample, in the order they were
+ * submitted (s is the pool's: its buffers are reused after put returns). */
+typedef int (*sk_img_put)(void *ctx, struct samp *s, const struct img_outcome *out,
+                          sk_error *err);
+int sk_img_pool_new(struct img_pool **out, const sk_image_options *io, int jobs, uint64_t mtime,
+                    sk_img_put put, void *put_ctx, sk_error *err);
+void sk_img_pool_free(struct img_pool *p);
+/* Hands the finished jobs at the head to put, in order; block: wait for
+ * the head job (all of them when drain). */
+int sk_img_pool_emit(struct img_pool *p, int block, int drain, sk_error *err);
+/* Hands s to the workers (its buffers are swapped with a free job's). */
+int sk_img_pool_submit(struct img_pool *p, struct samp *s, sk_error *err);
+
+/* shard_run.c */
 void sk_rs_warnf(rs *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Seconds since t0 (CLOCK_MONOTONIC). */
+double sk_rs_since(const struct timespec *t0);
 /* Reports progress at most twice a second (final: now). */
 void sk_rs_progress(rs *r, int final);
+/* --keys: the keys listed in path (a local file, s3:// or http(s)://). */
+int sk_rs_load_keys(rs *r, const char *path, sk_error *err);
+void sk_rs_keyset_free(struct keyset *k);
 /* Whether a member with extension e is kept, and its output extension. */
 int sk_rs_keep_member(const rs *r, const char *e, size_t n, const char **out, size_t *out_len);
 /* Whether a sample is kept (--keys, --part). */
 int sk_rs_keep_sample(const rs *r, const char *key, size_t klen);
+
+/* shard_emit.c */
+void sk_rs_view_of(const struct samp *s, struct sview *v);
+/* Writes one sample, rolling over to a new shard first when it is due. */
+int sk_rs_emit(rs *r, const struct sview *v, sk_error *err);
+int sk_rs_open_shard(rs *r, sk_error *err);
+int sk_rs_close_shard(rs *r, sk_error *err);
+/* Queues the pending range. */
+int sk_rs_out_flush(rs *r, sk_error *err);
+/* Makes ob[i] free for new bytes (at least need of them). */
+int sk_rs_out_claim(rs *r, int i, size_t need, sk_error *err);
+/* Makes ob[i] the bytes [pos, pos + want) of fd, mapped private
+ * (*mapped = 0: not mapped, the caller preads instead). */
+int sk_rs_out_map(rs *r, int i, int fd, uint64_t pos, size_t want, int *mapped, sk_error *err);
+/* need bytes at the end of the buffer being filled, else in a scratch buffer. */
+int sk_rs_out_reserve(rs *r, size_t need, unsigned char **p, sk_error *err);
+
+/* shard_shuffle.c */
+int sk_rs_serialize(rs *r, const struct sview *s, sk_error *err);
+int sk_rs_serialize_ref(rs *r, const struct sview *s, uint64_t offset, sk_error *err);
+/* The drain's callback: one record out (sk_shuffler_drain). */
+int sk_rs_emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *err);
+
+/* shard_out.c: the output side of a run, whoever produces its samples */
+/* Sets r up for the options o (checked: SK_E_USAGE); pattern_tmpl is the
+ * pattern as given ({part} unexpanded), for the manifest.  Nothing to
+ * release when it fails; else sk_rs_release, whatever follows. */
+int sk_rs_init(rs *r, sk_shard_options *o, const char *pattern_tmpl, sk_error *err);
+/* The shards' directory, the run's locks (what: the tool, for the lock's
+ * message), the manifest and what an earlier one left (o->start may move
+ * past an existing manifest's last shard). */
+int sk_rs_output_open(rs *r, const char *what, sk_error *err);
+/* S3 uploads a killed run left, the image stage, the writer thread. */
+int sk_rs_output_start(rs *r, sk_error *err);
+/* A kept sample, in order: through the image stage when there is one,
+ * then out (sk_rs_emit_sample).  s's buffers may be swapped for others. */
+int sk_rs_put(rs *r, struct samp *s, sk_error *err);
+/* Waits for every sample handed to the image stage to go out. */
+int sk_rs_put_done(rs *r, sk_error *err);
+/* A sample goes into the shuffle, or out. */
+int sk_rs_emit_sample(rs *r, struct samp *s, sk_error *err);
+/* The empty shards --num-shards asks for, the last shard, the manifest. */
+int sk_rs_output_finish(rs *r, sk_error *err);
+/* Frees all of r (rc != 0: the open shard's temporary file is removed). */
+void sk_rs_release(rs *r, int rc);
+
+/* shard_direct.c: *from is where libarchive is to go on (0: all of it),
+ * UINT64_MAX when the index read it all. */
+int sk_rs_direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, sk_error *err);
 
 /* shard_read.c */
 /* An input's size (UINT64_MAX: not known before it is read). */
@@ -164,43 +247,5 @@ int sk_rs_read_input(rs *r, const char *url, struct samp *s, int counting, uint6
                      sk_error *err);
 /* One input: through its index while that agrees with it, then libarchive. */
 int sk_rs_take_input(rs *r, const char *url, struct samp *s, sk_error *err);
-/* A sample that is kept goes into the shuffle, or out. */
-int sk_rs_emit_sample(rs *r, struct samp *s, sk_error *err);
-
-/* shard_direct.c: *from is where libarchive is to go on (0: all of it),
- * UINT64_MAX when the index read it all. */
-int sk_rs_direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, sk_error *err);
-
-/* shard_images.c */
-int sk_rs_pool_new(struct img_pool **out, const sk_shard_options *o, sk_error *err);
-void sk_rs_pool_free(struct img_pool *p);
-/* Emits the finished jobs at the head, in order; block: wait for the head
- * job (all of them when drain). */
-int sk_rs_pool_emit(rs *r, int block, int drain, sk_error *err);
-/* Hands s to the workers (its buffers are swapped with a free job's). */
-int sk_rs_pool_submit(rs *r, struct samp *s, sk_error *err);
-
-/* shard_shuffle.c */
-int sk_rs_serialize(rs *r, const struct sview *s, sk_error *err);
-int sk_rs_serialize_ref(rs *r, const struct sview *s, uint64_t offset, sk_error *err);
-/* The drain's callback: one record out (sk_shuffler_drain). */
-int sk_rs_emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *err);
-
-/* shard_emit.c */
-void sk_rs_view_of(const struct samp *s, struct sview *v);
-/* Writes one sample, rolling over to a new shard first when it is due. */
-int sk_rs_emit(rs *r, const struct sview *v, sk_error *err);
-int sk_rs_open_shard(rs *r, sk_error *err);
-int sk_rs_close_shard(rs *r, sk_error *err);
-void sk_rs_resume_fd_close(rs *r);
-/* Queues the pending range. */
-int sk_rs_out_flush(rs *r, sk_error *err);
-/* Makes ob[i] free for new bytes (at least need of them). */
-int sk_rs_out_claim(rs *r, int i, size_t need, sk_error *err);
-/* Makes ob[i] the bytes [pos, pos + want) of fd, mapped private
- * (*mapped = 0: not mapped, the caller preads instead). */
-int sk_rs_out_map(rs *r, int i, int fd, uint64_t pos, size_t want, int *mapped, sk_error *err);
-/* need bytes at the end of the buffer being filled, else in a scratch buffer. */
-int sk_rs_out_reserve(rs *r, size_t need, unsigned char **p, sk_error *err);
 
 #endif

@@ -152,24 +152,11 @@ static int sample_done(rs *r, struct samp *s, int counting, sk_error *err)
     r->st.samples_in++;
     int keep = s->nm && sk_rs_keep_sample(r, s->key, s->klen);
     int rc = SK_OK;
-    if (keep && !counting && r->pool) {
-        rc = sk_rs_pool_submit(r, s, err);
-        s->klen = s->nm = s->elen = s->len = 0, s->crc = 0;
-        return rc;
-    }
     if (!keep) r->st.dropped++;
     else if (counting) r->total++;
-    else rc = sk_rs_emit_sample(r, s, err);
+    else rc = sk_rs_put(r, s, err); /* shard_out.c: images, then the shuffle or out */
     s->klen = s->nm = s->elen = s->len = 0, s->crc = 0;
     return rc;
-}
-
-/* A sample that is kept goes into the shuffle, or out. */
-int sk_rs_emit_sample(rs *r, struct samp *s, sk_error *err)
-{
-    struct sview v;
-    sk_rs_view_of(s, &v);
-    return r->shuf ? sk_rs_serialize(r, &v, err) : sk_rs_emit(r, &v, err);
 }
 
 struct la_ctx {

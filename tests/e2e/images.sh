@@ -16,7 +16,8 @@
 #     partial shard;
 #   - the same bytes whatever --jobs, with --shuffle too;
 #   - verify --image-size finds images that do not follow the rule;
-#   - pack --image-size gives the bytes of pack followed by shard --image-size.
+#   - pack --image-size gives the bytes of pack followed by shard --image-size,
+#     and never writes its manifest over one of its inputs.
 . "$(dirname "$0")/lib.sh"
 need cjpeg
 PY=/usr/bin/python3
@@ -137,4 +138,11 @@ step "pack --image-size of an empty directory: one empty shard, as pack"
 mkdir -p "$T/empty"
 expect_ok "$SK_BIN" pack "$T/empty" -o "$T/pe/s-%02d.tar" --image-size 64
 check_shards "$T/pe"
+
+step "pack --image-size never writes its manifest over an input (--from-archive, --overwrite)"
+tar cf "$T/pm.tar" -C "$T/pb/in" .
+cp "$T/pm.tar" "$T/pm0.tar"
+expect_fail 2 "also an input" "$SK_BIN" pack --from-archive "$T/pm.tar" -o "$T/pm/s-%02d.tar" \
+    --manifest "$T/pm.tar" --overwrite --image-size 64
+cmp -s "$T/pm.tar" "$T/pm0.tar" || die "pack --image-size replaced its input archive with the manifest"
 echo "images as img2dataset makes them"

@@ -4,6 +4,9 @@
 # names, keys and sizes but other bytes, or written with another --mtime,
 # are packed again by pack (not counted as resumed, the new bytes on disk)
 # and refused by shard, naming why; the same run resumed keeps them all.
+# A shard damaged since it was written is not sound: written again by both
+# (one rule, io/emit.c; shard kept a damaged .tar.zst before, comparing
+# its members' sizes alone).
 . "$(dirname "$0")/lib.sh"
 need python3
 tmpdir T
@@ -46,4 +49,17 @@ assert_contains "$ERR" "so/x-000.tar: --resume: sample 0 is not"
 expect_ok "$SK_BIN" shard a/s-000.tar -o so/x-%03d.tar --max-count 6 --resume --json -q
 python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["shards_resumed"] != 2)' "$OUT" \
     || die "shard --resume of the same run did not keep its shards"
+
+step "shard --resume over a damaged .tar.zst shard: written again, as pack does"
+expect_ok "$SK_BIN" shard a/s-000.tar -o sz/x-%03d.tar.zst --compress zstd --max-count 6 -q
+cp sz/x-001.tar.zst good.zst
+python3 - <<'PY'
+p = "sz/x-001.tar.zst"
+b = bytearray(open(p, "rb").read())
+b[len(b) // 2] ^= 0xff
+open(p, "wb").write(bytes(b))
+PY
+expect_ok "$SK_BIN" shard a/s-000.tar -o sz/x-%03d.tar.zst --compress zstd --max-count 6 --resume --json -q
+assert_eq "$(resumed)" 1 "shards resumed with one of two damaged"
+cmp -s sz/x-001.tar.zst good.zst || die "shard --resume kept a damaged shard"
 echo "a resumed shard is proven to be this run's"
