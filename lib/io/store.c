@@ -1,7 +1,6 @@
 /*
  * store.c - the store interface's own part, which every kind uses: which
- * kind a location names, the clients a job's stores share (sk_store_env),
- * closing, listings, and the public range reader as a view of a store.
+ * kind a location names, closing, reading a store whole, listings, and the public range reader as a view of a store.
  * What a location names is asked here and only here by the jobs
  * (sk_store_classify): none of them compares a prefix with "s3://".
  * Which kind opens a location is store_open.c's, above the kinds.
@@ -14,24 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-void sk_store_env_init(sk_store_env *e, sk_s3 *s3)
-{
-    memset(e, 0, sizeof *e);
-    e->s3 = s3;
-    pthread_mutex_init(&e->mu, NULL);
-}
-
-void sk_store_env_release(sk_store_env *e)
-{
-    sk_s3_free(e->http);
-    e->http = NULL;
-    if (e->own_s3) sk_s3_free(e->s3);
-    e->s3 = NULL, e->own_s3 = 0;
-    sk_window_pool_unref(e->windows); /* stores still open keep the pool alive */
-    e->windows = NULL;
-    pthread_mutex_destroy(&e->mu);
-}
 
 int sk_store_classify(const char *url, sk_store_where *w, sk_error *err)
 {
@@ -210,4 +191,26 @@ static void view_close(void *ctx)
 void sk_store_range_view(sk_store *s, uint64_t size, sk_range_reader *rr)
 {
     *rr = (sk_range_reader){.ctx = s, .read_at = view_read_at, .size = size, .close = view_close};
+}
+
+/* Every byte of a store up to max (a manifest, an index): through the
+ * kind's own load when it has one, else its sequential reader. */
+int sk_store_read_whole(sk_store *s, size_t max, const char *what, sk_buf *out, sk_error *err)
+{
+    sk_store_seq *q = NULL;
+    out->len = 0;
+    if (s->ops->load) return s->ops->load(s, max, what, out, err);
+    int rc = s->ops->open_seq(s, 0, &q, err);
+    char chunk[64 << 10];
+    for (size_t got = 1; !rc && got;) {
+        rc = q->read(q, chunk, sizeof chunk, &got, err);
+        if (!rc && out->len + got > max)
+            rc = sk_error_set(err, SK_E_CORRUPT, "%s: a %s is at most %zu MiB; this one is bigger "
+                              "(or its body does not end)", s->url, what, max >> 20);
+        else if (!rc && got && sk_buf_add(out, chunk, got))
+            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    if (!rc && !out->p && sk_buf_add(out, "", 0)) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (q) q->close(q);
+    return rc;
 }

@@ -1,8 +1,9 @@
 /*
  * store_open.c - a location opened as the store its scheme names (file or
- * stream, s3://, http(s)://), and whole small objects (manifests, indexes)
- * read through any kind under a cap (a manifest or an index loaded from
- * wherever it lives).  Kept apart from store.c, the part
+ * stream, s3://, http(s)://) with the layers a job's environment asks for
+ * (the disk cache, read windows), that environment (sk_store_env: the
+ * clients and the window pool its stores share), and whole small objects
+ * (manifests, indexes) loaded from wherever they live.  Kept apart from store.c, the part
  * every kind uses, so that the kinds sit between the two and nothing
  * calls back up.
  */
@@ -70,6 +71,24 @@ int sk_store_open(sk_store **out, const char *url, sk_store_env *e, sk_error *er
     return e->windows ? sk_store_window_open(out, *out, e->windows, err) : SK_OK;
 }
 
+void sk_store_env_init(sk_store_env *e, sk_s3 *s3)
+{
+    memset(e, 0, sizeof *e);
+    e->s3 = s3;
+    pthread_mutex_init(&e->mu, NULL);
+}
+
+void sk_store_env_release(sk_store_env *e)
+{
+    sk_s3_free(e->http);
+    e->http = NULL;
+    if (e->own_s3) sk_s3_free(e->s3);
+    e->s3 = NULL, e->own_s3 = 0;
+    sk_window_pool_unref(e->windows); /* stores still open keep the pool alive */
+    e->windows = NULL;
+    pthread_mutex_destroy(&e->mu);
+}
+
 int sk_store_env_windows(sk_store_env *e, size_t window, uint64_t memory, sk_error *err)
 {
     sk_window_pool *p = NULL;
@@ -77,26 +96,6 @@ int sk_store_env_windows(sk_store_env *e, size_t window, uint64_t memory, sk_err
     sk_window_pool_unref(e->windows); /* the stores open keep theirs */
     e->windows = p;
     return SK_OK;
-}
-
-int sk_store_read_whole(sk_store *s, size_t max, const char *what, sk_buf *out, sk_error *err)
-{
-    sk_store_seq *q = NULL;
-    out->len = 0;
-    if (s->ops->load) return s->ops->load(s, max, what, out, err);
-    int rc = s->ops->open_seq(s, 0, &q, err);
-    char chunk[64 << 10];
-    for (size_t got = 1; !rc && got;) {
-        rc = q->read(q, chunk, sizeof chunk, &got, err);
-        if (!rc && out->len + got > max)
-            rc = sk_error_set(err, SK_E_CORRUPT, "%s: a %s is at most %zu MiB; this one is bigger "
-                              "(or its body does not end)", s->url, what, max >> 20);
-        else if (!rc && got && sk_buf_add(out, chunk, got))
-            rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-    }
-    if (!rc && !out->p && sk_buf_add(out, "", 0)) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-    if (q) q->close(q);
-    return rc;
 }
 
 int sk_store_load(const char *url, sk_store_env *e, size_t max, const char *what, sk_buf *out,
