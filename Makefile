@@ -39,7 +39,8 @@ PY_EXT_SUFFIX := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_con
 PY_EXT_SO := $(if $(SAN),,$(if $(PY_EXT_SUFFIX),$(BUILD)/python/_ext$(PY_EXT_SUFFIX)))
 # -Wno-format-truncation is gcc's; clang 14 rejects it under -Werror
 WNO_TRUNC := $(shell $(CC) -Werror -Wno-format-truncation -x c -c /dev/null -o /dev/null 2>/dev/null && echo -Wno-format-truncation)
-override CFLAGS += -std=c11 -D_GNU_SOURCE -DSK_VERSION='"$(VERSION)"' \
+# the project itself builds on the whole header, its unstable part included
+override CFLAGS += -std=c11 -D_GNU_SOURCE -DSK_VERSION='"$(VERSION)"' -DSHARDKIT_UNSTABLE_API \
 	-Wall -Wextra -Werror -Wshadow -Wno-unused-parameter $(WNO_TRUNC) -fPIC -pthread -Ilib \
 	$(OPT) $(SAN)
 DEPS_OK  := $(BUILD)/.deps-ok
@@ -152,7 +153,7 @@ fuzz-build: all
 # each target links on its own, so `make -j` links them side by side
 $(FUZZ_BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_BUILD)/libshardkit.a
 	@echo "  LD $@"; mkdir -p $(@D)
-	@clang -std=c11 -D_GNU_SOURCE -Ilib -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) -o $@ \
+	@clang -std=c11 -D_GNU_SOURCE -DSHARDKIT_UNSTABLE_API -Ilib -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) -o $@ \
 	    $< $(FUZZ_BUILD)/libshardkit.a $(LIBS)
 
 fuzz: fuzz-build

@@ -103,9 +103,112 @@ SK_API size_t sk_ext_lower(const char *in, size_t n, char *out);
 /* Compares two extensions bytewise after sk_ext_lower; <0, 0 or >0. */
 SK_API int sk_ext_cmp(const char *a, size_t an, const char *b, size_t bn);
 
+/* ----------------------------------------------------------------- places */
+/* The one grammar of a place a user names, which every tool applies to
+ * every option and argument naming one: a local path, '-' (standard input
+ * or output, where a stream fits), s3://BUCKET/KEY, http(s):// (read
+ * only).  Any other scheme ("gs://", "az://", "hf://", "file://", "xyz://")
+ * and "pipe:" are refused by name, never taken as a local path.  Schemes
+ * in any case ("S3://b/k" is S3); a lost slash ("s3:/b/k", "s3:b",
+ * "http:/h/x", "s3:") is refused: a local name that begins so is written
+ * "./s3:..." (docs/places.md).  what NULL: the message names place alone. */
+enum sk_place_kind { SK_PLACE_FILE, SK_PLACE_STDIO, SK_PLACE_S3, SK_PLACE_HTTP };
+#define SK_PLACE_READ 1u     /* the place is read */
+#define SK_PLACE_WRITE 2u    /* the place is written */
+#define SK_PLACE_STREAM 4u   /* '-' is taken here */
+#define SK_PLACE_S3_OK 8u    /* s3:// is taken here */
+#define SK_PLACE_HTTP_OK 16u /* http(s):// is taken here (reading) */
+/* SK_OK and *kind (may be NULL) when place fits flags; else SK_E_USAGE
+ * naming what ("pack -o", "--files-from"), the place and why. */
+SK_API int sk_place_check(const char *place, unsigned flags, const char *what, int *kind,
+                          sk_error *err);
+
+/* --------------------------------------------------- places read, written */
+/* A place (sk_place_check's grammar) opened as a file for what is not a
+ * dataset: a list read line by line, one object written whole.  Local
+ * paths and '-' are plain files and standard input or output; s3:// (and,
+ * for reading, http(s)://) stream through the library's stores and sinks,
+ * with s3 the client for s3:// (NULL: refused, naming the URL). */
+typedef struct sk_place_in sk_place_in;
+/* Opens place for reading (a remote one: one streaming GET; a missing
+ * object is an error naming its URL).  A remote line of over 64 KiB is an
+ * error (a list holds names), so memory stays bounded whatever it holds. */
+SK_API int sk_place_in_open(sk_place_in **out, const char *place, sk_s3 *s3, sk_error *err);
+SK_API FILE *sk_place_in_file(sk_place_in *in);
+/* Closes; returns rc, or the remote read's own error (in err) when one
+ * stopped the stream. */
+SK_API int sk_place_in_close(sk_place_in *in, int rc, sk_error *err);
+/* A place written whole: a local path (sk_out: temporary name, rename at
+ * commit), NULL or '-' (standard output), or s3://BUCKET/KEY (the object
+ * appears at commit, one PUT, or parts past 8 MiB; nothing on abort). */
+typedef struct sk_place_out sk_place_out;
+SK_API int sk_place_out_open(sk_place_out **out, const char *place, sk_s3 *s3, sk_error *err);
+/* Where to write (a descriptor), and its name for messages. */
+SK_API int sk_place_out_fd(const sk_place_out *o);
+SK_API const char *sk_place_out_name(const sk_place_out *o);
+/* Publishes and frees o, whatever happens. */
+SK_API int sk_place_out_commit(sk_place_out *o, sk_error *err);
+/* Frees o, publishing nothing; accepts NULL. */
+SK_API void sk_place_out_abort(sk_place_out *o);
+
+/* ------------------------------------------------ text safe for a terminal */
+/* Copies src to dst (cap bytes, always NUL-terminated, cut at a whole
+ * character): C0 controls (ESC, BEL, newline...), DEL, C1 controls and
+ * bytes that are not valid UTF-8 become "\xHH"; the rest is kept.  Every
+ * sk_error message and library warning is made so; the command line
+ * passes what it prints of its own through it too.  Returns the length. */
+SK_API size_t sk_escape_text(char *dst, size_t cap, const char *src);
+
+/* ---------------------------------------------------------- output files */
+/* A file written the safe way: under a temporary name beside path
+ * (".NAME.PID.N.tmp", unique to the process), renamed onto path only by
+ * sk_out_commit, so an existing file at path survives any failure.  A path
+ * that exists and is not a regular file (a device, a FIFO, /dev/stdout) is
+ * written in place and never renamed over or unlinked; NULL or "-" is
+ * standard output (left open). */
+typedef struct sk_out sk_out;
+/* The one way an untrusted name (an index key, an archive member, a
+ * manifest URL, an S3 key) becomes a path under dir: *out = "dir/name"
+ * (caller frees) when name[0..len) is a safe relative path - no leading
+ * '/', no "..", "." or empty component, no NUL byte, at most
+ * 255 bytes a component and 4096 in all - else SK_E_CORRUPT naming what
+ * ("index key", ...) and why.  The joined path cannot leave dir. */
+SK_API int sk_path_join(const char *dir, const char *name, size_t len, const char *what, char **out,
+                        sk_error *err);
+SK_API int sk_out_open(sk_out **out, const char *path, sk_error *err);
+SK_API int sk_out_fd(const sk_out *o);
+/* The name writes go to (the temporary one, or path), for messages. */
+SK_API const char *sk_out_name(const sk_out *o);
+/* Closes and renames onto path; frees o whatever happens (after removing
+ * the temporary file on failure). */
+SK_API int sk_out_commit(sk_out *o, sk_error *err);
+/* Closes and removes the temporary file; accepts NULL. */
+SK_API void sk_out_abort(sk_out *o);
+
+/* ---------------------------------------------------- an existing dataset */
+/* What a run that writes shards and a manifest (sk_pack_options.existing,
+ * sk_shard_options.existing, the sample writer's sk_pack_options) does
+ * with a manifest already at its manifest path, local or s3:// (docs/pack.md,
+ * "Adding to a dataset"). */
+/* The default: SK_E_USAGE, naming the manifest and a shard, before any
+ * shard is written, when it lists a shard this run would not write (not
+ * named by its pattern at start or after); a run that rewrites the same
+ * names replaces it. */
+#define SK_EXISTING_REFUSE 0
+/* The run continues the dataset: numbering after its last shard (start 0;
+ * a start inside it is refused), the options it records but "start" must
+ * be this run's (else SK_E_USAGE naming the first difference), and the
+ * manifest is rewritten with its shards first and this run's after (first
+ * ordinals continuing), under the run's lock, temporary name and rename. */
+#define SK_EXISTING_APPEND 1
+/* The manifest is replaced whatever it lists. */
+#define SK_EXISTING_OVERWRITE 2
+
 /* ------------------------------------------------------------------ index */
 /* The sidecar index beside each shard ("<shard>.idx"); layout in
- * docs/format.md.  Ordinals are positions within the shard. */
+ * docs/format.md.  Ordinals are positions within the shard.  This reads
+ * one; writing one record by record is the index builder (unstable, at
+ * the end). */
 
 typedef struct sk_index_shard_info {
     uint64_t size;               /* bytes of the shard file */
@@ -134,24 +237,6 @@ typedef struct sk_member_ref {
     uint32_t header_len; /* header bytes (pax + ustar) before data_offset */
     uint32_t crc32c;
 } sk_member_ref;
-
-typedef struct sk_index_builder sk_index_builder;
-SK_API sk_index_builder *sk_index_builder_new(void);
-SK_API void sk_index_builder_free(sk_index_builder *b);
-/* Forgets all records, keeping the buffers, to build the next shard's. */
-SK_API void sk_index_builder_reset(sk_index_builder *b);
-SK_API uint64_t sk_index_builder_samples(const sk_index_builder *b);
-/* Starts the next sample (ordinal = samples added so far). */
-SK_API int sk_index_add_sample(sk_index_builder *b, const char *key, size_t key_len,
-                        uint64_t offset, uint64_t span, uint64_t stored_offset,
-                        uint64_t stored_span, sk_error *err);
-/* Adds a member to the sample added last. */
-SK_API int sk_index_add_member(sk_index_builder *b, const char *ext, size_t ext_len,
-                        uint64_t data_offset, uint64_t size, uint32_t header_len,
-                        uint32_t crc32c, sk_error *err);
-/* Writes the index to path through a temporary name and a rename. */
-SK_API int sk_index_builder_write(sk_index_builder *b, const char *path,
-                           const sk_index_shard_info *shard, sk_error *err);
 
 typedef struct sk_index sk_index;
 /* Skip the body checksum at open, so opening costs O(1) whatever the size;
@@ -224,6 +309,106 @@ SK_API int sk_manifest_load(sk_manifest **out, const char *path, sk_error *err);
 /* Parses manifest text (e.g. fetched from S3); name is used in messages. */
 SK_API int sk_manifest_parse(sk_manifest **out, const char *text, size_t len, const char *name,
                       sk_error *err);
+
+/* --------------------------------------------------------------------- S3 */
+/* An S3 client: credentials (the aws cli's order), SigV4 signing, a libcurl
+ * multi engine on a background thread with connection reuse, bounded
+ * requests in flight, retries with exponential backoff and full jitter.
+ * Every call is safe from several threads on one client.  Credentials never
+ * appear in messages or logs.  Details and an example: docs/s3.md. */
+
+/* Credentials, resolved like the aws cli: environment, the shared
+ * credentials file, the config file, container credentials, EC2 instance
+ * metadata (IMDSv2).  Strings are owned by the struct. */
+typedef struct sk_creds {
+    char *access_key, *secret_key, *token; /* token NULL when none */
+    char *region;                          /* the profile's region, or NULL */
+    char source[64];                       /* "environment", "shared credentials file"... */
+    int max_attempts;                      /* the profile's max_attempts, or 0 */
+} sk_creds;
+#define SK_CREDS_INIT {NULL, NULL, NULL, NULL, {0}, 0}
+/* Resolves credentials for profile (NULL: AWS_PROFILE, else "default").  An
+ * explicit profile skips the environment variables, as the aws cli does.
+ * SK_E_NOTFOUND when no source has any. */
+SK_API int sk_creds_load(sk_creds *out, const char *profile, sk_error *err);
+SK_API void sk_creds_release(sk_creds *c);
+
+typedef struct sk_s3_config {
+    size_t struct_size; /* sizeof, set by sk_s3_config_init; 0: this version's */
+    const char *endpoint_url; /* NULL: AWS_ENDPOINT_URL, else AWS by region (https) */
+    const char *region;       /* NULL: AWS_REGION, AWS_DEFAULT_REGION, profile, us-east-1 */
+    const char *profile;      /* NULL: AWS_PROFILE or "default" */
+    const sk_creds *creds;    /* NULL: sk_creds_load(profile); copied when given */
+    int path_style;           /* 1 path style, 0 virtual-hosted, -1 auto (path style
+                                 for custom endpoints, virtual-hosted for AWS) */
+    int concurrency;          /* requests in flight (default 16) */
+    int max_attempts;         /* tries per request, including the first; 0: AWS_MAX_ATTEMPTS,
+                                 else the profile's max_attempts, else 8 */
+    int read_timeout;         /* the low-speed window in seconds (default 30): a transfer
+                                 slower than low_speed_limit over it is retried */
+    int sign_payload;         /* 1: SHA-256 of bodies in the signature (slow) */
+    int verbose;              /* 1: one line per request on stderr (never secrets) */
+    long low_speed_limit;     /* bytes per second a transfer must keep up over
+                                 read_timeout (default 1024; docs/s3.md) */
+    int retry_notice;         /* 0 (default): the client's first retry is told in one
+                                 line on stderr (the URL, the cause, the attempts
+                                 left), as a wait is otherwise silent; -1: never */
+    int http_only;            /* 1: a client for plain http(s):// files (shards on a
+                                 web server): no credentials looked up, nothing
+                                 signed, s3:// refused; the same retries and
+                                 timeouts (docs/http.md) */
+} sk_s3_config;
+/* Fills *o with the defaults documented above, struct_size included. */
+SK_API void sk_s3_config_init_sized(sk_s3_config *o, size_t size);
+#define sk_s3_config_init(o) sk_s3_config_init_sized((o), sizeof *(o))
+#define SK_S3_CONFIG_INIT                                                                 \
+    {.struct_size = sizeof(sk_s3_config), .path_style = -1, .concurrency = 16,            \
+     .max_attempts = 0, .read_timeout = 30, .low_speed_limit = 1024}
+
+/* Creates a client and starts its engine thread. */
+SK_API int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg, sk_error *err);
+SK_API void sk_s3_free(sk_s3 *s3);
+/* Requests sent (counting retries) and retries, since creation. */
+SK_API void sk_s3_stats(const sk_s3 *s3, uint64_t *requests, uint64_t *retries);
+/* The base URL of the endpoint the client talks to ("https://s3.us-east-1.amazonaws.com"). */
+SK_API const char *sk_s3_endpoint(const sk_s3 *s3);
+
+/* Splits "s3://bucket/key/path" into bucket and key (key may be ""); the
+ * caller frees both.  SK_E_USAGE if url is not an s3:// URL. */
+SK_API int sk_s3_parse_url(const char *url, char **bucket, char **key, sk_error *err);
+
+typedef struct sk_s3_object {
+    uint64_t size;
+    char etag[80];       /* with its quotes removed */
+    char crc32c[24];     /* x-amz-checksum-crc32c as returned (base64, may end "-N"), or "" */
+    char key[1025];      /* in listings: S3 keys are at most 1024 bytes */
+} sk_s3_object;
+
+/* -------------------------------------------------- SageMaker ManifestFile */
+/* A dataset's shards as a SageMaker ManifestFile (S3DataType=ManifestFile):
+ * [{"prefix": "s3://bucket/prefix/"}, "train-000000.tar", ...], the shards
+ * in dataset order and nothing else (no .idx, no manifest.json). */
+typedef struct sk_sagemaker_opts {
+    size_t struct_size; /* sizeof, set by sk_sagemaker_opts_init; 0: this version's */
+    /* NULL: the s3:// shards' common prefix; else the prefix the shards are
+     * (or will be) under: s3:// shards must lie under it, local ones are
+     * named by their path under the manifest's directory */
+    const char *prefix;
+    /* > 0: warn when the shard count is not a multiple of it (ShardedByS3Key
+     * gives every instance whole shards: equal data only when it divides) */
+    unsigned instances;
+    sk_s3 *s3; /* for an s3:// manifest or output */
+    void (*warn)(void *ctx, const char *msg);
+    void *ctx;
+} sk_sagemaker_opts;
+SK_API void sk_sagemaker_opts_init_sized(sk_sagemaker_opts *o, size_t size);
+#define sk_sagemaker_opts_init(o) sk_sagemaker_opts_init_sized((o), sizeof *(o))
+/* Writes the ManifestFile of the dataset manifest `manifest` (local or
+ * s3://) to out (a local file through a temporary name and a rename, or an
+ * s3:// object).  Errors: mixed local and s3:// shards, several buckets,
+ * local shards without a prefix, a shard outside the prefix. */
+SK_API int sk_sagemaker_manifest_write(const char *manifest, const char *out,
+                                       const sk_sagemaker_opts *o, sk_error *err);
 
 /* ------------------------------------------------------------------- pack */
 /* Many small files -> indexed tar shards and a manifest.  Inputs are sorted
@@ -348,31 +533,289 @@ SK_API int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err);
 /* Formats a shard name from a pattern; fails on a pattern without exactly
  * one integer conversion (%d, %06d, %u, %x...). */
 SK_API int sk_shard_name(const char *pattern, uint64_t n, char *buf, size_t cap, sk_error *err);
-/* ---------------------------------------------------------- output files */
-/* A file written the safe way: under a temporary name beside path
- * (".NAME.PID.N.tmp", unique to the process), renamed onto path only by
- * sk_out_commit, so an existing file at path survives any failure.  A path
- * that exists and is not a regular file (a device, a FIFO, /dev/stdout) is
- * written in place and never renamed over or unlinked; NULL or "-" is
- * standard output (left open). */
-typedef struct sk_out sk_out;
-/* The one way an untrusted name (an index key, an archive member, a
- * manifest URL, an S3 key) becomes a path under dir: *out = "dir/name"
- * (caller frees) when name[0..len) is a safe relative path - no leading
- * '/', no "..", "." or empty component, no NUL byte, at most
- * 255 bytes a component and 4096 in all - else SK_E_CORRUPT naming what
- * ("index key", ...) and why.  The joined path cannot leave dir. */
-SK_API int sk_path_join(const char *dir, const char *name, size_t len, const char *what, char **out,
-                        sk_error *err);
-SK_API int sk_out_open(sk_out **out, const char *path, sk_error *err);
-SK_API int sk_out_fd(const sk_out *o);
-/* The name writes go to (the temporary one, or path), for messages. */
-SK_API const char *sk_out_name(const sk_out *o);
-/* Closes and renames onto path; frees o whatever happens (after removing
- * the temporary file on failure). */
-SK_API int sk_out_commit(sk_out *o, sk_error *err);
-/* Closes and removes the temporary file; accepts NULL. */
-SK_API void sk_out_abort(sk_out *o);
+
+/* ------------------------------------------- outputs that are not inputs */
+/* Declares a further file the caller writes for this pack run (a SageMaker
+ * ManifestFile, an export); what names its role in messages ("--sagemaker-
+ * manifest", a string that outlives p).  sk_pack_run refuses (SK_E_USAGE),
+ * before anything is written, a run where it, or the manifest, is one of
+ * the inputs (the same file, by device and inode) or lies inside an input
+ * directory.  A local path only ("-" and URLs are ignored). */
+SK_API int sk_pack_add_output(sk_pack *p, const char *path, const char *what, sk_error *err);
+
+/* ------------------------------------------------- pack from and to S3 */
+/* s3:// sources and an s3:// output pattern for sk_pack (docs/s3-pipelines.md).
+ * The client must outlive sk_pack_run; concurrency is the number of GETs in
+ * flight when fetching sources (0 = 64; give the client a little more, as
+ * shard uploads share it); part_size that of multipart shard uploads (0 =
+ * 8 MiB).  Set it before adding s3:// sources. */
+SK_API int sk_pack_set_s3(sk_pack *p, sk_s3 *s3, int concurrency, uint64_t part_size, sk_error *err);
+/* Adds every object under an s3:// prefix (ListObjectsV2, all pages); the
+ * member name is the key relative to the prefix ("s3://b/data" is the
+ * prefix "data/"), so samples group exactly as the same files on disk. */
+SK_API int sk_pack_add_s3(sk_pack *p, const char *url, sk_error *err);
+/* Adds the keys listed in list (one a line, or NUL-separated), relative to
+ * base_url (an s3:// prefix, or an http(s):// directory: a web server's
+ * files, read with the client's settings and no credentials) or full URLs
+ * under it; sized by HEAD. */
+SK_API int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, const char *base_url,
+                        int nul_separated, sk_error *err);
+/* Adds what a SageMaker manifest names (a local file, "-" for stdin, or an
+ * s3:// object; docs/sagemaker.md).  A ManifestFile ([{"prefix": URI},
+ * "key", ...]): each object prefix + key, named by its key.  An augmented
+ * manifest (JSON Lines): line i is sample "%08u" of i, each "NAME-ref"
+ * attribute's object a member KEY.NAME.EXT (KEY.EXT for source-ref), the
+ * other attributes member KEY.json (sorted keys).  Needs sk_pack_set_s3;
+ * objects are sized by HEAD and fetched as for sk_pack_add_s3. */
+SK_API int sk_pack_add_sagemaker_manifest(sk_pack *p, const char *manifest, sk_error *err);
+
+/* --------------------------------------------------- pack from a URL list */
+/* `pack --from-urls LIST` (docs/urls.md): img2dataset's job in one
+ * process.  Each row of a URL list (txt, csv, tsv, jsonl; local, s3:// or
+ * "-") is downloaded (libcurl multi: many transfers at once, each bounded
+ * in bytes and time, only http/https, no loopback, private, link-local or
+ * multicast address unless allowed), checked and resized as the
+ * sk_pack_options' images say (none: kept as served, a JPEG header
+ * check), and written as sample KEY (.jpg, .txt caption, .json) in input
+ * order whatever order the downloads end in.  Rows [k*N, (k+1)*N) make
+ * shard k (N = per_shard), numbered from sk_pack_options.start; key is k
+ * zero-padded to 5 digits then the row within the shard, zero-padded to
+ * the digits of N-1 (img2dataset's keys).  Every row, failed ones too, is
+ * a line of the shard's status file (the shard's name without .tar or
+ * .tar.zst, then ".status.jsonl"), and the run's counts go to stats.json
+ * beside the manifest (stats-{part}.json with parts). */
+
+typedef struct sk_urls_stats {
+    uint64_t rows;               /* rows of this run's shards, read so far */
+    uint64_t success, failed_to_download, failed_to_resize;
+    uint64_t bytes;              /* body bytes downloaded */
+    uint64_t shards, shards_kept; /* shards written; kept from an earlier run (incremental) */
+    uint64_t output_bytes;
+    uint64_t in_flight;          /* downloads under way now */
+    double seconds;
+} sk_urls_stats;
+
+typedef struct sk_urls_options {
+    size_t struct_size;      /* sizeof, set by sk_urls_options_init; 0: this version's */
+    const char *list;        /* the URL list: a path, "-" (stdin) or s3:// */
+    const char *input_format; /* "txt", "csv", "tsv", "jsonl"; NULL: by the list's extension */
+    const char *url_col;     /* NULL: "url" */
+    const char *caption_col; /* NULL: no caption (.txt) */
+    const char *save_columns; /* comma-separated columns copied into .json, or NULL */
+    uint64_t per_shard;      /* rows a shard (--number-sample-per-shard; 0: 10000) */
+    int concurrency;         /* downloads at once (0: 64) */
+    int per_host;            /* connections to one host at once (0: 16) */
+    uint64_t max_image_bytes; /* a body over it fails while it arrives (0: 32 MiB) */
+    double timeout;          /* seconds one attempt may take (0: 10) */
+    int retries;             /* further attempts after a 5xx, 429, timeout or reset */
+    const char *user_agent_token; /* named in User-Agent, and obeyed in X-Robots-Tag */
+    const char *disallowed_header_directives; /* NULL: "noai,noimageai,noindex,noimageindex"; "": none */
+    int allow_private;       /* also fetch from loopback, private, link-local, multicast addresses */
+    const char *allow_addresses; /* with allow_private: only those within these ranges
+                                  * ("127.0.0.0/8,fd00::/8"); NULL: all of them */
+    const char *compute_hash; /* "sha256" (NULL), "md5" or "none": of the bytes downloaded */
+    const char *verify_hash; /* a column holding the expected hash, or NULL */
+    int incremental;         /* keep shards (and status files) an earlier run finished */
+    /* Called about twice a second and once at the end (may be NULL). */
+    void (*progress)(void *ctx, const sk_urls_stats *st);
+    void *ctx;
+} sk_urls_options;
+SK_API void sk_urls_options_init_sized(sk_urls_options *o, size_t size);
+#define sk_urls_options_init(o) sk_urls_options_init_sized((o), sizeof *(o))
+
+
+/* Runs the job: po gives the output (pattern, manifest, start, mtime,
+ * compress_level, existing, part/parts, jobs: image threads, images,
+ * warn, ctx; max_size, max_count, shuffle and resume are not used: shards
+ * are cut by rows; incremental is uo's); s3: the client for an s3:// list
+ * or output (NULL when neither).  A failed row is not an error (its
+ * status says why); an error is a run that cannot go on (the list or an
+ * output fails), naming it. */
+SK_API int sk_pack_urls(const sk_pack_options *po, const sk_urls_options *uo, sk_s3 *s3,
+                        sk_urls_stats *st, sk_error *err);
+
+/* ---------------------------------------------------------- sample writer */
+/* Samples from memory -> the shards, .idx sidecars and manifest.json that
+ * sk_pack writes for the same files (byte for byte), with pack's options:
+ * pattern, manifest, max_size, max_count, start, mtime, compress_level
+ * (.tar.zst, seekable), resume, warn, progress and ctx; an s3:// pattern or
+ * manifest uploads (sk_sample_writer_set_s3).  Shards are cut where pack
+ * cuts them, published as pack publishes them (a temporary name, then the
+ * index, then the rename; S3: a multipart upload), and the manifest is
+ * written last, by sk_sample_writer_finish; the run's lock (pack's) is held
+ * from open to finish.  pack sorts samples by key: add them in key order
+ * (bytewise) to get pack's bytes; any other order is written as given.
+ * resume: shards a killed run completed are kept (not rewritten, not
+ * uploaded again) while the samples added again match them (key,
+ * extensions, sizes, CRC32C, where the shard ends); a mismatch is
+ * SK_E_MISMATCH naming the shard and the sample, and is sticky.
+ * shuffle, parts and images are pack's and refused (SK_E_USAGE); jobs,
+ * skip_errors, follow_symlinks and tmp_dir are ignored.  Details and an
+ * example: docs/writer.md.  A writer is used by one thread at a time. */
+
+typedef struct sk_sample_member {
+    const char *ext;  /* "jpg", "seg.png": written as given, indexed lowercased */
+    size_t ext_len;   /* 0: ext is NUL-terminated */
+    const void *data; /* size bytes, read during the call only */
+    uint64_t size;
+} sk_sample_member;
+
+typedef struct sk_sample_writer sk_sample_writer;
+/* Checks the options, makes the shards' directory and takes the run's lock
+ * (SK_E_USAGE naming the holder while another pack or writer has it). */
+SK_API int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts, sk_error *err);
+/* The client for an s3:// pattern or manifest (it must outlive the
+ * writer) and the part size of shard uploads (0 = 8 MiB); before the
+ * first sample. */
+SK_API int sk_sample_writer_set_s3(sk_sample_writer *w, sk_s3 *s3, uint64_t part_size, sk_error *err);
+/* Writes one sample: members "key.ext", in extension order (lowercased,
+ * as pack orders them) whatever order they come in.  key_len 0: key is
+ * NUL-terminated.  The key is refused (SK_E_INPUT, naming it) unless
+ * "key.ext" is a name pack takes and splits back the same way: a relative
+ * path with no empty, "." or ".." component, no dot in its last component,
+ * no NUL, at most 4096 bytes with the extension and 255 a component (the
+ * last one with the extension); an extension is refused
+ * when empty or holding '/' or NUL; so are a sample with no members, the
+ * same extension twice (compared lowercased), and the key of the sample
+ * just before (readers would merge the two).  A refusal writes nothing and
+ * the writer goes on; a failure to write (I/O, S3) removes the shard being
+ * written and is sticky: every later call returns it. */
+SK_API int sk_sample_writer_add(sk_sample_writer *w, const char *key, size_t key_len,
+                                const sk_sample_member *members, size_t n, sk_error *err);
+/* Publishes the last shard and writes the manifest (also when no sample
+ * was added: a manifest with no shards), then releases the lock; stats
+ * (may be NULL) as sk_pack_run's.  SK_E_USAGE when called twice; after it,
+ * sk_sample_writer_add fails with SK_E_USAGE. */
+SK_API int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk_error *err);
+/* Frees the writer; before finish, it abandons the run: the shard being
+ * written is removed, shards already published stay, no manifest is
+ * written.  Accepts NULL. */
+SK_API void sk_sample_writer_close(sk_sample_writer *w);
+
+/* -------------------------------------------------------------- scale-out */
+/* --part I/N: N copies of a tool (a Slurm job array, a Kubernetes Indexed
+ * Job, an AWS Batch array job) each take a disjoint, deterministic slice of
+ * the samples, chosen by a fixed hash of the sample key alone: every sample
+ * is in exactly one part, whatever order the input is listed in, and
+ * `shardkit index merge` joins the parts' manifests.  Parts are numbered
+ * 0..N-1.  Details and recipes: docs/scale-out.md. */
+
+#define SK_PART_MAX 65536 /* most parts a run can be split into */
+
+/* The 64-bit hash behind the partition: FNV-1a 64 of the key's bytes, then
+ * murmur3's fmix64.  Fixed forever: changing it would move samples. */
+SK_API uint64_t sk_part_hash(const char *key, size_t key_len);
+/* The part (0..parts-1) of the sample with this key: the high 32 bits of
+ * sk_part_hash times parts, shifted right by 32.  parts <= 1 gives 0. */
+SK_API int sk_part_of(const char *key, size_t key_len, int parts);
+/* Parses --part: "I/N" (0 <= I < N), or "auto", which reads the scheduler's
+ * variables: SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT (or _MIN/_MAX;
+ * the array must be tasks 0..N-1), Kubernetes' JOB_COMPLETION_INDEX or AWS
+ * Batch's AWS_BATCH_JOB_ARRAY_INDEX, these two with parts_hint.  parts_hint
+ * is --parts N (0 when not given); when given it sets N for Slurm too, so a
+ * rerun of one array task keeps the same N.  SK_E_USAGE names the variable
+ * or value at fault. */
+SK_API int sk_part_parse(const char *spec, int parts_hint, int *part, int *parts, sk_error *err);
+/* Expands every "{part}" in a file name template to the part number, zero
+ * padded to the width of parts-1 (N = 4: "0".."3"; N = 16: "00".."15").
+ * SK_E_USAGE when the template has {part} but parts = 0, or (with required)
+ * has none though parts > 0, since the parts' files would then collide.
+ * *out is malloc'ed, the caller frees it. */
+SK_API int sk_part_name(const char *tmpl, int part, int parts, int required, char **out,
+                 sk_error *err);
+/* The output names of a pack or shard run with --part: *pattern_out is
+ * pattern with {part} expanded (required when parts > 0); *manifest_out is
+ * manifest expanded, or when manifest is NULL and parts > 0 the default
+ * "manifest-{part}.json" beside the shards, else NULL.  Both malloc'ed. */
+SK_API int sk_part_output_names(const char *pattern, const char *manifest, int part, int parts,
+                                char **pattern_out, char **manifest_out, sk_error *err);
+
+/* ------------------------------------------------------------------ shard */
+/* Existing shards -> new shards: another size or count, a seeded global
+ * shuffle, filters, other compression.  Inputs are byte streams (sk_in_stream)
+ * (libarchive parses them: tar, .tar.gz/.bz2/.xz/.zst, zip, 7z, cpio). */
+
+/* A sequential byte stream an input is read from.  s3:// inputs are read
+ * through sk_shard_options.s3; every other input through
+ * sk_shard_options.in_open (by default a local file, or stdin for "-"),
+ * which a caller may set to add a source.  read fills up to cap bytes, *got = 0 at the end. */
+typedef struct sk_in_stream {
+    void *ctx;
+    int (*read)(void *ctx, void *buf, size_t cap, size_t *got, sk_error *err);
+    void (*close)(void *ctx);
+    uint64_t size; /* bytes when known (a local file), else UINT64_MAX */
+} sk_in_stream;
+/* Opens url ("-" = stdin); ctx is the caller's (sk_shard_options.in_open). */
+typedef int (*sk_in_open_fn)(void *ctx, sk_in_stream *s, const char *url, sk_error *err);
+
+typedef struct sk_shard_stats {
+    uint64_t inputs, inputs_done;
+    uint64_t bytes_in;        /* input bytes (as stored: compressed size) read */
+    uint64_t bytes_in_total;  /* of all inputs, when known (else 0) */
+    uint64_t samples_in;      /* samples read */
+    uint64_t samples;         /* samples written */
+    uint64_t members;         /* members written */
+    uint64_t dropped;         /* samples dropped by the filters */
+    uint64_t skipped;         /* entries skipped: no key, directories, links */
+    uint64_t shards, shards_resumed;
+    uint64_t output_bytes;
+    double seconds;
+    uint64_t images;          /* images resized / re-encoded (sk_shard_options.images) */
+    uint64_t image_skips;     /* samples skipped by --min-image-size / --max-aspect-ratio */
+    uint64_t bad_images;      /* images that would not decode (skipped, kept or fatal) */
+} sk_shard_stats;
+
+typedef struct sk_shard_options {
+    size_t struct_size; /* sizeof, set by sk_shard_options_init; 0: this version's */
+    const char *pattern;   /* printf pattern with one integer field, or "-":
+                            * one tar stream on stdout, no index or manifest */
+    const char *manifest;  /* NULL: manifest.json beside the shards */
+    uint64_t max_size;     /* bytes of tar per shard; 0 = 512 MiB (none for "-") */
+    uint64_t max_count;    /* samples per shard; 0 = no limit */
+    uint64_t num_shards;   /* exactly N shards, counts within one of even; 0 = off */
+    uint64_t start;        /* number of the first shard */
+    const char *const *select; size_t nselect; /* keep only these extensions */
+    const char *const *drop; size_t ndrop;     /* drop these extensions */
+    const char *const *rename_from;            /* extension renames, */
+    const char *const *rename_to; size_t nrename; /* applied after select/drop */
+    const char *keys_file; /* keep only the keys listed (one per line) */
+    int shuffle;           /* uniform seeded permutation of all samples */
+    uint64_t seed;
+    const char *tmp_dir;   /* shuffle buckets (default $TMPDIR or /tmp) */
+    uint64_t shuffle_mem;  /* memory the shuffle may hold; 0 = 256 MiB */
+    int compress_level;    /* zstd level 1..22 (.tar.zst, seekable); 0 = none */
+    uint64_t mtime;        /* mtime in every header (default 0) */
+    int resume;            /* keep complete shards an earlier run wrote */
+    int part, parts;       /* --part I/N (parts 0: off) */
+    void (*warn)(void *ctx, const char *msg);
+    void (*progress)(void *ctx, const sk_shard_stats *stats); /* ~2/s + at end */
+    void *ctx;
+    sk_s3 *s3;             /* client for s3:// inputs, outputs and manifest */
+    uint64_t s3_part_size; /* multipart part size of shard uploads; 0 = 8 MiB */
+    sk_in_open_fn in_open; /* opens inputs that are not s3://; NULL: local files, "-" stdin */
+    void *in_open_ctx;
+    const sk_image_options *images; /* resize JPEG members (NULL or inactive: untouched) */
+    int jobs;              /* threads for the image work; 0 = one per core */
+    int existing;          /* a manifest already there: SK_EXISTING_* (at the end) */
+    /* 1: plan only (`shard --dry-run`): every input read and every shard
+     * made as a run would make it, but into a sink that only counts (no
+     * directory, shard, index, manifest, lock or upload), so stats and
+     * on_shard tell what a run would write. */
+    int dry_run;
+    /* Called as each shard is complete (written, resumed or, dry_run,
+     * planned), with its name ("-" for -o -), samples and bytes; NULL: not. */
+    void (*on_shard)(void *ctx, const char *name, uint64_t samples, uint64_t bytes);
+} sk_shard_options;
+/* Fills *o with the defaults documented above, struct_size included. */
+SK_API void sk_shard_options_init_sized(sk_shard_options *o, size_t size);
+#define sk_shard_options_init(o) sk_shard_options_init_sized((o), sizeof *(o))
+
+/* Reads every input (a shard path, a brace pattern, a manifest.json, or
+ * "-" for stdin), applies the filters, and writes shards, their indexes
+ * and the manifest.  Deterministic: same inputs and options give the same
+ * bytes.  Members keep their input order within a sample. */
+SK_API int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
+               sk_shard_stats *stats, sk_error *err);
 
 /* ---------------------------------------------- index building and lookup */
 
@@ -553,270 +996,6 @@ SK_API int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *
  * shards, URLs relative to out_path's directory. */
 SK_API int sk_manifest_write_wids(const sk_manifest *m, const char *manifest_path,
                            const char *out_path, sk_error *err);
-/* --------------------------------------------------------------------- S3 */
-/* An S3 client: credentials (the aws cli's order), SigV4 signing, a libcurl
- * multi engine on a background thread with connection reuse, bounded
- * requests in flight, retries with exponential backoff and full jitter.
- * Every call is safe from several threads on one client.  Credentials never
- * appear in messages or logs.  Details and an example: docs/s3.md. */
-
-/* Credentials, resolved like the aws cli: environment, the shared
- * credentials file, the config file, container credentials, EC2 instance
- * metadata (IMDSv2).  Strings are owned by the struct. */
-typedef struct sk_creds {
-    char *access_key, *secret_key, *token; /* token NULL when none */
-    char *region;                          /* the profile's region, or NULL */
-    char source[64];                       /* "environment", "shared credentials file"... */
-    int max_attempts;                      /* the profile's max_attempts, or 0 */
-} sk_creds;
-#define SK_CREDS_INIT {NULL, NULL, NULL, NULL, {0}, 0}
-/* Resolves credentials for profile (NULL: AWS_PROFILE, else "default").  An
- * explicit profile skips the environment variables, as the aws cli does.
- * SK_E_NOTFOUND when no source has any. */
-SK_API int sk_creds_load(sk_creds *out, const char *profile, sk_error *err);
-SK_API void sk_creds_release(sk_creds *c);
-
-typedef struct sk_s3_config {
-    size_t struct_size; /* sizeof, set by sk_s3_config_init; 0: this version's */
-    const char *endpoint_url; /* NULL: AWS_ENDPOINT_URL, else AWS by region (https) */
-    const char *region;       /* NULL: AWS_REGION, AWS_DEFAULT_REGION, profile, us-east-1 */
-    const char *profile;      /* NULL: AWS_PROFILE or "default" */
-    const sk_creds *creds;    /* NULL: sk_creds_load(profile); copied when given */
-    int path_style;           /* 1 path style, 0 virtual-hosted, -1 auto (path style
-                                 for custom endpoints, virtual-hosted for AWS) */
-    int concurrency;          /* requests in flight (default 16) */
-    int max_attempts;         /* tries per request, including the first; 0: AWS_MAX_ATTEMPTS,
-                                 else the profile's max_attempts, else 8 */
-    int read_timeout;         /* the low-speed window in seconds (default 30): a transfer
-                                 slower than low_speed_limit over it is retried */
-    int sign_payload;         /* 1: SHA-256 of bodies in the signature (slow) */
-    int verbose;              /* 1: one line per request on stderr (never secrets) */
-    long low_speed_limit;     /* bytes per second a transfer must keep up over
-                                 read_timeout (default 1024; docs/s3.md) */
-    int retry_notice;         /* 0 (default): the client's first retry is told in one
-                                 line on stderr (the URL, the cause, the attempts
-                                 left), as a wait is otherwise silent; -1: never */
-    int http_only;            /* 1: a client for plain http(s):// files (shards on a
-                                 web server): no credentials looked up, nothing
-                                 signed, s3:// refused; the same retries and
-                                 timeouts (docs/http.md) */
-} sk_s3_config;
-/* Fills *o with the defaults documented above, struct_size included. */
-SK_API void sk_s3_config_init_sized(sk_s3_config *o, size_t size);
-#define sk_s3_config_init(o) sk_s3_config_init_sized((o), sizeof *(o))
-#define SK_S3_CONFIG_INIT                                                                 \
-    {.struct_size = sizeof(sk_s3_config), .path_style = -1, .concurrency = 16,            \
-     .max_attempts = 0, .read_timeout = 30, .low_speed_limit = 1024}
-
-/* Creates a client and starts its engine thread. */
-SK_API int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg, sk_error *err);
-SK_API void sk_s3_free(sk_s3 *s3);
-/* Requests sent (counting retries) and retries, since creation. */
-SK_API void sk_s3_stats(const sk_s3 *s3, uint64_t *requests, uint64_t *retries);
-/* The base URL of the endpoint the client talks to ("https://s3.us-east-1.amazonaws.com"). */
-SK_API const char *sk_s3_endpoint(const sk_s3 *s3);
-
-/* Splits "s3://bucket/key/path" into bucket and key (key may be ""); the
- * caller frees both.  SK_E_USAGE if url is not an s3:// URL. */
-SK_API int sk_s3_parse_url(const char *url, char **bucket, char **key, sk_error *err);
-
-typedef struct sk_s3_object {
-    uint64_t size;
-    char etag[80];       /* with its quotes removed */
-    char crc32c[24];     /* x-amz-checksum-crc32c as returned (base64, may end "-N"), or "" */
-    char key[1025];      /* in listings: S3 keys are at most 1024 bytes */
-} sk_s3_object;
-
-/* HEAD: size, ETag and the CRC32C checksum when the server keeps one.
- * SK_E_NOTFOUND when the object does not exist. */
-SK_API int sk_s3_head(sk_s3 *s3, const char *bucket, const char *key, sk_s3_object *out, sk_error *err);
-/* Ranged GET of len bytes at offset (len 0: to the end) into dst; *got is
- * the number of bytes stored.  SK_E_MISMATCH if the object holds more than
- * dst_capacity in that range. */
-SK_API int sk_s3_get(sk_s3 *s3, const char *bucket, const char *key, uint64_t offset, uint64_t len,
-              void *dst, size_t dst_capacity, size_t *got, sk_error *err);
-/* Ranged GET delivered to a callback in order; the callback returns 0 to
- * go on, non-zero to stop (the call then fails with SK_E_IO).  A retried
- * request never delivers a byte twice. */
-typedef int (*sk_s3_sink)(void *ud, const void *data, size_t len);
-SK_API int sk_s3_get_cb(sk_s3 *s3, const char *bucket, const char *key, uint64_t offset, uint64_t len,
-                 sk_s3_sink sink, void *ud, sk_error *err);
-/* A single PUT of a buffer, with its CRC32C in x-amz-checksum-crc32c. */
-SK_API int sk_s3_put(sk_s3 *s3, const char *bucket, const char *key, const void *data, size_t len,
-              sk_error *err);
-SK_API int sk_s3_delete(sk_s3 *s3, const char *bucket, const char *key, sk_error *err);
-/* ListObjectsV2 of every object under prefix, page after page; fn returns
- * 0 to go on, non-zero to stop early. */
-typedef int (*sk_s3_list_fn)(void *ud, const sk_s3_object *obj);
-SK_API int sk_s3_list(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_list_fn fn, void *ud,
-               sk_error *err);
-/* ListMultipartUploads under prefix: fn gets each in-progress upload. */
-typedef int (*sk_s3_uploads_fn)(void *ud, const char *key, const char *upload_id);
-SK_API int sk_s3_list_uploads(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_uploads_fn fn,
-                       void *ud, sk_error *err);
-SK_API int sk_s3_abort_upload(sk_s3 *s3, const char *bucket, const char *key, const char *upload_id,
-                       sk_error *err);
-
-/* Asynchronous GETs, for many small objects at once: sk_s3_get_async
- * queues a GET whose body goes to a growing buffer; done is called on the
- * engine thread with the result (rc, err, data, len), after which the data
- * is freed.  sk_s3_drain waits until every queued request has finished. */
-typedef void (*sk_s3_get_done)(void *ud, int rc, const sk_error *err, const void *data, size_t len);
-SK_API int sk_s3_get_async(sk_s3 *s3, const char *bucket, const char *key, sk_s3_get_done done, void *ud,
-                    sk_error *err);
-SK_API void sk_s3_drain(sk_s3 *s3);
-
-/* Streaming GET: one request for bytes [offset, offset + len) of an object
- * (len 0: to its end), read in order with sk_s3_stream_read.  The engine
- * keeps at most SK_S3_STREAM_WINDOW bytes of the body; when the reader falls
- * behind it pauses the transfer (TCP then holds the server back) rather
- * than block its thread, which serves every other request of the client,
- * and resumes it once the reader has drained half the window.  A transfer
- * that fails midway is retried from the first byte not yet delivered
- * (Range: bytes=N-, If-Match the first attempt's ETag, so a replaced object
- * is an error, never a splice).  A paused stream does not count against
- * the client's concurrency.  Close every stream before sk_s3_free. */
-#define SK_S3_STREAM_WINDOW (1u << 20)
-typedef struct sk_s3_stream sk_s3_stream;
-SK_API int sk_s3_stream_open(sk_s3_stream **out, sk_s3 *s3, const char *bucket, const char *key,
-                      uint64_t offset, uint64_t len, sk_error *err);
-/* Copies up to n bytes into buf, waiting for at least one; *got = 0 at the
- * end of the range.  An error names the object and comes after every byte
- * that arrived before it. */
-SK_API int sk_s3_stream_read(sk_s3_stream *st, void *buf, size_t n, size_t *got, sk_error *err);
-/* Stops the transfer if it is still running (at any point) and frees st. */
-SK_API void sk_s3_stream_close(sk_s3_stream *st);
-
-/* Streaming multipart upload: a writer fed sequentially, parts sent in
- * parallel in the background, memory bounded by max_parts_in_flight x
- * part_size.  Objects that end below the part size go up in one PUT. */
-typedef struct sk_s3_writer_opts {
-    size_t struct_size; /* sizeof, set by sk_s3_writer_opts_init; 0: this version's */
-    uint64_t part_size;      /* default 8 MiB, at least 5 MiB */
-    int max_parts_in_flight; /* default: the client's concurrency */
-} sk_s3_writer_opts;
-/* Fills *o with the defaults documented above, struct_size included. */
-SK_API void sk_s3_writer_opts_init_sized(sk_s3_writer_opts *o, size_t size);
-#define sk_s3_writer_opts_init(o) sk_s3_writer_opts_init_sized((o), sizeof *(o))
-typedef struct sk_s3_writer sk_s3_writer;
-SK_API int sk_s3_writer_open(sk_s3_writer **out, sk_s3 *s3, const char *bucket, const char *key,
-                      const sk_s3_writer_opts *opts, sk_error *err);
-/* Appends bytes; blocks only while max_parts_in_flight parts are unsent.
- * A failure is final: later calls fail too and abort() cleans up. */
-SK_API int sk_s3_writer_write(sk_s3_writer *w, const void *data, size_t len, sk_error *err);
-/* Sends what is left, completes the upload and confirms it (by the answer's
- * CRC32C or MD5 ETag for a small single PUT, else a HEAD);
- * returns the object's size and CRC32C, then frees the writer. */
-SK_API int sk_s3_writer_finish(sk_s3_writer *w, uint64_t *size, uint32_t *crc32c, sk_error *err);
-/* Abandons the upload (AbortMultipartUpload: no orphaned parts) and frees
- * the writer.  Accepts NULL. */
-SK_API void sk_s3_writer_abort(sk_s3_writer *w);
-
-/* Transfers: local files and s3 objects to s3, several at once, each in
- * one PUT below the threshold or in parallel parts above it. */
-typedef struct sk_s3_xfer_opts {
-    size_t struct_size; /* sizeof, set by sk_s3_xfer_opts_init; 0: this version's */
-    uint64_t multipart_threshold; /* default 8 MiB */
-    uint64_t part_size;           /* default 8 MiB; raised to keep <= 10,000 parts */
-    int max_parts_in_flight;      /* default: the client's concurrency, of which at most 16
-                                     hold a part buffer (copies across endpoints,
-                                     sign_payload); set: both */
-    int resume;                   /* 1: continue matching in-progress multipart uploads */
-    int verify;                   /* 1: read every object back and compare CRC32C */
-} sk_s3_xfer_opts;
-/* Fills *o with the defaults documented above, struct_size included. */
-SK_API void sk_s3_xfer_opts_init_sized(sk_s3_xfer_opts *o, size_t size);
-#define sk_s3_xfer_opts_init(o) sk_s3_xfer_opts_init_sized((o), sizeof *(o))
-/* What happened to one transfer, passed to the done callback. */
-typedef struct sk_s3_xfer_result {
-    const char *src, *bucket, *key;
-    int rc;               /* 0 or an sk_code; err holds the message */
-    const sk_error *err;
-    uint64_t size;
-    uint32_t crc32c;      /* of the whole object */
-    int parts;            /* 0 for a single PUT */
-    int parts_reused;     /* parts kept from an interrupted upload (resume) */
-} sk_s3_xfer_result;
-typedef void (*sk_s3_xfer_done)(void *ud, const sk_s3_xfer_result *res);
-typedef struct sk_s3_xfer sk_s3_xfer;
-/* done (may be NULL) runs on the caller's thread, inside sk_s3_xfer_wait. */
-SK_API int sk_s3_xfer_new(sk_s3_xfer **out, sk_s3 *s3, const sk_s3_xfer_opts *opts, sk_s3_xfer_done done,
-                   void *ud, sk_error *err);
-SK_API void sk_s3_xfer_free(sk_s3_xfer *x);
-/* Queues a local file to upload to bucket/key. */
-SK_API int sk_s3_xfer_add_file(sk_s3_xfer *x, const char *path, const char *bucket, const char *key,
-                        sk_error *err);
-/* Queues a copy of src_bucket/src_key read through src (the same client:
- * server-side CopyObject/UploadPartCopy; another client: ranged GETs into
- * parallel part uploads). */
-SK_API int sk_s3_xfer_add_copy(sk_s3_xfer *x, sk_s3 *src, const char *src_bucket, const char *src_key,
-                        const char *bucket, const char *key, sk_error *err);
-/* The same for a source described already (by a listing or a HEAD: its
- * size, ETag and CRC32C, "" where unknown; the key is src_key): the copy
- * starts without a HEAD of the source, which, one at a time on the
- * caller's thread, set the pace of a copy of many small objects.  The
- * copy is confirmed by its answer when that names the source's ETag or
- * CRC32C, else by a HEAD compared with them. */
-SK_API int sk_s3_xfer_add_copy_known(sk_s3_xfer *x, sk_s3 *src, const char *src_bucket, const char *src_key,
-                                     const sk_s3_object *known, const char *bucket, const char *key,
-                                     sk_error *err);
-/* Runs everything queued to the end.  progress (may be NULL) is called
- * about every 200 ms with bytes done and bytes known so far.  Returns 0
- * when every transfer succeeded, else the first failure's code; after a
- * failure meaning no request can succeed (bad key, no bucket) the rest are
- * not started. */
-typedef void (*sk_s3_progress_fn)(void *ud, uint64_t done, uint64_t total);
-SK_API int sk_s3_xfer_wait(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_error *err);
-/* Starts what is queued, as far as the client's concurrency allows (it
- * blocks while every connection is busy), and reports what has finished,
- * without waiting for the last transfers: call it after each add to keep
- * only about `concurrency` items in memory however many are sent.  Returns
- * the first failure among those it reported, as sk_s3_xfer_wait. */
-SK_API int sk_s3_xfer_start(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_error *err);
-
-/* SigV4 over a request given piece by piece, for tests and other services.
- * headers are "Name: value" strings and must include host and x-amz-date;
- * canonical_uri and query are already URI-encoded.  Writes the value of
- * the Authorization header. */
-typedef struct sk_s3_sigv4_input {
-    const char *method, *canonical_uri, *query;
-    const char *const *headers;
-    size_t nheaders;
-    const char *payload_hash; /* hex SHA-256 or "UNSIGNED-PAYLOAD" */
-    const char *amz_date;     /* "20150830T123600Z" */
-    const char *region, *service, *access_key, *secret_key;
-} sk_s3_sigv4_input;
-SK_API int sk_s3_sigv4_sign(const sk_s3_sigv4_input *in, char *auth, size_t auth_capacity, sk_error *err);
-/* Hex SHA-256 of data (65 bytes with the NUL). */
-SK_API void sk_s3_sha256_hex(const void *data, size_t len, char out[65]);
-/* Base64 of a CRC32C as S3 writes it (big-endian bytes), 9 bytes with the NUL. */
-SK_API void sk_s3_crc32c_b64(uint32_t crc, char out[9]);
-
-/* -------------------------------------------------- SageMaker ManifestFile */
-/* A dataset's shards as a SageMaker ManifestFile (S3DataType=ManifestFile):
- * [{"prefix": "s3://bucket/prefix/"}, "train-000000.tar", ...], the shards
- * in dataset order and nothing else (no .idx, no manifest.json). */
-typedef struct sk_sagemaker_opts {
-    size_t struct_size; /* sizeof, set by sk_sagemaker_opts_init; 0: this version's */
-    /* NULL: the s3:// shards' common prefix; else the prefix the shards are
-     * (or will be) under: s3:// shards must lie under it, local ones are
-     * named by their path under the manifest's directory */
-    const char *prefix;
-    /* > 0: warn when the shard count is not a multiple of it (ShardedByS3Key
-     * gives every instance whole shards: equal data only when it divides) */
-    unsigned instances;
-    sk_s3 *s3; /* for an s3:// manifest or output */
-    void (*warn)(void *ctx, const char *msg);
-    void *ctx;
-} sk_sagemaker_opts;
-SK_API void sk_sagemaker_opts_init_sized(sk_sagemaker_opts *o, size_t size);
-#define sk_sagemaker_opts_init(o) sk_sagemaker_opts_init_sized((o), sizeof *(o))
-/* Writes the ManifestFile of the dataset manifest `manifest` (local or
- * s3://) to out (a local file through a temporary name and a rename, or an
- * s3:// object).  Errors: mixed local and s3:// shards, several buckets,
- * local shards without a prefix, a shard outside the prefix. */
-SK_API int sk_sagemaker_manifest_write(const char *manifest, const char *out,
-                                       const sk_sagemaker_opts *o, sk_error *err);
 
 /* ------------------------------------------------------------ index many */
 /* `shardkit index` as one call: every shard (brace patterns expanded) gets
@@ -902,6 +1081,77 @@ SK_API const sk_upload_item *sk_upload_plan_item(const sk_upload_plan *p, size_t
 /* The bucket of an s3:// source, or NULL. */
 SK_API const char *sk_upload_plan_source_bucket(const sk_upload_plan *p);
 SK_API void sk_upload_plan_free(sk_upload_plan *p);
+
+/* ------------------------------------------------------------ upload sync */
+/* `upload --sync`: a rerun sends only what the destination does not hold
+ * yet.  sk_upload_sync_open makes the walk over s3://bucket/prefix (sizes,
+ * ETags), one listing page held at a time, merged with the keys asked
+ * about in key order (a key out of order starts a page just before it);
+ * sk_upload_sync_same says whether key already holds the size bytes of the
+ * local file path: 1 same (its size, and its ETag is the MD5 of the bytes,
+ * or of the parts' MD5s at part_size, upload's rule); 0 different or not
+ * known (an opaque ETag, another part size): send it; a negative SK_E_*
+ * when path cannot be read (err says why). */
+typedef struct sk_upload_sync sk_upload_sync;
+SK_API int sk_upload_sync_open(sk_upload_sync **out, sk_s3 *s3, const char *bucket, const char *prefix,
+                               uint64_t part_size, uint64_t multipart_threshold, sk_error *err);
+SK_API int sk_upload_sync_same(sk_upload_sync *s, const char *path, const char *key, uint64_t size,
+                               sk_error *err);
+SK_API void sk_upload_sync_free(sk_upload_sync *s);
+
+/* ------------------------------------------------ dataset: shards, heads */
+/* What stats and serve need of a dataset beyond one sample: its shards
+ * (each index opened, so every count is the index's own) and the first
+ * bytes of a member (a JPEG's header) without reading the rest. */
+
+typedef struct sk_dataset_shard_info {
+    const char *path;       /* the shard's URL or path; valid while the dataset is open */
+    const char *index_path; /* its index */
+    uint64_t bytes;         /* the shard file's size, as its index records it */
+    uint64_t samples, members;
+    uint64_t first_ordinal; /* global ordinal of its first sample */
+    uint32_t flags;         /* SK_INDEX_ZSTD, ... as the index header has them */
+} sk_dataset_shard_info;
+/* Shards of the dataset, in dataset order (nothing is opened). */
+SK_API size_t sk_dataset_shard_count(const sk_dataset *ds);
+/* Shard i (0 .. count-1); opens every index the first time (the first
+ * ordinals need all the counts). */
+SK_API int sk_dataset_shard(sk_dataset *ds, size_t i, sk_dataset_shard_info *out,
+                                 sk_error *err);
+/* The first n bytes of member i into buf (*got = n, or the member's size
+ * when smaller).  A whole member is checked against its CRC32C as by
+ * sk_dataset_read; a part cannot be, and is only bounds-checked.  A plain
+ * shard: one read of n bytes; a compressed one decompresses from the
+ * sample's frame to the member's n-th byte. */
+SK_API int sk_dataset_read_head(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size_t n,
+                                size_t *got, sk_error *err);
+
+/* ------------------------------------------------ dataset: the disk cache */
+
+/* Reads the dataset's remote (s3://, http(s)://) shards and indexes opened
+ * from now on through the on-disk cache in dir (kept; it must outlive the
+ * dataset), at most bytes (0: no bound), least recently used out first.
+ * Reads at an offset are kept by 1 MiB block, a whole index as one file,
+ * each found by the object's ETag (one HEAD per object when it is opened),
+ * so a later open serves them without a GET.  Call before the first read. */
+SK_API void sk_dataset_set_cache(sk_dataset *ds, const char *dir, uint64_t bytes);
+
+/* ------------------------------------------ dataset: remote read windows */
+/* A small read of a remote (s3://, http(s)://) shard at an offset (one
+ * member, its tar header) fetches the aligned window of `window` bytes
+ * holding it, one ranged GET, and keeps it in memory, so the members
+ * beside it (the sample's other files, the next samples) are served with
+ * no request.  All the dataset's windows share `memory` bytes at most
+ * (least recently used out first); a shard read at random stops fetching
+ * whole windows after a few that served nothing more.  The defaults
+ * (SK_READ_WINDOW, SK_READ_WINDOW_MEMORY) are on from sk_dataset_open;
+ * window 0 turns them off.  For the shards opened from now on: call
+ * before the first read.  SK_E_USAGE: window not 4 KiB .. 64 MiB, or
+ * memory not 2 .. 65,536 windows. */
+#define SK_READ_WINDOW (256u << 10)
+#define SK_READ_WINDOW_MEMORY (32u << 20)
+SK_API int sk_dataset_set_read_window(sk_dataset *ds, size_t window, uint64_t memory,
+                                      sk_error *err);
 
 /* ----------------------------------------------------------------- reader */
 /* Sequential iteration over a shard list, the way a training job reads:
@@ -1080,92 +1330,45 @@ SK_API void sk_reader_tar_out_free(sk_reader_tar_out *t);
  * unbinds. */
 SK_API void sk_reader_tar_out_bind(sk_reader_tar_out *t, sk_reader *r);
 
-/* ------------------------------------------------------------------ shard */
-/* Existing shards -> new shards: another size or count, a seeded global
- * shuffle, filters, other compression.  Inputs are byte streams (sk_in_stream)
- * (libarchive parses them: tar, .tar.gz/.bz2/.xz/.zst, zip, 7z, cpio). */
-
-/* A sequential byte stream an input is read from.  s3:// inputs are read
- * through sk_shard_options.s3; every other input through
- * sk_shard_options.in_open (by default a local file, or stdin for "-"),
- * which a caller may set to add a source.  read fills up to cap bytes, *got = 0 at the end. */
-typedef struct sk_in_stream {
-    void *ctx;
-    int (*read)(void *ctx, void *buf, size_t cap, size_t *got, sk_error *err);
-    void (*close)(void *ctx);
-    uint64_t size; /* bytes when known (a local file), else UINT64_MAX */
-} sk_in_stream;
-/* Opens url ("-" = stdin); ctx is the caller's (sk_shard_options.in_open). */
-typedef int (*sk_in_open_fn)(void *ctx, sk_in_stream *s, const char *url, sk_error *err);
-
-typedef struct sk_shard_stats {
-    uint64_t inputs, inputs_done;
-    uint64_t bytes_in;        /* input bytes (as stored: compressed size) read */
-    uint64_t bytes_in_total;  /* of all inputs, when known (else 0) */
-    uint64_t samples_in;      /* samples read */
-    uint64_t samples;         /* samples written */
-    uint64_t members;         /* members written */
-    uint64_t dropped;         /* samples dropped by the filters */
-    uint64_t skipped;         /* entries skipped: no key, directories, links */
-    uint64_t shards, shards_resumed;
-    uint64_t output_bytes;
-    double seconds;
-    uint64_t images;          /* images resized / re-encoded (sk_shard_options.images) */
-    uint64_t image_skips;     /* samples skipped by --min-image-size / --max-aspect-ratio */
-    uint64_t bad_images;      /* images that would not decode (skipped, kept or fatal) */
-} sk_shard_stats;
-
-typedef struct sk_shard_options {
-    size_t struct_size; /* sizeof, set by sk_shard_options_init; 0: this version's */
-    const char *pattern;   /* printf pattern with one integer field, or "-":
-                            * one tar stream on stdout, no index or manifest */
-    const char *manifest;  /* NULL: manifest.json beside the shards */
-    uint64_t max_size;     /* bytes of tar per shard; 0 = 512 MiB (none for "-") */
-    uint64_t max_count;    /* samples per shard; 0 = no limit */
-    uint64_t num_shards;   /* exactly N shards, counts within one of even; 0 = off */
-    uint64_t start;        /* number of the first shard */
-    const char *const *select; size_t nselect; /* keep only these extensions */
-    const char *const *drop; size_t ndrop;     /* drop these extensions */
-    const char *const *rename_from;            /* extension renames, */
-    const char *const *rename_to; size_t nrename; /* applied after select/drop */
-    const char *keys_file; /* keep only the keys listed (one per line) */
-    int shuffle;           /* uniform seeded permutation of all samples */
-    uint64_t seed;
-    const char *tmp_dir;   /* shuffle buckets (default $TMPDIR or /tmp) */
-    uint64_t shuffle_mem;  /* memory the shuffle may hold; 0 = 256 MiB */
-    int compress_level;    /* zstd level 1..22 (.tar.zst, seekable); 0 = none */
-    uint64_t mtime;        /* mtime in every header (default 0) */
-    int resume;            /* keep complete shards an earlier run wrote */
-    int part, parts;       /* --part I/N (parts 0: off) */
-    void (*warn)(void *ctx, const char *msg);
-    void (*progress)(void *ctx, const sk_shard_stats *stats); /* ~2/s + at end */
-    void *ctx;
-    sk_s3 *s3;             /* client for s3:// inputs, outputs and manifest */
-    uint64_t s3_part_size; /* multipart part size of shard uploads; 0 = 8 MiB */
-    sk_in_open_fn in_open; /* opens inputs that are not s3://; NULL: local files, "-" stdin */
-    void *in_open_ctx;
-    const sk_image_options *images; /* resize JPEG members (NULL or inactive: untouched) */
-    int jobs;              /* threads for the image work; 0 = one per core */
-    int existing;          /* a manifest already there: SK_EXISTING_* (at the end) */
-    /* 1: plan only (`shard --dry-run`): every input read and every shard
-     * made as a run would make it, but into a sink that only counts (no
-     * directory, shard, index, manifest, lock or upload), so stats and
-     * on_shard tell what a run would write. */
-    int dry_run;
-    /* Called as each shard is complete (written, resumed or, dry_run,
-     * planned), with its name ("-" for -o -), samples and bytes; NULL: not. */
-    void (*on_shard)(void *ctx, const char *name, uint64_t samples, uint64_t bytes);
-} sk_shard_options;
-/* Fills *o with the defaults documented above, struct_size included. */
-SK_API void sk_shard_options_init_sized(sk_shard_options *o, size_t size);
-#define sk_shard_options_init(o) sk_shard_options_init_sized((o), sizeof *(o))
-
-/* Reads every input (a shard path, a brace pattern, a manifest.json, or
- * "-" for stdin), applies the filters, and writes shards, their indexes
- * and the manifest.  Deterministic: same inputs and options give the same
- * bytes.  Members keep their input order within a sample. */
-SK_API int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
-               sk_shard_stats *stats, sk_error *err);
+/* ------------------------------------------------- reader: global order */
+/* Where a reader in the global order (sk_reader_options.global_order) is
+ * in its epoch, as a count of the epoch's global sequence: the positions
+ * 0 .. consumed-1 were consumed.  It names no rank or worker, so it
+ * restores into a reader with any world size and workers: the positions
+ * left are split among the new slots as a whole epoch's would be, and
+ * across the runs every sample of the epoch is read exactly once, when
+ * the saved count was a prefix (docs/reader.md: the resume contract;
+ * layout in docs/format.md).  Plain old data: save its bytes anywhere. */
+typedef struct sk_reader_position {
+    uint32_t magic;       /* SK_READER_POSITION_MAGIC */
+    uint32_t version;     /* 1 */
+    uint64_t epoch;
+    uint64_t consumed;    /* positions of the epoch's sequence consumed */
+    uint64_t samples;     /* the epoch's length, checked on seek */
+    uint64_t fingerprint; /* shard names, sample counts, seed, window,
+                             shuffle: checked on seek */
+} sk_reader_position;
+#define SK_READER_POSITION_MAGIC 0x504b5253u /* "SRKP" */
+/* The position after every rank consumed as many samples as this slot's
+ * rank has, judged from this slot alone: its last sample handed out and
+ * everything the rank's DataLoader hands before it (batch_size) counts as
+ * consumed.  SK_E_USAGE without global_order. */
+SK_API int sk_reader_get_position(const sk_reader *r, sk_reader_position *p, sk_error *err);
+/* The position after every rank consumed rank_samples samples of this
+ * epoch's run (from the start, or from the position last sought): what a
+ * job's main process saves after a step (steps x batch size). */
+SK_API int sk_reader_position_at(const sk_reader *r, uint64_t rank_samples,
+                                 sk_reader_position *p, sk_error *err);
+/* Continues from p: its epoch, the positions from p->consumed on, split
+ * among this reader's slots.  SK_E_MISMATCH when p belongs to other
+ * shards, seed, window or shuffle. */
+SK_API int sk_reader_seek(sk_reader *r, const sk_reader_position *p, sk_error *err);
+/* Samples in the epoch's sequence, and those this slot has still to hand
+ * out of it (exact: a DataLoader's len()). */
+SK_API uint64_t sk_reader_epoch_samples(const sk_reader *r);
+SK_API uint64_t sk_reader_slot_left(const sk_reader *r);
+/* Ranged reads the global order made (coalesced neighbours count once). */
+SK_API uint64_t sk_reader_global_reads(const sk_reader *r);
 
 /* ----------------------------------------------------------------- verify */
 /* Proves shards sound: tar structure (header checksums, sizes,
@@ -1233,229 +1436,6 @@ typedef struct sk_verify_stats {
 SK_API int sk_verify(const char *const *targets, size_t n, const sk_verify_options *opts,
               sk_verify_stats *stats, sk_error *err);
 
-/* -------------------------------------------------------------- scale-out */
-/* --part I/N: N copies of a tool (a Slurm job array, a Kubernetes Indexed
- * Job, an AWS Batch array job) each take a disjoint, deterministic slice of
- * the samples, chosen by a fixed hash of the sample key alone: every sample
- * is in exactly one part, whatever order the input is listed in, and
- * `shardkit index merge` joins the parts' manifests.  Parts are numbered
- * 0..N-1.  Details and recipes: docs/scale-out.md. */
-
-#define SK_PART_MAX 65536 /* most parts a run can be split into */
-
-/* The 64-bit hash behind the partition: FNV-1a 64 of the key's bytes, then
- * murmur3's fmix64.  Fixed forever: changing it would move samples. */
-SK_API uint64_t sk_part_hash(const char *key, size_t key_len);
-/* The part (0..parts-1) of the sample with this key: the high 32 bits of
- * sk_part_hash times parts, shifted right by 32.  parts <= 1 gives 0. */
-SK_API int sk_part_of(const char *key, size_t key_len, int parts);
-/* Parses --part: "I/N" (0 <= I < N), or "auto", which reads the scheduler's
- * variables: SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT (or _MIN/_MAX;
- * the array must be tasks 0..N-1), Kubernetes' JOB_COMPLETION_INDEX or AWS
- * Batch's AWS_BATCH_JOB_ARRAY_INDEX, these two with parts_hint.  parts_hint
- * is --parts N (0 when not given); when given it sets N for Slurm too, so a
- * rerun of one array task keeps the same N.  SK_E_USAGE names the variable
- * or value at fault. */
-SK_API int sk_part_parse(const char *spec, int parts_hint, int *part, int *parts, sk_error *err);
-/* Expands every "{part}" in a file name template to the part number, zero
- * padded to the width of parts-1 (N = 4: "0".."3"; N = 16: "00".."15").
- * SK_E_USAGE when the template has {part} but parts = 0, or (with required)
- * has none though parts > 0, since the parts' files would then collide.
- * *out is malloc'ed, the caller frees it. */
-SK_API int sk_part_name(const char *tmpl, int part, int parts, int required, char **out,
-                 sk_error *err);
-/* The output names of a pack or shard run with --part: *pattern_out is
- * pattern with {part} expanded (required when parts > 0); *manifest_out is
- * manifest expanded, or when manifest is NULL and parts > 0 the default
- * "manifest-{part}.json" beside the shards, else NULL.  Both malloc'ed. */
-SK_API int sk_part_output_names(const char *pattern, const char *manifest, int part, int parts,
-                                char **pattern_out, char **manifest_out, sk_error *err);
-
-/* ------------------------------------------------- pack from and to S3 */
-/* s3:// sources and an s3:// output pattern for sk_pack (docs/s3-pipelines.md).
- * The client must outlive sk_pack_run; concurrency is the number of GETs in
- * flight when fetching sources (0 = 64; give the client a little more, as
- * shard uploads share it); part_size that of multipart shard uploads (0 =
- * 8 MiB).  Set it before adding s3:// sources. */
-SK_API int sk_pack_set_s3(sk_pack *p, sk_s3 *s3, int concurrency, uint64_t part_size, sk_error *err);
-/* Adds every object under an s3:// prefix (ListObjectsV2, all pages); the
- * member name is the key relative to the prefix ("s3://b/data" is the
- * prefix "data/"), so samples group exactly as the same files on disk. */
-SK_API int sk_pack_add_s3(sk_pack *p, const char *url, sk_error *err);
-/* Adds the keys listed in list (one a line, or NUL-separated), relative to
- * base_url (an s3:// prefix, or an http(s):// directory: a web server's
- * files, read with the client's settings and no credentials) or full URLs
- * under it; sized by HEAD. */
-SK_API int sk_pack_add_s3_list(sk_pack *p, FILE *list, const char *list_name, const char *base_url,
-                        int nul_separated, sk_error *err);
-/* Adds what a SageMaker manifest names (a local file, "-" for stdin, or an
- * s3:// object; docs/sagemaker.md).  A ManifestFile ([{"prefix": URI},
- * "key", ...]): each object prefix + key, named by its key.  An augmented
- * manifest (JSON Lines): line i is sample "%08u" of i, each "NAME-ref"
- * attribute's object a member KEY.NAME.EXT (KEY.EXT for source-ref), the
- * other attributes member KEY.json (sorted keys).  Needs sk_pack_set_s3;
- * objects are sized by HEAD and fetched as for sk_pack_add_s3. */
-SK_API int sk_pack_add_sagemaker_manifest(sk_pack *p, const char *manifest, sk_error *err);
-
-/* ---------------------------------------------------------- sample writer */
-/* Samples from memory -> the shards, .idx sidecars and manifest.json that
- * sk_pack writes for the same files (byte for byte), with pack's options:
- * pattern, manifest, max_size, max_count, start, mtime, compress_level
- * (.tar.zst, seekable), resume, warn, progress and ctx; an s3:// pattern or
- * manifest uploads (sk_sample_writer_set_s3).  Shards are cut where pack
- * cuts them, published as pack publishes them (a temporary name, then the
- * index, then the rename; S3: a multipart upload), and the manifest is
- * written last, by sk_sample_writer_finish; the run's lock (pack's) is held
- * from open to finish.  pack sorts samples by key: add them in key order
- * (bytewise) to get pack's bytes; any other order is written as given.
- * resume: shards a killed run completed are kept (not rewritten, not
- * uploaded again) while the samples added again match them (key,
- * extensions, sizes, CRC32C, where the shard ends); a mismatch is
- * SK_E_MISMATCH naming the shard and the sample, and is sticky.
- * shuffle, parts and images are pack's and refused (SK_E_USAGE); jobs,
- * skip_errors, follow_symlinks and tmp_dir are ignored.  Details and an
- * example: docs/writer.md.  A writer is used by one thread at a time. */
-
-typedef struct sk_sample_member {
-    const char *ext;  /* "jpg", "seg.png": written as given, indexed lowercased */
-    size_t ext_len;   /* 0: ext is NUL-terminated */
-    const void *data; /* size bytes, read during the call only */
-    uint64_t size;
-} sk_sample_member;
-
-typedef struct sk_sample_writer sk_sample_writer;
-/* Checks the options, makes the shards' directory and takes the run's lock
- * (SK_E_USAGE naming the holder while another pack or writer has it). */
-SK_API int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts, sk_error *err);
-/* The client for an s3:// pattern or manifest (it must outlive the
- * writer) and the part size of shard uploads (0 = 8 MiB); before the
- * first sample. */
-SK_API int sk_sample_writer_set_s3(sk_sample_writer *w, sk_s3 *s3, uint64_t part_size, sk_error *err);
-/* Writes one sample: members "key.ext", in extension order (lowercased,
- * as pack orders them) whatever order they come in.  key_len 0: key is
- * NUL-terminated.  The key is refused (SK_E_INPUT, naming it) unless
- * "key.ext" is a name pack takes and splits back the same way: a relative
- * path with no empty, "." or ".." component, no dot in its last component,
- * no NUL, at most 4096 bytes with the extension and 255 a component (the
- * last one with the extension); an extension is refused
- * when empty or holding '/' or NUL; so are a sample with no members, the
- * same extension twice (compared lowercased), and the key of the sample
- * just before (readers would merge the two).  A refusal writes nothing and
- * the writer goes on; a failure to write (I/O, S3) removes the shard being
- * written and is sticky: every later call returns it. */
-SK_API int sk_sample_writer_add(sk_sample_writer *w, const char *key, size_t key_len,
-                                const sk_sample_member *members, size_t n, sk_error *err);
-/* Publishes the last shard and writes the manifest (also when no sample
- * was added: a manifest with no shards), then releases the lock; stats
- * (may be NULL) as sk_pack_run's.  SK_E_USAGE when called twice; after it,
- * sk_sample_writer_add fails with SK_E_USAGE. */
-SK_API int sk_sample_writer_finish(sk_sample_writer *w, sk_pack_stats *stats, sk_error *err);
-/* Frees the writer; before finish, it abandons the run: the shard being
- * written is removed, shards already published stay, no manifest is
- * written.  Accepts NULL. */
-SK_API void sk_sample_writer_close(sk_sample_writer *w);
-
-/* ------------------------------------------------ text safe for a terminal */
-/* Copies src to dst (cap bytes, always NUL-terminated, cut at a whole
- * character): C0 controls (ESC, BEL, newline...), DEL, C1 controls and
- * bytes that are not valid UTF-8 become "\xHH"; the rest is kept.  Every
- * sk_error message and library warning is made so; the command line
- * passes what it prints of its own through it too.  Returns the length. */
-SK_API size_t sk_escape_text(char *dst, size_t cap, const char *src);
-
-/* ------------------------------------------- outputs that are not inputs */
-/* Declares a further file the caller writes for this pack run (a SageMaker
- * ManifestFile, an export); what names its role in messages ("--sagemaker-
- * manifest", a string that outlives p).  sk_pack_run refuses (SK_E_USAGE),
- * before anything is written, a run where it, or the manifest, is one of
- * the inputs (the same file, by device and inode) or lies inside an input
- * directory.  A local path only ("-" and URLs are ignored). */
-SK_API int sk_pack_add_output(sk_pack *p, const char *path, const char *what, sk_error *err);
-
-/* ---------------------------------------------------- an existing dataset */
-/* What a run that writes shards and a manifest (sk_pack_options.existing,
- * sk_shard_options.existing, the sample writer's sk_pack_options) does
- * with a manifest already at its manifest path, local or s3:// (docs/pack.md,
- * "Adding to a dataset"). */
-/* The default: SK_E_USAGE, naming the manifest and a shard, before any
- * shard is written, when it lists a shard this run would not write (not
- * named by its pattern at start or after); a run that rewrites the same
- * names replaces it. */
-#define SK_EXISTING_REFUSE 0
-/* The run continues the dataset: numbering after its last shard (start 0;
- * a start inside it is refused), the options it records but "start" must
- * be this run's (else SK_E_USAGE naming the first difference), and the
- * manifest is rewritten with its shards first and this run's after (first
- * ordinals continuing), under the run's lock, temporary name and rename. */
-#define SK_EXISTING_APPEND 1
-/* The manifest is replaced whatever it lists. */
-#define SK_EXISTING_OVERWRITE 2
-
-/* ----------------------------------------------------------------- places */
-/* The one grammar of a place a user names, which every tool applies to
- * every option and argument naming one: a local path, '-' (standard input
- * or output, where a stream fits), s3://BUCKET/KEY, http(s):// (read
- * only).  Any other scheme ("gs://", "az://", "hf://", "file://", "xyz://")
- * and "pipe:" are refused by name, never taken as a local path.  Schemes
- * in any case ("S3://b/k" is S3); a lost slash ("s3:/b/k", "s3:b",
- * "http:/h/x", "s3:") is refused: a local name that begins so is written
- * "./s3:..." (docs/places.md).  what NULL: the message names place alone. */
-enum sk_place_kind { SK_PLACE_FILE, SK_PLACE_STDIO, SK_PLACE_S3, SK_PLACE_HTTP };
-#define SK_PLACE_READ 1u     /* the place is read */
-#define SK_PLACE_WRITE 2u    /* the place is written */
-#define SK_PLACE_STREAM 4u   /* '-' is taken here */
-#define SK_PLACE_S3_OK 8u    /* s3:// is taken here */
-#define SK_PLACE_HTTP_OK 16u /* http(s):// is taken here (reading) */
-/* SK_OK and *kind (may be NULL) when place fits flags; else SK_E_USAGE
- * naming what ("pack -o", "--files-from"), the place and why. */
-SK_API int sk_place_check(const char *place, unsigned flags, const char *what, int *kind,
-                          sk_error *err);
-
-/* ------------------------------------------------------------ upload sync */
-/* `upload --sync`: a rerun sends only what the destination does not hold
- * yet.  sk_upload_sync_open makes the walk over s3://bucket/prefix (sizes,
- * ETags), one listing page held at a time, merged with the keys asked
- * about in key order (a key out of order starts a page just before it);
- * sk_upload_sync_same says whether key already holds the size bytes of the
- * local file path: 1 same (its size, and its ETag is the MD5 of the bytes,
- * or of the parts' MD5s at part_size, upload's rule); 0 different or not
- * known (an opaque ETag, another part size): send it; a negative SK_E_*
- * when path cannot be read (err says why). */
-typedef struct sk_upload_sync sk_upload_sync;
-SK_API int sk_upload_sync_open(sk_upload_sync **out, sk_s3 *s3, const char *bucket, const char *prefix,
-                               uint64_t part_size, uint64_t multipart_threshold, sk_error *err);
-SK_API int sk_upload_sync_same(sk_upload_sync *s, const char *path, const char *key, uint64_t size,
-                               sk_error *err);
-SK_API void sk_upload_sync_free(sk_upload_sync *s);
-
-/* ------------------------------------------------ dataset: shards, heads */
-/* What stats and serve need of a dataset beyond one sample: its shards
- * (each index opened, so every count is the index's own) and the first
- * bytes of a member (a JPEG's header) without reading the rest. */
-
-typedef struct sk_dataset_shard_info {
-    const char *path;       /* the shard's URL or path; valid while the dataset is open */
-    const char *index_path; /* its index */
-    uint64_t bytes;         /* the shard file's size, as its index records it */
-    uint64_t samples, members;
-    uint64_t first_ordinal; /* global ordinal of its first sample */
-    uint32_t flags;         /* SK_INDEX_ZSTD, ... as the index header has them */
-} sk_dataset_shard_info;
-/* Shards of the dataset, in dataset order (nothing is opened). */
-SK_API size_t sk_dataset_shard_count(const sk_dataset *ds);
-/* Shard i (0 .. count-1); opens every index the first time (the first
- * ordinals need all the counts). */
-SK_API int sk_dataset_shard(sk_dataset *ds, size_t i, sk_dataset_shard_info *out,
-                                 sk_error *err);
-/* The first n bytes of member i into buf (*got = n, or the member's size
- * when smaller).  A whole member is checked against its CRC32C as by
- * sk_dataset_read; a part cannot be, and is only bounds-checked.  A plain
- * shard: one read of n bytes; a compressed one decompresses from the
- * sample's frame to the member's n-th byte. */
-SK_API int sk_dataset_read_head(sk_dataset *ds, const sk_hit *h, uint32_t i, void *buf, size_t n,
-                                size_t *got, sk_error *err);
-
-
 /* ------------------------------------------------------------------ stats */
 /* What a dataset holds (`shardkit stats`, docs/stats.md): counts and bytes
  * per shard and in all, shard balance, extensions, member sizes, missing
@@ -1516,7 +1496,6 @@ SK_API void sk_read_rate_options_init_sized(sk_read_rate_options *o, size_t size
 /* runs[0]: no cache; runs[1]: cache filled; runs[2]: cache read back. */
 SK_API int sk_read_rate(const char *dataset, const sk_read_rate_options *o,
                         sk_read_rate_run runs[3], sk_error *err);
-
 
 /* ------------------------------------------------------------------ serve */
 /* `shardkit serve` (docs/view.md): a read-only web viewer of a dataset
@@ -1593,165 +1572,204 @@ SK_API void sk_mount_options_init_sized(sk_mount_options *o, size_t size);
 SK_API int sk_mount_run(const char *dataset, const char *mountpoint, const sk_mount_options *o,
                         sk_error *err);
 
-/* ------------------------------------------------ dataset: the disk cache */
+/* ======================================================================
+ * Not meant to stay stable: the index builder, and the S3 client's
+ * requests, transfers and signing, which the tools and the store are
+ * built on.  A program that uses them defines SHARDKIT_UNSTABLE_API
+ * before including this header, and rebuilds with each release.
+ * ====================================================================== */
+#ifdef SHARDKIT_UNSTABLE_API
 
-/* Reads the dataset's remote (s3://, http(s)://) shards and indexes opened
- * from now on through the on-disk cache in dir (kept; it must outlive the
- * dataset), at most bytes (0: no bound), least recently used out first.
- * Reads at an offset are kept by 1 MiB block, a whole index as one file,
- * each found by the object's ETag (one HEAD per object when it is opened),
- * so a later open serves them without a GET.  Call before the first read. */
-SK_API void sk_dataset_set_cache(sk_dataset *ds, const char *dir, uint64_t bytes);
+/* ---------------------------------------------- index builder (unstable) */
+/* Writes an index record by record, as pack, shard and the sample writer
+ * do for each shard. */
+typedef struct sk_index_builder sk_index_builder;
+SK_API sk_index_builder *sk_index_builder_new(void);
+SK_API void sk_index_builder_free(sk_index_builder *b);
+/* Forgets all records, keeping the buffers, to build the next shard's. */
+SK_API void sk_index_builder_reset(sk_index_builder *b);
+SK_API uint64_t sk_index_builder_samples(const sk_index_builder *b);
+/* Starts the next sample (ordinal = samples added so far). */
+SK_API int sk_index_add_sample(sk_index_builder *b, const char *key, size_t key_len,
+                        uint64_t offset, uint64_t span, uint64_t stored_offset,
+                        uint64_t stored_span, sk_error *err);
+/* Adds a member to the sample added last. */
+SK_API int sk_index_add_member(sk_index_builder *b, const char *ext, size_t ext_len,
+                        uint64_t data_offset, uint64_t size, uint32_t header_len,
+                        uint32_t crc32c, sk_error *err);
+/* Writes the index to path through a temporary name and a rename. */
+SK_API int sk_index_builder_write(sk_index_builder *b, const char *path,
+                           const sk_index_shard_info *shard, sk_error *err);
 
-/* --------------------------------------------------- pack from a URL list */
-/* `pack --from-urls LIST` (docs/urls.md): img2dataset's job in one
- * process.  Each row of a URL list (txt, csv, tsv, jsonl; local, s3:// or
- * "-") is downloaded (libcurl multi: many transfers at once, each bounded
- * in bytes and time, only http/https, no loopback, private, link-local or
- * multicast address unless allowed), checked and resized as the
- * sk_pack_options' images say (none: kept as served, a JPEG header
- * check), and written as sample KEY (.jpg, .txt caption, .json) in input
- * order whatever order the downloads end in.  Rows [k*N, (k+1)*N) make
- * shard k (N = per_shard), numbered from sk_pack_options.start; key is k
- * zero-padded to 5 digits then the row within the shard, zero-padded to
- * the digits of N-1 (img2dataset's keys).  Every row, failed ones too, is
- * a line of the shard's status file (the shard's name without .tar or
- * .tar.zst, then ".status.jsonl"), and the run's counts go to stats.json
- * beside the manifest (stats-{part}.json with parts). */
+/* ------------------------------------------------ S3 requests (unstable) */
+/* The S3 client's requests one by one, its transfers and its signing:
+ * what the tools and the store are built on. */
+/* HEAD: size, ETag and the CRC32C checksum when the server keeps one.
+ * SK_E_NOTFOUND when the object does not exist. */
+SK_API int sk_s3_head(sk_s3 *s3, const char *bucket, const char *key, sk_s3_object *out, sk_error *err);
+/* Ranged GET of len bytes at offset (len 0: to the end) into dst; *got is
+ * the number of bytes stored.  SK_E_MISMATCH if the object holds more than
+ * dst_capacity in that range. */
+SK_API int sk_s3_get(sk_s3 *s3, const char *bucket, const char *key, uint64_t offset, uint64_t len,
+              void *dst, size_t dst_capacity, size_t *got, sk_error *err);
+/* Ranged GET delivered to a callback in order; the callback returns 0 to
+ * go on, non-zero to stop (the call then fails with SK_E_IO).  A retried
+ * request never delivers a byte twice. */
+typedef int (*sk_s3_sink)(void *ud, const void *data, size_t len);
+SK_API int sk_s3_get_cb(sk_s3 *s3, const char *bucket, const char *key, uint64_t offset, uint64_t len,
+                 sk_s3_sink sink, void *ud, sk_error *err);
+/* A single PUT of a buffer, with its CRC32C in x-amz-checksum-crc32c. */
+SK_API int sk_s3_put(sk_s3 *s3, const char *bucket, const char *key, const void *data, size_t len,
+              sk_error *err);
+SK_API int sk_s3_delete(sk_s3 *s3, const char *bucket, const char *key, sk_error *err);
+/* ListObjectsV2 of every object under prefix, page after page; fn returns
+ * 0 to go on, non-zero to stop early. */
+typedef int (*sk_s3_list_fn)(void *ud, const sk_s3_object *obj);
+SK_API int sk_s3_list(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_list_fn fn, void *ud,
+               sk_error *err);
+/* ListMultipartUploads under prefix: fn gets each in-progress upload. */
+typedef int (*sk_s3_uploads_fn)(void *ud, const char *key, const char *upload_id);
+SK_API int sk_s3_list_uploads(sk_s3 *s3, const char *bucket, const char *prefix, sk_s3_uploads_fn fn,
+                       void *ud, sk_error *err);
+SK_API int sk_s3_abort_upload(sk_s3 *s3, const char *bucket, const char *key, const char *upload_id,
+                       sk_error *err);
 
-typedef struct sk_urls_stats {
-    uint64_t rows;               /* rows of this run's shards, read so far */
-    uint64_t success, failed_to_download, failed_to_resize;
-    uint64_t bytes;              /* body bytes downloaded */
-    uint64_t shards, shards_kept; /* shards written; kept from an earlier run (incremental) */
-    uint64_t output_bytes;
-    uint64_t in_flight;          /* downloads under way now */
-    double seconds;
-} sk_urls_stats;
+/* Asynchronous GETs, for many small objects at once: sk_s3_get_async
+ * queues a GET whose body goes to a growing buffer; done is called on the
+ * engine thread with the result (rc, err, data, len), after which the data
+ * is freed.  sk_s3_drain waits until every queued request has finished. */
+typedef void (*sk_s3_get_done)(void *ud, int rc, const sk_error *err, const void *data, size_t len);
+SK_API int sk_s3_get_async(sk_s3 *s3, const char *bucket, const char *key, sk_s3_get_done done, void *ud,
+                    sk_error *err);
+SK_API void sk_s3_drain(sk_s3 *s3);
 
-typedef struct sk_urls_options {
-    size_t struct_size;      /* sizeof, set by sk_urls_options_init; 0: this version's */
-    const char *list;        /* the URL list: a path, "-" (stdin) or s3:// */
-    const char *input_format; /* "txt", "csv", "tsv", "jsonl"; NULL: by the list's extension */
-    const char *url_col;     /* NULL: "url" */
-    const char *caption_col; /* NULL: no caption (.txt) */
-    const char *save_columns; /* comma-separated columns copied into .json, or NULL */
-    uint64_t per_shard;      /* rows a shard (--number-sample-per-shard; 0: 10000) */
-    int concurrency;         /* downloads at once (0: 64) */
-    int per_host;            /* connections to one host at once (0: 16) */
-    uint64_t max_image_bytes; /* a body over it fails while it arrives (0: 32 MiB) */
-    double timeout;          /* seconds one attempt may take (0: 10) */
-    int retries;             /* further attempts after a 5xx, 429, timeout or reset */
-    const char *user_agent_token; /* named in User-Agent, and obeyed in X-Robots-Tag */
-    const char *disallowed_header_directives; /* NULL: "noai,noimageai,noindex,noimageindex"; "": none */
-    int allow_private;       /* also fetch from loopback, private, link-local, multicast addresses */
-    const char *allow_addresses; /* with allow_private: only those within these ranges
-                                  * ("127.0.0.0/8,fd00::/8"); NULL: all of them */
-    const char *compute_hash; /* "sha256" (NULL), "md5" or "none": of the bytes downloaded */
-    const char *verify_hash; /* a column holding the expected hash, or NULL */
-    int incremental;         /* keep shards (and status files) an earlier run finished */
-    /* Called about twice a second and once at the end (may be NULL). */
-    void (*progress)(void *ctx, const sk_urls_stats *st);
-    void *ctx;
-} sk_urls_options;
-SK_API void sk_urls_options_init_sized(sk_urls_options *o, size_t size);
-#define sk_urls_options_init(o) sk_urls_options_init_sized((o), sizeof *(o))
+/* Streaming GET: one request for bytes [offset, offset + len) of an object
+ * (len 0: to its end), read in order with sk_s3_stream_read.  The engine
+ * keeps at most SK_S3_STREAM_WINDOW bytes of the body; when the reader falls
+ * behind it pauses the transfer (TCP then holds the server back) rather
+ * than block its thread, which serves every other request of the client,
+ * and resumes it once the reader has drained half the window.  A transfer
+ * that fails midway is retried from the first byte not yet delivered
+ * (Range: bytes=N-, If-Match the first attempt's ETag, so a replaced object
+ * is an error, never a splice).  A paused stream does not count against
+ * the client's concurrency.  Close every stream before sk_s3_free. */
+#define SK_S3_STREAM_WINDOW (1u << 20)
+typedef struct sk_s3_stream sk_s3_stream;
+SK_API int sk_s3_stream_open(sk_s3_stream **out, sk_s3 *s3, const char *bucket, const char *key,
+                      uint64_t offset, uint64_t len, sk_error *err);
+/* Copies up to n bytes into buf, waiting for at least one; *got = 0 at the
+ * end of the range.  An error names the object and comes after every byte
+ * that arrived before it. */
+SK_API int sk_s3_stream_read(sk_s3_stream *st, void *buf, size_t n, size_t *got, sk_error *err);
+/* Stops the transfer if it is still running (at any point) and frees st. */
+SK_API void sk_s3_stream_close(sk_s3_stream *st);
 
+/* Streaming multipart upload: a writer fed sequentially, parts sent in
+ * parallel in the background, memory bounded by max_parts_in_flight x
+ * part_size.  Objects that end below the part size go up in one PUT. */
+typedef struct sk_s3_writer_opts {
+    size_t struct_size; /* sizeof, set by sk_s3_writer_opts_init; 0: this version's */
+    uint64_t part_size;      /* default 8 MiB, at least 5 MiB */
+    int max_parts_in_flight; /* default: the client's concurrency */
+} sk_s3_writer_opts;
+/* Fills *o with the defaults documented above, struct_size included. */
+SK_API void sk_s3_writer_opts_init_sized(sk_s3_writer_opts *o, size_t size);
+#define sk_s3_writer_opts_init(o) sk_s3_writer_opts_init_sized((o), sizeof *(o))
+typedef struct sk_s3_writer sk_s3_writer;
+SK_API int sk_s3_writer_open(sk_s3_writer **out, sk_s3 *s3, const char *bucket, const char *key,
+                      const sk_s3_writer_opts *opts, sk_error *err);
+/* Appends bytes; blocks only while max_parts_in_flight parts are unsent.
+ * A failure is final: later calls fail too and abort() cleans up. */
+SK_API int sk_s3_writer_write(sk_s3_writer *w, const void *data, size_t len, sk_error *err);
+/* Sends what is left, completes the upload and confirms it (by the answer's
+ * CRC32C or MD5 ETag for a small single PUT, else a HEAD);
+ * returns the object's size and CRC32C, then frees the writer. */
+SK_API int sk_s3_writer_finish(sk_s3_writer *w, uint64_t *size, uint32_t *crc32c, sk_error *err);
+/* Abandons the upload (AbortMultipartUpload: no orphaned parts) and frees
+ * the writer.  Accepts NULL. */
+SK_API void sk_s3_writer_abort(sk_s3_writer *w);
 
-/* Runs the job: po gives the output (pattern, manifest, start, mtime,
- * compress_level, existing, part/parts, jobs: image threads, images,
- * warn, ctx; max_size, max_count, shuffle and resume are not used: shards
- * are cut by rows; incremental is uo's); s3: the client for an s3:// list
- * or output (NULL when neither).  A failed row is not an error (its
- * status says why); an error is a run that cannot go on (the list or an
- * output fails), naming it. */
-SK_API int sk_pack_urls(const sk_pack_options *po, const sk_urls_options *uo, sk_s3 *s3,
-                        sk_urls_stats *st, sk_error *err);
+/* Transfers: local files and s3 objects to s3, several at once, each in
+ * one PUT below the threshold or in parallel parts above it. */
+typedef struct sk_s3_xfer_opts {
+    size_t struct_size; /* sizeof, set by sk_s3_xfer_opts_init; 0: this version's */
+    uint64_t multipart_threshold; /* default 8 MiB */
+    uint64_t part_size;           /* default 8 MiB; raised to keep <= 10,000 parts */
+    int max_parts_in_flight;      /* default: the client's concurrency, of which at most 16
+                                     hold a part buffer (copies across endpoints,
+                                     sign_payload); set: both */
+    int resume;                   /* 1: continue matching in-progress multipart uploads */
+    int verify;                   /* 1: read every object back and compare CRC32C */
+} sk_s3_xfer_opts;
+/* Fills *o with the defaults documented above, struct_size included. */
+SK_API void sk_s3_xfer_opts_init_sized(sk_s3_xfer_opts *o, size_t size);
+#define sk_s3_xfer_opts_init(o) sk_s3_xfer_opts_init_sized((o), sizeof *(o))
+/* What happened to one transfer, passed to the done callback. */
+typedef struct sk_s3_xfer_result {
+    const char *src, *bucket, *key;
+    int rc;               /* 0 or an sk_code; err holds the message */
+    const sk_error *err;
+    uint64_t size;
+    uint32_t crc32c;      /* of the whole object */
+    int parts;            /* 0 for a single PUT */
+    int parts_reused;     /* parts kept from an interrupted upload (resume) */
+} sk_s3_xfer_result;
+typedef void (*sk_s3_xfer_done)(void *ud, const sk_s3_xfer_result *res);
+typedef struct sk_s3_xfer sk_s3_xfer;
+/* done (may be NULL) runs on the caller's thread, inside sk_s3_xfer_wait. */
+SK_API int sk_s3_xfer_new(sk_s3_xfer **out, sk_s3 *s3, const sk_s3_xfer_opts *opts, sk_s3_xfer_done done,
+                   void *ud, sk_error *err);
+SK_API void sk_s3_xfer_free(sk_s3_xfer *x);
+/* Queues a local file to upload to bucket/key. */
+SK_API int sk_s3_xfer_add_file(sk_s3_xfer *x, const char *path, const char *bucket, const char *key,
+                        sk_error *err);
+/* Queues a copy of src_bucket/src_key read through src (the same client:
+ * server-side CopyObject/UploadPartCopy; another client: ranged GETs into
+ * parallel part uploads). */
+SK_API int sk_s3_xfer_add_copy(sk_s3_xfer *x, sk_s3 *src, const char *src_bucket, const char *src_key,
+                        const char *bucket, const char *key, sk_error *err);
+/* The same for a source described already (by a listing or a HEAD: its
+ * size, ETag and CRC32C, "" where unknown; the key is src_key): the copy
+ * starts without a HEAD of the source, which, one at a time on the
+ * caller's thread, set the pace of a copy of many small objects.  The
+ * copy is confirmed by its answer when that names the source's ETag or
+ * CRC32C, else by a HEAD compared with them. */
+SK_API int sk_s3_xfer_add_copy_known(sk_s3_xfer *x, sk_s3 *src, const char *src_bucket, const char *src_key,
+                                     const sk_s3_object *known, const char *bucket, const char *key,
+                                     sk_error *err);
+/* Runs everything queued to the end.  progress (may be NULL) is called
+ * about every 200 ms with bytes done and bytes known so far.  Returns 0
+ * when every transfer succeeded, else the first failure's code; after a
+ * failure meaning no request can succeed (bad key, no bucket) the rest are
+ * not started. */
+typedef void (*sk_s3_progress_fn)(void *ud, uint64_t done, uint64_t total);
+SK_API int sk_s3_xfer_wait(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_error *err);
+/* Starts what is queued, as far as the client's concurrency allows (it
+ * blocks while every connection is busy), and reports what has finished,
+ * without waiting for the last transfers: call it after each add to keep
+ * only about `concurrency` items in memory however many are sent.  Returns
+ * the first failure among those it reported, as sk_s3_xfer_wait. */
+SK_API int sk_s3_xfer_start(sk_s3_xfer *x, sk_s3_progress_fn progress, void *ud, sk_error *err);
 
-/* ------------------------------------------------- reader: global order */
-/* Where a reader in the global order (sk_reader_options.global_order) is
- * in its epoch, as a count of the epoch's global sequence: the positions
- * 0 .. consumed-1 were consumed.  It names no rank or worker, so it
- * restores into a reader with any world size and workers: the positions
- * left are split among the new slots as a whole epoch's would be, and
- * across the runs every sample of the epoch is read exactly once, when
- * the saved count was a prefix (docs/reader.md: the resume contract;
- * layout in docs/format.md).  Plain old data: save its bytes anywhere. */
-typedef struct sk_reader_position {
-    uint32_t magic;       /* SK_READER_POSITION_MAGIC */
-    uint32_t version;     /* 1 */
-    uint64_t epoch;
-    uint64_t consumed;    /* positions of the epoch's sequence consumed */
-    uint64_t samples;     /* the epoch's length, checked on seek */
-    uint64_t fingerprint; /* shard names, sample counts, seed, window,
-                             shuffle: checked on seek */
-} sk_reader_position;
-#define SK_READER_POSITION_MAGIC 0x504b5253u /* "SRKP" */
-/* The position after every rank consumed as many samples as this slot's
- * rank has, judged from this slot alone: its last sample handed out and
- * everything the rank's DataLoader hands before it (batch_size) counts as
- * consumed.  SK_E_USAGE without global_order. */
-SK_API int sk_reader_get_position(const sk_reader *r, sk_reader_position *p, sk_error *err);
-/* The position after every rank consumed rank_samples samples of this
- * epoch's run (from the start, or from the position last sought): what a
- * job's main process saves after a step (steps x batch size). */
-SK_API int sk_reader_position_at(const sk_reader *r, uint64_t rank_samples,
-                                 sk_reader_position *p, sk_error *err);
-/* Continues from p: its epoch, the positions from p->consumed on, split
- * among this reader's slots.  SK_E_MISMATCH when p belongs to other
- * shards, seed, window or shuffle. */
-SK_API int sk_reader_seek(sk_reader *r, const sk_reader_position *p, sk_error *err);
-/* Samples in the epoch's sequence, and those this slot has still to hand
- * out of it (exact: a DataLoader's len()). */
-SK_API uint64_t sk_reader_epoch_samples(const sk_reader *r);
-SK_API uint64_t sk_reader_slot_left(const sk_reader *r);
-/* Ranged reads the global order made (coalesced neighbours count once). */
-SK_API uint64_t sk_reader_global_reads(const sk_reader *r);
+/* SigV4 over a request given piece by piece, for tests and other services.
+ * headers are "Name: value" strings and must include host and x-amz-date;
+ * canonical_uri and query are already URI-encoded.  Writes the value of
+ * the Authorization header. */
+typedef struct sk_s3_sigv4_input {
+    const char *method, *canonical_uri, *query;
+    const char *const *headers;
+    size_t nheaders;
+    const char *payload_hash; /* hex SHA-256 or "UNSIGNED-PAYLOAD" */
+    const char *amz_date;     /* "20150830T123600Z" */
+    const char *region, *service, *access_key, *secret_key;
+} sk_s3_sigv4_input;
+SK_API int sk_s3_sigv4_sign(const sk_s3_sigv4_input *in, char *auth, size_t auth_capacity, sk_error *err);
+/* Hex SHA-256 of data (65 bytes with the NUL). */
+SK_API void sk_s3_sha256_hex(const void *data, size_t len, char out[65]);
+/* Base64 of a CRC32C as S3 writes it (big-endian bytes), 9 bytes with the NUL. */
+SK_API void sk_s3_crc32c_b64(uint32_t crc, char out[9]);
 
-/* --------------------------------------------------- places read, written */
-/* A place (sk_place_check's grammar) opened as a file for what is not a
- * dataset: a list read line by line, one object written whole.  Local
- * paths and '-' are plain files and standard input or output; s3:// (and,
- * for reading, http(s)://) stream through the library's stores and sinks,
- * with s3 the client for s3:// (NULL: refused, naming the URL). */
-typedef struct sk_place_in sk_place_in;
-/* Opens place for reading (a remote one: one streaming GET; a missing
- * object is an error naming its URL).  A remote line of over 64 KiB is an
- * error (a list holds names), so memory stays bounded whatever it holds. */
-SK_API int sk_place_in_open(sk_place_in **out, const char *place, sk_s3 *s3, sk_error *err);
-SK_API FILE *sk_place_in_file(sk_place_in *in);
-/* Closes; returns rc, or the remote read's own error (in err) when one
- * stopped the stream. */
-SK_API int sk_place_in_close(sk_place_in *in, int rc, sk_error *err);
-/* A place written whole: a local path (sk_out: temporary name, rename at
- * commit), NULL or '-' (standard output), or s3://BUCKET/KEY (the object
- * appears at commit, one PUT, or parts past 8 MiB; nothing on abort). */
-typedef struct sk_place_out sk_place_out;
-SK_API int sk_place_out_open(sk_place_out **out, const char *place, sk_s3 *s3, sk_error *err);
-/* Where to write (a descriptor), and its name for messages. */
-SK_API int sk_place_out_fd(const sk_place_out *o);
-SK_API const char *sk_place_out_name(const sk_place_out *o);
-/* Publishes and frees o, whatever happens. */
-SK_API int sk_place_out_commit(sk_place_out *o, sk_error *err);
-/* Frees o, publishing nothing; accepts NULL. */
-SK_API void sk_place_out_abort(sk_place_out *o);
-
-/* ------------------------------------------ dataset: remote read windows */
-/* A small read of a remote (s3://, http(s)://) shard at an offset (one
- * member, its tar header) fetches the aligned window of `window` bytes
- * holding it, one ranged GET, and keeps it in memory, so the members
- * beside it (the sample's other files, the next samples) are served with
- * no request.  All the dataset's windows share `memory` bytes at most
- * (least recently used out first); a shard read at random stops fetching
- * whole windows after a few that served nothing more.  The defaults
- * (SK_READ_WINDOW, SK_READ_WINDOW_MEMORY) are on from sk_dataset_open;
- * window 0 turns them off.  For the shards opened from now on: call
- * before the first read.  SK_E_USAGE: window not 4 KiB .. 64 MiB, or
- * memory not 2 .. 65,536 windows. */
-#define SK_READ_WINDOW (256u << 10)
-#define SK_READ_WINDOW_MEMORY (32u << 20)
-SK_API int sk_dataset_set_read_window(sk_dataset *ds, size_t window, uint64_t memory,
-                                      sk_error *err);
+#endif /* SHARDKIT_UNSTABLE_API */
 
 #ifdef __cplusplus
 }

@@ -70,7 +70,7 @@ def test_sizes_and_offsets(tmp_path):
             lines.append('printf("%%zu\\n", offsetof(%s, %s));' % (ctype, f[0]))
             want.append(("offsetof(%s, %s)" % (ctype, f[0]), getattr(cls, f[0]).offset))
     src = tmp_path / "sizes.c"
-    src.write_text('#include <stddef.h>\n#include <stdio.h>\n#include "shardkit.h"\n'
+    src.write_text('#include <stddef.h>\n#include <stdio.h>\n#define SHARDKIT_UNSTABLE_API\n#include "shardkit.h"\n'
                    "int main(void)\n{\n    %s\n    return 0;\n}\n" % "\n    ".join(lines))
     exe = tmp_path / "sizes"
     subprocess.run([cc, "-std=c11", "-I", os.path.join(ROOT, "lib"), str(src), "-o", str(exe)],

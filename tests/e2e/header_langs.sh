@@ -4,6 +4,8 @@
 # (g++ and clang++, -pedantic-errors), so a program in either language
 # includes it as it is; a C++ program built against it links and runs,
 # found through an rpath (the docs' way to run against a non-system prefix).
+# The unstable part (the index builder, the S3 client's requests) is
+# declared only under SHARDKIT_UNSTABLE_API, and is as clean with it.
 . "$(dirname "$0")/lib.sh"
 tmpdir T
 H=$SK_ROOT/lib
@@ -29,6 +31,15 @@ for cc in gcc clang; do
     $cc -std=c99 -pedantic-errors -Wall -Wextra -Werror -I"$H" -c "$T/use.c" -o "$T/c.o" 2>"$T/log" ||
         die "$cc -std=c99 -pedantic-errors: $(head -20 "$T/log")"
     ran=$((ran + 1))
+    step "$cc: the unstable part, only when asked for"
+    $cc -std=c99 -pedantic-errors -Wall -Wextra -Werror -DSHARDKIT_UNSTABLE_API -I"$H" -c "$T/use.c" -o "$T/c.o" \
+        2>"$T/log" || die "$cc -DSHARDKIT_UNSTABLE_API: $(head -20 "$T/log")"
+    printf '#include <shardkit.h>\nint f(void) { return sk_index_builder_new() != 0; }\n' >"$T/unstable.c"
+    if $cc -std=c99 -Werror -I"$H" -c "$T/unstable.c" -o "$T/u.o" 2>/dev/null; then
+        die "$cc: sk_index_builder_new is declared without SHARDKIT_UNSTABLE_API"
+    fi
+    $cc -std=c99 -Werror -DSHARDKIT_UNSTABLE_API -I"$H" -c "$T/unstable.c" -o "$T/u.o" 2>"$T/log" ||
+        die "$cc: sk_index_builder_new is not declared with SHARDKIT_UNSTABLE_API: $(head -5 "$T/log")"
 done
 # the build tree holds libshardkit.so; programs load it by its soname
 mkdir -p "$T/lib"
