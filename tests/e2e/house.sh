@@ -45,7 +45,7 @@ printf 'static int ix_s3_(const char *u) { return !strncmp(u, "s3://", 5); }\n' 
 printf 'static int mix_web_(const char *u) { return !strncasecmp(u,\n "HTTPS://", 8); }\n' >> "$W4/lib/reader/mix.c"
 printf 'static int root_(const char *u) { return strstr(u, "://") != 0; }\n' >> "$W4/lib/tools/merge.c"
 printf 'static int web_(const char *u) { return sk_has_prefix(u, "http://"); }\n' >> "$W4/lib/pack/catalog.c"
-printf 'static int emit_s3_(const char *u) { return sk_is_s3_url(u); }\n' >> "$W4/lib/pack/shard_emit.c"
+printf 'static int row_s3_(const char *u) { return sk_is_s3_url(u); }\n' >> "$W4/lib/pack/urls_row.c"
 printf 'static int arg_s3_(const char *a) { return !memcmp(a, "s3:", 3); }\n' >> "$W4/cmd/util.c"
 printf 'static void url_(char *b, const char *h) { snprintf(b, 64, "http://%%s/", h); }\n' >> "$W4/lib/tools/stats.c"
 run "$W4/scripts/check-layers" "$SK_ROOT/$B"
@@ -55,11 +55,11 @@ assert_contains "$OUT" 'names S3 itself ("s3://)'
 assert_contains "$OUT" 'lib/pack/sagemaker.c:'
 n=$(grep -c 'lib/tools/stats.c' "$OUT" || true)
 [ "$n" -eq 1 ] || die "the comment naming s3:// was taken for a test ($n breaches in stats.c)"
-for f in lib/tools/index_dataset.c lib/reader/mix.c lib/tools/merge.c lib/pack/catalog.c lib/pack/shard_emit.c cmd/util.c; do
+for f in lib/tools/index_dataset.c lib/reader/mix.c lib/tools/merge.c lib/pack/catalog.c lib/pack/urls_row.c cmd/util.c; do
     grep -q "^check-layers: $f:[0-9]*: parses a location itself" "$OUT" || die "$f's scheme test was not caught"
 done
 # an output-side file is spared, and says why in the script
-grep -q '"lib/pack/shard_emit.c": "output-side' scripts/check-layers || die "shard_emit.c's exemption has no reason"
+grep -q '"lib/tools/upload_sync.c": "output-side' scripts/check-layers || die "upload_sync.c's exemption has no reason"
 
 step "a touched header rebuilds exactly its dependants"
 # the sources that include h, directly or through headers that include it
