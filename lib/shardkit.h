@@ -1510,7 +1510,7 @@ typedef struct sk_serve_options {
     const char *bind;         /* address to listen on (NULL: 127.0.0.1) */
     unsigned port;            /* 0: a free port (the ready callback says which) */
     unsigned max_connections; /* at once (0: 64); more wait in the kernel's backlog */
-    unsigned threads;         /* request threads (0: 4) */
+    unsigned threads;         /* request threads (0: 4; at most max_connections) */
     size_t thumb_cache;       /* bytes of thumbnails kept (0: 64 MiB) */
     unsigned thumb_size;      /* a thumbnail's larger side (0: 160) */
     void (*ready)(void *ctx, const char *url); /* once listening: the base URL */
