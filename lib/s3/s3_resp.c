@@ -7,31 +7,74 @@
  * so that fuzz/fuzz_http_resp.c can feed it any lines.
  *
  * Values are copied bounded into the request's fixed fields (a longer one
- * is cut, never overrun); a new status line (after 100 Continue, or a
- * redirect's answer before the one followed) forgets what earlier
- * answers said, so only the final answer's headers count.
+ * keeps a hash of the rest, never overruns them); a new status line
+ * (after 100 Continue, or a redirect's answer before the one followed)
+ * forgets what earlier answers said, so only the final answer's headers
+ * count.
  */
 #include "s3/s3_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-/* The value of "Name: value\r\n" into out: leading and trailing blanks
- * (space or tab, HTTP's OWS) and quotes and the line end dropped, at most
- * cap - 1 bytes. */
+static int blank(char c)
+{
+    return c == ' ' || c == '\t'; /* HTTP's optional white space */
+}
+
+/* The value of "Name: value\r\n" as [*v, *e): leading and trailing blanks
+ * (space or tab) and the line end dropped; quotes too when strip_quotes. */
+static void hdr_span(const char *line, size_t n, int strip_quotes, const char **vp, const char **ep)
+{
+    const char *v = memchr(line, ':', n), *e = line + n;
+    v = v ? v + 1 : e;
+    while (v < e && (blank(*v) || (strip_quotes && *v == '"'))) v++;
+    while (e > v && (e[-1] == '\r' || e[-1] == '\n' || blank(e[-1]) || (strip_quotes && e[-1] == '"')))
+        e--;
+    *vp = v, *ep = e;
+}
+
+/* The value into out (cap bytes, NUL-terminated).  One longer than the
+ * field keeps its first bytes and ends in "~" and 16 hex digits of a
+ * 64-bit FNV-1a hash of the whole value: two long ETags that differ only
+ * past the field are still two validators (cut off, they were one, and a
+ * cache keyed by the ETag served the replaced object's old copy), and an
+ * If-Match with it is refused (412) rather than matched. */
 static void hdr_value(const char *line, size_t n, char *out, size_t cap)
 {
-    const char *v = memchr(line, ':', n);
-    if (!v) return;
-    v++;
-    const char *e = line + n;
-    while (v < e && (*v == ' ' || *v == '\t' || *v == '"')) v++;
-    while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t' || e[-1] == '"'))
-        e--;
-    size_t k = (size_t)(e - v) < cap - 1 ? (size_t)(e - v) : cap - 1;
-    memcpy(out, v, k);
-    out[k] = 0;
+    const char *v, *e;
+    hdr_span(line, n, 1, &v, &e);
+    size_t len = (size_t)(e - v);
+    if (len < cap) {
+        memcpy(out, v, len);
+        out[len] = 0;
+        return;
+    }
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *q = v; q < e; q++) h = (h ^ (unsigned char)*q) * 0x100000001b3ull;
+    size_t keep = cap - 18; /* "~" + 16 hex + NUL */
+    memcpy(out, v, keep);
+    snprintf(out + keep, 18, "~%016llx", (unsigned long long)h);
+}
+
+/* Content-Length: digits only (leading zeros allowed, as curl takes them),
+ * within 64 bits; anything else is no length (curl refuses a negative or
+ * non-numeric one; a cut-off copy of a long one used to read as 0). */
+static void hdr_length(sk_s3_req *r, const char *line, size_t n)
+{
+    const char *v, *e;
+    hdr_span(line, n, 0, &v, &e);
+    uint64_t x = 0;
+    r->has_length = 0;
+    if (v == e) return;
+    for (; v < e; v++) {
+        if (*v < '0' || *v > '9' || x > (UINT64_MAX - (uint64_t)(*v - '0')) / 10) return;
+        x = x * 10 + (uint64_t)(*v - '0');
+    }
+    r->content_length = x;
+    r->has_length = 1;
 }
 
 void sk_s3_header_line(sk_s3_req *r, const char *p, size_t len)
@@ -51,9 +94,6 @@ void sk_s3_header_line(sk_s3_req *r, const char *p, size_t len)
     } else if (len > 25 && !strncasecmp(p, "x-amz-meta-shardkit-etag:", 25)) {
         hdr_value(p, len, r->meta_etag, sizeof r->meta_etag);
     } else if (len > 15 && !strncasecmp(p, "content-length:", 15)) {
-        char v[32];
-        hdr_value(p, len, v, sizeof v);
-        r->content_length = strtoull(v, NULL, 10);
-        r->has_length = 1;
+        hdr_length(r, p, len);
     }
 }
