@@ -9,6 +9,7 @@
 #include "io/read_batch.h"
 
 #include <liburing.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -22,7 +23,8 @@ struct rd {
 
 struct sk_rbatch {
     struct io_uring ring;
-    int uring; /* the ring is made */
+    int uring;     /* the ring is made */
+    unsigned forks; /* fork_count when it was made */
     struct rd q[SK_RBATCH_MAX];
     size_t nq;
 };
@@ -42,19 +44,34 @@ static int finish(const struct rd *r, size_t done, size_t *got, sk_error *err)
     return SK_OK;
 }
 
+/* A forked child shares its parent's rings (the same kernel object, the
+ * same mapped queues): a child that finds its batch's ring made before the
+ * fork makes its own, so the two never submit to one queue. */
+static unsigned fork_count;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static void forked(void) { __atomic_add_fetch(&fork_count, 1, __ATOMIC_RELAXED); }
+static void watch_forks(void) { (void)pthread_atfork(NULL, NULL, forked); }
+
+static void make_ring(sk_rbatch *b)
+{
+    const char *env = getenv("SHARDKIT_IO_URING");
+    b->uring = 0;
+    if (env && strcmp(env, "0") == 0) return;
+    /* COOP_TASKRUN: no interrupt of the task to run completions (one
+     * task submits and reaps); kernels before 5.19 refuse the flag */
+    struct io_uring_params p = {.flags = IORING_SETUP_COOP_TASKRUN};
+    int rc = io_uring_queue_init_params(SK_RBATCH_MAX, &b->ring, &p);
+    if (rc == -EINVAL) rc = io_uring_queue_init(SK_RBATCH_MAX, &b->ring, 0);
+    b->uring = rc == 0;
+    b->forks = __atomic_load_n(&fork_count, __ATOMIC_RELAXED);
+}
+
 int sk_rbatch_open(sk_rbatch **out, sk_error *err)
 {
     sk_rbatch *b = calloc(1, sizeof *b);
     SK_FAIL_IF(!b, err, SK_E_NOMEM, "out of memory");
-    const char *env = getenv("SHARDKIT_IO_URING");
-    if (!env || strcmp(env, "0") != 0) {
-        /* COOP_TASKRUN: no interrupt of the task to run completions (one
-         * task submits and reaps); kernels before 5.19 refuse the flag */
-        struct io_uring_params p = {.flags = IORING_SETUP_COOP_TASKRUN};
-        int rc = io_uring_queue_init_params(SK_RBATCH_MAX, &b->ring, &p);
-        if (rc == -EINVAL) rc = io_uring_queue_init(SK_RBATCH_MAX, &b->ring, 0);
-        b->uring = rc == 0;
-    }
+    pthread_once(&fork_once, watch_forks);
+    make_ring(b);
     *out = b;
     return SK_OK;
 }
@@ -122,6 +139,10 @@ static int run_ring(sk_rbatch *b, size_t *got, int *refused, sk_error *err)
 int sk_rbatch_run(sk_rbatch *b, size_t *got, sk_error *err)
 {
     int rc = SK_OK, refused = 0;
+    if (b->uring && b->forks != __atomic_load_n(&fork_count, __ATOMIC_RELAXED)) {
+        io_uring_queue_exit(&b->ring); /* the parent's: this process's mapping and fd only */
+        make_ring(b);
+    }
     if (b->uring && b->nq) {
         rc = run_ring(b, got, &refused, err);
         if (!refused) {

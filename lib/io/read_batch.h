@@ -20,7 +20,9 @@ typedef struct sk_rbatch sk_rbatch;
 /* A batch reader.  It uses io_uring when a ring can be made; when the
  * kernel refuses one (no io_uring, a seccomp filter, the io_uring_disabled
  * sysctl) or SHARDKIT_IO_URING=0 is set, every read is a pread: the same
- * results, one system call each.  Fails only for want of memory. */
+ * results, one system call each.  A forked child using a batch reader made
+ * before the fork makes its own ring first.  Fails only for want of
+ * memory. */
 int sk_rbatch_open(sk_rbatch **out, sk_error *err);
 void sk_rbatch_close(sk_rbatch *b);
 /* 1 when reads go through io_uring. */

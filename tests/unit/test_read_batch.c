@@ -2,8 +2,10 @@
  * through io_uring and through pread (SHARDKIT_IO_URING=0): a full batch
  * of reads at scattered offsets gives the file's bytes, a read across the
  * end of the file is short and one at the end reads nothing, a failing
- * read (a directory's descriptor) is SK_E_IO naming the file, and the ring
- * is used exactly when this kernel lets a process make one. */
+ * read (a directory's descriptor) is SK_E_IO naming the file, the ring
+ * is used exactly when this kernel lets a process make one, and a parent
+ * and its forked child reading through one batch reader at once each get
+ * their own bytes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io/read_batch.h"
@@ -117,11 +120,55 @@ static void test_pread(void **state)
     reads(0);
 }
 
+/* 200 rounds of a full batch at offsets seeded by who reads: 0 when every
+ * byte is the file's */
+static int hammer(sk_rbatch *b, int fd, size_t who)
+{
+    static unsigned char buf[SK_RBATCH_MAX][4096];
+    size_t got[SK_RBATCH_MAX];
+    sk_error err = {0};
+    for (size_t round = 0; round < 200; round++) {
+        for (size_t i = 0; i < SK_RBATCH_MAX; i++)
+            sk_rbatch_add(b, fd, path, (who * 7919 + round * 131 + i * 2003) % (FILE_BYTES - 4096),
+                          buf[i], 4096);
+        if (sk_rbatch_run(b, got, &err)) return 1;
+        for (size_t i = 0; i < SK_RBATCH_MAX; i++) {
+            size_t off = (who * 7919 + round * 131 + i * 2003) % (FILE_BYTES - 4096);
+            if (got[i] != 4096) return 1;
+            for (size_t j = 0; j < 4096; j++)
+                if (buf[i][j] != byte_at(off + j)) return 1;
+        }
+    }
+    return 0;
+}
+
+static void test_fork(void **state)
+{
+    (void)state;
+    unsetenv("SHARDKIT_IO_URING");
+    sk_error err = {0};
+    sk_rbatch *b = NULL;
+    assert_sk_ok(sk_rbatch_open(&b, &err), err);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(hammer(b, fd, 0), 0); /* the ring is in use before the fork */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) _exit(hammer(b, fd, 1) || sk_rbatch_uring(b) != kernel_rings());
+    int mine = hammer(b, fd, 2), st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_int_equal(mine, 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    close(fd);
+    sk_rbatch_close(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uring),
         cmocka_unit_test(test_pread),
+        cmocka_unit_test(test_fork),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
