@@ -573,6 +573,13 @@ static int open_global(sk_reader *r, sk_error *err)
                                .samples = r->sh[i].samples, .bytes = r->sh[i].bytes,
                                .dataset = r->sh[i].dataset};
     }
+    /* The global order reads remote shards at offsets through the env's
+     * stores: the disk cache wraps them there (a block each first read,
+     * then none), as it wraps the streaming reader's whole-shard reads.
+     * Without it a window's samples lie too far apart in their shards for
+     * coalesced ranges to help: about one ranged GET a sample. */
+    r->env.cache_dir = r->cache_dir;
+    r->env.cache_size = o->cache_size;
     sk_gread_opts go = {
         .shards = r->gs, .nshards = r->nsh, .env = &r->env,
         .rank = (uint32_t)o->rank, .ranks = (uint32_t)o->world_size,
