@@ -38,10 +38,10 @@ mkdir -p "$W4/cmd" && cp cmd/*.[ch] "$W4/cmd/"
 printf '/* reads "s3://b/k" */\nint sk_stats_is_s3_(const char *u) { return !strncmp(u, "s3://", 5); }\n' >> "$W4/lib/tools/stats.c"
 printf 'static int sm_s3_(const char *u) { return sk_is_s3_url(u); }\n' >> "$W4/lib/pack/sagemaker.c"
 # and no job file parses a location itself: prefix compares with a scheme,
-# however spelled, in a file rule 4 spares (index_dataset.c), in the
+# however spelled, in a file rule 4 spares (fetch_urls.c), in the
 # reader, in cmd/; a helper named for prefixes; the core's prefix test in
 # an exempt file.  Building a URL is no test.
-printf 'static int ix_s3_(const char *u) { return !strncmp(u, "s3://", 5); }\n' >> "$W4/lib/tools/index_dataset.c"
+printf 'static int ix_s3_(const char *u) { return !strncmp(u, "s3://", 5); }\n' >> "$W4/lib/pack/fetch_urls.c"
 printf 'static int mix_web_(const char *u) { return !strncasecmp(u,\n "HTTPS://", 8); }\n' >> "$W4/lib/reader/mix.c"
 printf 'static int root_(const char *u) { return strstr(u, "://") != 0; }\n' >> "$W4/lib/tools/merge.c"
 printf 'static int web_(const char *u) { return sk_has_prefix(u, "http://"); }\n' >> "$W4/lib/pack/catalog.c"
@@ -55,11 +55,11 @@ assert_contains "$OUT" 'names S3 itself ("s3://)'
 assert_contains "$OUT" 'lib/pack/sagemaker.c:'
 n=$(grep -c 'lib/tools/stats.c' "$OUT" || true)
 [ "$n" -eq 1 ] || die "the comment naming s3:// was taken for a test ($n breaches in stats.c)"
-for f in lib/tools/index_dataset.c lib/reader/mix.c lib/tools/merge.c lib/pack/catalog.c lib/pack/urls_row.c cmd/util.c; do
+for f in lib/pack/fetch_urls.c lib/reader/mix.c lib/tools/merge.c lib/pack/catalog.c lib/pack/urls_row.c cmd/util.c; do
     grep -q "^check-layers: $f:[0-9]*: parses a location itself" "$OUT" || die "$f's scheme test was not caught"
 done
-# an output-side file is spared, and says why in the script
-grep -q '"lib/tools/upload_sync.c": "output-side' scripts/check-layers || die "upload_sync.c's exemption has no reason"
+# a spared file says why in the script
+grep -q '"lib/pack/fetch_urls.c": "pack --from-urls' scripts/check-layers || die "fetch_urls.c's exemption has no reason"
 
 step "a touched header rebuilds exactly its dependants"
 # the sources that include h, directly or through headers that include it
