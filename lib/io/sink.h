@@ -88,6 +88,24 @@ int sk_beside_begin(sk_beside *b, struct sk_store_env *e, const char *url, const
 int sk_beside_put(sk_beside *b, struct sk_store_env *e, sk_error *err);
 void sk_beside_end(sk_beside *b);
 
+/* ------------------------------------- what a writer asks of its place
+ * (store_dest.c), so that none asks which kind the place is.
+ * The directory the shards of pattern go in, before the first: a local one
+ * is made (and its parents); an S3 prefix needs none. */
+int sk_sink_make_dir(const char *pattern, sk_error *err);
+/* Before the first shard of a run numbered from start (nshards of them; 0:
+ * every number from start on): S3 aborts the multipart uploads a killed
+ * run left under those names (sk_sink_s3_prepare); a local place needs
+ * nothing (a killed run's temporary names are its own to clean). */
+int sk_sink_prepare(sk_s3 *s3, const char *pattern, uint64_t start, size_t nshards,
+                    void (*warn)(void *, const char *), void *warn_ctx, sk_error *err);
+/* Whether the sink for path takes writes at an offset (a local file:
+ * several workers fill one shard at once); an upload is written in order. */
+int sk_sink_positional(const char *path);
+/* A kept shard's (--resume) extension counts into man, from its index
+ * beside it: a local file, or the index object. */
+int sk_sink_count_exts(sk_s3 *s3, const char *path, sk_manifest *man, sk_error *err);
+
 /* The kinds (sink_file.c, sink_s3.c). */
 int sk_sink_file_open(sk_sink **out, const char *path, sk_error *err);
 int sk_sink_s3_open(sk_sink **out, const char *url, const sk_sink_opts *o, sk_error *err);

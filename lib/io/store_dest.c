@@ -1,11 +1,14 @@
 /*
  * store_dest.c - what a job writing to a store asks of the place it
- * writes, so that no job asks which kind the place is: a small output
- * put beside a shard (sk_beside_*: an index, a DALI index), and whether
- * an object already there holds a local file's bytes (upload --sync).
+ * writes, so that no job asks which kind the place is: the shards'
+ * directory, a run's preparation, positional writes and a kept shard's
+ * counts (sk_sink_*), a small output put beside a shard (sk_beside_*: an
+ * index, a DALI index), and whether an object already there holds a local
+ * file's bytes (upload --sync).
  * Each answer is the kind's: a local file is renamed into place, an S3
  * object is PUT and compared by its ETag, a web server takes no writes.
  */
+#include "io/emit.h"
 #include "io/io.h"
 #include "io/store.h"
 #include "s3/s3_internal.h"
@@ -17,6 +20,45 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+/* ------------------------------------------------ a writer's place */
+
+int sk_sink_make_dir(const char *pattern, sk_error *err)
+{
+    const char *slash = strrchr(pattern, '/');
+    if (!slash || slash == pattern || sk_store_is_remote(pattern)) return SK_OK;
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - pattern), pattern);
+    return sk_mkdirs(dir, err);
+}
+
+int sk_sink_prepare(sk_s3 *s3, const char *pattern, uint64_t start, size_t nshards,
+                    void (*warn)(void *, const char *), void *warn_ctx, sk_error *err)
+{
+    if (!sk_store_is_s3(pattern)) return SK_OK;
+    return sk_sink_s3_prepare(s3, pattern, start, nshards, warn, warn_ctx, err);
+}
+
+int sk_sink_positional(const char *path)
+{
+    return !sk_store_is_remote(path);
+}
+
+int sk_sink_count_exts(sk_s3 *s3, const char *path, sk_manifest *man, sk_error *err)
+{
+    if (sk_store_is_s3(path)) return sk_sink_s3_count_exts(s3, path, man, err);
+    char ipath[4200];
+    sk_index *ix;
+    SK_FAIL_IF(sk_emit_index_path(path, ipath, sizeof ipath), err, SK_E_USAGE, "%s: name too long", path);
+    SK_GUARD(sk_index_open(&ix, ipath, 0, err));
+    int rc = SK_OK;
+    for (uint64_t i = 0; i < sk_index_member_count(ix) && !rc; i++) {
+        sk_member_ref m;
+        if (!(rc = sk_index_member(ix, i, &m, err))) rc = sk_manifest_count_ext(man, m.ext, m.ext_len, 1, err);
+    }
+    sk_index_close(ix);
+    return rc;
+}
 
 /* ------------------------------------------------ a small output beside */
 
