@@ -61,7 +61,7 @@ int sk_catalog_remote_source(sk_catalog *c, const char *base, int keyed, uint16_
         return rc;
     }
     sk_source *s = &c->srcs[*id];
-    s->is_s3 = 1;
+    s->remote = 1;
     s->keyed = keyed;
     s->base = b;
     return SK_OK;
