@@ -146,6 +146,9 @@ int sk_store_load_index(const char *url, sk_store_env *e, unsigned flags, sk_ind
 int sk_store_file_open(sk_store **out, const char *path, sk_error *err);
 int sk_store_s3_open(sk_store **out, const char *url, sk_s3 *s3, sk_error *err);
 int sk_store_http_open(sk_store **out, const char *url, sk_s3 *http, sk_error *err);
+/* A local regular file's descriptor (read it with pread only: it is the
+ * store's), -1 for every other kind. */
+int sk_store_file_fd(const sk_store *s);
 
 /* store_cache.c: inner (taken over, closed with the cache) read through the
  * on-disk cache in dir (bound bytes at most, least recently used first
