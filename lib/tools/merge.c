@@ -179,9 +179,12 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
     for (size_t i = 0; i < n + 1; i++) {
         const char *p = i < n ? paths[i] : out_path;
         SK_GUARD(sk_store_classify(p, &w, err)); /* another scheme: refused by name */
-        SK_FAIL_IF(w.kind == SK_LOC_HTTP, err, SK_E_USAGE, "%s: index merge reads and "
+        /* merge reads and writes only where a sink can write too (the
+         * parts' stats are summed beside the manifest): not a read-only
+         * store, a web server */
+        SK_FAIL_IF(!w.writable, err, SK_E_USAGE, "%s: index merge reads and "
                    "writes local files and s3:// objects", p);
-        SK_FAIL_IF(w.kind == SK_LOC_S3 && !s3, err, SK_E_USAGE, "%s: an s3:// manifest needs an S3 client", p);
+        SK_GUARD(sk_store_reach(p, s3, "manifest", err));
     }
     int remote_out = w.remote; /* w: out_path's, the last asked */
     sk_store_env env;
