@@ -219,7 +219,11 @@ static int open_index(sk_dataset *ds, struct shard *s, sk_error *err)
         if (rc) return sk_buf_free(&blob), rc;
         SK_GUARD(sk_index_adopt(&s->ix, blob.p, blob.len, s->index_path, err)); /* keeps the bytes */
     } else {
-        SK_GUARD(sk_index_open(&s->ix, s->index_path, ds->flags, err));
+        int rc = sk_index_open(&s->ix, s->index_path, ds->flags, err);
+        if (rc == SK_E_NOTFOUND) /* the likely cause: shards packed elsewhere, never indexed */
+            return sk_error_set(err, rc, "%s: no index %s beside it: `shardkit index %s` makes "
+                                "one", s->path, s->index_path, s->path);
+        SK_GUARD(rc);
     }
     const sk_index_shard_info *in = sk_index_shard(s->ix);
     if (s->from_manifest) {

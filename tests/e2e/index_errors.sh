@@ -99,4 +99,8 @@ expect_fail 1 "DALI's index cannot hold a name with a line break" "$SK_BIN" inde
 expect_fail 1 "DALI's index cannot hold a name with a tab" "$SK_BIN" index --dali --no-manifest tab.tar
 expect_fail 2 "need DATASET and KEY" "$SK_BIN" get a.tar
 expect_fail 1 "cannot open" "$SK_BIN" index --no-manifest missing.tar
+# a shard with no index: get and stats say which command makes one
+cp nl.tar plain.tar
+expect_fail 1 'no index plain.tar.idx beside it: `shardkit index plain.tar` makes one' "$SK_BIN" get plain.tar x
+expect_fail 1 'no index plain.tar.idx beside it: `shardkit index plain.tar` makes one' "$SK_BIN" stats plain.tar
 echo "errors ok"
