@@ -67,6 +67,7 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
                err, SK_E_USAGE, "-o - writes one plain tar stream on stdout: --part, --resume, "
                "--compress, --manifest and image resizing do not apply (shard -o - resizes)");
     if (!to_stdout) SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
+    SK_GUARD(sk_emit_check_places(opts->pattern, opts->manifest, "pack", err));
     SK_GUARD(sk_emit_check_suffix(opts->pattern, opts->compress_level, err));
     sk_pack *p = calloc(1, sizeof *p);
     SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");

@@ -204,6 +204,8 @@ int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options
     /* --part: {part} in the pattern (and manifest) names this part's files */
     sk_shard_options o;
     SK_GUARD(sk_options_take(&o, sizeof o, opts, NULL, "sk_shard_options", err));
+    /* the place grammar first: a lost slash is no local folder "s3:" */
+    SK_GUARD(sk_emit_check_places(o.pattern, o.manifest, "shard", err));
     const char *pattern_tmpl = o.pattern;
     char *pattern = NULL, *manifest = NULL;
     if (o.pattern && strcmp(o.pattern, "-")) {
