@@ -24,7 +24,6 @@
  * (emit_ref).  Either way the output bytes are the same.
  */
 #include "pack/shard_int.h"
-#include "pack/part.h"
 #include "io/emit.h"
 #include "io/store.h"
 

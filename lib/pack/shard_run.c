@@ -7,7 +7,6 @@
  * (shard_emit.c, shard_read.c, ...) call it, never the other way round.
  */
 #include "pack/shard_int.h"
-#include "pack/part.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -127,7 +126,7 @@ int sk_rs_keep_member(const rs *r, const char *e, size_t n, const char **out, si
 int sk_rs_keep_sample(const rs *r, const char *key, size_t klen)
 {
     if (r->o->keys_file && !keyset_has(&r->keys, key, klen)) return 0;
-    /* --part I/N: the sample's part depends on its key alone (lib/part.c) */
+    /* --part I/N: the sample's part depends on its key alone (format/part.c) */
     if (r->o->parts && sk_part_of(key, klen, r->o->parts) != r->o->part) return 0;
     return 1;
 }
