@@ -7,7 +7,7 @@
  * directly as the tar bytes it will have in the output (headers, data,
  * padding), with its CRC32C computed from the pieces as they arrive.
  */
-#include "pack/shard_int.h"
+#include "tools/shard_int.h"
 #include "format/libarchive.h"
 #include "format/tar.h"
 

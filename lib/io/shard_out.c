@@ -6,10 +6,10 @@
  * (sk_rs_put: through the image stage when there is one, then into the
  * --shuffle buckets or out), finished (empty shards --num-shards asks
  * for, the last shard closed, the manifest written last) and released.
- * reshard.c's inputs feed it, and so does pack with --image-size
- * (pack_images.c): both write the same bytes the same way.
+ * shard's inputs (tools/reshard.c) feed it, and so does pack with --image-size
+ * (pack/pack_images.c): both write the same bytes the same way.
  */
-#include "pack/shard_int.h"
+#include "io/shard_run.h"
 #include "format/image.h"
 #include "io/emit.h"
 #include "io/store.h"
@@ -77,6 +77,14 @@ static char *options_json(const rs *r)
 
 
 /* ----------------------------------------------------------------- a run */
+
+/* The options' defaults: here, where they are read, since both of the
+ * run's producers (tools/reshard.c, pack/pack_images.c) set them up. */
+void sk_shard_options_init_sized(sk_shard_options *o, size_t size)
+{
+    static const sk_shard_options defaults = {.struct_size = sizeof defaults};
+    sk_options_init(o, size, &defaults, sizeof defaults);
+}
 
 int sk_rs_init(rs *r, sk_shard_options *o, const char *pattern_tmpl, sk_error *err)
 {
@@ -218,7 +226,6 @@ void sk_rs_release(rs *r, int rc)
     sk_infiles_free(r->inf);
     sk_manifest_free(r->man);
     sk_existing_release(&r->grow);
-    sk_rs_keyset_free(&r->keys);
     free(r->rec);
     free(r->vm);
     r->st.seconds = sk_rs_since(&r->t0);

@@ -23,7 +23,7 @@
  * what their bytes would, and are read when the drain writes them
  * (emit_ref).  Either way the output bytes are the same.
  */
-#include "pack/shard_int.h"
+#include "tools/shard_int.h"
 #include "io/emit.h"
 #include "io/store.h"
 
@@ -180,6 +180,7 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
 
 cleanup:
     sk_rs_release(&r, rc);
+    sk_rs_keyset_free(&r.keys);
     sk_store_env_release(&r.env);
     for (size_t i = 0; i < nin; i++) free(in[i]);
     free(in);
@@ -189,12 +190,6 @@ cleanup:
     free(s.img);
     if (stats) *stats = r.st;
     return rc;
-}
-
-void sk_shard_options_init_sized(sk_shard_options *o, size_t size)
-{
-    static const sk_shard_options defaults = {.struct_size = sizeof defaults};
-    sk_options_init(o, size, &defaults, sizeof defaults);
 }
 
 int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,

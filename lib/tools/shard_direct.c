@@ -7,7 +7,7 @@
  * through libarchive (shard_read.c) from that sample on, so the output is
  * the same bytes either way.
  */
-#include "pack/shard_int.h"
+#include "tools/shard_int.h"
 #include "format/tar.h"
 #include "format/shard_stream.h"
 

@@ -7,7 +7,7 @@
  * (io/outq.c).  A dry run (--dry-run) makes every shard the same way into
  * a sink that only counts, so its figures are the run's own.
  */
-#include "pack/shard_int.h"
+#include "io/shard_run.h"
 #include "format/tar.h"
 #include "io/emit.h"
 #include "io/store.h"
