@@ -25,7 +25,6 @@
 #include "io/io.h"
 #include "io/outq.h"
 #include "io/emit.h"
-#include "io/store.h"
 #include "io/writer.h"
 #include "io/infiles.h"
 
@@ -93,17 +92,14 @@ struct obuf {
     size_t maplen;
 };
 
-struct keyset { /* --keys: open addressing over key strings */
-    char **slot;
-    size_t cap, n;
-};
+/* The inputs' own state (tools/shard_int.h): the output never reads it. */
+struct rs_in;
 
 typedef struct rs {
     sk_shard_options *o; /* the run's own copy: o->start moves past an existing manifest's shards */
     const char *pattern_tmpl; /* the pattern as given: {part} unexpanded */
     sk_shard_stats st;
     struct timespec t0, last;
-    struct keyset keys;
     int to_stdout;
     uint64_t max_size, max_count;
     /* num_shards: counts per shard */
@@ -137,13 +133,11 @@ typedef struct rs {
     size_t pstart, pend;  /* the pending range: bytes not yet queued */
     uint32_t pcrc;
     uint64_t opos;        /* bytes of the open shard, pending ones included */
-    int direct;           /* inputs may be read through their indexes */
-    uint64_t rewrites;    /* headers and paddings direct_emit changed */
     /* --shuffle of inputs read through their indexes: the buckets hold
      * references (input, offset), the inputs stay open for the drain */
     sk_infiles *inf;
     uint32_t in_no;       /* the input direct_input is reading, in inf */
-    sk_store_env env;     /* what the inputs are read through (io/store.h) */
+    struct rs_in *in;     /* shard's inputs (tools/); NULL for pack's image stage */
     sk_run_lock lock;     /* the run's locks (io/emit.h) */
 } rs;
 

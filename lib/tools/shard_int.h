@@ -11,14 +11,29 @@
  *   shard_read.c    inputs as byte streams through libarchive, samples
  *                   assembled as their output tar bytes
  *   shard_direct.c  plain tar inputs with a sound index, read through it
- *   shard_run.c     the filters (--select ... --keys, --part)
+ *   shard_filter.c  the filters (--select ... --keys, --part)
  */
 #ifndef SK_TOOLS_SHARD_INT_H
 #define SK_TOOLS_SHARD_INT_H
 
 #include "io/shard_run.h"
+#include "io/store.h"
 
-/* shard_run.c */
+struct keyset { /* --keys: open addressing over key strings */
+    char **slot;
+    size_t cap, n;
+};
+
+/* What the run's inputs keep of their own, beside the output's state
+ * (rs, io/shard_run.h), which points here (r->in). */
+struct rs_in {
+    struct keyset keys;   /* --keys */
+    sk_store_env env;     /* what the inputs are read through (io/store.h) */
+    int direct;           /* inputs may be read through their indexes */
+    uint64_t rewrites;    /* headers and paddings sk_rs_direct_input changed */
+};
+
+/* shard_filter.c */
 /* --keys: the keys listed in path (a local file, s3:// or http(s)://). */
 int sk_rs_load_keys(rs *r, const char *path, sk_error *err);
 void sk_rs_keyset_free(struct keyset *k);

@@ -1,5 +1,5 @@
 /*
- * shard_run.c - the filters of a `shard` run that decide which members
+ * shard_filter.c - the filters of a `shard` run that decide which members
  * and samples are kept (--select, --drop, --rename, --keys, --part).  It
  * calls nothing of the engine: the input files above it (shard_read.c,
  * shard_direct.c) call it, never the other way round.
@@ -65,7 +65,7 @@ int sk_rs_load_keys(rs *r, const char *path, sk_error *err)
     int rc = SK_OK;
     while (!rc && (n = getline(&line, &cap, f)) >= 0) {
         while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
-        if (n) rc = keyset_add(&r->keys, line, (size_t)n, err);
+        if (n) rc = keyset_add(&r->in->keys, line, (size_t)n, err);
     }
     if (!rc && ferror(f)) rc = sk_error_set(err, SK_E_IO, "%s: read failed", path);
     free(line);
@@ -96,7 +96,7 @@ int sk_rs_keep_member(const rs *r, const char *e, size_t n, const char **out, si
 
 int sk_rs_keep_sample(const rs *r, const char *key, size_t klen)
 {
-    if (r->o->keys_file && !keyset_has(&r->keys, key, klen)) return 0;
+    if (r->o->keys_file && !keyset_has(&r->in->keys, key, klen)) return 0;
     /* --part I/N: the sample's part depends on its key alone (format/part.c) */
     if (r->o->parts && sk_part_of(key, klen, r->o->parts) != r->o->part) return 0;
     return 1;
