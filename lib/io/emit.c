@@ -50,13 +50,8 @@ int sk_emit_check_places(const char *pattern, const char *manifest, const char *
 
 void sk_emit_lock_path(const char *pattern, const char *manifest, char *buf, size_t cap)
 {
-    if (manifest) {
-        snprintf(buf, cap, "%s", manifest);
-    } else {
-        const char *slash = strrchr(pattern, '/');
-        snprintf(buf, cap, "%.*s%smanifest.json", slash ? (int)(slash - pattern) : 0, pattern,
-                 slash ? "/" : "");
-    }
+    char mdir[4200]; /* the lock is the manifest: one rule for where it lies */
+    sk_emit_manifest_path(pattern, manifest, buf, cap, mdir, sizeof mdir);
 }
 
 /* The directory of path (without making it): whether it exists. */

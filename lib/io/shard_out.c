@@ -114,17 +114,16 @@ int sk_rs_output_open(rs *r, const char *what, sk_error *err)
 {
     sk_shard_options *o = r->o;
     if (r->to_stdout) return SK_OK;
+    /* the shards' directory and the manifest's (when given apart), made;
+     * a dry run creates nothing: no directory, no lock (shard_emit.c) */
+    char sdir[4200];
     const char *slash = strrchr(o->pattern, '/');
-    snprintf(r->mdir, sizeof r->mdir, "%.*s", slash ? (int)(slash - o->pattern) : 0, o->pattern);
-    /* a dry run creates nothing: no directory, no lock (shard_emit.c) */
-    if (!o->dry_run && r->mdir[0] && !sk_store_is_s3(r->mdir)) SK_GUARD(sk_mkdirs(r->mdir, err));
-    if (o->manifest) {
-        snprintf(r->mpath, sizeof r->mpath, "%s", o->manifest);
-        const char *ms = strrchr(r->mpath, '/');
-        snprintf(r->mdir, sizeof r->mdir, "%.*s", ms ? (int)(ms - r->mpath) : 0, r->mpath);
-        if (!o->dry_run && r->mdir[0] && !sk_store_is_s3(r->mdir)) SK_GUARD(sk_mkdirs(r->mdir, err));
-    } else {
-        snprintf(r->mpath, sizeof r->mpath, "%s%smanifest.json", r->mdir, r->mdir[0] ? "/" : "");
+    snprintf(sdir, sizeof sdir, "%.*s", slash ? (int)(slash - o->pattern) : 0, o->pattern);
+    sk_emit_manifest_path(o->pattern, o->manifest, r->mpath, sizeof r->mpath, r->mdir,
+                          sizeof r->mdir);
+    for (int i = 0; i < 2 && !o->dry_run; i++) {
+        const char *d = i ? r->mdir : sdir;
+        if (d[0] && !sk_store_is_s3(d)) SK_GUARD(sk_mkdirs(d, err));
     }
     /* one run at a time per dataset and per shard names (the locks go
      * with the process) */
