@@ -133,9 +133,9 @@ int sk_rs_output_open(rs *r, const char *what, sk_error *err)
                "out of memory");
     /* a manifest already there: refused, appended to or replaced, before
      * any shard is written; an append starts after its last */
-    r->grow.mode = o->existing;
-    r->grow.parts = o->parts;
-    return sk_existing_begin(&r->grow, o->s3, o->pattern, r->mpath, r->mdir,
+    r->existing.mode = o->existing;
+    r->existing.parts = o->parts;
+    return sk_existing_begin(&r->existing, o->s3, o->pattern, r->mpath, r->mdir,
                              r->man->options_json, &o->start,
                              o->num_shards ? o->num_shards : UINT64_MAX, err);
 }
@@ -203,7 +203,7 @@ int sk_rs_output_finish(rs *r, sk_error *err)
         for (size_t i = 0; i < r->man->nshards; i++) r->man->shards[i].part = o->part;
     }
     if (r->man && !o->dry_run) /* last of all: a reader never sees a manifest of missing shards */
-        SK_GUARD(sk_existing_commit(&r->grow, o->s3, r->man, r->mpath,
+        SK_GUARD(sk_existing_commit(&r->existing, o->s3, r->man, r->mpath,
                                     sk_emit_manifest_flags(o->manifest), o->warn, o->ctx, err));
     sk_rs_progress(r, 1);
     return SK_OK;
@@ -212,19 +212,19 @@ int sk_rs_output_finish(rs *r, sk_error *err)
 void sk_rs_release(rs *r, int rc)
 {
     sk_outq_free(r->q); /* before the abort: nothing writes to a removed file */
-    if (rc && r->open && !r->rix) sk_shard_out_abort(&r->out);
+    if (rc && r->open && !r->resumed) sk_shard_out_abort(&r->out);
     for (int i = 0; i < 2; i++) {
         if (r->ob[i].map) munmap(r->ob[i].map, r->ob[i].maplen);
         free(r->ob[i].heap);
     }
     sk_img_pool_free(r->pool);
     sk_run_lock_release(&r->lock);
-    if (r->rix) sk_index_close(r->rix);
+    if (r->resumed) sk_index_close(r->resumed);
     sk_shard_out_release(&r->out);
     sk_shuffler_free(r->shuf);
     sk_infiles_free(r->inf);
     sk_manifest_free(r->man);
-    sk_existing_release(&r->grow);
+    sk_existing_release(&r->existing);
     free(r->rec);
     free(r->vm);
     r->st.seconds = sk_rs_since(&r->t0);

@@ -110,12 +110,12 @@ typedef struct rs {
     uint64_t shard_no, in_shard;
     uint64_t target; /* samples for the open shard (num_shards), else 0 */
     sk_manifest *man;
-    sk_existing grow; /* the manifest already there (io/existing.c) */
+    sk_existing existing; /* the manifest already there (io/existing.c) */
     char mdir[4200], mpath[4200];
-    /* --resume: the existing shard being skipped */
-    sk_index *rix;
-    int ropts; /* the resumed shard was written with this run's --mtime and compression */
-    uint64_t rpos;
+    /* --resume: the existing shard being checked instead of written */
+    sk_index *resumed;    /* its index (NULL: the open shard is written) */
+    int resumed_opts_ok;  /* it was written with this run's --mtime and compression */
+    uint64_t resumed_at;  /* its sample the next one is checked against */
     /* scratch */
     unsigned char *rec;
     size_t rec_cap;
