@@ -175,9 +175,9 @@ int cmd_places_args(const char *tool, char *const *args, int n, unsigned flags);
  * s3 the client): the list added, s3:// keys when --root is an s3://
  * prefix, local paths otherwise. */
 int cmd_pack_add_list(sk_pack *p, const char *path, const char *root, int nul, sk_s3 *s3, sk_error *err);
-/* 1 when any of the n strings is an s3:// URL. */
 /* What s names (SK_PLACE_*) by sk_place_check's grammar; FILE when refused. */
 int cmd_place_kind(const char *s);
+/* 1 when any of the n strings is an s3:// URL. */
 int cmd_any_s3(const char *const *s, size_t n);
 /* Whether any of s needs a client: 1 with an s3:// one among them, else
  * 1 with cfg->http_only set when an http(s):// one is (a plain client,

@@ -172,7 +172,7 @@ int cmd_pack_add_list(sk_pack *p, const char *path, const char *root, int nul, s
     if (sk_place_in_open(&in, path, s3, err)) return err->code;
     FILE *f = sk_place_in_file(in);
     const char *name = strcmp(path, "-") ? path : "stdin";
-    int remote = cmd_place_kind(root) == SK_PLACE_S3 || cmd_place_kind(root) == SK_PLACE_HTTP;
+    int kind = cmd_place_kind(root), remote = kind == SK_PLACE_S3 || kind == SK_PLACE_HTTP;
     int rc = remote ? sk_pack_add_s3_list(p, f, name, root, nul, err) : sk_pack_add_list(p, f, name, root, nul, err);
     return sk_place_in_close(in, rc, err);
 }

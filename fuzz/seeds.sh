@@ -87,3 +87,12 @@ for z in "gzip -c" "bzip2 -c" "xz -c" "xz --format=lzma -c"; do
     { printf '\x02'; $z "$t/p/s-00.tar"; cat "$t/p/s-01.tar"; } >"$O/unpack/$n-tar"
     { printf '\x40'; $z "$t/p/s-00.tar"; cat "$t/z/s-00.tar.zst"; } >"$O/unpack/$n-zst"
 done
+# HTTP answers' header lines: S3's HEAD, a web server's ranged GET after a
+# redirect (the redirect's headers forgotten at the next status line)
+mkdir -p "$O/http_resp" "$O/stats_json"
+printf 'HTTP/1.1 200 OK\r\nx-amz-id-2: abc\r\nETag: "9b2cf535f27731c974343645a3985328"\r\nx-amz-checksum-crc32c: yZRlqg==\r\nx-amz-meta-shardkit-etag: 0a1b2c-3\r\nContent-Length: 10240\r\n\r\n' >"$O/http_resp/s3_head"
+printf 'HTTP/1.1 302 Found\r\nLocation: https://cdn/x.tar\r\nContent-Length: 0\r\nETag: "old"\r\n\r\nHTTP/2 206\r\ncontent-range: bytes 0-511/10240\r\ncontent-length: 512\r\netag: W/"5e-1"\r\nlast-modified: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n' >"$O/http_resp/redirect_206"
+printf '\xc8HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 18446744073709551616\r\nETag: ""\r\n' >"$O/http_resp/odd"
+# .json members, cut at 0xFF bytes
+printf '{"caption":"a cat","width":640,"nsfw":0.1,"tags":["x"],"meta":{"a":null},"ok":true}\xff[1,2]\xff"s"\xffnot json\xff{"caption":"b","ok":false}' >"$O/stats_json/members"
+printf '{"a":1,"a":2,"\\u00e9":3.5,"":null}' >"$O/stats_json/dup_keys"

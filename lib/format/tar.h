@@ -35,6 +35,11 @@ int sk_utf8_valid(const char *s, size_t n);
 
 
 /* ------------------------------------------------------------ tar reader */
+/* A numeric header field of w bytes (size, mtime, checksum): octal (a
+ * leading NUL, leading spaces, digits, then NUL/space) or GNU base-256
+ * (high bit of the first byte), by GNU tar's rules.  -1 when malformed or
+ * negative. */
+int sk_tar_number(const unsigned char *f, size_t w, uint64_t *out);
 /* tar_read.c: walks the headers of a tar stream of any common dialect
  * (ustar, pax 'x'/'g', GNU long names 'L'/'K', v7) and hands out each
  * regular member.  The stream comes through a source that reads at

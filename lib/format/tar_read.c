@@ -80,10 +80,7 @@ static int64_t octal8(const unsigned char *p)
 }
 #endif
 
-/* An octal field (a leading NUL, leading spaces, digits, then NUL/space)
- * or GNU base-256 (high bit of the first byte): GNU tar's rules.  Returns
- * -1 when malformed or negative. */
-static int parse_num(const unsigned char *f, size_t w, uint64_t *out)
+int sk_tar_number(const unsigned char *f, size_t w, uint64_t *out)
 {
     uint64_t v = 0;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -151,7 +148,7 @@ static uint32_t high_bytes(const unsigned char *b)
 static int checksum_ok(const unsigned char *b)
 {
     uint64_t stored;
-    if (parse_num(b + 148, 8, &stored)) return 0;
+    if (sk_tar_number(b + 148, 8, &stored)) return 0;
     /* The hottest loop of a header-only scan.  Nearly every tar sums
      * unsigned bytes, so only the unsigned sum is taken in the loop; the
      * signed one (256 less per byte >= 128) only when that does not match. */
@@ -371,7 +368,7 @@ int sk_tar_next(sk_tar_reader *r, sk_tar_entry *e, sk_error *err)
             goto out;
         }
         uint64_t size;
-        if (parse_num(b + 124, 12, &size)) {
+        if (sk_tar_number(b + 124, 12, &size)) {
             rc = sk_error_set(err, SK_E_CORRUPT, "%s: bad size field in the header at offset %llu",
                               r->src.name, (unsigned long long)at);
             goto out;

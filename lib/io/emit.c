@@ -255,8 +255,6 @@ int sk_emit_shard_options_match(const char *path, const sk_index *ix, int compre
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     ssize_t got = fd >= 0 && m.data_offset >= 512 ? pread(fd, h, 512, (off_t)(m.data_offset - 512)) : -1;
     if (fd >= 0) close(fd);
-    if (got != 512) return 0;
-    uint64_t t = 0;
-    for (int i = 136; i < 148 && h[i] >= '0' && h[i] <= '7'; i++) t = t * 8 + (uint64_t)(h[i] - '0');
-    return t == mtime;
+    uint64_t t;
+    return got == 512 && !sk_tar_number(h + 136, 12, &t) && t == mtime;
 }

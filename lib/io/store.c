@@ -1,6 +1,7 @@
 /*
  * store.c - the store interface's own part, which every kind uses: which
- * kind a location names, closing, reading a store whole, listings, and the public range reader as a view of a store.
+ * kind a location names, closing, reading a store whole, listings, and
+ * the public range reader as a view of a store.
  * What a location names is asked here and only here by the jobs
  * (sk_store_classify): none of them compares a prefix with "s3://".
  * Which kind opens a location is store_open.c's, above the kinds.

@@ -263,9 +263,7 @@ static int win_open_seq(sk_store *st, uint64_t off, sk_store_seq **out, sk_error
 
 static int win_load(sk_store *st, size_t max, const char *what, sk_buf *out, sk_error *err)
 {
-    struct win_store *w = (struct win_store *)st;
-    if (w->inner->ops->load) return w->inner->ops->load(w->inner, max, what, out, err);
-    return sk_store_read_whole(w->inner, max, what, out, err);
+    return sk_store_read_whole(((struct win_store *)st)->inner, max, what, out, err);
 }
 
 static void win_close(sk_store *st)

@@ -173,39 +173,10 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ud)
     return len;
 }
 
-static void hdr_value(const char *line, size_t n, char *out, size_t cap)
-{
-    const char *v = memchr(line, ':', n);
-    if (!v) return;
-    v++;
-    const char *e = line + n;
-    while (v < e && (*v == ' ' || *v == '"')) v++;
-    while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ' || e[-1] == '"')) e--;
-    size_t k = (size_t)(e - v) < cap - 1 ? (size_t)(e - v) : cap - 1;
-    memcpy(out, v, k);
-    out[k] = 0;
-}
-
 static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 {
-    sk_s3_req *r = ud;
-    size_t len = sz * n;
-    if (len >= 5 && !strncmp(p, "HTTP/", 5)) { /* a new status line (after 100 Continue) */
-        r->etag[0] = r->crc32c[0] = r->meta_etag[0] = 0;
-        r->has_length = 0;
-    } else if (len > 5 && !strncasecmp(p, "etag:", 5)) {
-        hdr_value(p, len, r->etag, sizeof r->etag);
-    } else if (len > 22 && !strncasecmp(p, "x-amz-checksum-crc32c:", 22)) {
-        hdr_value(p, len, r->crc32c, sizeof r->crc32c);
-    } else if (len > 25 && !strncasecmp(p, "x-amz-meta-shardkit-etag:", 25)) {
-        hdr_value(p, len, r->meta_etag, sizeof r->meta_etag);
-    } else if (len > 15 && !strncasecmp(p, "content-length:", 15)) {
-        char v[32];
-        hdr_value(p, len, v, sizeof v);
-        r->content_length = strtoull(v, NULL, 10);
-        r->has_length = 1;
-    }
-    return len;
+    sk_s3_header_line(ud, p, sz * n); /* s3_resp.c */
+    return sz * n;
 }
 
 /* --------------------------------------------------------------- start */

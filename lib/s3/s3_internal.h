@@ -213,6 +213,10 @@ void sk_s3_req_reset(sk_s3_req *r);
 /* Adds an extra header "name: value". */
 void sk_s3_req_header(sk_s3_req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 uint64_t sk_s3_now_ms(void);
+/* One header line of a response as curl hands it ("Name: value\r\n", or a
+ * status line): the ETag, CRC32C, shardkit ETag and Content-Length into
+ * r's results (s3_resp.c). */
+void sk_s3_header_line(sk_s3_req *r, const char *p, size_t len);
 
 #define SK_S3_PUSH_PAUSE 1
 /* Any thread: asks the engine thread to unpause r's transfer (curl allows

@@ -243,7 +243,6 @@ static int open_index(sk_dataset *ds, struct shard *s, sk_error *err)
     return SK_OK;
 }
 
-
 /* Opens the shard and proves the index was built from it; the caller
  * holds ds->mu. */
 static int open_shard(sk_dataset *ds, struct shard *s, sk_error *err)

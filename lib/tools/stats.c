@@ -30,7 +30,6 @@
 #define FINE 1024 /* member size buckets: 0..15 exact, then 16 per octave */
 #define COARSE 65 /* display buckets: 0, then [2^(k-1), 2^k) */
 #define MAX_PAIRS 4096
-#define MAX_JKEYS 256
 #define MAX_POINTS 1000
 #define EXAMPLES 5
 #define OFF_LIST 100
@@ -48,14 +47,6 @@ struct pair {
     uint32_t w, h; /* w == 0: empty */
     uint64_t n;
 };
-
-struct jkey {
-    char *name;
-    uint64_t n, types[8];
-};
-
-static const char *const jtypes[8] = {"object", "array", "string", "integer",
-                                      "real",   "bool",  "bool",   "null"};
 
 struct st {
     sk_dataset *ds;
@@ -82,10 +73,8 @@ struct st {
     json_t *bad_examples;
     unsigned char *head;
     size_t head_cap;
-    /* json keys */
-    struct jkey *jk;
-    size_t njk;
-    uint64_t json_members, json_bad, json_skipped, json_top[8], jkey_overflow;
+    /* json keys (stats_jkeys.c) */
+    sk_jkeys jk;
 };
 
 static const double aspect_le[11] = {0.25, 0.5, 0.67, 0.8, 0.95, 1.05, 1.25, 1.5, 2.0, 4.0, 1e300};
@@ -228,47 +217,17 @@ static int image(struct st *s, const sk_hit *h, uint32_t i, const sk_member_ref 
 
 static int json_member(struct st *s, const sk_hit *h, uint32_t i, const sk_member_ref *m)
 {
-    s->json_members++;
+    s->jk.members++;
     if (m->size > JSON_MAX) {
-        s->json_skipped++;
+        s->jk.skipped++;
         return SK_OK;
     }
     char *buf = malloc(m->size ? (size_t)m->size : 1);
     if (!buf) return nomem(s->err);
     int rc = sk_dataset_read(s->ds, h, i, buf, (size_t)m->size, s->err);
-    if (rc) {
-        free(buf);
-        return rc;
-    }
-    json_error_t je;
-    json_t *v = json_loadb(buf, (size_t)m->size, JSON_DECODE_ANY, &je);
+    if (!rc && sk_jkeys_add(&s->jk, buf, (size_t)m->size)) rc = nomem(s->err);
     free(buf);
-    if (!v) {
-        s->json_bad++;
-        return SK_OK;
-    }
-    s->json_top[json_typeof(v)]++;
-    const char *k;
-    json_t *x;
-    json_object_foreach(v, k, x) {
-        size_t j = 0;
-        while (j < s->njk && strcmp(s->jk[j].name, k)) j++;
-        if (j == s->njk) {
-            if (s->njk == MAX_JKEYS) {
-                s->jkey_overflow++;
-                continue;
-            }
-            if (!(s->jk[j].name = strdup(k))) {
-                json_decref(v);
-                return nomem(s->err);
-            }
-            s->njk++;
-        }
-        s->jk[j].n++;
-        s->jk[j].types[json_typeof(x)]++;
-    }
-    json_decref(v);
-    return SK_OK;
+    return rc;
 }
 
 /* ------------------------------------------------------------------- pass */
@@ -563,42 +522,6 @@ static json_t *images_json(struct st *s)
     return o;
 }
 
-static json_t *jkeys_json(struct st *s)
-{
-    json_t *o = json_pack("{s:I,s:I,s:I,s:I}", "members", (json_int_t)s->json_members, "bad",
-                          (json_int_t)s->json_bad, "skipped", (json_int_t)s->json_skipped,
-                          "keys_other", (json_int_t)s->jkey_overflow);
-    json_t *top = json_object(), *keys = json_object();
-    if (!o || !top || !keys) goto fail;
-    for (int t = 0; t < 8; t++)
-        if (s->json_top[t]) {
-            json_t *prev = json_object_get(top, jtypes[t]);
-            uint64_t n = s->json_top[t] + (prev ? (uint64_t)json_integer_value(prev) : 0);
-            if (put(top, jtypes[t], u64(n))) goto fail;
-        }
-    for (size_t i = 0; i < s->njk; i++) {
-        json_t *types = json_object();
-        if (!types) goto fail;
-        for (int t = 0; t < 8; t++)
-            if (s->jk[i].types[t]) {
-                json_t *prev = json_object_get(types, jtypes[t]);
-                uint64_t n = s->jk[i].types[t] + (prev ? (uint64_t)json_integer_value(prev) : 0);
-                put(types, jtypes[t], u64(n));
-            }
-        if (put(keys, s->jk[i].name,
-                json_pack("{s:I,s:o}", "count", (json_int_t)s->jk[i].n, "types", types)))
-            goto fail;
-    }
-    if (put(o, "top_level", top) || put(o, "keys", keys)) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
-fail:
-    json_decref(o), json_decref(top), json_decref(keys);
-    return NULL;
-}
-
 static int finish(struct st *s, json_t *doc)
 {
     json_t *exts = json_object(), *missing = json_object();
@@ -625,7 +548,7 @@ static int finish(struct st *s, json_t *doc)
         put(doc, "keys", keys))
         return nomem(s->err);
     if ((s->o.flags & SK_STATS_IMAGES) && put(doc, "images", images_json(s))) return nomem(s->err);
-    if ((s->o.flags & SK_STATS_JSON_KEYS) && put(doc, "json_keys", jkeys_json(s)))
+    if ((s->o.flags & SK_STATS_JSON_KEYS) && put(doc, "json_keys", sk_jkeys_json(&s->jk)))
         return nomem(s->err);
     return SK_OK;
 fail:
@@ -640,8 +563,8 @@ static void st_free(struct st *s)
         free(s->ext[i]->name);
         free(s->ext[i]);
     }
-    for (size_t i = 0; i < s->njk; i++) free(s->jk[i].name);
-    free(s->jk), free(s->wh), free(s->hh), free(s->pairs), free(s->head);
+    sk_jkeys_free(&s->jk);
+    free(s->wh), free(s->hh), free(s->pairs), free(s->head);
     sk_buf_free(&s->prev);
     json_decref(s->dup_examples), json_decref(s->bad_examples);
 }
@@ -670,7 +593,7 @@ int sk_stats_run(sk_dataset *ds, const char *name, const sk_stats_options *opts,
         (!(s.wh = calloc(65536, sizeof *s.wh)) || !(s.hh = calloc(65536, sizeof *s.hh)) ||
          !(s.pairs = calloc(MAX_PAIRS, sizeof *s.pairs))))
         rc = nomem(err);
-    if (!rc && (s.o.flags & SK_STATS_JSON_KEYS) && !(s.jk = calloc(MAX_JKEYS, sizeof *s.jk)))
+    if (!rc && (s.o.flags & SK_STATS_JSON_KEYS) && sk_jkeys_init(&s.jk))
         rc = nomem(err);
     uint64_t total = 0;
     size_t n = sk_dataset_shard_count(ds);

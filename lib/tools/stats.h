@@ -48,4 +48,23 @@ size_t sk_stats_bins(const json_t *hist, uint64_t *count, char (*label)[24], uin
  * n bytes given (read more and call again); -1: not a JPEG, why says. */
 int sk_jpeg_dims(const void *data, size_t n, unsigned *w, unsigned *h, char *why, size_t cap);
 
+/* stats_jkeys.c: the --json-keys tally of .json members.  Each member's
+ * bytes go to sk_jkeys_add (SK_OK, or SK_E_NOMEM; bytes that are not JSON
+ * count as bad); members and skipped are the caller's counts; at most
+ * SK_JKEYS_MAX distinct keys are kept, the rest counted in overflow. */
+#define SK_JKEYS_MAX 256
+typedef struct sk_jkeys {
+    struct sk_jkey {
+        char *name;
+        uint64_t n, types[8]; /* by json_typeof */
+    } *jk;
+    size_t njk;
+    uint64_t members, bad, skipped, top[8], overflow;
+} sk_jkeys;
+int sk_jkeys_init(sk_jkeys *t);
+int sk_jkeys_add(sk_jkeys *t, const char *buf, size_t n);
+/* The tally as the stats document's "json_keys" object (NULL: out of memory). */
+json_t *sk_jkeys_json(const sk_jkeys *t);
+void sk_jkeys_free(sk_jkeys *t);
+
 #endif
