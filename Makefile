@@ -15,7 +15,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 BUILD    ?= build
 CC       ?= cc
-PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson libmicrohttpd fuse3
+PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson libmicrohttpd fuse3 liburing
 # What the library links.  libcurl, OpenSSL's libcrypto and libarchive are
 # not linked: lib/s3/s3_libs.c and lib/format/libarchive.c open them
 # (dlopen) the first time S3 or a libarchive reader is used (libfuse3 too,
@@ -23,7 +23,7 @@ PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson libmicrohtt
 # process that needs neither (`--version`, a local `get`) does not load
 # their ~40 libraries.  Their headers (and run-time packages) are still
 # needed.
-LINK_PKGS := libjpeg libzstd expat jansson
+LINK_PKGS := libjpeg libzstd expat jansson liburing
 OPT      ?= -O2 -g
 PYTHON   ?= python3
 # The Python package (python/shardkit, pure Python) is copied there by

@@ -84,13 +84,33 @@ if [ "${BENCH_READER_PART:-all}" = order ]; then
         aws --endpoint-url "$MOTO_URL" s3 cp --recursive --quiet "$S" s3://bench/r/
         proxy_start "$MOTO_URL" "$BENCH_DIR/order-gets.log"
         : >"$BENCH_DIR/order-gets.log"
+        rm -rf "$BENCH_DIR/order-cache"
         "$SK_BIN" cat --keys --global-order --shuffle-shards --shuffle-window 8 --seed 1 \
-            --endpoint-url "$PROXY_URL" s3://bench/r/manifest.json >"$BENCH_DIR/order-s3.keys"
+            --cache-dir "$BENCH_DIR/order-cache" --endpoint-url "$PROXY_URL" s3://bench/r/manifest.json \
+            >"$BENCH_DIR/order-s3.keys"
         n=$(wc -l <"$BENCH_DIR/order-s3.keys")
         gets=$(grep -Ec '^GET /bench/r/train-[0-9]+\.tar 206' "$BENCH_DIR/order-gets.log" || true)
         idx=$(grep -Ec '^GET /bench/r/train-[0-9]+\.tar\.idx' "$BENCH_DIR/order-gets.log" || true)
         echo
-        echo "global order from moto_server: $n samples, $gets ranged GETs of shards ($(awk -v g="$gets" -v n="$n" 'BEGIN {printf "%.4f", g / n}') a sample), $idx GETs of indexes"
+        echo "global order from ${SK_S3_SERVER:-moto}: $n samples, $gets ranged GETs of shards ($(awk -v g="$gets" -v n="$n" 'BEGIN {printf "%.4f", g / n}') a sample), $idx GETs of indexes"
+        # samples/s from the server itself (no proxy), the two orders in turn
+        local_runs=$BENCH_RUNS
+        declare -A SW
+        for ((round = 1; round <= local_runs; round++)); do
+            BENCH_RUNS=1
+            for k in stream global; do
+                flags=(--shuffle-shards --seed 1)
+                # the global order over S3 reads through a disk cache (a fresh one each run)
+                [ $k = global ] && flags+=(--global-order --shuffle-window 8 --cache-dir "$BENCH_DIR/order-cache")
+                measure "order_s3_$k" sh -c 'rm -rf "$1"; shift; exec "$@"' sh "$BENCH_DIR/order-cache" \
+                    "$SK_BIN" cat --keys "${flags[@]}" --endpoint-url "$MOTO_URL" s3://bench/r/manifest.json
+                SW[$k]+=" $M_WALL"
+            done
+        done
+        BENCH_RUNS=$local_runs
+        # shellcheck disable=SC2086  # word splitting wanted: the runs' figures
+        SW[stream]=$(median ${SW[stream]}) SW[global]=$(median ${SW[global]})
+        echo "from ${SK_S3_SERVER:-moto}: shard streaming ${SW[stream]} s, global order ${SW[global]} s: $(fmt_ratio "${SW[stream]}" "${SW[global]}")x samples/s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
     fi
     exit 0
 fi

@@ -13,8 +13,9 @@ static const char usage[] =
     "       shardkit stats --read-rate [--shards N] DATASET\n"
     "\n"
     "DATASET is a manifest.json, a directory, a shard or a brace pattern of\n"
-    "shards, local or s3:// (as `shardkit get` takes it).  Statistics come\n"
-    "from the indexes; --images and --json-keys also read members.\n"
+    "shards, local, s3:// or http(s):// (as `shardkit get` takes it).\n"
+    "Statistics come from the indexes; --images and --json-keys also read\n"
+    "members.\n"
     "\n"
     "      --images         JPEG width/height and aspect ratios from their\n"
     "                       headers (only the first bytes of each JPEG are read)\n"
@@ -108,7 +109,8 @@ int cmd_stats(int argc, char **argv)
     sk_dataset *ds = NULL;
     sk_stats *st = NULL;
     int rc;
-    if (cmd_any_s3(&dataset, 1) && (rc = sk_s3_new(&s3, &s3cfg, &err))) goto out;
+    /* an http(s):// dataset gets a plain client: --read-rate counts its requests */
+    if (cmd_any_remote(&dataset, 1, &s3cfg) && (rc = sk_s3_new(&s3, &s3cfg, &err))) goto out;
     if (rate) {
         ro.s3 = s3;
         rc = read_rate(dataset, &ro, json, &err);

@@ -1477,18 +1477,19 @@ SK_API void sk_stats_free(sk_stats *st);
  * it) the way the reader does
  * (sk_reader: prefetch, a thread per shard): its first shards, read
  * whole, with no cache, then through a fresh disk cache twice (the first
- * fills it, the second reads it back; only s3:// shards are cached). */
+ * fills it, the second reads it back; only remote shards are cached). */
 typedef struct sk_read_rate {
     double first_sample;  /* seconds from open to the first sample */
     double seconds;       /* from open to the last sample */
     uint64_t samples, bytes, shards;
-    uint64_t requests;    /* S3 requests made (0 for local shards) */
+    uint64_t requests;    /* requests made through o->s3 (0 for local shards) */
 } sk_read_rate_run;
 typedef struct sk_read_rate_options {
     size_t struct_size; /* sizeof, set by sk_read_rate_options_init; 0: this version's */
     size_t shards;      /* the first N shards (0: 4) */
     int prefetch;       /* as sk_reader_options (0: its default) */
-    sk_s3 *s3;          /* the client for s3:// shards, whose requests are counted */
+    sk_s3 *s3;          /* the client for s3:// shards, or a plain one (http_only) for
+                         * http(s)://; the requests it makes are counted */
     const char *cache_dir; /* where the temporary cache goes (NULL: $TMPDIR, /tmp) */
 } sk_read_rate_options;
 SK_API void sk_read_rate_options_init_sized(sk_read_rate_options *o, size_t size);
@@ -1509,7 +1510,7 @@ typedef struct sk_serve_options {
     const char *bind;         /* address to listen on (NULL: 127.0.0.1) */
     unsigned port;            /* 0: a free port (the ready callback says which) */
     unsigned max_connections; /* at once (0: 64); more wait in the kernel's backlog */
-    unsigned threads;         /* request threads (0: 4) */
+    unsigned threads;         /* request threads (0: 4; at most max_connections) */
     size_t thumb_cache;       /* bytes of thumbnails kept (0: 64 MiB) */
     unsigned thumb_size;      /* a thumbnail's larger side (0: 160) */
     void (*ready)(void *ctx, const char *url); /* once listening: the base URL */

@@ -61,6 +61,51 @@ int sk_sink_open(sk_sink **out, const char *path, const sk_sink_opts *o, sk_erro
 /* A sink writing to the caller's fd (named name in messages). */
 int sk_sink_open_fd(sk_sink **out, int fd, const char *name, sk_error *err);
 
+/* ------------------------------------------------ a small output beside
+ * (store_dest.c): an index or a DALI index beside the shard it describes,
+ * wherever the shard is.  The job builds it as a local file at b->path,
+ * then asks for it to be put at b->url; how is the kind's:
+ *   local  b->path is url itself: the builder's own temporary name and
+ *          rename put it there, and put has nothing left to do;
+ *   S3     b->path is a private scratch file (mkstemp in $TMPDIR); put
+ *          sends it in one PUT, keeping the ETag the shard had at begin
+ *          (tag_shard) as the object's metadata: what --resume checks
+ *          (sk_store_index_kept);
+ *   HTTP   refused at begin: a web server takes no writes.
+ * sk_beside_end removes the scratch file; call it whatever happened. */
+struct sk_store_env;
+typedef struct sk_beside {
+    const char *url;    /* the output's location (the caller's string) */
+    const char *path;   /* where to build it */
+    char scratch[4200]; /* S3: the scratch file's name; "" when none */
+    char etag[80];      /* the shard's ETag at begin */
+    int tagged;
+} sk_beside;
+/* tag_shard: the shard whose ETag the output keeps (NULL: none); what:
+ * the scratch file's word ("idx", "dali"). */
+int sk_beside_begin(sk_beside *b, struct sk_store_env *e, const char *url, const char *tag_shard,
+                    const char *what, sk_error *err);
+int sk_beside_put(sk_beside *b, struct sk_store_env *e, sk_error *err);
+void sk_beside_end(sk_beside *b);
+
+/* ------------------------------------- what a writer asks of its place
+ * (store_dest.c), so that none asks which kind the place is.
+ * The directory the shards of pattern go in, before the first: a local one
+ * is made (and its parents); an S3 prefix needs none. */
+int sk_sink_make_dir(const char *pattern, sk_error *err);
+/* Before the first shard of a run numbered from start (nshards of them; 0:
+ * every number from start on): S3 aborts the multipart uploads a killed
+ * run left under those names (sk_sink_s3_prepare); a local place needs
+ * nothing (a killed run's temporary names are its own to clean). */
+int sk_sink_prepare(sk_s3 *s3, const char *pattern, uint64_t start, size_t nshards,
+                    void (*warn)(void *, const char *), void *warn_ctx, sk_error *err);
+/* Whether the sink for path takes writes at an offset (a local file:
+ * several workers fill one shard at once); an upload is written in order. */
+int sk_sink_positional(const char *path);
+/* A kept shard's (--resume) extension counts into man, from its index
+ * beside it: a local file, or the index object. */
+int sk_sink_count_exts(sk_s3 *s3, const char *path, sk_manifest *man, sk_error *err);
+
 /* The kinds (sink_file.c, sink_s3.c). */
 int sk_sink_file_open(sk_sink **out, const char *path, sk_error *err);
 int sk_sink_s3_open(sk_sink **out, const char *url, const sk_sink_opts *o, sk_error *err);

@@ -27,6 +27,8 @@ int sk_store_classify(const char *url, sk_store_where *w, sk_error *err)
     w->remote = w->kind != SK_LOC_LOCAL;
     w->listable = w->kind != SK_LOC_HTTP && k != SK_PLACE_STDIO;
     w->writable = w->kind != SK_LOC_HTTP;
+    w->copyable = w->kind == SK_LOC_S3;
+    w->host_word = w->kind == SK_LOC_S3 ? "bucket" : w->remote ? "host" : "";
     if (w->remote) {
         w->host = (size_t)(strstr(url, "://") - url) + 3;
         w->host_len = strcspn(url + w->host, "/");
@@ -67,6 +69,25 @@ int sk_store_env_need_s3(sk_store_env *e, const char *endpoint, sk_error *err)
     return SK_OK;
 }
 
+int sk_store_reach(const char *url, sk_s3 *s3, const char *what, sk_error *err)
+{
+    sk_loc_kind k;
+    SK_GUARD(sk_store_kind(url, &k, err));
+    SK_FAIL_IF(k == SK_LOC_S3 && !s3, err, SK_E_USAGE, "%s: an s3:// %s needs an S3 client", url, what);
+    return SK_OK;
+}
+
+char *sk_store_bucket_url(const char *bucket, const char *key)
+{
+    char *u;
+    return asprintf(&u, "s3://%s/%s", bucket, key ? key : "") < 0 ? NULL : u;
+}
+
+int sk_store_env_for(sk_store_env *e, const char *url, const char *endpoint, sk_error *err)
+{
+    return sk_store_is_s3(url) ? sk_store_env_need_s3(e, endpoint, err) : SK_OK;
+}
+
 void sk_store_close(sk_store *s)
 {
     if (s) s->ops->close(s);
@@ -83,6 +104,8 @@ struct pager {
     const char *prefix; /* S3: the key prefix; the page's names are "s3://bucket/KEY" */
     size_t plen;
     const char *bucket;
+    const char *after; /* sk_store_list_page: its start-after key (a server may ignore it) */
+    size_t seen;       /* sk_store_list_page: objects listed after it, entries or not */
     char *names[1000];
     sk_store_entry ents[1000];
     size_t n;
@@ -110,6 +133,9 @@ static int add_name(struct pager *p, char *full, size_t rel_off, uint64_t size, 
 static int on_object(void *ud, const sk_s3_object *obj)
 {
     struct pager *p = ud;
+    /* a server that ignores start-after: what lies before it is not this page's */
+    if (p->after && strcmp(obj->key, p->after) <= 0) return 0;
+    p->seen++;
     /* the listing is the server's bytes: outside the prefix, below a
      * further '/' ("../x" too) or a dot name is no entry of this prefix;
      * a deep listing takes names with '/' (the caller checks them, as it
@@ -172,6 +198,33 @@ int sk_store_list_entries(const char *url, sk_store_env *e, int deep, int (*keep
 {
     struct pager p = {.keep = keep, .entries = page, .ctx = ctx, .deep = deep};
     return list_any(url, e, &p, err);
+}
+
+int sk_store_list_page(const char *url, sk_store_env *e, const char *after, sk_store_entries_fn page,
+                       void *ctx, int *more, sk_error *err)
+{
+    sk_loc_kind k;
+    *more = 0;
+    SK_GUARD(sk_store_kind(url, &k, err));
+    SK_FAIL_IF(k != SK_LOC_S3, err, SK_E_USAGE, "%s: a paged listing is of an s3:// prefix", url);
+    SK_FAIL_IF(!e || !e->s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", url);
+    char *bucket = NULL, *key = NULL, *start = NULL;
+    SK_GUARD(sk_s3_parse_url(url, &bucket, &key, err));
+    int rc = after && *after && asprintf(&start, "%s%s", key, after) < 0
+                 ? sk_error_set(err, SK_E_NOMEM, "out of memory") : SK_OK;
+    struct pager p = {.entries = page, .ctx = ctx, .deep = 1, .bucket = bucket, .prefix = key,
+                      .plen = strlen(key), .after = start};
+    if (!rc) rc = sk_s3_list_page(e->s3, bucket, key, start, on_object, &p, more, err);
+    if (!rc && !flush(&p) && p.rc) rc = p.rc;
+    if (!rc && p.rc) rc = p.rc == SK_E_NOMEM ? sk_error_set(err, SK_E_NOMEM, "out of memory") : p.rc;
+    flush(&p);
+    /* a page with nothing after its start that says more follows would be
+     * asked for again and again: the server does not honour start-after */
+    if (!rc && *more && !p.seen)
+        rc = sk_error_set(err, SK_E_REMOTE, "%s: the listing after '%s' is empty yet says more "
+                          "follows: the server is looping", url, start ? start : "");
+    free(bucket), free(key), free(start);
+    return rc;
 }
 
 /* ------------------------------------------------- the public range view */

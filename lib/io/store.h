@@ -115,6 +115,9 @@ typedef struct sk_store_where {
     int listable;     /* sk_store_list takes it: a directory, an s3:// prefix (not '-', not
                          a web server, which has no listing) */
     int writable;     /* a sink takes it: a local path, '-', s3:// (http(s):// is read only) */
+    int copyable;     /* its objects can be copied server-side, the bytes never passing
+                         here (upload's copies): s3:// */
+    const char *host_word; /* remote: what host_len names in messages ("bucket", "host") */
     /* remote: the bucket or host[:port] is host_len bytes at url + host; the
      * key or path after its '/' at url + path ("" when none) */
     size_t host, host_len, path;
@@ -126,6 +129,19 @@ int sk_store_kind(const char *url, sk_loc_kind *kind, sk_error *err);
 int sk_store_is_remote(const char *url);
 int sk_store_is_http(const char *url);
 int sk_store_is_s3(const char *url);
+
+/* Whether url can be opened with the S3 client s3 (NULL: none): SK_E_USAGE
+ * "URL: an s3:// WHAT needs an S3 client" when url is one and s3 is NULL,
+ * a name the grammar refuses by name, else SK_OK.  The jobs' check before
+ * they start, so that none asks which kind a location is. */
+int sk_store_reach(const char *url, sk_s3 *s3, const char *what, sk_error *err);
+/* The location of the key (or key prefix) key in an S3 bucket, for the
+ * calls of the public API that are given a bucket and a key (malloc'd;
+ * NULL when out of memory). */
+char *sk_store_bucket_url(const char *bucket, const char *key);
+/* Makes what opening url through e needs and e lacks: for s3://, an S3
+ * client (sk_store_env_need_s3 with endpoint); nothing for other kinds. */
+int sk_store_env_for(sk_store_env *e, const char *url, const char *endpoint, sk_error *err);
 
 /* Opens url (no request is made yet for remote kinds). */
 int sk_store_open(sk_store **out, const char *url, sk_store_env *e, sk_error *err);
@@ -146,6 +162,9 @@ int sk_store_load_index(const char *url, sk_store_env *e, unsigned flags, sk_ind
 int sk_store_file_open(sk_store **out, const char *path, sk_error *err);
 int sk_store_s3_open(sk_store **out, const char *url, sk_s3 *s3, sk_error *err);
 int sk_store_http_open(sk_store **out, const char *url, sk_s3 *http, sk_error *err);
+/* A local regular file's descriptor (read it with pread only: it is the
+ * store's), -1 for every other kind. */
+int sk_store_file_fd(const sk_store *s);
 
 /* store_cache.c: inner (taken over, closed with the cache) read through the
  * on-disk cache in dir (bound bytes at most, least recently used first
@@ -205,6 +224,28 @@ typedef struct sk_store_entry {
 typedef int (*sk_store_entries_fn)(void *ctx, const sk_store_entry *v, size_t n);
 int sk_store_list_entries(const char *url, sk_store_env *e, int deep, int (*keep)(const char *name),
                           sk_store_entries_fn page, void *ctx, sk_error *err);
+
+/* One page (up to 1000 entries) of url's deep listing, for a writer that
+ * compares what it would send with what is there (upload --sync): the
+ * entries whose names sort after `after` (a name relative to url; NULL or
+ * "": from the start), as sk_store_list_entries gives them; *more when the
+ * listing goes on past the page.  A server that says more follows yet
+ * lists nothing after `after` is refused (SK_E_REMOTE: it would be asked
+ * forever).  An s3:// prefix's (one ListObjectsV2 with start-after); other
+ * kinds have no paged listing (SK_E_USAGE). */
+int sk_store_list_page(const char *url, sk_store_env *e, const char *after, sk_store_entries_fn page,
+                       void *ctx, int *more, sk_error *err);
+
+/* Whether the local file path (size bytes) holds the bytes of the listed
+ * entry v, as far as what its store keeps of an object tells (store_dest.c):
+ * for S3 the size and the ETag, which is the MD5 of the bytes for an
+ * object sent in one PUT (files up to 256 MiB compared so), and the MD5 of
+ * the parts' MD5s then "-N" for a multipart one cut at part_size (doubled
+ * as upload doubles it past 10,000 parts).  1 the same, 0 different or not
+ * known (an opaque ETag: a doubt costs a send, never a stale object), or
+ * minus an error naming path. */
+int sk_store_entry_same(const sk_store_entry *v, const char *path, uint64_t size, uint64_t part_size,
+                        sk_error *err);
 
 /* --resume's question about a remote shard's index object (url + ".idx",
  * store_s3.c): is it this very shard's, built from the object's current

@@ -113,6 +113,11 @@ static void file_close(sk_store *s)
 static const struct sk_store_ops file_ops = {file_stat, file_read_at, file_open_seq, file_close, NULL};
 static const struct sk_store_ops pipe_ops = {file_stat, NULL, file_open_seq, file_close, NULL};
 
+int sk_store_file_fd(const sk_store *s)
+{
+    return s->ops == &file_ops ? ((const struct file_store *)s)->fd : -1;
+}
+
 int sk_store_file_open(sk_store **out, const char *path, sk_error *err)
 {
     *out = NULL;

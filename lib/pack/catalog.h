@@ -29,7 +29,7 @@ typedef struct sk_source {
     char *label;   /* for messages: the directory, list or archive path */
     /* a remote source (fd -1; s3:// or http(s)://, read through the
      * store): an item's object is base + its member name */
-    int is_s3;
+    int remote;
     char *base;         /* a location ending in '/': "s3://b/p/", "https://h/d/" */
     int keyed;          /* each item's object is base + a name of its own (in
                            the arena at the item's spool_off), not its member name */

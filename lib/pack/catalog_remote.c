@@ -61,7 +61,7 @@ int sk_catalog_remote_source(sk_catalog *c, const char *base, int keyed, uint16_
         return rc;
     }
     sk_source *s = &c->srcs[*id];
-    s->is_s3 = 1;
+    s->remote = 1;
     s->keyed = keyed;
     s->base = b;
     return SK_OK;
@@ -75,8 +75,7 @@ static int add_url_source(sk_catalog *c, const char *url, uint16_t *id, sk_error
     sk_store_where w;
     SK_GUARD(sk_store_classify(url, &w, err));
     SK_FAIL_IF(!w.remote, err, SK_E_USAGE, "%s: not a remote location", url);
-    SK_FAIL_IF(!w.host_len, err, SK_E_USAGE, "%s: no %s in the URL", url,
-               w.kind == SK_LOC_S3 ? "bucket" : "host");
+    SK_FAIL_IF(!w.host_len, err, SK_E_USAGE, "%s: no %s in the URL", url, w.host_word);
     size_t n = strlen(url);
     char *base = malloc(n + 2);
     SK_FAIL_IF(!base, err, SK_E_NOMEM, "out of memory");

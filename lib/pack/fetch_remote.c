@@ -84,7 +84,7 @@ static uint64_t now_ms(void)
 
 static int is_prefetched(const sk_catalog *c, const sk_item *it)
 {
-    return c->srcs[it->src].is_s3 && it->size <= INLINE_MAX;
+    return c->srcs[it->src].remote && it->size <= INLINE_MAX;
 }
 
 static void get_done(sk_store_req *q, void *ud)
@@ -199,7 +199,7 @@ int sk_fetch_start(sk_catalog *c, const uint32_t *order, const uint64_t *pending
                    sk_error *err)
 {
     int any = 0;
-    for (size_t i = 0; i < c->nsrcs; i++) any |= c->srcs[i].is_s3;
+    for (size_t i = 0; i < c->nsrcs; i++) any |= c->srcs[i].remote;
     if (!any || !c->env_ready) return SK_OK;
     struct sk_fetch *f = calloc(1, sizeof *f);
     SK_FAIL_IF(!f, err, SK_E_NOMEM, "out of memory");

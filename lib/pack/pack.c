@@ -148,7 +148,7 @@ int sk_pack_add_dir(sk_pack *p, const char *dir, sk_error *err)
      * refused before anything is written, as GNU tar skips its own archive. */
     const char *outs[] = {p->o.pattern, p->o.manifest};
     for (size_t i = 0; i < SK_ARRAY_LEN(outs); i++) {
-        if (!outs[i] || !strcmp(outs[i], "-") || sk_store_is_s3(outs[i]) || p->stream_fd >= 0) continue;
+        if (!outs[i] || !strcmp(outs[i], "-") || sk_store_is_remote(outs[i]) || p->stream_fd >= 0) continue;
         char *odir = sk_dir_of(outs[i]);
         SK_FAIL_IF(!odir, err, SK_E_NOMEM, "out of memory");
         int inside = sk_path_within(odir, dir);
@@ -294,7 +294,7 @@ static int shard_matches_plan(sk_pack *p, struct shard_plan *sp, const char *pat
     sk_index *ix = NULL;
     sk_sample_ref first, last;
     int ok = 0;
-    if (sk_store_is_s3(path)) { /* s3io: the shard and its index are objects */
+    if (sk_store_is_remote(path)) { /* s3io: the shard and its index are objects, checked by the sink */
         size_t k1 = sk_pack_sample_key(&p->cat, p->order[sp->first], ipath);
         size_t k2 = sk_pack_sample_key(&p->cat, p->order[sp->first + sp->count - 1], key);
         return sk_sink_s3_matches(p->cat.s3, path, sp->count, ipath, k1, key, k2, &sp->info);
@@ -616,21 +616,6 @@ static void *shard_worker_main(void *arg)
     return NULL;
 }
 
-static int count_exts_from_index(const char *shard, sk_manifest *man, sk_error *err)
-{
-    char ipath[4200];
-    sk_index *ix;
-    SK_FAIL_IF(sk_emit_index_path(shard, ipath, sizeof ipath), err, SK_E_USAGE, "%s: name too long", shard);
-    SK_GUARD(sk_index_open(&ix, ipath, 0, err));
-    int rc = SK_OK;
-    for (uint64_t i = 0; i < sk_index_member_count(ix) && !rc; i++) {
-        sk_member_ref m;
-        if (!(rc = sk_index_member(ix, i, &m, err))) rc = sk_manifest_count_ext(man, m.ext, m.ext_len, 1, err);
-    }
-    sk_index_close(ix);
-    return rc;
-}
-
 /* Starts the ring's reader threads and writes every shard still to do,
  * in order, from the main thread. */
 static int write_with_ring(sk_pack *p, sk_shard_out *out, pthread_t **threads, int *nthreads,
@@ -755,7 +740,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     /* where the manifest goes, and the output directory */
     const char *slash = strrchr(p->o.pattern, '/');
     snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - p->o.pattern) : 0, p->o.pattern);
-    if (mdir[0] && !sk_store_is_s3(mdir) && (rc = sk_mkdirs(mdir, err))) goto cleanup;
+    if ((rc = sk_sink_make_dir(p->o.pattern, err))) goto cleanup;
     /* no output over an input: the manifest and the side outputs */
     sk_emit_lock_path(p->o.pattern, p->o.manifest, path, sizeof path);
     if (!sk_pack_one_stream(p) && ((rc = sk_run_files_add(&p->files, path, "the manifest", 0, err)) ||
@@ -773,9 +758,9 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
         (rc = sk_existing_begin(&p->grow, p->cat.s3, p->o.pattern, mpath, mdir, man->options_json,
                             &p->o.start, p->cat.defer_sizes ? UINT64_MAX : p->nshards, err)))
         goto cleanup;
-    if (sk_store_is_s3(p->o.pattern) && !sk_pack_one_stream(p) && /* s3io: aborts a killed run's uploads */
-        (rc = sk_sink_s3_prepare(p->cat.s3, p->o.pattern, p->o.start, p->nshards,
-                                   p->cat.warn, p->cat.warn_ctx, err)))
+    if (!sk_pack_one_stream(p) && /* s3io: aborts a killed run's uploads */
+        (rc = sk_sink_prepare(p->cat.s3, p->o.pattern, p->o.start, p->nshards,
+                              p->cat.warn, p->cat.warn_ctx, err)))
         goto cleanup;
     out.sink_opts = (sk_sink_opts){p->cat.s3, p->cat.s3_part_size};
     man->part = p->o.part; /* --part */
@@ -817,7 +802,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
         }
         goto cleanup; /* no manifest: the reading side writes it */
     } else if (p->o.jobs >= 2 && pending_shards && !p->cat.fetch && !p->o.skip_errors &&
-        !p->o.compress_level && !sk_store_is_s3(p->o.pattern)) {
+        !p->o.compress_level && sk_sink_positional(p->o.pattern)) {
         if ((rc = sk_pack_write_spread(p, err))) goto cleanup;
     } else if (p->o.jobs >= 2 && pending_shards >= 2 && !p->cat.fetch) {
         if ((rc = write_parallel(p, pending_shards, err))) goto cleanup;
@@ -830,8 +815,7 @@ int sk_pack_run(sk_pack *p, sk_pack_stats *stats, sk_error *err)
     for (size_t i = 0; i < p->nshards; i++) {
         struct shard_plan *sp = &p->shards[i];
         if ((rc = sk_shard_name(p->o.pattern, p->o.start + i, path, sizeof path, err))) goto cleanup;
-        if (sp->done && (rc = sk_store_is_s3(path) ? sk_sink_s3_count_exts(p->cat.s3, path, man, err) /* s3io */
-                                                 : count_exts_from_index(path, man, err)))
+        if (sp->done && (rc = sk_sink_count_exts(p->cat.s3, path, man, err)))
             goto cleanup;
         if (sp->done) p->st.samples += sp->count;
         if ((rc = sk_emit_manifest_add(man, path, mdir, &sp->info, sp->done ? sp->count : sp->written,

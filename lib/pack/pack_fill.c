@@ -90,7 +90,7 @@ int sk_pack_stream_member(const sk_catalog *c, const sk_item *it, const char *na
 {
     const sk_source *src = &c->srcs[it->src];
     int fd = -1, rc = SK_OK;
-    if (!src->is_spool && !src->is_s3 && (fd = sk_pack_open_input(src, name)) < 0)
+    if (!src->is_spool && !src->remote && (fd = sk_pack_open_input(src, name)) < 0)
         return sk_pack_open_failed(c, it, name, in_err);
     uint32_t crc = 0;
     for (uint64_t at = 0; at < it->size && !rc;) {
@@ -115,7 +115,7 @@ int sk_pack_read_input(const sk_catalog *c, const sk_item *it, const char *name,
                       uint64_t at, unsigned char *dst, uint64_t want, int probe, sk_error *err)
 {
     const sk_source *src = &c->srcs[it->src];
-    if (src->is_s3) return sk_fetch_read(c, it, name, at, dst, want, probe, err); /* s3io */
+    if (src->remote) return sk_fetch_read(c, it, name, at, dst, want, probe, err); /* s3io */
     if (src->is_spool) {
         uint64_t got = 0;
         while (got < want) {
@@ -199,7 +199,7 @@ void sk_pack_fill_slot(sk_pack *p, struct slot *sl, uint32_t s, struct dir_cache
             fd = fds[i];
             fds[i] = -1;
         }
-        if (fd < 0 && !c->srcs[it->src].is_spool && !c->srcs[it->src].is_s3 &&
+        if (fd < 0 && !c->srcs[it->src].is_spool && !c->srcs[it->src].remote &&
             (fd = open_member(c, it, dc)) < 0)
             rc = sk_pack_open_failed(c, it, name, &e);
         else

@@ -24,7 +24,7 @@ static int64_t item_crc(sk_pack *p, const sk_item *it, struct dir_cache *dc, uns
     const sk_source *src = &c->srcs[it->src];
     const char *name = c->arena + it->base;
     int fd = -1;
-    if (!src->is_spool && !src->is_s3) {
+    if (!src->is_spool && !src->remote) {
         int dfd = sk_pack_member_dirfd(c, it, dc);
         if (dfd < 0 || (fd = sk_pack_open_at(dfd, name, 0)) < 0) return -1;
     }
@@ -61,7 +61,7 @@ int sk_pack_sample_proven(sk_pack *p, uint32_t s, const sk_index *ix, uint64_t o
         ok = sk_emit_member_matches(ix, mi, e, strlen(e), it->size, -1);
         /* S3 objects: names and sizes only (fetching them again is the
          * cost resume saves) */
-        if (!ok || c->srcs[it->src].is_s3) continue;
+        if (!ok || c->srcs[it->src].remote) continue;
         int64_t crc = item_crc(p, it, &dc, buf); /* -1: unreadable, nothing proven */
         ok = crc >= 0 && sk_emit_member_matches(ix, mi, e, strlen(e), it->size, crc);
     }

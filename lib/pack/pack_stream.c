@@ -609,9 +609,9 @@ int sk_pack_write_stream(sk_pack *p, sk_error *err)
 int sk_pack_stream_eligible(const sk_pack *p)
 {
     if (p->o.skip_errors || p->o.compress_level || p->o.resume ||
-        sk_store_is_s3(p->o.pattern) || sk_pack_one_stream(p))
+        !sk_sink_positional(p->o.pattern) || sk_pack_one_stream(p))
         return 0;
     for (size_t i = 0; i < p->cat.nsrcs; i++)
-        if (p->cat.srcs[i].is_s3) return 0;
+        if (p->cat.srcs[i].remote) return 0;
     return 1;
 }

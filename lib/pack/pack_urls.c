@@ -353,6 +353,8 @@ static int fill(job *j, sk_error *err)
         } else if (!it->url || !it->url_len) {
             snprintf(it->error, sizeof it->error, "no URL");
         } else if (memchr(it->url, 0, it->url_len) || !sk_store_is_http(it->url)) {
+            /* the kind is the feature here: --from-urls downloads web URLs
+             * (check-layers rule 5 spares this file for it) */
             snprintf(it->error, sizeof it->error, "not an http or https URL");
         } else {
             s->state = SL_FETCH;

@@ -68,6 +68,10 @@ static const char *split_uri(const char *uri, const char **bucket, size_t *blen,
                              int allow_empty_key)
 {
     sk_store_where w;
+    /* the kind is the format's rule here, not a way to a store: SageMaker
+     * reads a ManifestFile's objects from S3 and nothing else, so a URI of
+     * another kind is a malformed manifest (check-layers rule 5 spares
+     * this file for it) */
     if (sk_store_classify(uri, &w, NULL) || w.kind != SK_LOC_S3) return "not an s3:// URI";
     const char *b = uri + w.host, *slash = b[w.host_len] == '/' ? b + w.host_len : NULL;
     if (!slash) return "no key after the bucket";

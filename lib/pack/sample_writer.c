@@ -145,14 +145,10 @@ int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in
     sk_emit_manifest_path(w->pattern, w->manifest, w->mpath, sizeof w->mpath, w->mdir,
                           sizeof w->mdir);
     /* the shards' directory, and the run's lock, as pack takes them */
-    const char *slash = strrchr(w->pattern, '/');
-    if (!rc && slash && slash != w->pattern && !sk_store_is_s3(w->pattern)) {
-        snprintf(probe, sizeof probe, "%.*s", (int)(slash - w->pattern), w->pattern);
-        rc = sk_mkdirs(probe, err);
-    }
+    if (!rc) rc = sk_sink_make_dir(w->pattern, err);
     if (!rc) rc = sk_run_lock_take(&w->lock, w->pattern, w->manifest, "sample writer", 1, err);
-    if (!rc && !sk_store_is_s3(w->pattern) && !sk_store_is_s3(w->manifest))
-        rc = check_existing(w, err); /* refused now, not at the first sample */
+    if (!rc && !sk_store_is_remote(w->pattern) && !sk_store_is_remote(w->manifest))
+        rc = check_existing(w, err); /* a local one refused now, not at the first sample */
     if (rc) {
         sk_sample_writer_close(w);
         return rc;
@@ -335,7 +331,7 @@ static int keep_shard(sk_sample_writer *w, uint64_t n, int *kept, sk_error *err)
     }
     w->kept = cur;
     w->in_kept = *kept = 1;
-    if (!sk_store_is_s3(path) && !(sk_index_shard(cur)->flags & SK_INDEX_ZSTD))
+    if (!sk_store_is_remote(path) && !(sk_index_shard(cur)->flags & SK_INDEX_ZSTD)) /* a local file */
         w->kept_fd = open(path, O_RDONLY | O_CLOEXEC);
     return SK_OK;
 }
@@ -351,8 +347,8 @@ static int begin_shard(sk_sample_writer *w, sk_error *err)
         w->cur_bytes = w->cur_count = 0;
         return SK_OK;
     }
-    if (sk_store_is_s3(w->pattern) && !w->s3_prepared) { /* aborts a killed run's uploads */
-        SK_GUARD(sk_sink_s3_prepare(w->s3, w->pattern, w->o.start, 0, w->o.warn, w->o.ctx, err));
+    if (!w->s3_prepared) { /* S3: aborts a killed run's uploads */
+        SK_GUARD(sk_sink_prepare(w->s3, w->pattern, w->o.start, 0, w->o.warn, w->o.ctx, err));
         w->s3_prepared = 1;
     }
     SK_GUARD(sk_shard_name(w->pattern, w->o.start + w->shard_no, path, sizeof path, err));

@@ -22,6 +22,48 @@ static void fisher_yates(size_t *a, size_t n, uint64_t *rng)
     }
 }
 
+/* A unit's place in the mixed order: the middle of its samples in its
+ * stream's sequence, as a fraction num / den of the stream's samples. */
+struct place {
+    size_t unit, stream, at; /* at: its place in the shuffle */
+    uint64_t num, den; /* 2 * samples before it + its samples, 2 * the stream's */
+};
+
+static int by_place(const void *a, const void *b)
+{
+    const struct place *x = a, *y = b;
+    unsigned __int128 l = (unsigned __int128)x->num * y->den, r = (unsigned __int128)y->num * x->den;
+    if (l != r) return l < r ? -1 : 1;
+    if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at; /* one stream: its shuffled order */
+}
+
+/* Orders the shuffled units (perm) so that every prefix holds each stream
+ * at its share of the epoch (order.h, step 3): exact integer arithmetic,
+ * the same on every machine. */
+static int mix_places(sk_order *o, size_t *perm, size_t n, sk_error *err)
+{
+    size_t ns = 0;
+    for (size_t i = 0; i < n; i++) ns = o->stream[i] + 1 > ns ? o->stream[i] + 1 : ns;
+    uint64_t *tot = calloc(ns ? ns : 1, sizeof *tot), *before = calloc(ns ? ns : 1, sizeof *before);
+    struct place *pl = malloc((n ? n : 1) * sizeof *pl);
+    if (!tot || !before || !pl) {
+        free(tot), free(before), free(pl);
+        return sk_error_set(err, SK_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) tot[o->stream[i]] += o->counts[i];
+    for (size_t i = 0; i < n; i++) {
+        size_t u = perm[i], d = o->stream[u];
+        pl[i] = (struct place){.unit = u, .stream = d, .at = i, .num = 2 * before[d] + o->counts[u],
+                               .den = tot[d] ? 2 * tot[d] : 1};
+        before[d] += o->counts[u];
+    }
+    qsort(pl, n, sizeof *pl, by_place);
+    for (size_t i = 0; i < n; i++) perm[i] = pl[i].unit;
+    free(tot), free(before), free(pl);
+    return SK_OK;
+}
+
 int sk_order_plan(sk_order *o, uint64_t epoch, sk_error *err)
 {
     o->epoch = epoch;
@@ -34,6 +76,7 @@ int sk_order_plan(sk_order *o, uint64_t epoch, sk_error *err)
     for (size_t i = 0; i < n; i++) perm[i] = i;
     uint64_t rng = sk_rng_derive(o->seed, epoch, TAG_SHARDS);
     if (o->shuffle) fisher_yates(perm, n, &rng);
+    if (o->shuffle && o->stream) SK_GUARD(mix_places(o, perm, n, err));
     o->nwin = n ? (n + o->window - 1) / o->window : 0;
     uint64_t *ws = sk_xrealloc(o->win_start, (o->nwin + 1) * sizeof *ws, err);
     if (!ws) return SK_E_NOMEM;

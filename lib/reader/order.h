@@ -14,8 +14,14 @@
  *      shards; window b's samples (its shards' samples back to back) are
  *      permuted by (seed, e, b), so memory and the shards being read at
  *      once are bounded by the window;
- *   3. with mixing (mix.c), the sequence is the choices of the epoch's
- *      streams laid over each stream's own sequence.
+ *   3. with mixing (mix.c), the units (whole shards or subsets, each of
+ *      one stream) are permuted by (seed, e), then ordered so that every
+ *      prefix holds each stream at its share: a unit's place is the
+ *      middle of its samples as a fraction of its stream's samples in the
+ *      epoch, units merged by that fraction (each stream's own units
+ *      keep their shuffled order).  So at any point of the epoch a
+ *      stream is off its share by at most about a window of samples,
+ *      not only at the epoch's end.
  *
  * A slot's share is by position, for R ranks, W workers a rank and a
  * batch size B (the DataLoader's: a worker hands B samples at once):
@@ -38,6 +44,7 @@ typedef struct sk_order {
     uint64_t seed, epoch;
     size_t window; /* shards per window (>= 1) */
     int shuffle;   /* 0: list order, no sample shuffle (windows are moot) */
+    const size_t *stream; /* mixing: each shard's (unit's) stream, NULL: none */
     /* computed by sk_order_plan */
     size_t *perm;          /* shard order of the epoch */
     size_t nwin;

@@ -6,11 +6,14 @@
  * a cache, then through a fresh cache directory twice (filling it, then
  * reading it back), so a user sees the cold-scan latency, the steady
  * rate and what the cache buys, to compare with what the GPUs consume.
+ * The dataset may be local, s3:// or http(s):// (the requests counted are
+ * those of the client in the options: S3, or a plain one for a web server).
  * The cache directory is made here (mkdtemp) and only its own cache
  * files (*.skc, written by the reader) are removed with it.
  */
 #include "core/internal.h"
 #include "io/io.h"
+#include "io/store.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -89,10 +92,19 @@ int sk_read_rate(const char *dataset, const sk_read_rate_options *opts, sk_read_
 {
     sk_read_rate_options o;
     SK_GUARD(sk_options_take(&o, sizeof o, opts, NULL, "sk_read_rate_options", err));
-    sk_ds_opts ro = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = o.s3};
+    /* an env for an http(s):// manifest (the reader's runs open their own;
+     * with a plain client in o.s3, their requests are counted there) */
+    sk_store_env env;
+    sk_store_env_init(&env, o.s3);
+    sk_ds_opts ro = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = o.s3, .env = &env};
     sk_ds_shard *list = NULL;
     size_t n = 0;
-    SK_GUARD(sk_ds_resolve(dataset, &ro, &list, &n, err));
+    int rrc = sk_ds_resolve(dataset, &ro, &list, &n, err);
+    sk_store_env_release(&env);
+    if (rrc) {
+        sk_ds_free(list, n);
+        return rrc;
+    }
     size_t want = o.shards ? o.shards : 4;
     if (want > n) want = n;
     const char **urls = calloc(want ? want : 1, sizeof *urls);

@@ -87,30 +87,23 @@ static int is_zstd_name(const char *n)
     return (len > 4 && !strcmp(n + len - 4, ".zst")) || (len > 5 && !strcmp(n + len - 5, ".tzst"));
 }
 
-/* One S3 client for the whole list, made when the first s3:// URL needs it. */
-static int need_s3(sk_reader *r, sk_error *err)
+/* One S3 client for the whole list, made when the first s3:// URL needs it
+ * (the store says which need one). */
+static int need_client(sk_reader *r, const char *url, sk_error *err)
 {
     if (r->s3) return SK_OK;
     /* the caller's (sk_reader_options.s3, with all its settings), else one
      * the env makes and frees */
-    SK_GUARD(sk_store_env_need_s3(&r->env, r->s3_endpoint, err));
+    SK_GUARD(sk_store_env_for(&r->env, url, r->s3_endpoint, err));
     r->s3 = r->env.s3;
     return SK_OK;
-}
-
-/* Whether url names an S3 object (the store's kinds decide; an unknown
- * scheme is refused there, by name). */
-static int is_s3(const char *url)
-{
-    sk_loc_kind k;
-    return sk_store_kind(url, &k, NULL) == SK_OK && k == SK_LOC_S3;
 }
 
 /* What the user typed, through the one resolver (io/dataset.c): a shard, a
  * brace pattern, a directory, a manifest, an s3:// prefix, '-' or a FIFO. */
 static int add_url(sk_reader *r, const char *url, sk_error *err)
 {
-    if (is_s3(url)) SK_GUARD(need_s3(r, err));
+    SK_GUARD(need_client(r, url, err));
     sk_ds_opts o = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = r->s3, .env = &r->env};
     sk_ds_shard *list = NULL;
     size_t n = 0;
@@ -573,6 +566,13 @@ static int open_global(sk_reader *r, sk_error *err)
                                .samples = r->sh[i].samples, .bytes = r->sh[i].bytes,
                                .dataset = r->sh[i].dataset};
     }
+    /* The global order reads remote shards at offsets through the env's
+     * stores: the disk cache wraps them there (a block each first read,
+     * then none), as it wraps the streaming reader's whole-shard reads.
+     * Without it a window's samples lie too far apart in their shards for
+     * coalesced ranges to help: about one ranged GET a sample. */
+    r->env.cache_dir = r->cache_dir;
+    r->env.cache_size = o->cache_size;
     sk_gread_opts go = {
         .shards = r->gs, .nshards = r->nsh, .env = &r->env,
         .rank = (uint32_t)o->rank, .ranks = (uint32_t)o->world_size,
@@ -632,7 +632,7 @@ int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
     }
     if (!rc && r->nsh == 0) rc = sk_error_set(err, SK_E_USAGE, "no shards to read");
     for (size_t i = 0; !rc && !r->s3 && i < r->nsh; i++)
-        if (is_s3(r->sh[i].url)) rc = need_s3(r, err);
+        rc = need_client(r, r->sh[i].url, err);
     if (!rc) rc = sk_reader_plan_epoch(r, o->epoch, err);
     if (!rc && o->global_order) rc = open_global(r, err);
     if (rc) {

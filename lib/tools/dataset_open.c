@@ -156,10 +156,10 @@ int sk_dataset_open_s3(sk_dataset **out, const char *path, sk_s3 *s3, unsigned f
                        sk_error *err)
 {
     *out = NULL;
-    sk_loc_kind kind;
-    SK_GUARD(sk_store_kind(path, &kind, err)); /* an unknown scheme, by name */
-    int remote = kind != SK_LOC_LOCAL;
-    SK_FAIL_IF(kind == SK_LOC_S3 && !s3, err, SK_E_USAGE, "%s: an s3:// dataset needs an S3 client", path);
+    sk_store_where w;
+    SK_GUARD(sk_store_classify(path, &w, err)); /* an unknown scheme, by name */
+    int remote = w.remote;
+    SK_GUARD(sk_store_reach(path, s3, "dataset", err));
     struct stat st = {0};
     SK_FAIL_IF(!remote && !strchr(path, '{') && stat(path, &st) != 0, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO,
                "%s: %s", path, strerror(errno));

@@ -23,8 +23,8 @@
 struct job {
     const sk_index_dataset_opts *o;
     const char *shard;
-    char *idx, *dpath;        /* local files (scratch files for an s3:// shard) */
-    char *idx_url, *dali_url; /* an s3:// shard's index objects; NULL for a local one */
+    char *idx, *dpath; /* where its index and DALI index go: beside it, local or remote */
+    int remote;        /* the shard is another machine's (s3://): its outputs are objects */
     sk_build_stats st;
     sk_error err;
     int rc, done;
@@ -92,14 +92,15 @@ static int add_exts(sk_manifest *m, const sk_index *ix, sk_key_range *keys, sk_e
     return rc;
 }
 
-static int count_exts(struct job *j, const sk_index *kept)
+/* kept: an index already there; else the one just built at path */
+static int count_exts(struct job *j, const sk_index *kept, const char *path)
 {
     j->exts_err = (sk_error)SK_ERROR_INIT;
     if (!(j->exts = sk_manifest_new()))
         return sk_error_set(&j->exts_err, SK_E_NOMEM, "out of memory");
     if (kept) return add_exts(j->exts, kept, &j->keys, &j->exts_err);
     sk_index *ix;
-    int rc = sk_index_open(&ix, j->idx, SK_INDEX_TRUST_BODY, &j->exts_err);
+    int rc = sk_index_open(&ix, path, SK_INDEX_TRUST_BODY, &j->exts_err);
     if (!rc) {
         rc = add_exts(j->exts, ix, &j->keys, &j->exts_err);
         sk_index_close(ix);
@@ -112,13 +113,13 @@ static int count_exts(struct job *j, const sk_index *kept)
 static int kept_index(struct job *j, sk_index **ix)
 {
     *ix = NULL;
-    if (!j->o->resume || !j->idx_url) return 0;
+    if (!j->o->resume || !j->remote) return 0;
     sk_store_env env;
     sk_store *s = NULL;
     sk_store_stat st;
     sk_store_env_init(&env, j->o->s3);
     int ok = sk_store_index_kept(&env, j->shard, ix);
-    if (ok && j->dali_url) ok = !sk_store_open(&s, j->dali_url, &env, NULL) && !s->ops->stat(s, &st, NULL);
+    if (ok && j->dpath) ok = !sk_store_open(&s, j->dpath, &env, NULL) && !s->ops->stat(s, &st, NULL);
     sk_store_close(s);
     sk_store_env_release(&env);
     if (!ok) {
@@ -128,45 +129,34 @@ static int kept_index(struct job *j, sk_index **ix)
     return ok;
 }
 
-/* The shard's size and ETag, asked through the store. */
-static int shard_head(struct job *j, sk_store_stat *head, sk_error *err)
+/* Builds the shard's index (and DALI index) beside it, wherever it is:
+ * the store's beside-outputs say how (a local file renamed into place, or
+ * a scratch file PUT as an object keeping the shard's ETag). */
+static void build_job(struct job *j, sk_build_opts *bo, int count)
 {
-    sk_store_env env;
-    sk_store *s = NULL;
-    sk_store_env_init(&env, j->o->s3);
-    int rc = sk_store_open(&s, j->shard, &env, err);
-    if (!rc) rc = s->ops->stat(s, head, err);
-    sk_store_close(s);
-    sk_store_env_release(&env);
-    return rc;
-}
-
-static void run_s3_job(struct job *j, sk_build_opts *bo, int count)
-{
-    char ti[4200], td[4200];
-    ti[0] = td[0] = 0;
     sk_error *e = &j->err;
-    /* the shard's ETag now, before it is read: kept on its index object.
-     * Replaced in between, the index describes the new object under the
-     * old ETag, which --resume then finds stale: redone, never trusted. */
-    sk_store_stat head = {.size = 0};
-    j->rc = shard_head(j, &head, e);
-    if (!j->rc) j->rc = sk_s3_scratch(ti, sizeof ti, "idx", e);
-    if (!j->rc && j->dali_url) j->rc = sk_s3_scratch(td, sizeof td, "dali", e);
+    sk_store_env env;
+    sk_beside bi, bd;
+    memset(&bd, 0, sizeof bd);
+    sk_store_env_init(&env, j->o->s3);
+    j->rc = sk_beside_begin(&bi, &env, j->idx, j->shard, "idx", e);
+    if (!j->rc && j->dpath) j->rc = sk_beside_begin(&bd, &env, j->dpath, NULL, "dali", e);
     if (!j->rc) {
-        bo->index_path = ti;
-        bo->dali_path = j->dali_url ? td : NULL;
-        j->idx = ti; /* for count_exts, until the end of this call */
+        bo->index_path = bi.path;
+        bo->dali_path = j->dpath ? bd.path : NULL;
         j->rc = sk_index_build(j->shard, bo, &j->st, e);
-        if (!j->rc && count) j->exts_rc = count_exts(j, NULL);
-        j->idx = NULL;
+        /* Counting extensions reads the whole member table: done here, on
+         * the job's thread, not serially by the main thread.  The counts
+         * are merged in shard order; the manifest sorts them anyway. */
+        if (!j->rc && count) j->exts_rc = count_exts(j, NULL, bi.path);
     }
     /* the DALI index first: an index object beside a shard then means the
      * shard's whole job was done (what --resume checks) */
-    if (!j->rc && j->dali_url) j->rc = sk_s3_put_file(j->o->s3, td, j->dali_url, NULL, e);
-    if (!j->rc) j->rc = sk_s3_put_file(j->o->s3, ti, j->idx_url, head.etag, e);
-    if (ti[0]) unlink(ti);
-    if (td[0]) unlink(td);
+    if (!j->rc && j->dpath) j->rc = sk_beside_put(&bd, &env, e);
+    if (!j->rc) j->rc = sk_beside_put(&bi, &env, e);
+    sk_beside_end(&bi);
+    sk_beside_end(&bd);
+    sk_store_env_release(&env);
 }
 
 static void run_job(struct job *j, unsigned flags, int buffered, int count_exts_too)
@@ -181,19 +171,11 @@ static void run_job(struct job *j, unsigned flags, int buffered, int count_exts_
         j->st = (sk_build_stats){.samples = sk_index_sample_count(kept),
                                  .members = sk_index_member_count(kept), .bytes = in->size,
                                  .crc32c = in->crc32c, .flags = in->flags, .kept = 1};
-        if (count_exts_too) j->exts_rc = count_exts(j, kept);
+        if (count_exts_too) j->exts_rc = count_exts(j, kept, NULL);
         sk_index_close(kept);
         return;
     }
-    if (j->idx_url) {
-        run_s3_job(j, &bo, count_exts_too);
-    } else {
-        j->rc = sk_index_build(j->shard, &bo, &j->st, &j->err);
-        /* Counting extensions reads the whole member table: done here, on
-         * the job's thread, not serially by the main thread.  The counts
-         * are merged in shard order; the manifest sorts them anyway. */
-        if (!j->rc && count_exts_too) j->exts_rc = count_exts(j, NULL);
-    }
+    build_job(j, &bo, count_exts_too);
     if (j->wf) {
         fclose(j->wf);
         j->wf = NULL;
@@ -325,6 +307,7 @@ static int refuse_inputs(const sk_index_dataset_opts *o, char *const *shards, si
     if (!rc && !o->no_manifest && o->sagemaker)
         rc = sk_fileids_refuse(&ids, o->sagemaker, "--sagemaker-manifest", err);
     for (size_t i = 0; i < n && !rc; i++) {
+        if (jobs[i].remote) continue; /* objects: no local file to be */
         if (jobs[i].idx) rc = sk_fileids_refuse(&ids, jobs[i].idx, "its index", err);
         if (!rc && jobs[i].dpath) rc = sk_fileids_refuse(&ids, jobs[i].dpath, "its DALI index", err);
     }
@@ -351,16 +334,17 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         rc = sk_error_set(err, SK_E_USAGE, "no shards given");
     }
     size_t nremote = 0;
-    for (size_t i = 0; !rc && i < nshards; i++) nremote += sk_store_is_s3(shards[i]);
-    if (!rc && nremote && !o.s3)
-        rc = sk_error_set(err, SK_E_USAGE, "s3:// shards need an S3 client");
+    for (size_t i = 0; !rc && i < nshards; i++) nremote += sk_store_is_remote(shards[i]);
+    for (size_t i = 0; !rc && i < nshards; i++) rc = sk_store_reach(shards[i], o.s3, "shard", err);
+    if (rc)
+        ; /* said in err */
     else if (!rc && nremote && nremote < nshards && !o.no_manifest && !o.manifest)
         rc = sk_error_set(err, SK_E_USAGE, "local and s3:// shards have no common place for "
                           "a manifest: give -o or --no-manifest");
-    else if (!rc && o.manifest && sk_store_is_s3(o.manifest) && nremote < nshards)
+    else if (!rc && o.manifest && sk_store_is_remote(o.manifest) && nremote < nshards)
         rc = sk_error_set(err, SK_E_USAGE, "%s: a manifest in S3 cannot name local shards",
                           o.manifest);
-    else if (!rc && o.wids && (nremote || (o.manifest && sk_store_is_s3(o.manifest))))
+    else if (!rc && o.wids && (nremote || (o.manifest && sk_store_is_remote(o.manifest))))
         rc = sk_error_set(err, SK_E_USAGE, "--wids: wids reads local shards or http URLs, "
                           "not s3:// shards");
     else if (!rc && o.resume && nremote < nshards)
@@ -381,7 +365,7 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
             free(d);
         }
         sk_store_where w;
-        if (mdir && nremote && (sk_store_classify(mdir, &w, NULL) || w.kind != SK_LOC_S3)) {
+        if (mdir && nremote && (sk_store_classify(mdir, &w, NULL) || !w.remote)) {
             /* "s3:" or "s3:/" (refused as a lost slash) or "s3://" (no
              * bucket): the shards are in several buckets */
             free(mdir);
@@ -400,8 +384,8 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         struct job *j = &jobs[njob];
         j->o = &o;
         j->shard = shards[njob];
-        char **ip = sk_store_is_s3(j->shard) ? &j->idx_url : &j->idx;
-        char **dp = sk_store_is_s3(j->shard) ? &j->dali_url : &j->dpath;
+        char **ip = &j->idx, **dp = &j->dpath;
+        j->remote = sk_store_is_remote(j->shard);
         if (asprintf(ip, "%s.idx", j->shard) < 0) *ip = NULL;
         if (*ip && o.dali && asprintf(dp, "%s.dali.idx", j->shard) < 0) *dp = NULL;
         if (!*ip || (o.dali && !*dp)) {
@@ -452,9 +436,8 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         if (o.done) o.done(o.ctx, j->shard, &j->st, NULL);
         if (o.progress) o.progress(o.ctx, i + 1, njob, st_all.samples, bytes_done);
         char url[4200], iurl[4200]; /* relative to the manifest's directory */
-        if (sk_path_rel(j->shard, mdir, url, sizeof url) ||
-            sk_path_rel(j->idx_url ? j->idx_url : j->idx, mdir, iurl, sizeof iurl))
-            snprintf(url, sizeof url, "%s", j->shard), snprintf(iurl, sizeof iurl, "%s", j->idx_url ? j->idx_url : j->idx);
+        if (sk_path_rel(j->shard, mdir, url, sizeof url) || sk_path_rel(j->idx, mdir, iurl, sizeof iurl))
+            snprintf(url, sizeof url, "%s", j->shard), snprintf(iurl, sizeof iurl, "%s", j->idx);
         sk_manifest_shard ms = {.url = url, .index_url = iurl,
                                 .bytes = j->st.bytes,
                                 .samples = j->st.samples, .crc32c = j->st.crc32c};
@@ -480,12 +463,10 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
                           o.no_manifest ? "" : ": manifest not written");
     } else if (!o.no_manifest && !o.overwrite && (rc = sk_existing_listed(o.s3, mpath, m, "index", err))) {
         /* (said in err: a manifest of other shards is not replaced) */
-    } else if (!o.no_manifest && sk_store_is_s3(mpath)) {
-        rc = sk_sink_s3_put_manifest(o.s3, m, mpath, err);
     } else if (!o.no_manifest &&
-               (rc = sk_manifest_write_to(m, mpath, SK_MANIFEST_TABLE | (o.manifest ? 0 : SK_OUT_REGULAR),
-                                          err))) {
-        /* (said in err) */
+               (rc = sk_sink_put_manifest(o.s3, m, mpath,
+                                          SK_MANIFEST_TABLE | (o.manifest ? 0 : SK_OUT_REGULAR), err))) {
+        /* (said in err: an object in one PUT, or a local file) */
     } else if (packed) {
         rc = sk_error_set(err, SK_E_INPUT, "--wids: %s is %s-compressed, and wids reads "
                           "uncompressed .tar shards only: wids.json not written (the indexes and "
@@ -514,8 +495,6 @@ done:
     for (size_t i = 0; jobs && i < njob; i++) {
         free(jobs[i].idx);
         free(jobs[i].dpath);
-        free(jobs[i].idx_url);
-        free(jobs[i].dali_url);
         free(jobs[i].warns);
         sk_manifest_free(jobs[i].exts);
         free(jobs[i].keys.first);

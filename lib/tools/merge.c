@@ -198,7 +198,7 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
     for (size_t i = 0; i < n + 1; i++) {
         const char *p = i < n ? paths[i] : out_path;
         SK_GUARD(sk_store_classify(p, &w, err)); /* another scheme: refused by name */
-        SK_FAIL_IF(w.kind == SK_LOC_S3 && !s3, err, SK_E_USAGE, "%s: an s3:// manifest needs an S3 client", p);
+        SK_GUARD(sk_store_reach(p, s3, "manifest", err)); /* s3:// without a client */
     }
     int remote_out = w.remote; /* w: out_path's, the last asked: s3:// */
     sk_store_env env;
@@ -296,12 +296,13 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
             /* a bucket's manifest that names local files (or files on a
              * web server) would be read nowhere but here (readers take
              * s3:// URLs only from it): refused, naming them */
-            if (remote_out && !sk_store_is_s3(abs_urls[k])) {
+            sk_store_where uw; /* in a bucket: remote and writable */
+            int in_bucket = !sk_store_classify(abs_urls[k], &uw, NULL) && uw.remote && uw.writable;
+            if (remote_out && !in_bucket) {
                 rc = sk_error_set(err, SK_E_USAGE, "%s: shard %s of %s is %s: upload the "
                                   "parts first, then merge their s3:// manifests", out_path,
                                   abs_urls[k], paths[i],
-                                  sk_store_is_http(abs_urls[k]) ? "on a web server, not in S3"
-                                                                : "a local file");
+                                  uw.remote ? "on a web server, not in S3" : "a local file");
                 free(url), free(iurl);
                 goto cleanup;
             }

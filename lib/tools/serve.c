@@ -97,6 +97,11 @@ int sk_serve(sk_dataset *ds, const char *name, const sk_serve_options *opts, sk_
     if (!s.o.threads) s.o.threads = 4;
     if (!s.o.thumb_cache) s.o.thumb_cache = 64u << 20;
     if (!s.o.thumb_size) s.o.thumb_size = 160;
+    /* libmicrohttpd splits the connection limit between its threads; a
+     * thread left with none never wakes for the stop, and MHD_stop_daemon
+     * then waits for it forever (--max-connections 2 with 4 threads hung
+     * on SIGTERM): no more threads than connections */
+    if (s.o.threads > s.o.max_connections) s.o.threads = s.o.max_connections;
     SK_FAIL_IF(s.o.port > 65535 || s.o.thumb_size > 1024 || s.o.threads > 256, err, SK_E_USAGE,
                "serve: port %u, thumbnail size %u or %u threads out of range", s.o.port,
                s.o.thumb_size, s.o.threads);

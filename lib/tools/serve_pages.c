@@ -35,10 +35,9 @@ const char *sk_q(const sk_query *q, const char *name, size_t *n)
     return v;
 }
 
-int sk_q_u64(const sk_query *q, const char *name, uint64_t *v)
+/* A plain decimal of at most 19 digits (no sign, space or exponent). */
+static int parse_u64(const char *s, size_t n, uint64_t *v)
 {
-    size_t n;
-    const char *s = sk_q(q, name, &n);
     if (!s || !n || n > 19) return -1;
     uint64_t x = 0;
     for (size_t i = 0; i < n; i++) {
@@ -47,6 +46,13 @@ int sk_q_u64(const sk_query *q, const char *name, uint64_t *v)
     }
     *v = x;
     return 0;
+}
+
+int sk_q_u64(const sk_query *q, const char *name, uint64_t *v)
+{
+    size_t n = 0;
+    const char *s = sk_q(q, name, &n);
+    return parse_u64(s, n, v);
 }
 
 
@@ -133,7 +139,11 @@ static int find(sk_srv *s, const sk_query *q, sk_hit *h)
     const char *k = sk_q(q, "key", &kn);
     sk_error err = SK_ERROR_INIT;
     if (k) return sk_dataset_find(s->ds, k, kn, h, &err);
-    if (sk_q_u64(q, "o", &o)) return SK_E_NOTFOUND;
+    /* the ordinal box takes "#7" as well as "7" (`shardkit get` writes an
+     * ordinal as #N, and so do the pages' titles) */
+    const char *os = sk_q(q, "o", &kn);
+    if (os && kn > 1 && os[0] == '#') os++, kn--;
+    if (parse_u64(os, os ? kn : 0, &o)) return SK_E_NOTFOUND;
     return sk_dataset_at(s->ds, o, h, &err);
 }
 

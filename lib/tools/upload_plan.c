@@ -205,9 +205,11 @@ int sk_upload_plan_each(const char *const *sources, size_t n, sk_s3 *src_s3, con
     for (size_t i = 0; i < n; i++) {
         struct stat st;
         SK_GUARD(sk_store_classify(sources[i], &where, err));
-        SK_FAIL_IF(where.kind == SK_LOC_HTTP, err, SK_E_USAGE, "%s: upload copies local files "
+        /* a remote source is copied server-side, the bytes never passing
+         * here: only a store whose objects can be (where.copyable) */
+        SK_FAIL_IF(where.remote && !where.copyable, err, SK_E_USAGE, "%s: upload copies local files "
                    "and s3:// objects (download it first)", sources[i]);
-        if (where.kind == SK_LOC_S3) {
+        if (where.copyable) {
             SK_FAIL_IF(n > 1, err, SK_E_USAGE, "an s3:// source must be the only source");
             SK_FAIL_IF(!src_s3, err, SK_E_USAGE, "%s: no S3 client for an s3:// source", sources[i]);
         } else if (stat(sources[i], &st)) {
@@ -216,9 +218,9 @@ int sk_upload_plan_each(const char *const *sources, size_t n, sk_s3 *src_s3, con
         }
     }
     /* where: the only source's when it is s3:// (its bucket and key) */
-    char *sbucket = where.kind == SK_LOC_S3 ? strndup(sources[0] + where.host, where.host_len) : NULL;
+    char *sbucket = where.copyable ? strndup(sources[0] + where.host, where.host_len) : NULL;
     const char *skey = sbucket ? sources[0] + where.path : NULL;
-    SK_FAIL_IF(where.kind == SK_LOC_S3 && !sbucket, err, SK_E_NOMEM, "out of memory");
+    SK_FAIL_IF(where.copyable && !sbucket, err, SK_E_NOMEM, "out of memory");
     sk_store_env env;
     sk_store_env_init(&env, src_s3);
     int rc = SK_OK;

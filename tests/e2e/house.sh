@@ -11,7 +11,11 @@
 #   4. check-layers' rule 4 (one read path) covers every job file of
 #      lib/pack and lib/tools, output-side files excepted by name; and no
 #      job file (exempt or not, lib/reader too) nor cmd/ compares a name
-#      with a scheme itself: the store says what a location is.
+#      with a scheme itself: the store says what a location is;
+#   5. check-layers' rule 5: no job file (nor cmd/) chooses what to do by the
+#      store's kind (SK_LOC_S3, sk_store_is_s3, ...): lib/io answers each
+#      operation for each kind; the files where the kind is the feature are
+#      spared by name, with a reason.
 . "$(dirname "$0")/lib.sh"
 need python3 nm make
 B=${SK_BUILD:-build}
@@ -38,10 +42,10 @@ mkdir -p "$W4/cmd" && cp cmd/*.[ch] "$W4/cmd/"
 printf '/* reads "s3://b/k" */\nint sk_stats_is_s3_(const char *u) { return !strncmp(u, "s3://", 5); }\n' >> "$W4/lib/tools/stats.c"
 printf 'static int sm_s3_(const char *u) { return sk_is_s3_url(u); }\n' >> "$W4/lib/pack/sagemaker.c"
 # and no job file parses a location itself: prefix compares with a scheme,
-# however spelled, in a file rule 4 spares (index_dataset.c), in the
+# however spelled, in a file rule 4 spares (fetch_urls.c), in the
 # reader, in cmd/; a helper named for prefixes; the core's prefix test in
 # an exempt file.  Building a URL is no test.
-printf 'static int ix_s3_(const char *u) { return !strncmp(u, "s3://", 5); }\n' >> "$W4/lib/tools/index_dataset.c"
+printf 'static int ix_s3_(const char *u) { return !strncmp(u, "s3://", 5); }\n' >> "$W4/lib/pack/fetch_urls.c"
 printf 'static int mix_web_(const char *u) { return !strncasecmp(u,\n "HTTPS://", 8); }\n' >> "$W4/lib/reader/mix.c"
 printf 'static int root_(const char *u) { return strstr(u, "://") != 0; }\n' >> "$W4/lib/tools/merge.c"
 printf 'static int web_(const char *u) { return sk_has_prefix(u, "http://"); }\n' >> "$W4/lib/pack/catalog.c"
@@ -55,11 +59,34 @@ assert_contains "$OUT" 'names S3 itself ("s3://)'
 assert_contains "$OUT" 'lib/pack/sagemaker.c:'
 n=$(grep -c 'lib/tools/stats.c' "$OUT" || true)
 [ "$n" -eq 1 ] || die "the comment naming s3:// was taken for a test ($n breaches in stats.c)"
-for f in lib/tools/index_dataset.c lib/reader/mix.c lib/tools/merge.c lib/pack/catalog.c lib/pack/urls_row.c cmd/util.c; do
+for f in lib/pack/fetch_urls.c lib/reader/mix.c lib/tools/merge.c lib/pack/catalog.c lib/pack/urls_row.c cmd/util.c; do
     grep -q "^check-layers: $f:[0-9]*: parses a location itself" "$OUT" || die "$f's scheme test was not caught"
 done
-# an output-side file is spared, and says why in the script
-grep -q '"lib/tools/upload_sync.c": "output-side' scripts/check-layers || die "upload_sync.c's exemption has no reason"
+# a spared file says why in the script
+grep -q '"lib/pack/fetch_urls.c": "pack --from-urls' scripts/check-layers || die "fetch_urls.c's exemption has no reason"
+
+step "check-layers rule 5: no job file chooses by the store's kind"
+# a branch on the kind in a tool, the reader and a pack file; a comment
+# naming the kind is no branch; a spared file (sagemaker.c) stays spared
+tmpdir W5
+cp -r lib scripts "$W5/"
+mkdir -p "$W5/cmd" && cp cmd/*.[ch] "$W5/cmd/"
+printf '/* SK_LOC_S3 in a comment */\nstatic int up_(const char *u) { return sk_store_is_s3(u); }\n' >> "$W5/lib/tools/upload_plan.c"
+printf 'static int mk_(sk_store_where *w) { return w->kind == SK_LOC_HTTP; }\n' >> "$W5/lib/reader/mix.c"
+printf 'static int pk_(const char *u) { sk_loc_kind k; return sk_store_kind(u, &k, 0); }\n' >> "$W5/lib/pack/catalog.c"
+run "$W5/scripts/check-layers" "$SK_ROOT/$B"
+[ "$RC" -eq 1 ] || die "a job file choosing by the store's kind was not caught (exit $RC)"
+for f in lib/tools/upload_plan.c lib/reader/mix.c lib/pack/catalog.c; do
+    grep -q "^check-layers: $f:[0-9]*: chooses by the store's kind" "$OUT" || die "$f's kind test was not caught"
+done
+n=$(grep -c "lib/tools/upload_plan.c:.*chooses by the store's kind" "$OUT" || true)
+[ "$n" -eq 1 ] || die "the comment naming SK_LOC_S3 was taken for a branch ($n breaches in upload_plan.c)"
+! grep -q "lib/pack/sagemaker.c:.*chooses by" "$OUT" || die "sagemaker.c's exemption did not hold"
+grep -q '"sagemaker.c": "a SageMaker ManifestFile' scripts/check-layers || die "sagemaker.c's exemption has no reason"
+# an exemption nothing needs any more is a breach of its own
+sed -i 's/w.kind != SK_LOC_S3/!w.copyable/' "$W5/lib/pack/sagemaker.c"
+run "$W5/scripts/check-layers" "$SK_ROOT/$B"
+assert_contains "$OUT" "KIND_SPARED spares sagemaker.c, which names no kind: drop the exemption"
 
 step "a touched header rebuilds exactly its dependants"
 # the sources that include h, directly or through headers that include it

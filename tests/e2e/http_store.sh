@@ -2,7 +2,8 @@
 # http_store.sh - shards published on a web server (http://) read through
 # the HTTP store: nginx serving a packed dataset gives `cat`, `get` and
 # `verify` the same answers as the local files, through the manifest's
-# URL, a directory URL and a brace pattern of URLs; a 302 to another host
+# URL, a directory URL and a brace pattern of URLs; `stats --read-rate`
+# reads every sample and counts the requests nginx logs; a 302 to another host
 # is followed (bounded); and what a hostile or broken server does is
 # refused with the URL named, within bounded time: a server that ignores
 # Range (Python's http.server), a body shorter than its Content-Length,
@@ -60,6 +61,20 @@ cmp -s "$t/get.local" "$t/get.http" || fail "get over HTTP differs from local"
 sk get --tar "$U/ds/manifest.json" '#61' >"$t/ord.http" && "$SK_BIN" get --tar "$t/www/ds/manifest.json" '#61' | cmp -s - "$t/ord.http" ||
     fail "get by ordinal over HTTP differs"
 sk verify "$U/ds/manifest.json" >"$t/verify.out" 2>&1 || fail "verify over HTTP: $(cat "$t/verify.out")"
+
+echo "== stats --read-rate over HTTP: every sample, and the requests nginx saw"
+n0=$(wc -l <"$NGINX_DIR/access.log")
+sk stats --read-rate --shards 2 --json "$U/ds/manifest.json" >"$t/rate.json" 2>"$t/rate.err" ||
+    fail "stats --read-rate over HTTP: $(cat "$t/rate.err")"
+python3 - "$t/rate.json" $(($(wc -l <"$NGINX_DIR/access.log") - n0)) <<'PY' || fail "--read-rate over HTTP"
+import json, sys
+d, logged = json.load(open(sys.argv[1])), int(sys.argv[2])
+runs = [d[r] for r in ("no_cache", "cache_fill", "cache_read")]
+assert d["shards"] == 2 and all(r["samples"] == 60 for r in runs), d
+assert runs[0]["requests"] >= 2 and runs[2]["requests"] <= 2, d  # read back: a HEAD a shard at most
+# nginx logged the manifest's GET and every request the three runs counted
+assert logged == 1 + sum(r["requests"] for r in runs), (logged, d)
+PY
 
 echo "== a 302 to another host is followed"
 sk cat "$U/moved/shard-{000..002}.tar" | cmp -s - "$t/local.tar" || fail "cat through a 302 differs"

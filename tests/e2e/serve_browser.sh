@@ -10,7 +10,8 @@
 #     nosniff and a sandboxing CSP, and the script does not run (the DOM
 #     Chromium dumps has no title it would set); on the sample page it is
 #     escaped text; a key holding markup is escaped on the shard page;
-#   - only GET: a POST is 405; --bind defaults to 127.0.0.1.
+#   - only GET: a POST is 405; --bind defaults to 127.0.0.1; SIGTERM stops
+#     it (the kill reaches the server, not strace, which ignores it).
 # Screenshots are kept in $SK_BUILD/artifacts/serve_browser/.
 . "$(dirname "$0")/lib.sh"
 need chromium curl strace
@@ -33,8 +34,11 @@ nshards=$(ls ds/*.tar | wc -l)
 
 strace -f -qq -e trace=open,openat -o trace.txt "$SK_BIN" serve --port 0 ds/manifest.json >srv.out 2>srv.err &
 SRV=$!
-at_exit "kill $SRV"
+at_exit "kill -9 $SRV"
 for _ in $(seq 100); do grep -q serving srv.out && break; sleep 0.1; done
+# strace -o FILE ignores SIGTERM: the server itself is what a kill must reach
+SPID=$(ps -o pid= --ppid "$SRV" | tr -d ' ')
+[ -n "$SPID" ] && at_exit "kill -9 $SPID"
 U=$(sed -n 's/^serving //p' srv.out)
 case $U in http://127.0.0.1:*/) ;; *) die "not listening on loopback: '$U' $(cat srv.err)" ;; esac
 
@@ -123,5 +127,9 @@ assert_not_contains shard.html "<i>em" "raw key"
 step "--bind refuses what is not an address"
 expect_fail 2 "" "$SK_BIN" serve --port 99999 ds
 expect_fail 2 "not an IPv4" "$SK_BIN" serve --bind 'evil.example' --port 0 ds
+step "SIGTERM stops the server, and strace with it"
+kill -TERM "$SPID"
+for _ in $(seq 100); do kill -0 "$SRV" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$SRV" 2>/dev/null && die "serve still running 10 s after SIGTERM"
 ls -la "$ART"
 echo "serve_browser: ok"

@@ -7,9 +7,12 @@
 #     samples missing an extension (with examples that really lack it);
 #   - --images: every JPEG's width x height equals Pillow's, one of them
 #     with a 20 KB comment segment before its frame header (read in a
-#     second, longer read), and fewer bytes read than the JPEGs hold;
-#   - --json-keys: the keys of .json members and their types;
-#   - --json follows the schema of docs/stats.md;
+#     second, longer read), the aspect-ratio histogram Pillow's sizes give,
+#     and fewer bytes read than the JPEGs hold;
+#   - --json-keys: the keys of .json members and their types (all seven),
+#     and the top-level types (an array among the objects);
+#   - --json follows the schema of docs/stats.md: every key there, none
+#     that is not, and the page's table names the same top-level keys;
 #   - --html is one self-contained, well-formed page with inline SVG, no
 #     script and no http reference, a hostile key shown escaped, written
 #     under its name only when complete;
@@ -26,7 +29,7 @@ CHK="$SK_ROOT/tests/e2e/lib/stats_check.py"
 tmpdir T
 cd "$T"
 
-step "a corpus with a sample missing .json, a long-header JPEG and a hostile key"
+step "a corpus with a sample missing .json, a long-header JPEG, a hostile key, JSON of every type"
 "$SK_TOOLS/mkcorpus" c --samples 400 --per-dir 100 >/dev/null || die mkcorpus
 rm c/n00001/00000150.json c/n00002/00000230.json
 $PY - c/n00003/00000300.jpg <<'PYEOF' || die "long-header JPEG"
@@ -37,6 +40,9 @@ com = b"\xff\xfe" + (20002).to_bytes(2, "big") + b"x" * 20000
 open(p, "wb").write(b[:2] + com + b[2:])
 PYEOF
 printf 'hostile\n' >'c/<b>bold'"'"'&.txt'
+# JSON members with every type a key may hold, and one that is an array
+printf '{"a": 1.5, "b": true, "c": null, "d": [1], "e": {"x": 1}, "label": "seven"}' >c/n00000/00000010.json
+printf '[1, 2]' >c/n00000/00000011.json
 expect_ok "$SK_BIN" pack c -o ds/s-%03d.tar --max-count 60
 
 step "stats --json --images --json-keys equals the tree's numbers"

@@ -17,13 +17,16 @@
  * check, 2 on usage or a reader error.
  * With --proportion, each URL is a stream mixed in that proportion
  * (--samples: the epoch's length): each stream's share of the epoch must
- * be within 1% of the asked.
+ * be within 1% of the asked, and with --drift N, within N samples of its
+ * share at every point of the epoch (each prefix of the sequence): the
+ * mixing holds within the epoch, not only at its end.  The largest drift
+ * is printed either way.
  * --points R:W,... checks those grid points only, --resume
  * R1:W1:R2:W2@STOP,... those resumes only (STOP: the fraction of the
  * epoch consumed first): a few of each prove that a store (S3) hands out
  * the order the whole grid proved on local files.
  *   order_grid [--endpoint URL] [--window N] [--seed S] [--batch B]
- *              [--read-ahead BYTES] [--proportion P,P...] [--samples N]
+ *              [--read-ahead BYTES] [--proportion P,P...] [--samples N] [--drift N]
  *              [--no-resume] [--points R:W,...] [--resume R1:W1:R2:W2@STOP,...]
  *              URL...
  */
@@ -110,6 +113,7 @@ static int failures;
 static double proportion[16];
 static int mixing;
 static uint64_t samples_per_epoch;
+static double max_drift = -1; /* --drift: samples a stream may be off its share, -1: unchecked */
 static size_t read_ahead = 256 << 10;
 static int no_resume;
 static uint64_t reads;
@@ -221,6 +225,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--read-ahead")) read_ahead = strtoul(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--samples")) samples_per_epoch = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--drift")) max_drift = strtod(argv[i + 1], NULL);
         else if (!strcmp(argv[i], "--points")) bad |= !parse_points(argv[i + 1]);
         else if (!strcmp(argv[i], "--resume")) bad |= !parse_resumes(argv[i + 1]);
         else if (!strcmp(argv[i], "--proportion")) {
@@ -235,7 +240,7 @@ int main(int argc, char **argv)
     }
     if (i >= argc || batch < 1 || bad) {
         fprintf(stderr, "usage: order_grid [--endpoint URL] [--window N] [--seed S] [--batch B] "
-                        "[--read-ahead BYTES] [--proportion P,P...] [--samples N] [--no-resume] "
+                        "[--read-ahead BYTES] [--proportion P,P...] [--samples N] [--drift N] [--no-resume] "
                         "[--points R:W,...] [--resume R1:W1:R2:W2@STOP,...] URL...\n");
         return 2;
     }
@@ -274,6 +279,26 @@ int main(int argc, char **argv)
                     check(have > want - 0.01 && have < want + 0.01,
                           "stream %zu: %.4f of the samples, asked %.4f", d, have, want);
             }
+        }
+        /* the drift: how far each stream's count in a prefix is from its
+         * share of the prefix, at worst over every prefix */
+        uint64_t got[16] = {0};
+        double worst[16] = {0};
+        uint64_t at[16] = {0};
+        for (uint64_t p = 0; p < total; p++) {
+            got[ref[p].dataset < 16 ? ref[p].dataset : 15]++;
+            for (size_t d = 0; d < nurls && d < 16; d++) {
+                double off = (double)got[d] - proportion[d] / psum * (double)(p + 1);
+                if (off < 0) off = -off;
+                if (off > worst[d]) worst[d] = off, at[d] = p + 1;
+            }
+        }
+        for (size_t d = 0; d < nurls && d < 16; d++) {
+            printf("stream %zu: drift at most %.1f samples (after %llu of %llu)\n", d, worst[d],
+                   (unsigned long long)at[d], (unsigned long long)total);
+            if (max_drift >= 0)
+                check(worst[d] <= max_drift, "stream %zu: %.1f samples off its share after %llu, "
+                      "more than %.0f", d, worst[d], (unsigned long long)at[d], max_drift);
         }
     }
 

@@ -646,8 +646,8 @@ static void test_tar_out_crafted(void **state)
     assert_int_equal(system(cmd), 0);
     static const char *const small[] = {
         "k0.txt", "k0.bin", /* .bin empty */
-        "llllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllll"
-        "llllllllllllllllllllllllllllllllllllllllllllllllllllll.txt",
+        ("llllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllllll"
+         "llllllllllllllllllllllllllllllllllllllllllllllllllllll.txt"), /* one long key */
         "k2.TXT", "k2.bin", "k4\xc3\xa9.txt", "k5\xff.txt", "k6.txt", "k7.txt", "k8.txt"};
     for (size_t i = 0; i < sizeof small / sizeof *small; i++) {
         snprintf(p, sizeof p, "%s/%s", in, small[i]);

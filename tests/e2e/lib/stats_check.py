@@ -67,6 +67,9 @@ def check(v, s, where):
             if k not in v:
                 fail(f"{where}: no '{k}'")
             check(v[k], x, f"{where}.{k}")
+        extra = sorted(set(v) - set(s))
+        if extra:
+            fail(f"{where}: {extra} not in the documented schema")
     elif isinstance(s, list):
         if not isinstance(v, list):
             fail(f"{where}: not an array")
@@ -88,8 +91,27 @@ def check(v, s, where):
         fail(f"{where}: {v!r} not {s.__name__}")
 
 
+def documented_keys():
+    """The top-level keys docs/stats.md's JSON table names (its first
+    column, between backquotes), so the schema here and the page agree."""
+    import re
+    page = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "stats.md")
+    text = open(page, encoding="utf-8").read()
+    table = text.split("## JSON (`--json`)", 1)[1].split("\n## ", 1)[0]
+    keys = set()
+    for line in table.splitlines():
+        if line.startswith("| `"):
+            keys.update(re.findall(r"`([a-z_]+)`", line.split("|")[1]))
+    return keys
+
+
 def schema(doc):
-    check(doc, SCHEMA, "stats")
+    want = set(SCHEMA) | {"images", "json_keys"}
+    if documented_keys() != want:
+        fail(f"docs/stats.md's JSON table names {sorted(documented_keys() ^ want)} "
+             f"differently from this schema")
+    top = {k: v for k, v in doc.items() if k not in ("images", "json_keys")}
+    check(top, SCHEMA, "stats")
     if doc["format"] != "shardkit-stats" or doc["version"] != 1:
         fail("format/version")
     if "images" in doc:
@@ -178,25 +200,38 @@ def tree(root, doc):
         if im["width"]["min"] != ws[0] or im["width"]["max"] != ws[-1] or \
                 im["width"]["p50"] != ws[(len(ws) + 1) // 2 - 1]:
             fail(f"images.width {im['width']}, Pillow's min/p50/max {ws[0]}/{ws[len(ws)//2]}/{ws[-1]}")
-        if sum(a["count"] for a in im["aspect"]) != n:
-            fail("images.aspect does not count every image")
+        hs = sorted(h for (w, h), c in pairs.items() for _ in range(c))
+        if (im["height"]["min"], im["height"]["p50"], im["height"]["max"]) != \
+                (hs[0], hs[(len(hs) + 1) // 2 - 1], hs[-1]):
+            fail(f"images.height {im['height']}, Pillow's min/p50/max {hs[0]}/{hs[len(hs)//2]}/{hs[-1]}")
+        # aspect ratios: each image in the first bucket whose bound holds
+        edges = [a["le"] for a in im["aspect"]]
+        want = [0] * len(edges)
+        for (w, h), c in pairs.items():
+            want[next(i for i, e in enumerate(edges) if e is None or w / h <= e)] += c
+        if [a["count"] for a in im["aspect"]] != want:
+            fail(f"images.aspect {[a['count'] for a in im['aspect']]}, Pillow's sizes give {want}")
         if im["bytes_read"] >= im["bytes"]:
             fail(f"images: read {im['bytes_read']} of {im['bytes']} bytes: not headers only")
     if "json_keys" in doc:
         jk = doc["json_keys"]
-        keys = {}
+        keys, top = {}, {}
         nj = 0
+        kind = {bool: "bool", int: "integer", float: "real", str: "string",
+                list: "array", dict: "object", type(None): "null"}
         for m in samples.values():
             if "json" in m:
                 nj += 1
                 with open(m["json"], "rb") as f:
                     v = json.load(f)
-                for k, x in v.items():
-                    t = {bool: "bool", int: "integer", float: "real", str: "string",
-                         list: "array", dict: "object", type(None): "null"}[type(x)]
+                top[kind[type(v)]] = top.get(kind[type(v)], 0) + 1
+                for k, x in (v.items() if isinstance(v, dict) else ()):
+                    t = kind[type(x)]
                     e = keys.setdefault(k, {"count": 0, "types": {}})
                     e["count"] += 1
                     e["types"][t] = e["types"].get(t, 0) + 1
+        if jk["top_level"] != top:
+            fail(f"json_keys.top_level {jk['top_level']}, the tree has {top}")
         if jk["members"] != nj or jk["keys"] != keys:
             fail(f"json_keys: {jk['members']} {jk['keys']}, the tree has {nj} {keys}")
 
