@@ -51,8 +51,8 @@ static const char usage[] =
     CMD_S3_CLIENT_USAGE
     "\n"
     "merge: -o, --output PATH  the merged manifest (required), a file or s3://;\n"
-    "                       MANIFESTs local or s3://; the SageMaker and S3\n"
-    "                       options above\n"
+    "                       MANIFESTs local, s3:// or http(s):// (read only);\n"
+    "                       the SageMaker and S3 options above\n"
     "\n"
     "Exit status: 0 all indexed, 1 a shard could not be (fully) indexed, 2 usage.\n";
 
@@ -131,7 +131,7 @@ static int run_merge(int argc, char **argv)
     if (!out) return cmd_usage_error("index merge", usage, "-o OUT.json is required");
     if (first >= argc) return cmd_usage_error("index merge", usage, "no manifests given");
     if (cmd_places("index merge", &(cmd_place){"-o", out, CMD_W | CMD_S3}, 1) ||
-        cmd_places_args("index merge", argv + first, argc - first, CMD_R | CMD_S3))
+        cmd_places_args("index merge", argv + first, argc - first, CMD_R | CMD_S3 | CMD_HTTP))
         return SK_EXIT_USAGE;
     sk_error err = SK_ERROR_INIT;
     const char *const *ins = (const char *const *)argv + first;

@@ -32,15 +32,26 @@ int sk_emit_check_suffix(const char *pattern, int compress_level, sk_error *err)
     return SK_OK;
 }
 
+int sk_emit_check_places(const char *pattern, const char *manifest, const char *what,
+                         sk_error *err)
+{
+    char name[64];
+    if (pattern) {
+        snprintf(name, sizeof name, "%s: the output pattern", what);
+        SK_GUARD(sk_place_check(pattern, SK_PLACE_WRITE | SK_PLACE_STREAM | SK_PLACE_S3_OK, name,
+                                NULL, err));
+    }
+    if (manifest) {
+        snprintf(name, sizeof name, "%s: the manifest", what);
+        SK_GUARD(sk_place_check(manifest, SK_PLACE_WRITE | SK_PLACE_S3_OK, name, NULL, err));
+    }
+    return SK_OK;
+}
+
 void sk_emit_lock_path(const char *pattern, const char *manifest, char *buf, size_t cap)
 {
-    if (manifest) {
-        snprintf(buf, cap, "%s", manifest);
-    } else {
-        const char *slash = strrchr(pattern, '/');
-        snprintf(buf, cap, "%.*s%smanifest.json", slash ? (int)(slash - pattern) : 0, pattern,
-                 slash ? "/" : "");
-    }
+    char mdir[4200]; /* the lock is the manifest: one rule for where it lies */
+    sk_emit_manifest_path(pattern, manifest, buf, cap, mdir, sizeof mdir);
 }
 
 /* The directory of path (without making it): whether it exists. */

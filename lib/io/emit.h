@@ -36,6 +36,16 @@ static inline int sk_emit_rolls(uint64_t max_size, uint64_t max_count, uint64_t 
  * .tar and .tar.zst are written).  Readers -- ours, tar -a, WebDataset --
  * tell a shard's format by its name. */
 int sk_emit_check_suffix(const char *pattern, int compress_level, sk_error *err);
+/* Refuses (SK_E_USAGE, naming what and the name) an output pattern or
+ * manifest the place grammar does not take for writing (docs/places.md,
+ * sk_place_check): a lost slash ("s3:/b/x", "s3:b", "s3:"), another
+ * scheme, http(s):// (read only); '-' only as the pattern.  The library's
+ * entry points (sk_pack_new, sk_reshard, sk_sample_writer_open) ask it,
+ * not only the command line: else a program's "s3:/b/x" becomes a local
+ * folder "s3:" holding the dataset it believes is in S3.  what: the entry
+ * point ("pack"), for the message. */
+int sk_emit_check_places(const char *pattern, const char *manifest, const char *what,
+                         sk_error *err);
 /* Where the run's lock goes: the manifest (given, or manifest.json beside
  * the shards). */
 void sk_emit_lock_path(const char *pattern, const char *manifest, char *buf, size_t cap);

@@ -188,4 +188,9 @@ void sk_fetch_cancel(sk_catalog *c);
 /* Stops the fetcher and frees it. */
 void sk_fetch_free(sk_catalog *c);
 
+/* --part: keeps only the samples whose key falls in part (of parts); c must
+ * be grouped (sk_catalog_group) and stays grouped, in the same order
+ * (catalog_group.c; a key's part is format/part.c's). */
+int sk_part_filter(sk_catalog *c, int part, int parts, sk_error *err);
+
 #endif

@@ -349,3 +349,32 @@ int sk_catalog_group(sk_catalog *c, sk_error *err)
     }
     return SK_OK;
 }
+
+/* ------------------------------------------------------------------ --part */
+
+/* Keeps only the samples whose key falls in part (of parts): sk_part_of
+ * (format/part.c) per sample, the catalog compacted in place. */
+
+int sk_part_filter(sk_catalog *c, int part, int parts, sk_error *err)
+{
+    char key[SK_TAR_NAME_MAX + 1];
+    size_t ni = 0, ns = 0;
+    (void)err;
+    if (parts <= 1) return SK_OK;
+    /* Compact items and samples in place: order is kept, so the catalog is
+     * still sorted and grouped, just smaller. */
+    for (size_t s = 0; s < c->nsamples; s++) {
+        const sk_item *it = &c->items[c->samples[s]];
+        size_t dl = c->dir_lens[it->dir];
+        memcpy(key, c->arena + c->dirs[it->dir], dl);
+        memcpy(key + dl, c->arena + it->base, it->key_end);
+        if (sk_part_of(key, dl + it->key_end, parts) != part) continue;
+        size_t first = c->samples[s], k = sk_sample_members(c, s);
+        memmove(&c->items[ni], &c->items[first], k * sizeof *c->items);
+        c->samples[ns++] = (uint32_t)ni;
+        ni += k;
+    }
+    c->nitems = ni;
+    c->nsamples = ns;
+    return SK_OK;
+}

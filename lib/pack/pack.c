@@ -18,7 +18,6 @@
  */
 #include "pack/pack_int.h"
 #include "pack/pack_out.h"
-#include "pack/part.h"
 #include "core/rng.h"
 #include "io/io.h"
 #include "format/tar.h"
@@ -67,6 +66,7 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
                err, SK_E_USAGE, "-o - writes one plain tar stream on stdout: --part, --resume, "
                "--compress, --manifest and image resizing do not apply (shard -o - resizes)");
     if (!to_stdout) SK_GUARD(sk_shard_name(opts->pattern, 0, probe, sizeof probe, err));
+    SK_GUARD(sk_emit_check_places(opts->pattern, opts->manifest, "pack", err));
     SK_GUARD(sk_emit_check_suffix(opts->pattern, opts->compress_level, err));
     sk_pack *p = calloc(1, sizeof *p);
     SK_FAIL_IF(!p, err, SK_E_NOMEM, "out of memory");
@@ -89,7 +89,7 @@ int sk_pack_new(sk_pack **out, const sk_pack_options *opts_in, sk_error *err)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->slot_ready, NULL);
     pthread_cond_init(&p->slot_free, NULL);
-    /* --part: {part} in the names becomes this part's number (lib/part.c) */
+    /* --part: {part} in the names becomes this part's number (format/part.c) */
     p->pattern_tmpl = opts->pattern;
     p->manifest_tmpl = opts->manifest;
     int rc = sk_part_output_names(opts->pattern, opts->manifest, opts->part, opts->parts,
@@ -209,7 +209,7 @@ static int plan(sk_pack *p, sk_error *err)
 {
     sk_catalog *c = &p->cat;
     SK_GUARD(sk_catalog_group(c, err));
-    /* --part: keep only the samples of this part (lib/part.c) */
+    /* --part: keep only the samples of this part (format/part.c) */
     if (p->o.parts > 0) SK_GUARD(sk_part_filter(c, p->o.part, p->o.parts, err));
     p->order = sk_xmalloc((c->nsamples + 1) * sizeof *p->order, err);
     if (!p->order) return SK_E_NOMEM;

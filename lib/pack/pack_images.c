@@ -17,7 +17,7 @@
  * --image-memory budget), and the bytes are the same whatever --jobs is.
  */
 #include "pack/pack_int.h"
-#include "pack/shard_int.h"
+#include "io/shard_run.h"
 #include "format/tar.h"
 
 #include <pthread.h>

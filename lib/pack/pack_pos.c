@@ -9,7 +9,6 @@
  */
 #include "pack/pack_int.h"
 #include "pack/pack_out.h"
-#include "pack/part.h"
 #include "io/io.h"
 #include "format/tar.h"
 

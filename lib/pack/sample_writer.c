@@ -121,6 +121,7 @@ int sk_sample_writer_open(sk_sample_writer **out, const sk_pack_options *opts_in
                "sample writer: image resizing is pack's and shard's");
     SK_FAIL_IF(o.compress_level < 0 || o.compress_level > 22, err, SK_E_USAGE,
                "sample writer: zstd level %d out of range (1..22, 0 = none)", o.compress_level);
+    SK_GUARD(sk_emit_check_places(o.pattern, o.manifest, "sample writer", err));
     SK_GUARD(sk_emit_check_suffix(o.pattern, o.compress_level, err));
     sk_sample_writer *w = calloc(1, sizeof *w);
     SK_FAIL_IF(!w, err, SK_E_NOMEM, "out of memory");

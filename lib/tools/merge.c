@@ -10,8 +10,11 @@
  * silent overlap would train on samples twice.
  *
  * Manifests, indexes and the merged manifest may be s3:// objects as well
- * as local files (each read whole through the store, as a dataset reads
- * them; the merged one written by the sinks' sk_sink_put_manifest).  A
+ * as local files, and the manifests and indexes read may be on a web
+ * server, http(s):// (each read whole through the store, as a dataset
+ * reads them; the merged one written by the sinks' sk_sink_put_manifest).
+ * A remote manifest's entries are held to the readers' rule: nothing
+ * outside its own directory (or, in a bucket, other s3:// objects).  A
  * URL is rewritten relative only within one bucket, and only below the
  * merged manifest's prefix there (readers refuse ".." in a remote
  * manifest); else, and between a bucket and a local directory, it stays
@@ -129,6 +132,20 @@ static char *rebase(const char *mpath, const char *url, const char *out_dir_abs)
 
 /* ------------------------------------------------------------------ merge */
 
+/* A shard of the remote manifest at mpath (http(s):// or s3://): its URL and
+ * index URL by the readers' rule (sk_manifest_resolve), SK_E_CORRUPT naming
+ * the manifest and the name when it points outside. */
+static int check_remote_entry(const char *mpath, const sk_manifest_shard *s, sk_error *err)
+{
+    char *u = NULL;
+    SK_GUARD(sk_manifest_resolve(mpath, s->url, &u, err));
+    free(u);
+    if (s->index_url) SK_GUARD(sk_manifest_resolve(mpath, s->index_url, &u, err));
+    free(u);
+    return SK_OK;
+}
+
+
 struct keyref {
     const char *key;
     uint32_t len;
@@ -175,18 +192,15 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
                          sk_error *err)
 {
     SK_FAIL_IF(n == 0, err, SK_E_USAGE, "no manifests to merge");
+    /* the merged manifest is written: a web server is read only */
+    SK_GUARD(sk_place_check(out_path, SK_PLACE_WRITE | SK_PLACE_S3_OK, "index merge -o", NULL, err));
     sk_store_where w;
     for (size_t i = 0; i < n + 1; i++) {
         const char *p = i < n ? paths[i] : out_path;
         SK_GUARD(sk_store_classify(p, &w, err)); /* another scheme: refused by name */
-        /* merge reads and writes only where a sink can write too (the
-         * parts' stats are summed beside the manifest): not a read-only
-         * store, a web server */
-        SK_FAIL_IF(!w.writable, err, SK_E_USAGE, "%s: index merge reads and "
-                   "writes local files and s3:// objects", p);
-        SK_GUARD(sk_store_reach(p, s3, "manifest", err));
+        SK_GUARD(sk_store_reach(p, s3, "manifest", err)); /* s3:// without a client */
     }
-    int remote_out = w.remote; /* w: out_path's, the last asked */
+    int remote_out = w.remote; /* w: out_path's, the last asked: s3:// */
     sk_store_env env;
     sk_store_env_init(&env, s3);
     sk_manifest **in = calloc(n ? n : 1, sizeof *in);
@@ -261,6 +275,12 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
         for (size_t j = 0; j < m->nshards; j++, k++) {
             const sk_manifest_shard *s = &m->shards[j];
             sk_manifest_shard ns = *s;
+            /* a remote manifest is someone else's bytes: it names what lies
+             * under its own directory (or, in a bucket, s3:// objects),
+             * never "..", another host or a local file; readers hold it to
+             * that (sk_manifest_resolve), and so does the merge */
+            if (sk_store_is_remote(paths[i]) && (rc = check_remote_entry(paths[i], s, err)))
+                goto cleanup;
             char *url = rebase(paths[i], s->url, out_dir_abs);
             char *iurl = s->index_url ? rebase(paths[i], s->index_url, out_dir_abs) : NULL;
             char *joined = NULL;
@@ -273,12 +293,16 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
                 rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
                 goto cleanup;
             }
-            /* a bucket's manifest that names local files would be read
-             * nowhere but here: refused, naming them */
-            if (remote_out && !sk_store_is_remote(abs_urls[k])) {
-                rc = sk_error_set(err, SK_E_USAGE, "%s: shard %s of %s is a local file: upload the "
+            /* a bucket's manifest that names local files (or files on a
+             * web server) would be read nowhere but here (readers take
+             * s3:// URLs only from it): refused, naming them */
+            sk_store_where uw; /* in a bucket: remote and writable */
+            int in_bucket = !sk_store_classify(abs_urls[k], &uw, NULL) && uw.remote && uw.writable;
+            if (remote_out && !in_bucket) {
+                rc = sk_error_set(err, SK_E_USAGE, "%s: shard %s of %s is %s: upload the "
                                   "parts first, then merge their s3:// manifests", out_path,
-                                  abs_urls[k], paths[i]);
+                                  abs_urls[k], paths[i],
+                                  uw.remote ? "on a web server, not in S3" : "a local file");
                 free(url), free(iurl);
                 goto cleanup;
             }

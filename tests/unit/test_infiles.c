@@ -11,7 +11,7 @@
 
 #include "sk_assert.h"
 
-#include "pack/infiles.h"
+#include "io/infiles.h"
 
 #include <fcntl.h>
 #include <stdio.h>

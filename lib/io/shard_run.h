@@ -1,27 +1,23 @@
 /*
- * shard_int.h - what the files of `shardkit shard`'s engine share: the
- * run's state (rs), a sample as it is assembled (samp) and as it is
- * written (sview), and the functions one file gives the others.
+ * shard_run.h - the output side of a `shard` run, which any producer of
+ * samples feeds: `shard`'s inputs (tools/reshard.c and the files of its
+ * engine, tools/shard_int.h) and pack's image stage (pack/pack_images.c).
+ * The run's state (rs), a sample as it is assembled (samp) and as it is
+ * written (sview), and what the files of the output give the others.
  * Internal to libshardkit.
  *
  * From the top down (each file calls only files below it):
- *   reshard.c       drives a run: inputs expanded and checked, the order
- *                   of the passes (count, scatter, drain)
- *   shard_read.c    inputs as byte streams through libarchive, samples
- *                   assembled as their output tar bytes
- *   shard_direct.c  plain tar inputs with a sound index, read through it
  *   shard_out.c     the output side as one piece: begun (locks, manifest,
- *                   the image stage), fed samples (sk_rs_put), finished;
- *                   pack's image stage (pack_images.c) feeds it too
+ *                   the image stage), fed samples (sk_rs_put), finished
  *   shard_shuffle.c --shuffle: samples (or references to them) as records
  *   shard_emit.c    the output: shards cut, named, indexed, resumed, and
  *                   their bytes handed to the writer in large writes
- *   shard_run.c     what all of them share: warnings, progress, filters
  *   shard_images.c  --image-*: the resize stage and its worker pool, a
  *                   transform on samples that knows nothing of the run
+ *   shard_report.c  the run's warnings and progress reports
  */
-#ifndef SK_PACK_SHARD_INT_H
-#define SK_PACK_SHARD_INT_H
+#ifndef SK_IO_SHARD_RUN_H
+#define SK_IO_SHARD_RUN_H
 
 #include "core/internal.h"
 #include "core/shuffle.h"
@@ -29,9 +25,8 @@
 #include "io/io.h"
 #include "io/outq.h"
 #include "io/emit.h"
-#include "io/store.h"
 #include "io/writer.h"
-#include "pack/infiles.h"
+#include "io/infiles.h"
 
 #include <time.h>
 
@@ -97,17 +92,14 @@ struct obuf {
     size_t maplen;
 };
 
-struct keyset { /* --keys: open addressing over key strings */
-    char **slot;
-    size_t cap, n;
-};
+/* The inputs' own state (tools/shard_int.h): the output never reads it. */
+struct rs_in;
 
 typedef struct rs {
     sk_shard_options *o; /* the run's own copy: o->start moves past an existing manifest's shards */
     const char *pattern_tmpl; /* the pattern as given: {part} unexpanded */
     sk_shard_stats st;
     struct timespec t0, last;
-    struct keyset keys;
     int to_stdout;
     uint64_t max_size, max_count;
     /* num_shards: counts per shard */
@@ -118,12 +110,12 @@ typedef struct rs {
     uint64_t shard_no, in_shard;
     uint64_t target; /* samples for the open shard (num_shards), else 0 */
     sk_manifest *man;
-    sk_existing grow; /* the manifest already there (io/existing.c) */
+    sk_existing existing; /* the manifest already there (io/existing.c) */
     char mdir[4200], mpath[4200];
-    /* --resume: the existing shard being skipped */
-    sk_index *rix;
-    int ropts; /* the resumed shard was written with this run's --mtime and compression */
-    uint64_t rpos;
+    /* --resume: the existing shard being checked instead of written */
+    sk_index *resumed;    /* its index (NULL: the open shard is written) */
+    int resumed_opts_ok;  /* it was written with this run's --mtime and compression */
+    uint64_t resumed_at;  /* its sample the next one is checked against */
     /* scratch */
     unsigned char *rec;
     size_t rec_cap;
@@ -141,13 +133,11 @@ typedef struct rs {
     size_t pstart, pend;  /* the pending range: bytes not yet queued */
     uint32_t pcrc;
     uint64_t opos;        /* bytes of the open shard, pending ones included */
-    int direct;           /* inputs may be read through their indexes */
-    uint64_t rewrites;    /* headers and paddings direct_emit changed */
     /* --shuffle of inputs read through their indexes: the buckets hold
      * references (input, offset), the inputs stay open for the drain */
     sk_infiles *inf;
     uint32_t in_no;       /* the input direct_input is reading, in inf */
-    sk_store_env env;     /* what the inputs are read through (io/store.h) */
+    struct rs_in *in;     /* shard's inputs (tools/); NULL for pack's image stage */
     sk_run_lock lock;     /* the run's locks (io/emit.h) */
 } rs;
 
@@ -173,19 +163,12 @@ int sk_img_pool_emit(struct img_pool *p, int block, int drain, sk_error *err);
 /* Hands s to the workers (its buffers are swapped with a free job's). */
 int sk_img_pool_submit(struct img_pool *p, struct samp *s, sk_error *err);
 
-/* shard_run.c */
+/* shard_report.c: the run's reports */
 void sk_rs_warnf(rs *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Seconds since t0 (CLOCK_MONOTONIC). */
 double sk_rs_since(const struct timespec *t0);
 /* Reports progress at most twice a second (final: now). */
 void sk_rs_progress(rs *r, int final);
-/* --keys: the keys listed in path (a local file, s3:// or http(s)://). */
-int sk_rs_load_keys(rs *r, const char *path, sk_error *err);
-void sk_rs_keyset_free(struct keyset *k);
-/* Whether a member with extension e is kept, and its output extension. */
-int sk_rs_keep_member(const rs *r, const char *e, size_t n, const char **out, size_t *out_len);
-/* Whether a sample is kept (--keys, --part). */
-int sk_rs_keep_sample(const rs *r, const char *key, size_t klen);
 
 /* shard_emit.c */
 void sk_rs_view_of(const struct samp *s, struct sview *v);
@@ -231,21 +214,5 @@ int sk_rs_emit_sample(rs *r, struct samp *s, sk_error *err);
 int sk_rs_output_finish(rs *r, sk_error *err);
 /* Frees all of r (rc != 0: the open shard's temporary file is removed). */
 void sk_rs_release(rs *r, int rc);
-
-/* shard_direct.c: *from is where libarchive is to go on (0: all of it),
- * UINT64_MAX when the index read it all. */
-int sk_rs_direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, sk_error *err);
-
-/* shard_read.c */
-/* An input's size (UINT64_MAX: not known before it is read). */
-int sk_rs_input_size(rs *r, const char *url, uint64_t *size, sk_error *err);
-/* --num-shards: the samples the run will write, into r->total. */
-int sk_rs_count_samples(rs *r, char **in, size_t n, struct samp *s, sk_error *err);
-/* Reads one input through libarchive, feeding its samples on (counting:
- * only counts them); from > 0: a local tar from that header on. */
-int sk_rs_read_input(rs *r, const char *url, struct samp *s, int counting, uint64_t from,
-                     sk_error *err);
-/* One input: through its index while that agrees with it, then libarchive. */
-int sk_rs_take_input(rs *r, const char *url, struct samp *s, sk_error *err);
 
 #endif

@@ -7,7 +7,7 @@
  * directly as the tar bytes it will have in the output (headers, data,
  * padding), with its CRC32C computed from the pieces as they arrive.
  */
-#include "pack/shard_int.h"
+#include "tools/shard_int.h"
 #include "format/libarchive.h"
 #include "format/tar.h"
 
@@ -54,7 +54,7 @@ static int in_open(rs *r, sk_in_stream *s, const char *url, uint64_t from, sk_er
     }
     struct store_in *in = calloc(1, sizeof *in);
     SK_FAIL_IF(!in, err, SK_E_NOMEM, "out of memory");
-    int rc = sk_store_open(&in->st, url, &r->env, err);
+    int rc = sk_store_open(&in->st, url, &r->in->env, err);
     if (!rc) rc = in->st->ops->open_seq(in->st, from, &in->q, err);
     if (rc) {
         if (in->st) sk_store_close(in->st);
@@ -86,7 +86,7 @@ int sk_rs_input_size(rs *r, const char *url, uint64_t *size, sk_error *err)
     }
     sk_store *st;
     sk_store_stat sb;
-    SK_GUARD(sk_store_open(&st, url, &r->env, err));
+    SK_GUARD(sk_store_open(&st, url, &r->in->env, err));
     int rc = st->ops->stat(st, &sb, err);
     sk_store_close(st);
     if (!rc) *size = sb.size;
@@ -102,7 +102,7 @@ static sk_index *input_index(rs *r, const char *url, uint64_t size)
     if (size == UINT64_MAX || snprintf(ip, sizeof ip, "%s.idx", url) >= (int)sizeof ip) return NULL;
     if (sk_store_is_remote(ip)) {
         sk_buf blob = {0};
-        if (sk_store_load(ip, &r->env, SK_S3_INDEX_MAX, "shard index", &blob, NULL) ||
+        if (sk_store_load(ip, &r->in->env, SK_S3_INDEX_MAX, "shard index", &blob, NULL) ||
             (!blob.p && !(blob.p = malloc(1))) ||
             sk_index_adopt(&ix, blob.p, blob.len, ip, NULL)) { /* adopt keeps the bytes */
             if (!ix) sk_buf_free(&blob);
@@ -346,7 +346,7 @@ done:
 int sk_rs_take_input(rs *r, const char *url, struct samp *s, sk_error *err)
 {
     uint64_t from = 0;
-    if (r->direct && strcmp(url, "-") && !sk_store_is_remote(url) && !r->o->in_open) {
+    if (r->in->direct && strcmp(url, "-") && !sk_store_is_remote(url) && !r->o->in_open) {
         SK_GUARD(sk_rs_direct_input(r, url, s, &from, err));
         if (from == UINT64_MAX) return SK_OK;
     }

@@ -6,7 +6,7 @@
  * in sample order to the caller's put function.  It knows samples and
  * image options only, nothing of the run that feeds it or takes its output.
  */
-#include "pack/shard_int.h"
+#include "io/shard_run.h"
 #include "format/image.h"
 #include "format/tar.h"
 

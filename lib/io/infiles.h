@@ -1,6 +1,7 @@
 /*
  * infiles.h - the local input shards a run reads a second time (the
- * shuffle's references: lib/pack/reshard.c).  Internal.
+ * shuffle's references: io/shard_shuffle.c, opened by tools/shard_direct.c).
+ * Internal.
  *
  * A file is kept open from the first pass to the second, so the bytes read
  * again are the same file's, whatever is renamed over its name meanwhile.

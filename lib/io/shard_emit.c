@@ -7,7 +7,7 @@
  * (io/outq.c).  A dry run (--dry-run) makes every shard the same way into
  * a sink that only counts, so its figures are the run's own.
  */
-#include "pack/shard_int.h"
+#include "io/shard_run.h"
 #include "format/tar.h"
 #include "io/emit.h"
 #include "io/store.h"
@@ -207,11 +207,11 @@ static int add_to_manifest(rs *r, const char *path, const sk_index_shard_info *i
  * options with the same keys is not this run's. */
 static int resume_same(rs *r, const sk_sample_ref *s, const struct sview *v)
 {
-    int plain = !(sk_index_shard(r->rix)->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP));
-    if (!r->ropts || s->member_count != v->nm || (plain && s->stored_span != v->len)) return 0;
+    int plain = !(sk_index_shard(r->resumed)->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP));
+    if (!r->resumed_opts_ok || s->member_count != v->nm || (plain && s->stored_span != v->len)) return 0;
     for (uint32_t i = 0; i < s->member_count; i++) {
         const struct memb *m = &v->m[i];
-        if (!sk_emit_member_matches(r->rix, s->first_member + i, v->exts + m->ext_off, m->ext_len,
+        if (!sk_emit_member_matches(r->resumed, s->first_member + i, v->exts + m->ext_off, m->ext_len,
                                     m->size, m->crc))
             return 0;
     }
@@ -224,16 +224,16 @@ static int resume_same(rs *r, const sk_sample_ref *s, const struct sview *v)
  * and resume_same) instead of being written. */
 static int try_resume(rs *r, const char *path)
 {
-    if (!sk_emit_shard_sound(r->o->s3, path, &r->rix)) return 0;
-    if (r->target && sk_index_sample_count(r->rix) != r->target) {
-        sk_index_close(r->rix);
-        r->rix = NULL;
+    if (!sk_emit_shard_sound(r->o->s3, path, &r->resumed)) return 0;
+    if (r->target && sk_index_sample_count(r->resumed) != r->target) {
+        sk_index_close(r->resumed);
+        r->resumed = NULL;
         return 0;
     }
     /* an s3:// shard's headers are not read again: its compression only */
-    r->ropts = sk_store_is_s3(path) ? !(sk_index_shard(r->rix)->flags & SK_INDEX_ZSTD) == !r->o->compress_level
-                                  : sk_emit_shard_options_match(path, r->rix, r->o->compress_level, r->o->mtime);
-    r->rpos = 0;
+    r->resumed_opts_ok = sk_store_is_s3(path) ? !(sk_index_shard(r->resumed)->flags & SK_INDEX_ZSTD) == !r->o->compress_level
+                                  : sk_emit_shard_options_match(path, r->resumed, r->o->compress_level, r->o->mtime);
+    r->resumed_at = 0;
     return 1;
 }
 
@@ -245,15 +245,15 @@ int sk_rs_close_shard(rs *r, sk_error *err)
     if (!r->to_stdout)
         SK_GUARD(sk_shard_name(r->o->pattern, r->o->start + r->shard_no, path, sizeof path, err));
     r->shard_no++;
-    if (r->rix) { /* resumed */
-        sk_index *ix = r->rix;
-        r->rix = NULL;
+    if (r->resumed) { /* resumed */
+        sk_index *ix = r->resumed;
+        r->resumed = NULL;
         int rc = SK_OK;
-        if (r->rpos != sk_index_sample_count(ix))
+        if (r->resumed_at != sk_index_sample_count(ix))
             rc = sk_error_set(err, SK_E_INPUT, "%s: --resume: the shard holds %llu samples, this "
                               "run puts %llu in it; remove it or run without --resume", path,
                               (unsigned long long)sk_index_sample_count(ix),
-                              (unsigned long long)r->rpos);
+                              (unsigned long long)r->resumed_at);
         for (uint64_t i = 0; !rc && i < sk_index_member_count(ix); i++) {
             sk_member_ref m;
             if (!(rc = sk_index_member(ix, i, &m, err)))
@@ -263,7 +263,7 @@ int sk_rs_close_shard(rs *r, sk_error *err)
         if (!rc && sk_index_sample_count(ix))
             rc = sk_index_key_bounds(ix, (const char **)&kr.first, &kr.first_len,
                                      (const char **)&kr.last, &kr.last_len, err);
-        if (!rc) rc = add_to_manifest(r, path, sk_index_shard(ix), r->rpos, &kr, err);
+        if (!rc) rc = add_to_manifest(r, path, sk_index_shard(ix), r->resumed_at, &kr, err);
         sk_index_close(ix);
         r->st.shards_resumed++;
         return rc;
@@ -308,7 +308,7 @@ int sk_rs_emit(rs *r, const struct sview *v, sk_error *err)
     if (r->open && !r->to_stdout) {
         int roll;
         if (r->o->num_shards) roll = r->in_shard >= r->target && r->shard_no + 1 < r->o->num_shards;
-        else if (r->rix) roll = r->rpos >= sk_index_sample_count(r->rix);
+        else if (r->resumed) roll = r->resumed_at >= sk_index_sample_count(r->resumed);
         else roll = sk_emit_rolls(r->max_size, r->max_count, 0, r->opos, r->in_shard, v->len);
         if (roll) SK_GUARD(sk_rs_close_shard(r, err));
     }
@@ -316,18 +316,18 @@ int sk_rs_emit(rs *r, const struct sview *v, sk_error *err)
     r->in_shard++;
     r->st.samples++;
     r->st.members += v->nm;
-    if (r->rix) { /* resuming: check instead of write */
+    if (r->resumed) { /* resuming: check instead of write */
         sk_sample_ref s;
-        int ok = r->rpos < sk_index_sample_count(r->rix) &&
-                 !sk_index_sample(r->rix, r->rpos, &s, NULL) && s.key_len == v->klen &&
+        int ok = r->resumed_at < sk_index_sample_count(r->resumed) &&
+                 !sk_index_sample(r->resumed, r->resumed_at, &s, NULL) && s.key_len == v->klen &&
                  !memcmp(s.key, v->key, v->klen) && resume_same(r, &s, v);
         char path[4200];
         sk_shard_name(r->o->pattern, r->o->start + r->shard_no, path, sizeof path, NULL);
         SK_FAIL_IF(!ok, err, SK_E_INPUT, "%s: --resume: sample %llu is not '%.*s' as this run "
                    "would write it (another run's shard, of other inputs or options); remove "
                    "the shard or run without --resume", path,
-                   (unsigned long long)r->rpos, (int)v->klen, v->key);
-        r->rpos++;
+                   (unsigned long long)r->resumed_at, (int)v->klen, v->key);
+        r->resumed_at++;
         return SK_OK;
     }
     uint64_t off = r->opos;

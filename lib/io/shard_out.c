@@ -6,10 +6,10 @@
  * (sk_rs_put: through the image stage when there is one, then into the
  * --shuffle buckets or out), finished (empty shards --num-shards asks
  * for, the last shard closed, the manifest written last) and released.
- * reshard.c's inputs feed it, and so does pack with --image-size
- * (pack_images.c): both write the same bytes the same way.
+ * shard's inputs (tools/reshard.c) feed it, and so does pack with --image-size
+ * (pack/pack_images.c): both write the same bytes the same way.
  */
-#include "pack/shard_int.h"
+#include "io/shard_run.h"
 #include "format/image.h"
 #include "io/emit.h"
 #include "io/store.h"
@@ -78,6 +78,14 @@ static char *options_json(const rs *r)
 
 /* ----------------------------------------------------------------- a run */
 
+/* The options' defaults: here, where they are read, since both of the
+ * run's producers (tools/reshard.c, pack/pack_images.c) set them up. */
+void sk_shard_options_init_sized(sk_shard_options *o, size_t size)
+{
+    static const sk_shard_options defaults = {.struct_size = sizeof defaults};
+    sk_options_init(o, size, &defaults, sizeof defaults);
+}
+
 int sk_rs_init(rs *r, sk_shard_options *o, const char *pattern_tmpl, sk_error *err)
 {
     *r = (rs){.o = o, .pattern_tmpl = pattern_tmpl, .pbuf = -1,
@@ -106,17 +114,16 @@ int sk_rs_output_open(rs *r, const char *what, sk_error *err)
 {
     sk_shard_options *o = r->o;
     if (r->to_stdout) return SK_OK;
+    /* the shards' directory and the manifest's (when given apart), made;
+     * a dry run creates nothing: no directory, no lock (shard_emit.c) */
+    char sdir[4200];
     const char *slash = strrchr(o->pattern, '/');
-    snprintf(r->mdir, sizeof r->mdir, "%.*s", slash ? (int)(slash - o->pattern) : 0, o->pattern);
-    /* a dry run creates nothing: no directory, no lock (shard_emit.c) */
-    if (!o->dry_run && r->mdir[0] && !sk_store_is_s3(r->mdir)) SK_GUARD(sk_mkdirs(r->mdir, err));
-    if (o->manifest) {
-        snprintf(r->mpath, sizeof r->mpath, "%s", o->manifest);
-        const char *ms = strrchr(r->mpath, '/');
-        snprintf(r->mdir, sizeof r->mdir, "%.*s", ms ? (int)(ms - r->mpath) : 0, r->mpath);
-        if (!o->dry_run && r->mdir[0] && !sk_store_is_s3(r->mdir)) SK_GUARD(sk_mkdirs(r->mdir, err));
-    } else {
-        snprintf(r->mpath, sizeof r->mpath, "%s%smanifest.json", r->mdir, r->mdir[0] ? "/" : "");
+    snprintf(sdir, sizeof sdir, "%.*s", slash ? (int)(slash - o->pattern) : 0, o->pattern);
+    sk_emit_manifest_path(o->pattern, o->manifest, r->mpath, sizeof r->mpath, r->mdir,
+                          sizeof r->mdir);
+    for (int i = 0; i < 2 && !o->dry_run; i++) {
+        const char *d = i ? r->mdir : sdir;
+        if (d[0] && !sk_store_is_s3(d)) SK_GUARD(sk_mkdirs(d, err));
     }
     /* one run at a time per dataset and per shard names (the locks go
      * with the process) */
@@ -126,9 +133,9 @@ int sk_rs_output_open(rs *r, const char *what, sk_error *err)
                "out of memory");
     /* a manifest already there: refused, appended to or replaced, before
      * any shard is written; an append starts after its last */
-    r->grow.mode = o->existing;
-    r->grow.parts = o->parts;
-    return sk_existing_begin(&r->grow, o->s3, o->pattern, r->mpath, r->mdir,
+    r->existing.mode = o->existing;
+    r->existing.parts = o->parts;
+    return sk_existing_begin(&r->existing, o->s3, o->pattern, r->mpath, r->mdir,
                              r->man->options_json, &o->start,
                              o->num_shards ? o->num_shards : UINT64_MAX, err);
 }
@@ -196,7 +203,7 @@ int sk_rs_output_finish(rs *r, sk_error *err)
         for (size_t i = 0; i < r->man->nshards; i++) r->man->shards[i].part = o->part;
     }
     if (r->man && !o->dry_run) /* last of all: a reader never sees a manifest of missing shards */
-        SK_GUARD(sk_existing_commit(&r->grow, o->s3, r->man, r->mpath,
+        SK_GUARD(sk_existing_commit(&r->existing, o->s3, r->man, r->mpath,
                                     sk_emit_manifest_flags(o->manifest), o->warn, o->ctx, err));
     sk_rs_progress(r, 1);
     return SK_OK;
@@ -205,20 +212,19 @@ int sk_rs_output_finish(rs *r, sk_error *err)
 void sk_rs_release(rs *r, int rc)
 {
     sk_outq_free(r->q); /* before the abort: nothing writes to a removed file */
-    if (rc && r->open && !r->rix) sk_shard_out_abort(&r->out);
+    if (rc && r->open && !r->resumed) sk_shard_out_abort(&r->out);
     for (int i = 0; i < 2; i++) {
         if (r->ob[i].map) munmap(r->ob[i].map, r->ob[i].maplen);
         free(r->ob[i].heap);
     }
     sk_img_pool_free(r->pool);
     sk_run_lock_release(&r->lock);
-    if (r->rix) sk_index_close(r->rix);
+    if (r->resumed) sk_index_close(r->resumed);
     sk_shard_out_release(&r->out);
     sk_shuffler_free(r->shuf);
     sk_infiles_free(r->inf);
     sk_manifest_free(r->man);
-    sk_existing_release(&r->grow);
-    sk_rs_keyset_free(&r->keys);
+    sk_existing_release(&r->existing);
     free(r->rec);
     free(r->vm);
     r->st.seconds = sk_rs_since(&r->t0);

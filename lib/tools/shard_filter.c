@@ -1,43 +1,13 @@
 /*
- * shard_run.c - what every file of `shardkit shard`'s engine (and pack's
- * image stage, which feeds the same output) shares of a run and calls
- * down to: its warnings, its progress reports, and the filters that
- * decide which members and samples are kept (--select, --drop, --rename,
- * --keys, --part).  It calls nothing of the engine: the files above it
- * (shard_emit.c, shard_read.c, ...) call it, never the other way round.
+ * shard_filter.c - the filters of a `shard` run that decide which members
+ * and samples are kept (--select, --drop, --rename, --keys, --part).  It
+ * calls nothing of the engine: the input files above it (shard_read.c,
+ * shard_direct.c) call it, never the other way round.
  */
-#include "pack/shard_int.h"
-#include "pack/part.h"
+#include "tools/shard_int.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-/* ---------------------------------------------------------------- reports */
-
-void sk_rs_warnf(rs *r, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    sk_vwarnf(r->o->warn, r->o->ctx, fmt, ap);
-    va_end(ap);
-}
-
-double sk_rs_since(const struct timespec *t0)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
-void sk_rs_progress(rs *r, int final)
-{
-    if (!r->o->progress) return;
-    if (!final && sk_rs_since(&r->last) < 0.5) return;
-    clock_gettime(CLOCK_MONOTONIC, &r->last);
-    r->st.seconds = sk_rs_since(&r->t0);
-    r->o->progress(r->o->ctx, &r->st);
-}
 
 /* ------------------------------------------------------------------ --keys */
 
@@ -95,7 +65,7 @@ int sk_rs_load_keys(rs *r, const char *path, sk_error *err)
     int rc = SK_OK;
     while (!rc && (n = getline(&line, &cap, f)) >= 0) {
         while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
-        if (n) rc = keyset_add(&r->keys, line, (size_t)n, err);
+        if (n) rc = keyset_add(&r->in->keys, line, (size_t)n, err);
     }
     if (!rc && ferror(f)) rc = sk_error_set(err, SK_E_IO, "%s: read failed", path);
     free(line);
@@ -126,8 +96,8 @@ int sk_rs_keep_member(const rs *r, const char *e, size_t n, const char **out, si
 
 int sk_rs_keep_sample(const rs *r, const char *key, size_t klen)
 {
-    if (r->o->keys_file && !keyset_has(&r->keys, key, klen)) return 0;
-    /* --part I/N: the sample's part depends on its key alone (lib/part.c) */
+    if (r->o->keys_file && !keyset_has(&r->in->keys, key, klen)) return 0;
+    /* --part I/N: the sample's part depends on its key alone (format/part.c) */
     if (r->o->parts && sk_part_of(key, klen, r->o->parts) != r->o->part) return 0;
     return 1;
 }

@@ -16,9 +16,12 @@
  * part = (high 32 bits of the hash * N) >> 32, which is uniform without a
  * modulo.  Parts balance in bytes as well as in count when samples are
  * many: see "## scale-out" in docs/benchmarks.md for the measured spread.
+ *
+ * It knows keys and names only, so every job asks it: pack (its catalog
+ * filtered by sk_part_filter, pack/catalog_group.c) and shard (one call per
+ * sample, tools/shard_filter.c) alike.
  */
-#include "pack/part.h"
-#include "format/tar.h"
+#include "core/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,30 +242,4 @@ int sk_part_output_names(const char *pattern, const char *manifest, int part, in
         *pattern_out = NULL;
     }
     return rc;
-}
-
-/* ------------------------------------------------------------- catalog */
-
-int sk_part_filter(sk_catalog *c, int part, int parts, sk_error *err)
-{
-    char key[SK_TAR_NAME_MAX + 1];
-    size_t ni = 0, ns = 0;
-    (void)err;
-    if (parts <= 1) return SK_OK;
-    /* Compact items and samples in place: order is kept, so the catalog is
-     * still sorted and grouped, just smaller. */
-    for (size_t s = 0; s < c->nsamples; s++) {
-        const sk_item *it = &c->items[c->samples[s]];
-        size_t dl = c->dir_lens[it->dir];
-        memcpy(key, c->arena + c->dirs[it->dir], dl);
-        memcpy(key + dl, c->arena + it->base, it->key_end);
-        if (sk_part_of(key, dl + it->key_end, parts) != part) continue;
-        size_t first = c->samples[s], k = sk_sample_members(c, s);
-        memmove(&c->items[ni], &c->items[first], k * sizeof *c->items);
-        c->samples[ns++] = (uint32_t)ni;
-        ni += k;
-    }
-    c->nitems = ni;
-    c->nsamples = ns;
-    return SK_OK;
 }

@@ -4,7 +4,7 @@
  * sample of an input read through its index, whose bytes are read and
  * checked only when the drain writes it.
  */
-#include "pack/shard_int.h"
+#include "io/shard_run.h"
 #include "format/tar.h"
 #include "format/shard_stream.h"
 

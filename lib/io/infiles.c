@@ -4,7 +4,7 @@
  * past it they are closed oldest-opened first and reopened on demand, the
  * reopened file checked to be the one first read.
  */
-#include "pack/infiles.h"
+#include "io/infiles.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

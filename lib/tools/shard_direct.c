@@ -7,7 +7,7 @@
  * through libarchive (shard_read.c) from that sample on, so the output is
  * the same bytes either way.
  */
-#include "pack/shard_int.h"
+#include "tools/shard_int.h"
 #include "format/tar.h"
 #include "format/shard_stream.h"
 
@@ -187,12 +187,12 @@ static int direct_emit(rs *r, const char *url, const sk_sample_ref *sr, unsigned
         sk_tar_header(h, name, nl, m->size, r->o->mtime);
         if (memcmp(h, d - SK_TAR_BLOCK, SK_TAR_BLOCK)) {
             memcpy(d - SK_TAR_BLOCK, h, SK_TAR_BLOCK);
-            r->rewrites++;
+            r->in->rewrites++;
         }
         size_t pad = (size_t)(sk_tar_pad(m->size) - m->size);
         if (!all_zero(d + m->size, pad)) {
             memset(d + m->size, 0, pad);
-            r->rewrites++;
+            r->in->rewrites++;
         }
         uint32_t piece = sk_crc32c_combine(sk_crc32c(0, d - SK_TAR_BLOCK, SK_TAR_BLOCK), c, m->size);
         piece = sk_crc32c(piece, d + m->size, pad);
@@ -330,7 +330,7 @@ int sk_rs_direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, s
         size_t want = (size_t)(size - pos < len + SK_TAR_BLOCK ? size - pos : len + SK_TAR_BLOCK), got;
         r->cur ^= 1;
         int mapped = 0;
-        uint64_t rewrites = r->rewrites;
+        uint64_t rewrites = r->in->rewrites;
         if (use_map && (rc = sk_rs_out_map(r, r->cur, fd, pos, want, &mapped, err))) break;
         struct obuf *b = &r->ob[r->cur];
         if (mapped) {
@@ -356,7 +356,7 @@ int sk_rs_direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, s
         }
         /* the batch goes to the writer now, not when the next one needs a buffer */
         if (!rc && r->q) rc = sk_rs_out_flush(r, err);
-        if (mapped && r->rewrites != rewrites) use_map = 0;
+        if (mapped && r->in->rewrites != rewrites) use_map = 0;
         pos += len;
         i = j;
     }

@@ -23,8 +23,7 @@
  * what their bytes would, and are read when the drain writes them
  * (emit_ref).  Either way the output bytes are the same.
  */
-#include "pack/shard_int.h"
-#include "pack/part.h"
+#include "tools/shard_int.h"
 #include "io/emit.h"
 #include "io/store.h"
 
@@ -47,7 +46,7 @@ static int expand_inputs(rs *r, const char *const *in, size_t n, char ***out, si
     int rc = SK_OK;
     for (size_t i = 0; i < n && !rc; i++) { /* the one resolver (io/dataset.c) */
         sk_ds_opts ro = {.flags = SK_DS_MANIFEST | SK_DS_DIR | SK_DS_PREFIX, .s3 = r->o->s3,
-                         .env = &r->env};
+                         .env = &r->in->env};
         sk_ds_shard *ds = NULL;
         size_t k = 0;
         rc = sk_ds_resolve(in[i], &ro, &ds, &k, err);
@@ -120,13 +119,15 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
                        const char *pattern_tmpl, sk_shard_stats *stats, sk_error *err)
 {
     rs r;
+    struct rs_in own = {0}; /* the inputs' own state */
     struct samp s = {0};
     char **in = NULL;
     size_t nin = 0;
     int rc = sk_rs_init(&r, opts, pattern_tmpl, err);
     if (!rc && !ninputs) rc = sk_error_set(err, SK_E_USAGE, "no input shards");
     if (rc) return rc;
-    sk_store_env_init(&r.env, opts->s3); /* released at cleanup */
+    r.in = &own;
+    sk_store_env_init(&own.env, opts->s3); /* released at cleanup */
     if ((rc = expand_inputs(&r, inputs, ninputs, &in, &nin, err))) goto cleanup;
     if (!r.to_stdout &&
         (rc = refuse_own_inputs(opts->pattern, opts->manifest, opts->start, in, nin, err)))
@@ -150,14 +151,14 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
     /* without filters or image work each sample passes whole: shards
      * with a sound index are read through it (direct_input), into the
      * shuffle's buckets too */
-    r.direct = !opts->nselect && !opts->ndrop && !opts->nrename && !opts->keys_file &&
+    r.in->direct = !opts->nselect && !opts->ndrop && !opts->nrename && !opts->keys_file &&
                !opts->parts && !r.pool;
     if (opts->shuffle) {
         /* scatter: every sample into a random bucket (a reference to it
          * when read through its index) */
         if ((rc = sk_shuffler_new(&r.shuf, opts->tmp_dir, opts->seed, opts->shuffle_mem,
                                   r.st.bytes_in_total, err)) ||
-            (r.direct && (rc = sk_infiles_new(&r.inf, 0, err))))
+            (r.in->direct && (rc = sk_infiles_new(&r.inf, 0, err))))
             goto cleanup;
         for (size_t i = 0; i < nin && !rc; i++) {
             rc = sk_rs_take_input(&r, in[i], &s, err);
@@ -181,7 +182,8 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
 
 cleanup:
     sk_rs_release(&r, rc);
-    sk_store_env_release(&r.env);
+    sk_rs_keyset_free(&own.keys);
+    sk_store_env_release(&own.env);
     for (size_t i = 0; i < nin; i++) free(in[i]);
     free(in);
     free(s.key);
@@ -192,18 +194,14 @@ cleanup:
     return rc;
 }
 
-void sk_shard_options_init_sized(sk_shard_options *o, size_t size)
-{
-    static const sk_shard_options defaults = {.struct_size = sizeof defaults};
-    sk_options_init(o, size, &defaults, sizeof defaults);
-}
-
 int sk_reshard(const char *const *inputs, size_t ninputs, const sk_shard_options *opts,
                sk_shard_stats *stats, sk_error *err)
 {
     /* --part: {part} in the pattern (and manifest) names this part's files */
     sk_shard_options o;
     SK_GUARD(sk_options_take(&o, sizeof o, opts, NULL, "sk_shard_options", err));
+    /* the place grammar first: a lost slash is no local folder "s3:" */
+    SK_GUARD(sk_emit_check_places(o.pattern, o.manifest, "shard", err));
     const char *pattern_tmpl = o.pattern;
     char *pattern = NULL, *manifest = NULL;
     if (o.pattern && strcmp(o.pattern, "-")) {
