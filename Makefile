@@ -19,11 +19,12 @@ PKGS     := libarchive libcurl openssl libjpeg libzstd expat jansson libmicrohtt
 # What the library links.  libcurl, OpenSSL's libcrypto and libarchive are
 # not linked: lib/s3/s3_libs.c and lib/format/libarchive.c open them
 # (dlopen) the first time S3 or a libarchive reader is used (libfuse3 too,
-# by `shardkit mount`: lib/tools/mount_libs.c), so that a
+# by `shardkit mount`: lib/tools/mount_libs.c; liburing by the global
+# order's local reads: lib/io/read_batch.c), so that a
 # process that needs neither (`--version`, a local `get`) does not load
 # their ~40 libraries.  Their headers (and run-time packages) are still
 # needed.
-LINK_PKGS := libjpeg libzstd expat jansson liburing
+LINK_PKGS := libjpeg libzstd expat jansson
 OPT      ?= -O2 -g
 PYTHON   ?= python3
 # The Python package (python/shardkit, pure Python) is copied there by

@@ -10,7 +10,7 @@ builds a local directory in place); $SHARDKIT_SRC names another.  Set
 SHARDKIT_BUNDLE=0 to install the pure-Python package alone (it then finds
 the library as docs/python.md says: $SHARDKIT_LIB, the install prefix,
 the system's).  The library links the system's libjpeg, zstd, expat,
-jansson and liburing (and opens libcurl, OpenSSL and libarchive when used), so the
+jansson (and opens libcurl, OpenSSL, libarchive and liburing when used), so the
 wheel is for this machine, not for another distribution.
 
 It also compiles shardkit._ext (shardkit/_ext.c: Dataset's lookups in C,

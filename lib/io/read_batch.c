@@ -5,9 +5,18 @@
  * system call instead of 32.  Where no ring can be made every read is a
  * pread, and a read the ring leaves short or interrupted is finished with
  * pread too: the results never depend on which path ran.
+ *
+ * liburing is opened (dlopen, by its ABI soname) the first time a batch
+ * is made, not linked: only the global order's local reads use it, and
+ * every other shardkit process (`--version`, `get`, `pack`) would load it
+ * at start for nothing (tests/e2e/startup_libs.sh).  Its header's inline
+ * helpers (queue an entry, reap a completion) need no library; the five
+ * calls that do go through `lib` below.  No liburing.so.2 on the machine:
+ * every read is a pread.
  */
 #include "io/read_batch.h"
 
+#include <dlfcn.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -52,16 +61,42 @@ static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static void forked(void) { __atomic_add_fetch(&fork_count, 1, __ATOMIC_RELAXED); }
 static void watch_forks(void) { (void)pthread_atfork(NULL, NULL, forked); }
 
+#define URING_SONAME "liburing.so.2"
+
+static struct {
+    int (*init_params)(unsigned, struct io_uring *, struct io_uring_params *);
+    int (*init)(unsigned, struct io_uring *, unsigned);
+    void (*exit)(struct io_uring *);
+    int (*submit_and_wait)(struct io_uring *, unsigned);
+    int (*get_cqe)(struct io_uring *, struct io_uring_cqe **, unsigned, unsigned, sigset_t *);
+    int ok;
+} lib;
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+static void load_lib(void)
+{
+    void *h = dlopen(URING_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!h) return;
+    *(void **)&lib.init_params = dlsym(h, "io_uring_queue_init_params");
+    *(void **)&lib.init = dlsym(h, "io_uring_queue_init");
+    *(void **)&lib.exit = dlsym(h, "io_uring_queue_exit");
+    *(void **)&lib.submit_and_wait = dlsym(h, "io_uring_submit_and_wait");
+    *(void **)&lib.get_cqe = dlsym(h, "__io_uring_get_cqe");
+    lib.ok = lib.init_params && lib.init && lib.exit && lib.submit_and_wait && lib.get_cqe;
+}
+
 static void make_ring(sk_rbatch *b)
 {
     const char *env = getenv("SHARDKIT_IO_URING");
     b->uring = 0;
     if (env && strcmp(env, "0") == 0) return;
+    pthread_once(&lib_once, load_lib);
+    if (!lib.ok) return;
     /* COOP_TASKRUN: no interrupt of the task to run completions (one
      * task submits and reaps); kernels before 5.19 refuse the flag */
     struct io_uring_params p = {.flags = IORING_SETUP_COOP_TASKRUN};
-    int rc = io_uring_queue_init_params(SK_RBATCH_MAX, &b->ring, &p);
-    if (rc == -EINVAL) rc = io_uring_queue_init(SK_RBATCH_MAX, &b->ring, 0);
+    int rc = lib.init_params(SK_RBATCH_MAX, &b->ring, &p);
+    if (rc == -EINVAL) rc = lib.init(SK_RBATCH_MAX, &b->ring, 0);
     b->uring = rc == 0;
     b->forks = __atomic_load_n(&fork_count, __ATOMIC_RELAXED);
 }
@@ -79,7 +114,7 @@ int sk_rbatch_open(sk_rbatch **out, sk_error *err)
 void sk_rbatch_close(sk_rbatch *b)
 {
     if (!b) return;
-    if (b->uring) io_uring_queue_exit(&b->ring);
+    if (b->uring) lib.exit(&b->ring);
     free(b);
 }
 
@@ -105,7 +140,7 @@ static int run_ring(sk_rbatch *b, size_t *got, int *refused, sk_error *err)
     }
     int sub = 0, left = (int)b->nq, rc = SK_OK;
     while (sub < (int)b->nq) {
-        int k = io_uring_submit_and_wait(&b->ring, 0);
+        int k = lib.submit_and_wait(&b->ring, 0);
         if (k == -EINTR || k == -EAGAIN || k == -EBUSY) continue;
         if (k < 0) {
             if (sub == 0) return *refused = 1, SK_OK; /* a filter on io_uring_enter */
@@ -114,8 +149,10 @@ static int run_ring(sk_rbatch *b, size_t *got, int *refused, sk_error *err)
         sub += k;
     }
     while (left > 0) {
-        struct io_uring_cqe *cqe;
-        int k = io_uring_wait_cqe(&b->ring, &cqe);
+        struct io_uring_cqe *cqe = NULL;
+        /* io_uring_wait_cqe, with its library call through lib */
+        int k = __io_uring_peek_cqe(&b->ring, &cqe, NULL);
+        if (k || !cqe) k = lib.get_cqe(&b->ring, &cqe, 0, 1, NULL);
         if (k == -EINTR || k == -EAGAIN) continue;
         SK_FAIL_IF(k < 0, err, SK_E_IO, "io_uring: waiting for reads failed: %s", strerror(-k));
         size_t i = (size_t)io_uring_cqe_get_data64(cqe);
@@ -140,7 +177,7 @@ int sk_rbatch_run(sk_rbatch *b, size_t *got, sk_error *err)
 {
     int rc = SK_OK, refused = 0;
     if (b->uring && b->forks != __atomic_load_n(&fork_count, __ATOMIC_RELAXED)) {
-        io_uring_queue_exit(&b->ring); /* the parent's: this process's mapping and fd only */
+        lib.exit(&b->ring); /* the parent's: this process's mapping and fd only */
         make_ring(b);
     }
     if (b->uring && b->nq) {
@@ -149,7 +186,7 @@ int sk_rbatch_run(sk_rbatch *b, size_t *got, sk_error *err)
             b->nq = 0;
             return rc;
         }
-        io_uring_queue_exit(&b->ring); /* made, but its use refused: pread from now on */
+        lib.exit(&b->ring); /* made, but its use refused: pread from now on */
         b->uring = 0;
     }
     for (size_t i = 0; rc == SK_OK && i < b->nq; i++) rc = finish(&b->q[i], 0, &got[i], err);

@@ -357,7 +357,6 @@ static void *reader_main(void *arg)
 
 /* ------------------------------------------------------------- writing */
 
-
 static int append_piece(void *out, unsigned char *buf, size_t n, uint32_t crc, sk_error *err)
 {
     struct iovec iov = {buf, n};

@@ -14,7 +14,7 @@ awk '/^```c$/ {on = 1; b = ""; next} /^```$/ && on {on = 0; if (b ~ /int main/) 
 san=
 nm "$B/libshardkit.a" 2>/dev/null | grep -q __asan_report && san="-fsanitize=address,undefined"
 cc -std=c11 -Wall -Werror $san -I"$SK_ROOT/lib" -o "$T/ex" "$T/ex.c" "$B/libshardkit.a" \
-    $(pkg-config --libs libarchive libcurl openssl libjpeg libzstd expat jansson liburing) -lpthread -lm ||
+    $(pkg-config --libs libarchive libcurl openssl libjpeg libzstd expat jansson) -lpthread -lm ||
     die "the example in docs/reader.md does not compile"
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 200 >/dev/null || die "mkcorpus failed"
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/s/train-%06d.tar" --max-count 20
