@@ -75,7 +75,8 @@ static int expand_inputs(rs *r, const char *const *in, size_t n, char ***out, si
  * not read yet and leave a dataset of duplicates.  Local inputs are
  * matched by file identity against the files in the output directory that
  * the pattern names (so "./ds/s-000.tar", a symbolic or hard link to it
- * are all caught); s3:// URLs as text. */
+ * are all caught); a remote place's objects by their names, which are
+ * their only identity. */
 static int refuse_own_inputs(const char *pattern, const char *manifest, uint64_t start,
                              char *const *in, size_t n, sk_error *err)
 {
@@ -83,7 +84,7 @@ static int refuse_own_inputs(const char *pattern, const char *manifest, uint64_t
     uint64_t k;
     int rc = SK_OK;
     sk_fileids ids = {0}; /* the inputs, by identity (core/fileid.c) */
-    if (sk_store_is_s3(pattern)) {
+    if (sk_store_is_remote(pattern)) {
         for (size_t i = 0; i < n && !problem; i++)
             if (sk_shard_number(pattern, in[i], &k) && k >= start) problem = in[i];
     } else {
