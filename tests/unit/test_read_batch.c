@@ -11,10 +11,11 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <fcntl.h>
-#include <liburing.h>
+#include <linux/io_uring.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,9 +53,11 @@ static int teardown(void **state)
 /* Whether this kernel lets a process make a ring (seccomp, the sysctl). */
 static int kernel_rings(void)
 {
-    struct io_uring r;
-    if (io_uring_queue_init(2, &r, 0) < 0) return 0;
-    io_uring_queue_exit(&r);
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    long fd = syscall(__NR_io_uring_setup, 2, &p); /* the raw call: no liburing here */
+    if (fd < 0) return 0;
+    close((int)fd);
     return 1;
 }
 
