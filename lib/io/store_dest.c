@@ -105,48 +105,56 @@ void sk_beside_end(sk_beside *b)
 
 /* ------------------------------------------- is it there already (S3) */
 
-/* The largest object compared through a single MD5 of its whole bytes
- * (read into memory once): past it the file is sent again. */
+/* The largest object compared through a single MD5 of its bytes: past
+ * it the file is sent again (a larger single PUT is rare; hashing it
+ * would cost more than it saves). */
 #define SAME_SINGLE_MAX (256ull << 20)
+#define PIECE (1u << 20) /* the bytes in memory at once while hashing */
 
 static void hex(const unsigned char *d, char out[33])
 {
     for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
-/* Reads len bytes at off of fd into buf; SK_E_IO naming path when short. */
-static int read_at(int fd, const char *path, unsigned char *buf, size_t len, uint64_t off, sk_error *err)
+/* MD5 of len bytes at off of fd, read PIECE at a time into buf; SK_E_IO
+ * naming path when the file is shorter than it was. */
+static int md5_range(int fd, const char *path, unsigned char *buf, uint64_t off, uint64_t len,
+                     unsigned char d[16], sk_error *err)
 {
-    size_t got;
-    SK_GUARD(sk_stream_pread(fd, off, buf, len, &got, path, err));
-    SK_FAIL_IF(got != len, err, SK_E_IO, "%s: changed while being compared (short read)", path);
-    return SK_OK;
+    void *ctx = sk_s3_md5_begin();
+    SK_FAIL_IF(!ctx, err, SK_E_NOMEM, "out of memory");
+    int rc = SK_OK;
+    for (uint64_t done = 0; !rc && done < len;) {
+        size_t want = len - done < PIECE ? (size_t)(len - done) : PIECE, got;
+        rc = sk_stream_pread(fd, off + done, buf, want, &got, path, err);
+        if (!rc && got != want)
+            rc = sk_error_set(err, SK_E_IO, "%s: changed while being compared (short read)", path);
+        if (!rc) sk_s3_md5_add(ctx, buf, want), done += want;
+    }
+    sk_s3_md5_end(ctx, d);
+    return rc;
 }
 
 /* What S3 makes the ETag of path's size bytes: single MD5, or parts. */
 static int file_etag(uint64_t part_size, int fd, const char *path, uint64_t size, int parts, char *out,
                      size_t cap, sk_error *err)
 {
-    unsigned char d[16], *buf;
+    unsigned char d[16];
     char h[33];
-    if (!parts) {
-        SK_FAIL_IF(!(buf = malloc(size ? (size_t)size : 1)), err, SK_E_NOMEM, "out of memory");
-        int rc = read_at(fd, path, buf, (size_t)size, 0, err);
-        if (!rc) sk_s3_md5(buf, (size_t)size, d), hex(d, h), snprintf(out, cap, "%s", h);
-        free(buf);
-        return rc;
-    }
     uint64_t ps = part_size;
-    while ((size + ps - 1) / ps > 10000) ps *= 2; /* upload's own rule */
-    if ((size + ps - 1) / ps != (uint64_t)parts) return *out = 0, SK_OK; /* another part size */
-    unsigned char *md5s = malloc((size_t)parts * 16);
-    buf = malloc((size_t)ps);
+    if (parts) {
+        while ((size + ps - 1) / ps > 10000) ps *= 2; /* upload's own rule */
+        if ((size + ps - 1) / ps != (uint64_t)parts) return *out = 0, SK_OK; /* another part size */
+    }
+    unsigned char *md5s = malloc(parts ? (size_t)parts * 16 : 1), *buf = malloc(PIECE);
     int rc = md5s && buf ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
+    if (!rc && !parts && !(rc = md5_range(fd, path, buf, 0, size, d, err)))
+        hex(d, h), snprintf(out, cap, "%s", h);
     for (int i = 0; !rc && i < parts; i++) {
         uint64_t off = (uint64_t)i * ps, n = size - off < ps ? size - off : ps;
-        if (!(rc = read_at(fd, path, buf, (size_t)n, off, err))) sk_s3_md5(buf, (size_t)n, md5s + 16 * i);
+        rc = md5_range(fd, path, buf, off, n, md5s + 16 * i, err);
     }
-    if (!rc) sk_s3_md5(md5s, (size_t)parts * 16, d), hex(d, h), snprintf(out, cap, "%s-%d", h, parts);
+    if (!rc && parts) sk_s3_md5(md5s, (size_t)parts * 16, d), hex(d, h), snprintf(out, cap, "%s-%d", h, parts);
     free(md5s), free(buf);
     return rc;
 }

@@ -49,6 +49,11 @@ typedef struct sk_curl_api {
 extern sk_curl_api sk_curl;
 void sk_s3_sha256(const void *data, size_t len, unsigned char out[32]);
 void sk_s3_md5(const void *data, size_t len, unsigned char out[16]);
+/* The same over bytes given in pieces: begin (NULL when out of memory),
+ * add any number of times, end (frees the context). */
+void *sk_s3_md5_begin(void);
+void sk_s3_md5_add(void *ctx, const void *data, size_t len);
+void sk_s3_md5_end(void *ctx, unsigned char out[16]);
 void sk_s3_hmac_sha256(const void *key, size_t klen, const void *msg, size_t len,
                        unsigned char out[32]);
 

@@ -32,6 +32,11 @@ static struct {
                   ENGINE *);
     const EVP_MD *(*sha256)(void);
     const EVP_MD *(*md5)(void);
+    EVP_MD_CTX *(*ctx_new)(void);
+    void (*ctx_free)(EVP_MD_CTX *);
+    int (*init)(EVP_MD_CTX *, const EVP_MD *, ENGINE *);
+    int (*update)(EVP_MD_CTX *, const void *, size_t);
+    int (*final)(EVP_MD_CTX *, unsigned char *, unsigned int *);
     unsigned char *(*hmac)(const EVP_MD *, const void *, int, const unsigned char *, size_t,
                            unsigned char *, unsigned int *);
 } crypto;
@@ -87,6 +92,11 @@ static void load(void)
     K(digest, "EVP_Digest");
     K(sha256, "EVP_sha256");
     K(md5, "EVP_md5");
+    K(ctx_new, "EVP_MD_CTX_new");
+    K(ctx_free, "EVP_MD_CTX_free");
+    K(init, "EVP_DigestInit_ex");
+    K(update, "EVP_DigestUpdate");
+    K(final, "EVP_DigestFinal_ex");
     K(hmac, "HMAC");
 #undef K
     /* libcurl's global state, once per process, before any handle */
@@ -130,6 +140,26 @@ void sk_s3_md5(const void *data, size_t len, unsigned char out[16])
     unsigned n = 16;
     need_crypto();
     crypto.digest(data, len, out, &n, crypto.md5(), NULL);
+}
+
+void *sk_s3_md5_begin(void)
+{
+    need_crypto();
+    EVP_MD_CTX *c = crypto.ctx_new();
+    if (c && crypto.init(c, crypto.md5(), NULL) != 1) crypto.ctx_free(c), c = NULL;
+    return c;
+}
+
+void sk_s3_md5_add(void *ctx, const void *data, size_t len)
+{
+    crypto.update(ctx, data, len);
+}
+
+void sk_s3_md5_end(void *ctx, unsigned char out[16])
+{
+    unsigned n = 16;
+    crypto.final(ctx, out, &n);
+    crypto.ctx_free(ctx);
 }
 
 void sk_s3_hmac_sha256(const void *key, size_t klen, const void *msg, size_t len,
