@@ -32,10 +32,12 @@
 #include "io/store.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define CACHE_SUFFIX ".skc"
@@ -59,6 +61,7 @@ struct tee_seq {
     int check_crc;
     uint64_t reserved; /* cache bytes promised to this object while it is written */
     const char *dir;   /* the cache's */
+    int temp;          /* the cache is a job's private one: nothing to fsync */
 };
 
 /* block: UINT64_MAX for the whole object's copy, else the block number
@@ -195,7 +198,7 @@ static int tee_read(sk_store_seq *q, void *buf, size_t n, size_t *got, sk_error 
     if (t->fd < 0) return SK_OK;
     if (*got == 0) { /* complete: publish it under its final name */
         int ok = !t->check_crc || t->crc == t->want_crc; /* never keep what is not the object */
-        ok &= fsync(t->fd) == 0;
+        ok &= t->temp || fsync(t->fd) == 0; /* a private cache dies with the job */
         ok &= close(t->fd) == 0;
         t->fd = -1;
         if (ok && rename(t->tmp, t->final) == 0) {
@@ -271,7 +274,8 @@ static int cache_open_seq(sk_store *s, uint64_t off, sk_store_seq **out, sk_erro
         free(cp);
         return sk_error_set(err, SK_E_NOMEM, "out of memory");
     }
-    *t = (struct tee_seq){{tee_read, tee_close}, NULL, -1, NULL, cp, 0, c->o.crc32c, c->o.crc_known, 0, c->dir};
+    *t = (struct tee_seq){{tee_read, tee_close}, NULL, -1, NULL, cp, 0, c->o.crc32c, c->o.crc_known, 0, c->dir,
+                          c->o.temp};
     int rc = c->inner->ops->open_seq(c->inner, off, &t->in, err);
     if (rc) {
         free(cp);
@@ -323,7 +327,7 @@ static void block_put(struct cache_store *c, const char *path, const void *data,
         fd = sk_create_excl(tmp, NULL, NULL);
     }
     if (fd >= 0) {
-        ok = sk_write_all(fd, data, len, tmp, NULL) == 0 && fsync(fd) == 0;
+        ok = sk_write_all(fd, data, len, tmp, NULL) == 0 && (c->o.temp || fsync(fd) == 0);
         ok &= close(fd) == 0;
         ok = ok && rename(tmp, path) == 0;
         if (!ok) unlink(tmp);
@@ -432,4 +436,66 @@ int sk_store_cache_open(sk_store **out, sk_store *inner, const sk_store_cache_op
     c->o.dir = c->dir;
     *out = &c->s;
     return SK_OK;
+}
+
+/* ------------------------------------------------ a job's private cache */
+
+/* Whether a name is a temporary of ours: .HASH.skc.TID.tmp (tee_start,
+ * block_put). */
+static int is_cache_tmp(const char *name)
+{
+    size_t n = strlen(name), c = CACHE_HEX + strlen(CACHE_SUFFIX);
+    if (name[0] != '.' || n < 1 + c + 1 + 1 + 4 || strcmp(name + n - 4, ".tmp")) return 0;
+    char cn[CACHE_HEX + 8];
+    memcpy(cn, name + 1, c);
+    cn[c] = 0;
+    if (!is_cache_name(cn) || name[1 + c] != '.') return 0;
+    for (size_t i = 1 + c + 1; i < n - 4; i++)
+        if (name[i] < '0' || name[i] > '9') return 0;
+    return 1;
+}
+
+int sk_store_cache_temp(char **dir, uint64_t *avail, sk_error *err)
+{
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base) base = "/tmp";
+    *dir = NULL;
+    char *p;
+    SK_FAIL_IF(asprintf(&p, "%s/shardkit-cache-XXXXXX", base) < 0, err, SK_E_NOMEM, "out of memory");
+    /* mkdtemp: a new name, mode 0700, made by this call (never one planted
+     * there: it fails on a name that exists, links included) */
+    if (!mkdtemp(p)) {
+        int e = errno;
+        free(p);
+        return sk_error_set(err, SK_E_IO, "%s: cannot make the reader's temporary cache there (%s); "
+                            "set TMPDIR to a writable directory or give a cache directory "
+                            "(--cache-dir)", base, strerror(e));
+    }
+    struct statvfs vf;
+    *avail = statvfs(p, &vf) == 0 ? (uint64_t)vf.f_bavail * vf.f_frsize : 0;
+    *dir = p;
+    return SK_OK;
+}
+
+void sk_store_cache_temp_remove(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    /* only the cache's own names: a file of any other name (put there by
+     * someone else) stays, and so does the directory then */
+    for (struct dirent *de; (de = readdir(d));)
+        if (is_cache_name(de->d_name) || is_cache_tmp(de->d_name)) unlinkat(dirfd(d), de->d_name, 0);
+    closedir(d);
+    rmdir(dir);
+    pthread_mutex_lock(&walk_mu); /* the estimate was of this directory */
+    if (est_dir && !strcmp(est_dir, dir)) {
+        free(est_dir);
+        est_dir = NULL;
+    }
+    pthread_mutex_unlock(&walk_mu);
 }

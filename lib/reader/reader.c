@@ -31,6 +31,7 @@
 #define DEFAULT_BUFFER (4u << 20)
 #define DEFAULT_MAX_SAMPLE ((size_t)1 << 30)
 #define DEFAULT_READ_AHEAD (8u << 20)
+#define TEMP_CACHE_MIN ((uint64_t)256 << 20) /* the private cache's bound, at least */
 
 /* ------------------------------------------------------------- shard list */
 
@@ -571,6 +572,13 @@ static int open_global(sk_reader *r, sk_error *err)
      * then none), as it wraps the streaming reader's whole-shard reads.
      * Without it a window's samples lie too far apart in their shards for
      * coalesced ranges to help: about one ranged GET a sample. */
+    /* No cache named: a private one in $TMPDIR (store_cache.c), removed at close. */
+    uint64_t avail = 0;
+    if (remote && !r->cache_dir) {
+        SK_GUARD(sk_store_cache_temp(&r->cache_dir, &avail, err));
+        r->temp_pid = (int)getpid();
+        r->env.cache_temp = 1;
+    }
     r->env.cache_dir = r->cache_dir;
     r->env.cache_size = o->cache_size;
     sk_gread_opts go = {
@@ -587,7 +595,17 @@ static int open_global(sk_reader *r, sk_error *err)
         .ndatasets = r->nurls, .proportion = o->proportion, .repeat = o->repeat,
         .choose = o->choose, .samples_per_epoch = o->samples_per_epoch,
     };
-    return sk_gread_open(&r->g, &go, o->epoch, err);
+    SK_GUARD(sk_gread_open(&r->g, &go, o->epoch, err));
+    /* the private cache's bound: two windows of the largest shards (the
+     * window being read and the next), so no block is fetched twice,
+     * within 90% of the free space there */
+    if (r->temp_pid && !o->cache_size) {
+        uint64_t want = 2 * (uint64_t)go.window * sk_gread_largest_shard(r->g);
+        if (want < TEMP_CACHE_MIN) want = TEMP_CACHE_MIN;
+        if (avail && want > avail / 10 * 9) want = avail / 10 * 9;
+        r->env.cache_size = want;
+    }
+    return SK_OK;
 }
 
 int sk_reader_open(sk_reader **out, const char *const *urls, size_t n,
@@ -660,6 +678,8 @@ void sk_reader_close(sk_reader *r)
     free(r->sh);
     free(r->order);
     free(r->buf);
+    /* made by this process (not a parent's, inherited over fork) */
+    if (r->temp_pid && r->temp_pid == (int)getpid()) sk_store_cache_temp_remove(r->cache_dir);
     free(r->cache_dir);
     free(r->s3_endpoint);
     sk_store_env_release(&r->env); /* (its clients: the streams are closed) */

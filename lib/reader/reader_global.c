@@ -42,6 +42,11 @@
  * less CPU than 1 MiB over 20,000 samples from the page cache (a batch
  * is still ~15 samples, under SK_RBATCH_MAX reads of one submission). */
 #define LOCAL_BATCH (256u << 10)
+/* Remote shards: a batch's ranges are read by this many threads at once,
+ * one shard's ranges each (the read thread is one of them).  One at a
+ * time, every first touch of a cache block waited for its GET: 0.73x the
+ * streaming reader from a RADOS gateway, which keeps two GETs streaming. */
+#define FETCHERS 8
 
 /* A planned sample: where it is, where its bytes land in the batch. */
 struct item {
@@ -139,6 +144,7 @@ struct sk_gread {
     uint64_t reads;
     ZSTD_DCtx *zd; /* the thread's (global_zstd.c) */
     sk_rbatch *rb;  /* local shards: their reads made together */
+    struct fetchers *fx; /* remote shards: their reads made at once (made on first use) */
     /* the view handed out */
     sk_reader_sample view;
     sk_reader_member *mv;
@@ -301,6 +307,133 @@ static int read_ranges(sk_gread *g, struct batch *b, size_t i, size_t n, sk_erro
     return SK_OK;
 }
 
+/* ------------------------------------------- remote ranges, in parallel */
+
+/* A shard's ranges of a batch, [first, first + n) of b->rg, and its store
+ * (opened by the read thread, which alone opens and evicts stores). */
+struct fgroup {
+    size_t first, n;
+    sk_store *st;
+};
+
+/* The threads that read a batch's groups at once: a round hands them the
+ * groups, each takes the next until none is left (or one failed). */
+struct fetchers {
+    pthread_t th[FETCHERS - 1];
+    int nth;
+    pthread_mutex_t mu;
+    pthread_cond_t cv, done_cv;
+    unsigned long gen; /* the round */
+    struct batch *b;
+    struct fgroup *grp;
+    size_t ngrp, cap, next, busy;
+    int rc, quit;
+    sk_error err;
+};
+
+static int read_group(sk_gread *g, struct batch *b, const struct fgroup *gr, sk_error *err)
+{
+    for (size_t j = gr->first; j < gr->first + gr->n; j++) {
+        const struct range *r = &b->rg[j];
+        size_t got = 0;
+        SK_GUARD(gr->st->ops->read_at(gr->st, r->off, b->data + r->at, (size_t)r->len, &got, err));
+        __atomic_add_fetch(&g->reads, 1, __ATOMIC_RELAXED);
+        SK_FAIL_IF(got < r->len, err, SK_E_CORRUPT,
+                   "%s: ends at offset %llu, inside bytes %llu..%llu its index names: truncated",
+                   g->o.shards[r->shard].url, (unsigned long long)(r->off + got),
+                   (unsigned long long)r->off, (unsigned long long)(r->off + r->len));
+    }
+    return SK_OK;
+}
+
+/* Takes the round's groups until none is left; f->mu held (released
+ * while reading). */
+static void take_groups(sk_gread *g, struct fetchers *f)
+{
+    while (!f->rc && f->next < f->ngrp) {
+        const struct fgroup *gr = &f->grp[f->next++];
+        f->busy++;
+        pthread_mutex_unlock(&f->mu);
+        sk_error e = {0};
+        int rc = read_group(g, f->b, gr, &e);
+        pthread_mutex_lock(&f->mu);
+        f->busy--;
+        if (rc && !f->rc) f->rc = rc, f->err = e;
+    }
+    if (!f->busy) pthread_cond_broadcast(&f->done_cv);
+}
+
+static void *fetch_main(void *arg)
+{
+    sk_gread *g = arg;
+    struct fetchers *f = g->fx;
+    unsigned long seen = 0;
+    pthread_mutex_lock(&f->mu);
+    for (;;) {
+        while (!f->quit && f->gen == seen) pthread_cond_wait(&f->cv, &f->mu);
+        if (f->quit) break;
+        seen = f->gen;
+        take_groups(g, f);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return NULL;
+}
+
+static void fetchers_free(struct fetchers *f)
+{
+    if (!f) return;
+    pthread_mutex_lock(&f->mu);
+    f->quit = 1;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    for (int i = 0; i < f->nth; i++) pthread_join(f->th[i], NULL);
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->cv);
+    pthread_cond_destroy(&f->done_cv);
+    free(f->grp);
+    free(f);
+}
+
+/* Reads a batch's ranges (remote shards, or local ones beside them) a
+ * shard's ranges a thread, up to FETCHERS shards at once, in rounds of
+ * at most MAX_STORES / 2 shards (the stores a round uses stay open). */
+static int read_parallel(sk_gread *g, struct batch *b, sk_error *err)
+{
+    if (!g->fx) {
+        struct fetchers *f = calloc(1, sizeof *f);
+        SK_FAIL_IF(!f, err, SK_E_NOMEM, "out of memory");
+        pthread_mutex_init(&f->mu, NULL);
+        pthread_cond_init(&f->cv, NULL);
+        pthread_cond_init(&f->done_cv, NULL);
+        g->fx = f;
+        while (f->nth < FETCHERS - 1 && !pthread_create(&f->th[f->nth], NULL, fetch_main, g)) f->nth++;
+    }
+    struct fetchers *f = g->fx;
+    for (size_t i = 0; i < b->nr;) {
+        size_t ng = 0;
+        while (i < b->nr && ng < MAX_STORES / 2) {
+            size_t j = i;
+            while (j < b->nr && b->rg[j].shard == b->rg[i].shard) j++;
+            SK_GUARD(sk_grow((void **)&f->grp, &f->cap, ng + 1, sizeof *f->grp, err));
+            f->grp[ng] = (struct fgroup){.first = i, .n = j - i};
+            SK_GUARD(store_of(g, b->rg[i].shard, &f->grp[ng].st, err));
+            ng++;
+            i = j;
+        }
+        pthread_mutex_lock(&f->mu);
+        f->b = b, f->ngrp = ng, f->next = 0, f->rc = 0;
+        f->gen++;
+        pthread_cond_broadcast(&f->cv);
+        take_groups(g, f);
+        while (f->busy || (!f->rc && f->next < f->ngrp)) pthread_cond_wait(&f->done_cv, &f->mu);
+        int rc = f->rc;
+        if (rc && err) *err = f->err;
+        pthread_mutex_unlock(&f->mu);
+        if (rc) return rc;
+    }
+    return SK_OK;
+}
+
 /* Reads a planned batch's ranges and checks its members (the thread's, or
  * the caller's for local shards), a group of ranges at a time (one read
  * each, remote; up to SK_RBATCH_MAX in one submission, local: a local
@@ -311,9 +444,10 @@ static int read_ranges(sk_gread *g, struct batch *b, size_t i, size_t n, sk_erro
 static int fill(sk_gread *g, struct batch *b, sk_error *err)
 {
     size_t k = 0; /* b->sorted's next item: in the ranges' order */
+    if (!g->rb) SK_GUARD(read_parallel(g, b, err)); /* the read thread's: all at once */
     for (size_t i = 0, n; i < b->nr; i += n) {
-        n = g->rb ? (b->nr - i < SK_RBATCH_MAX ? b->nr - i : SK_RBATCH_MAX) : 1;
-        SK_GUARD(read_ranges(g, b, i, n, err));
+        n = g->rb ? (b->nr - i < SK_RBATCH_MAX ? b->nr - i : SK_RBATCH_MAX) : b->nr - i;
+        if (g->rb) SK_GUARD(read_ranges(g, b, i, n, err));
         for (; k < b->n && b->it[b->sorted[k]].rg < i + n; k++) {
             struct item *it = &b->it[b->sorted[k]];
             if (it->z) {
@@ -658,6 +792,7 @@ void sk_gread_close(sk_gread *g)
     }
     ZSTD_freeDCtx(g->zd);
     sk_rbatch_close(g->rb);
+    fetchers_free(g->fx);
     for (size_t i = 0; i < g->nstores; i++) sk_store_close(g->stores[i].st);
     for (int j = 0; j < 2; j++) {
         struct batch *b = &g->b[j];
@@ -778,4 +913,14 @@ uint64_t sk_gread_slot_left(const sk_gread *g)
 uint64_t sk_gread_reads(const sk_gread *g)
 {
     return __atomic_load_n(&g->reads, __ATOMIC_RELAXED);
+}
+
+uint64_t sk_gread_largest_shard(const sk_gread *g)
+{
+    uint64_t m = 0;
+    for (size_t i = 0; i < g->o.nshards; i++) {
+        uint64_t b = g->sh[i].size ? g->sh[i].size : g->o.shards[i].bytes;
+        if (b > m) m = b;
+    }
+    return m;
 }

@@ -58,6 +58,9 @@ int sk_gread_seek(sk_gread *g, const sk_reader_position *p, sk_error *err);
 /* Samples in the epoch, samples left for this slot from where it is. */
 uint64_t sk_gread_epoch_samples(const sk_gread *g);
 uint64_t sk_gread_slot_left(const sk_gread *g);
+/* The largest shard's bytes, as far as the manifest or the loaded
+ * indexes tell (0: none known). */
+uint64_t sk_gread_largest_shard(const sk_gread *g);
 /* Ranged reads made (the coalescing's measure). */
 uint64_t sk_gread_reads(const sk_gread *g);
 
