@@ -89,6 +89,7 @@ typedef struct sk_store_env {
     const char *cache_dir;
     uint64_t cache_size;
     int cache_temp; /* cache_dir is a job's private one (sk_store_cache_temp) */
+    int cache_ahead; /* sk_store_cache_opts.ahead */
     /* set (sk_store_env_windows): every remote store opened through this
      * env serves small reads at an offset from windows in this pool */
     sk_window_pool *windows;
@@ -179,6 +180,9 @@ typedef struct sk_store_cache_opts {
     uint32_t crc32c;
     int crc_known;
     int temp; /* dir is a job's private cache (sk_store_cache_temp): files not fsync'd */
+    int ahead; /* a read at an offset fetches the missing blocks after it too, up to
+                  64 MiB in one streaming GET, each block usable as soon as it is in
+                  (a reader that will want them: the global order) */
 } sk_store_cache_opts;
 int sk_store_cache_open(sk_store **out, sk_store *inner, const sk_store_cache_opts *o,
                         sk_error *err);

@@ -581,6 +581,12 @@ static int open_global(sk_reader *r, sk_error *err)
     }
     r->env.cache_dir = r->cache_dir;
     r->env.cache_size = o->cache_size;
+    /* a window's samples cover its shards: a missing block is fetched with
+     * those after it, up to 64 MiB streamed in one GET (moto answered each
+     * ranged GET of a 64 MB object in 0.3 s or more whatever its length:
+     * 317 GETs of 1 MiB took 92 s, 33 of 16 MiB 16.6 s, against 2.0 s
+     * streaming) */
+    r->env.cache_ahead = 1;
     sk_gread_opts go = {
         .shards = r->gs, .nshards = r->nsh, .env = &r->env,
         .rank = (uint32_t)o->rank, .ranks = (uint32_t)o->world_size,

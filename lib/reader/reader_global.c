@@ -42,8 +42,8 @@
  * less CPU than 1 MiB over 20,000 samples from the page cache (a batch
  * is still ~15 samples, under SK_RBATCH_MAX reads of one submission). */
 #define LOCAL_BATCH (256u << 10)
-/* Remote shards: a batch's ranges are read by this many threads at once,
- * one shard's ranges each (the read thread is one of them).  One at a
+/* Remote shards: a batch's ranges are read by this many threads at once
+ * (the read thread is one of them).  One at a
  * time, every first touch of a cache block waited for its GET: 0.73x the
  * streaming reader from a RADOS gateway, which keeps two GETs streaming. */
 #define FETCHERS 8
@@ -309,15 +309,12 @@ static int read_ranges(sk_gread *g, struct batch *b, size_t i, size_t n, sk_erro
 
 /* ------------------------------------------- remote ranges, in parallel */
 
-/* A shard's ranges of a batch, [first, first + n) of b->rg, and its store
- * (opened by the read thread, which alone opens and evicts stores). */
-struct fgroup {
-    size_t first, n;
-    sk_store *st;
-};
-
-/* The threads that read a batch's groups at once: a round hands them the
- * groups, each takes the next until none is left (or one failed). */
+/* The threads that read a batch's ranges at once: a round hands them the
+ * ranges of up to MAX_STORES / 2 shards with their stores (opened, and
+ * asked their size, by the read thread, which alone opens and evicts
+ * stores); each takes the next range until none is left (or one failed).
+ * Two ranges in one cache block cost one GET: the cache store makes a
+ * read wait for a block another is fetching (io/store_cache.c). */
 struct fetchers {
     pthread_t th[FETCHERS - 1];
     int nth;
@@ -325,37 +322,36 @@ struct fetchers {
     pthread_cond_t cv, done_cv;
     unsigned long gen; /* the round */
     struct batch *b;
-    struct fgroup *grp;
-    size_t ngrp, cap, next, busy;
+    sk_store **st; /* each range's store, by range */
+    size_t *ord;   /* the round's ranges in the order they are taken: the shards' in turn */
+    size_t cap_st, cap_ord, next, end, busy;
     int rc, quit;
     sk_error err;
 };
 
-static int read_group(sk_gread *g, struct batch *b, const struct fgroup *gr, sk_error *err)
+static int read_range(sk_gread *g, struct batch *b, size_t j, sk_store *st, sk_error *err)
 {
-    for (size_t j = gr->first; j < gr->first + gr->n; j++) {
-        const struct range *r = &b->rg[j];
-        size_t got = 0;
-        SK_GUARD(gr->st->ops->read_at(gr->st, r->off, b->data + r->at, (size_t)r->len, &got, err));
-        __atomic_add_fetch(&g->reads, 1, __ATOMIC_RELAXED);
-        SK_FAIL_IF(got < r->len, err, SK_E_CORRUPT,
-                   "%s: ends at offset %llu, inside bytes %llu..%llu its index names: truncated",
-                   g->o.shards[r->shard].url, (unsigned long long)(r->off + got),
-                   (unsigned long long)r->off, (unsigned long long)(r->off + r->len));
-    }
+    const struct range *r = &b->rg[j];
+    size_t got = 0;
+    SK_GUARD(st->ops->read_at(st, r->off, b->data + r->at, (size_t)r->len, &got, err));
+    __atomic_add_fetch(&g->reads, 1, __ATOMIC_RELAXED);
+    SK_FAIL_IF(got < r->len, err, SK_E_CORRUPT,
+               "%s: ends at offset %llu, inside bytes %llu..%llu its index names: truncated",
+               g->o.shards[r->shard].url, (unsigned long long)(r->off + got),
+               (unsigned long long)r->off, (unsigned long long)(r->off + r->len));
     return SK_OK;
 }
 
-/* Takes the round's groups until none is left; f->mu held (released
+/* Takes the round's ranges until none is left; f->mu held (released
  * while reading). */
-static void take_groups(sk_gread *g, struct fetchers *f)
+static void take_ranges(sk_gread *g, struct fetchers *f)
 {
-    while (!f->rc && f->next < f->ngrp) {
-        const struct fgroup *gr = &f->grp[f->next++];
+    while (!f->rc && f->next < f->end) {
+        size_t j = f->ord[f->next++];
         f->busy++;
         pthread_mutex_unlock(&f->mu);
         sk_error e = {0};
-        int rc = read_group(g, f->b, gr, &e);
+        int rc = read_range(g, f->b, j, f->st[j], &e);
         pthread_mutex_lock(&f->mu);
         f->busy--;
         if (rc && !f->rc) f->rc = rc, f->err = e;
@@ -373,7 +369,7 @@ static void *fetch_main(void *arg)
         while (!f->quit && f->gen == seen) pthread_cond_wait(&f->cv, &f->mu);
         if (f->quit) break;
         seen = f->gen;
-        take_groups(g, f);
+        take_ranges(g, f);
     }
     pthread_mutex_unlock(&f->mu);
     return NULL;
@@ -390,13 +386,14 @@ static void fetchers_free(struct fetchers *f)
     pthread_mutex_destroy(&f->mu);
     pthread_cond_destroy(&f->cv);
     pthread_cond_destroy(&f->done_cv);
-    free(f->grp);
+    free(f->st);
+    free(f->ord);
     free(f);
 }
 
-/* Reads a batch's ranges (remote shards, or local ones beside them) a
- * shard's ranges a thread, up to FETCHERS shards at once, in rounds of
- * at most MAX_STORES / 2 shards (the stores a round uses stay open). */
+/* Reads a batch's ranges (remote shards, or local ones beside them),
+ * FETCHERS at once, in rounds of at most MAX_STORES / 2 shards (the
+ * stores a round uses stay open through it). */
 static int read_parallel(sk_gread *g, struct batch *b, sk_error *err)
 {
     if (!g->fx) {
@@ -409,23 +406,34 @@ static int read_parallel(sk_gread *g, struct batch *b, sk_error *err)
         while (f->nth < FETCHERS - 1 && !pthread_create(&f->th[f->nth], NULL, fetch_main, g)) f->nth++;
     }
     struct fetchers *f = g->fx;
+    SK_GUARD(sk_grow((void **)&f->st, &f->cap_st, b->nr + 1, sizeof *f->st, err));
+    SK_GUARD(sk_grow((void **)&f->ord, &f->cap_ord, b->nr + 1, sizeof *f->ord, err));
+    size_t first[MAX_STORES / 2 + 1];
     for (size_t i = 0; i < b->nr;) {
-        size_t ng = 0;
-        while (i < b->nr && ng < MAX_STORES / 2) {
-            size_t j = i;
-            while (j < b->nr && b->rg[j].shard == b->rg[i].shard) j++;
-            SK_GUARD(sk_grow((void **)&f->grp, &f->cap, ng + 1, sizeof *f->grp, err));
-            f->grp[ng] = (struct fgroup){.first = i, .n = j - i};
-            SK_GUARD(store_of(g, b->rg[i].shard, &f->grp[ng].st, err));
-            ng++;
-            i = j;
+        size_t ns = 0, start = i;
+        for (; i < b->nr && ns < MAX_STORES / 2; ns++) {
+            sk_store *st;
+            sk_store_stat sst;
+            size_t shard = b->rg[i].shard;
+            first[ns] = i;
+            SK_GUARD(store_of(g, shard, &st, err));
+            SK_GUARD(st->ops->stat(st, &sst, err)); /* here: a remote store asks once, no race */
+            while (i < b->nr && b->rg[i].shard == shard) f->st[i++] = st;
         }
+        first[ns] = i;
+        /* the shards' ranges in turn: the first range of each shard, then
+         * the second, ...: taken in shard order, every thread waited on
+         * the one fetching the first shard's blocks */
+        size_t m = 0;
+        for (size_t depth = 0; m < i - start; depth++)
+            for (size_t k = 0; k < ns; k++)
+                if (first[k] + depth < first[k + 1]) f->ord[m++] = first[k] + depth;
         pthread_mutex_lock(&f->mu);
-        f->b = b, f->ngrp = ng, f->next = 0, f->rc = 0;
+        f->b = b, f->next = 0, f->end = m, f->rc = 0;
         f->gen++;
         pthread_cond_broadcast(&f->cv);
-        take_groups(g, f);
-        while (f->busy || (!f->rc && f->next < f->ngrp)) pthread_cond_wait(&f->done_cv, &f->mu);
+        take_ranges(g, f);
+        while (f->busy || (!f->rc && f->next < f->end)) pthread_cond_wait(&f->done_cv, &f->mu);
         int rc = f->rc;
         if (rc && err) *err = f->err;
         pthread_mutex_unlock(&f->mu);
