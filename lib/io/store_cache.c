@@ -24,6 +24,17 @@
  * too.  Blocks are found by the ETag the server gives at open: one HEAD
  * per object per open, then nothing more for what is cached.
  *
+ * A reader that will want the rest of an object (the global order: a
+ * window's samples cover its shards) sets o.ahead: a missing block is
+ * then fetched with the missing ones around it, from the first missing
+ * one before it to 64 MiB on, by one streaming GET whose blocks are kept
+ * one by one as they come.  Threads reading one store at once fetch a
+ * block once: a read that needs a block another is fetching waits for it.
+ *
+ * A job's private cache (sk_store_cache_temp) is a directory mkdtemp makes
+ * under $TMPDIR, removed by sk_store_cache_temp_remove: the global order
+ * reads remote shards through one when the user names no cache.
+ *
  * Derived this way a cache path never leaves the cache (URLs are
  * untrusted: "s3://b/x/../../../a.tar" is a valid key), and the directory
  * holds nothing but names of this one shape, which is what eviction looks

@@ -26,6 +26,7 @@
 #include "io/io.h"
 #include "io/store.h"
 #include "io/read_batch.h"
+#include "io/read_many.h"
 #include "format/format.h"
 #include "format/tar.h"
 
@@ -43,7 +44,7 @@
  * is still ~15 samples, under SK_RBATCH_MAX reads of one submission). */
 #define LOCAL_BATCH (256u << 10)
 /* Remote shards: a batch's ranges are read by this many threads at once
- * (the read thread is one of them).  One at a
+ * (the read thread is one of them; io/read_many.c).  One at a
  * time, every first touch of a cache block waited for its GET: 0.73x the
  * streaming reader from a RADOS gateway, which keeps two GETs streaming. */
 #define FETCHERS 8
@@ -144,7 +145,9 @@ struct sk_gread {
     uint64_t reads;
     ZSTD_DCtx *zd; /* the thread's (global_zstd.c) */
     sk_rbatch *rb;  /* local shards: their reads made together */
-    struct fetchers *fx; /* remote shards: their reads made at once (made on first use) */
+    sk_rmany *fx; /* remote shards: their reads made at once (made on first use) */
+    sk_rmany_job *jobs;
+    size_t *jord, cap_jobs, cap_jord;
     /* the view handed out */
     sk_reader_sample view;
     sk_reader_member *mv;
@@ -307,107 +310,18 @@ static int read_ranges(sk_gread *g, struct batch *b, size_t i, size_t n, sk_erro
     return SK_OK;
 }
 
-/* ------------------------------------------- remote ranges, in parallel */
-
-/* The threads that read a batch's ranges at once: a round hands them the
- * ranges of up to MAX_STORES / 2 shards with their stores (opened, and
- * asked their size, by the read thread, which alone opens and evicts
- * stores); each takes the next range until none is left (or one failed).
- * Two ranges in one cache block cost one GET: the cache store makes a
- * read wait for a block another is fetching (io/store_cache.c). */
-struct fetchers {
-    pthread_t th[FETCHERS - 1];
-    int nth;
-    pthread_mutex_t mu;
-    pthread_cond_t cv, done_cv;
-    unsigned long gen; /* the round */
-    struct batch *b;
-    sk_store **st; /* each range's store, by range */
-    size_t *ord;   /* the round's ranges in the order they are taken: the shards' in turn */
-    size_t cap_st, cap_ord, next, end, busy;
-    int rc, quit;
-    sk_error err;
-};
-
-static int read_range(sk_gread *g, struct batch *b, size_t j, sk_store *st, sk_error *err)
-{
-    const struct range *r = &b->rg[j];
-    size_t got = 0;
-    SK_GUARD(st->ops->read_at(st, r->off, b->data + r->at, (size_t)r->len, &got, err));
-    __atomic_add_fetch(&g->reads, 1, __ATOMIC_RELAXED);
-    SK_FAIL_IF(got < r->len, err, SK_E_CORRUPT,
-               "%s: ends at offset %llu, inside bytes %llu..%llu its index names: truncated",
-               g->o.shards[r->shard].url, (unsigned long long)(r->off + got),
-               (unsigned long long)r->off, (unsigned long long)(r->off + r->len));
-    return SK_OK;
-}
-
-/* Takes the round's ranges until none is left; f->mu held (released
- * while reading). */
-static void take_ranges(sk_gread *g, struct fetchers *f)
-{
-    while (!f->rc && f->next < f->end) {
-        size_t j = f->ord[f->next++];
-        f->busy++;
-        pthread_mutex_unlock(&f->mu);
-        sk_error e = {0};
-        int rc = read_range(g, f->b, j, f->st[j], &e);
-        pthread_mutex_lock(&f->mu);
-        f->busy--;
-        if (rc && !f->rc) f->rc = rc, f->err = e;
-    }
-    if (!f->busy) pthread_cond_broadcast(&f->done_cv);
-}
-
-static void *fetch_main(void *arg)
-{
-    sk_gread *g = arg;
-    struct fetchers *f = g->fx;
-    unsigned long seen = 0;
-    pthread_mutex_lock(&f->mu);
-    for (;;) {
-        while (!f->quit && f->gen == seen) pthread_cond_wait(&f->cv, &f->mu);
-        if (f->quit) break;
-        seen = f->gen;
-        take_ranges(g, f);
-    }
-    pthread_mutex_unlock(&f->mu);
-    return NULL;
-}
-
-static void fetchers_free(struct fetchers *f)
-{
-    if (!f) return;
-    pthread_mutex_lock(&f->mu);
-    f->quit = 1;
-    pthread_cond_broadcast(&f->cv);
-    pthread_mutex_unlock(&f->mu);
-    for (int i = 0; i < f->nth; i++) pthread_join(f->th[i], NULL);
-    pthread_mutex_destroy(&f->mu);
-    pthread_cond_destroy(&f->cv);
-    pthread_cond_destroy(&f->done_cv);
-    free(f->st);
-    free(f->ord);
-    free(f);
-}
-
 /* Reads a batch's ranges (remote shards, or local ones beside them),
- * FETCHERS at once, in rounds of at most MAX_STORES / 2 shards (the
- * stores a round uses stay open through it). */
+ * FETCHERS at once (io/read_many.c), in rounds of at most MAX_STORES / 2
+ * shards (the read thread alone opens and evicts stores; those a round
+ * uses stay open through it), the shards' ranges in turn: taken in shard
+ * order, every reader waited on the one fetching the first shard's
+ * blocks.  Two ranges in one cache block cost one GET: the cache makes a
+ * read wait for a block another is fetching (io/store_cache.c). */
 static int read_parallel(sk_gread *g, struct batch *b, sk_error *err)
 {
-    if (!g->fx) {
-        struct fetchers *f = calloc(1, sizeof *f);
-        SK_FAIL_IF(!f, err, SK_E_NOMEM, "out of memory");
-        pthread_mutex_init(&f->mu, NULL);
-        pthread_cond_init(&f->cv, NULL);
-        pthread_cond_init(&f->done_cv, NULL);
-        g->fx = f;
-        while (f->nth < FETCHERS - 1 && !pthread_create(&f->th[f->nth], NULL, fetch_main, g)) f->nth++;
-    }
-    struct fetchers *f = g->fx;
-    SK_GUARD(sk_grow((void **)&f->st, &f->cap_st, b->nr + 1, sizeof *f->st, err));
-    SK_GUARD(sk_grow((void **)&f->ord, &f->cap_ord, b->nr + 1, sizeof *f->ord, err));
+    if (!g->fx) SK_GUARD(sk_rmany_open(&g->fx, FETCHERS, err));
+    SK_GUARD(sk_grow((void **)&g->jobs, &g->cap_jobs, b->nr + 1, sizeof *g->jobs, err));
+    SK_GUARD(sk_grow((void **)&g->jord, &g->cap_jord, b->nr + 1, sizeof *g->jord, err));
     size_t first[MAX_STORES / 2 + 1];
     for (size_t i = 0; i < b->nr;) {
         size_t ns = 0, start = i;
@@ -418,26 +332,24 @@ static int read_parallel(sk_gread *g, struct batch *b, sk_error *err)
             first[ns] = i;
             SK_GUARD(store_of(g, shard, &st, err));
             SK_GUARD(st->ops->stat(st, &sst, err)); /* here: a remote store asks once, no race */
-            while (i < b->nr && b->rg[i].shard == shard) f->st[i++] = st;
+            for (; i < b->nr && b->rg[i].shard == shard; i++)
+                g->jobs[i] = (sk_rmany_job){.st = st, .off = b->rg[i].off, .len = (size_t)b->rg[i].len,
+                                            .dst = b->data + b->rg[i].at};
         }
         first[ns] = i;
-        /* the shards' ranges in turn: the first range of each shard, then
-         * the second, ...: taken in shard order, every thread waited on
-         * the one fetching the first shard's blocks */
         size_t m = 0;
         for (size_t depth = 0; m < i - start; depth++)
             for (size_t k = 0; k < ns; k++)
-                if (first[k] + depth < first[k + 1]) f->ord[m++] = first[k] + depth;
-        pthread_mutex_lock(&f->mu);
-        f->b = b, f->next = 0, f->end = m, f->rc = 0;
-        f->gen++;
-        pthread_cond_broadcast(&f->cv);
-        take_ranges(g, f);
-        while (f->busy || (!f->rc && f->next < f->end)) pthread_cond_wait(&f->done_cv, &f->mu);
-        int rc = f->rc;
-        if (rc && err) *err = f->err;
-        pthread_mutex_unlock(&f->mu);
-        if (rc) return rc;
+                if (first[k] + depth < first[k + 1]) g->jord[m++] = first[k] + depth;
+        SK_GUARD(sk_rmany_run(g->fx, g->jobs, g->jord, m, err));
+        __atomic_add_fetch(&g->reads, m, __ATOMIC_RELAXED);
+        for (size_t j = start; j < i; j++) {
+            const struct range *r = &b->rg[j];
+            SK_FAIL_IF(g->jobs[j].got < r->len, err, SK_E_CORRUPT,
+                       "%s: ends at offset %llu, inside bytes %llu..%llu its index names: truncated",
+                       g->o.shards[r->shard].url, (unsigned long long)(r->off + g->jobs[j].got),
+                       (unsigned long long)r->off, (unsigned long long)(r->off + r->len));
+        }
     }
     return SK_OK;
 }
@@ -800,7 +712,9 @@ void sk_gread_close(sk_gread *g)
     }
     ZSTD_freeDCtx(g->zd);
     sk_rbatch_close(g->rb);
-    fetchers_free(g->fx);
+    sk_rmany_close(g->fx);
+    free(g->jobs);
+    free(g->jord);
     for (size_t i = 0; i < g->nstores; i++) sk_store_close(g->stores[i].st);
     for (int j = 0; j < 2; j++) {
         struct batch *b = &g->b[j];
