@@ -177,12 +177,17 @@ echo "== S3: no cache named: the reader's own private cache in \$TMPDIR, a block
 # (before it: a ranged GET for nearly every sample, 12 minutes for 20,000
 # from a RADOS gateway)
 mkdir "$t/tmpd"
-: >"$t/req.log"
 cmp <(gcat_all "$t/s3/many/manifest.json") \
     <(TMPDIR="$t/tmpd" gcat_all --endpoint-url "$PROXY_URL" s3://bkt/many/manifest.json) ||
     fail "S3 through the private cache and local samples differ"
+# a batch of one sample (no neighbour to join): a GET a sample without a
+# cache (480 for the two readers order_grid runs, before), with it at most
+# one a shard each
+: >"$t/req.log"
+TMPDIR="$t/tmpd" grid --no-resume --points 1:0 --read-ahead 1 --endpoint "$PROXY_URL" \
+    s3://bkt/many/manifest.json >/dev/null
 tgets=$(grep -Ec '^GET /bkt/many/train-[0-9]+\.tar 20' "$t/req.log" || true)
-[ "$tgets" -ge 1 ] && [ "$tgets" -le 12 ] || fail "$tgets GETs of 12 small shards (240 samples) with no cache named"
+[ "$tgets" -ge 1 ] && [ "$tgets" -le 24 ] || fail "$tgets GETs of 12 small shards (240 samples, two readers) with no cache named"
 [ -z "$(ls -A "$t/tmpd")" ] || fail "the private cache was left behind: $(ls -A "$t/tmpd")"
 echo "== S3: a TMPDIR that cannot hold the private cache: refused by name, no sample"
 rc=0; out=$(TMPDIR="$t/no/such" gcat_all --endpoint-url "$PROXY_URL" s3://bkt/many/manifest.json \
