@@ -13,7 +13,8 @@
  *
  * A .tar.zst with a seek table is read the same way: a sample's range is
  * the stored bytes of the frames holding it, decompressed in memory
- * (global_zstd.c) into the batch's second buffer.
+ * (global_zstd.c) into the batch's second buffer, whole and in one call
+ * when they hold little past the sample (zstd decodes whole blocks anyway).
  *
  * The index is untrusted like the shard: every range it gives is checked
  * against the shard's size and the sample's span before it is read, and
@@ -52,6 +53,11 @@
 #define PF_RECORD 8  /* the sample's record */
 #define PF_REST 4    /* its key and members' records (its record read by then) */
 
+/* Tar bytes past a compressed sample its frames may hold and still be
+ * decompressed whole (a frame of shardkit's ends at a sample's end, at
+ * least SK_ZFRAME_MIN from its start: about that much at most) */
+#define ZWHOLE_SLACK (128u << 10)
+
 struct located {
     uint64_t pos, ord;
     size_t s;
@@ -65,6 +71,8 @@ struct item {
     uint64_t soff, sspan;      /* the stored bytes read: off, span unless compressed */
     uint64_t skip;             /* compressed: tar bytes of its frame before off */
     size_t zat;                /* compressed: where its frame's bytes from the frame's start land, in zdata */
+    uint64_t zlen;             /* compressed: the tar bytes decompressed, from its frame's start */
+    int zwhole;                /* compressed: its frames decompressed whole, in one call */
     int z;                     /* from a .tar.zst */
     const unsigned char *p;    /* its tar bytes (from off) once read */
     size_t at;                 /* of soff, in the batch's data */
@@ -335,7 +343,7 @@ static int fill(sk_gread *g, struct batch *b, sk_error *err)
             if (it->z) {
                 unsigned char *dst = b->zdata + it->zat;
                 SK_GUARD(sk_gzstd_decompress(&g->zd, b->data + it->at, (size_t)it->sspan, dst,
-                                             (size_t)(it->skip + it->span),
+                                             (size_t)it->zlen, it->zwhole,
                                              g->o.shards[it->shard].url, it->soff, err));
                 it->p = dst + it->skip;
             } else {
@@ -471,6 +479,16 @@ static int plan_item(sk_gread *g, struct batch *b, uint64_t k, sk_error *err)
                         .span = ref.span, .soff = soff, .sspan = sspan, .z = z,
                         .skip = ref.offset - d_off, .mem = b->nm, .nmem = ref.member_count,
                         .crc = !(sk_index_shard(ix)->flags & SK_INDEX_NO_CRC)};
+    if (z) {
+        /* its frames decompressed whole, in one call straight into the
+         * batch, when they tile its stored bytes and hold little past it:
+         * zstd decodes a block at a time anyway, and one stopped inside a
+         * block is decoded into the context's own buffer and copied out */
+        uint64_t want = it->skip + it->span, whole = 0;
+        it->zwhole = sk_gzstd_frames_span(h->frames, h->nframes, soff, sspan, &whole) &&
+                     whole >= want && whole - want <= ZWHOLE_SLACK;
+        it->zlen = it->zwhole ? whole : want;
+    }
     SK_GUARD(names_put(b, ref.key, ref.key_len, &it->key_off, err));
     it->key_len = ref.key_len;
     SK_GUARD(sk_grow((void **)&b->m, &b->cap_m, b->nm + ref.member_count, sizeof *b->m, err));
@@ -530,9 +548,9 @@ static int plan(sk_gread *g, struct batch *b, sk_error *err)
         struct item *it = &b->it[b->n - 1];
         if (it->z) {
             it->zat = (size_t)ztotal;
-            ztotal += it->skip + it->span;
+            ztotal += it->zlen;
         }
-        bytes += it->z ? it->sspan + it->skip + it->span : it->span;
+        bytes += it->z ? it->sspan + it->zlen : it->span;
         g->k++;
     }
     SK_GUARD(sk_grow((void **)&b->sorted, &b->cap_sorted, b->n + 1, sizeof *b->sorted, err));
