@@ -53,18 +53,15 @@ static char *options_json(const rs *r)
           json_object_set_new(sh, "keys", json_boolean(o->keys_file != NULL)) ||
           json_object_set_new(sh, "compress", o->compress_level ? json_string(z) : json_null());
     if (!bad && sk_image_options_active(o->images)) { /* they shape the output too */
-        static const char *const modes[] = {"no", "keep_ratio", "keep_ratio_largest", "center_crop",
-                                            "border"};
-        static const char *const policies[] = {"skip", "keep", "fail"};
         const sk_image_options *io = o->images;
         json_t *im = json_pack("{s:I, s:s, s:b, s:i, s:I, s:f, s:b, s:s, s:I}", "image_size",
                                (json_int_t)io->image_size, "resize_mode",
-                               modes[io->resize_mode >= 0 && io->resize_mode <= 4 ? io->resize_mode : 0],
+                               sk_image_mode_name(io->resize_mode),
                                "resize_only_if_bigger", io->resize_only_if_bigger, "encode_quality",
                                io->encode_quality ? io->encode_quality : 95, "min_image_size",
                                (json_int_t)io->min_image_size, "max_aspect_ratio", io->max_aspect_ratio,
                                "image_meta", io->image_meta, "bad_image",
-                               policies[io->bad_image >= 0 && io->bad_image <= 2 ? io->bad_image : 0],
+                               sk_image_bad_name(io->bad_image),
                                "max_pixels",
                                (json_int_t)(io->max_pixels ? io->max_pixels : SK_IMAGE_MAX_PIXELS));
         bad = json_object_set_new(sh, "images", im);
