@@ -18,7 +18,7 @@ struct sk_rmany {
     pthread_cond_t cv, done_cv;
     unsigned long gen; /* the run */
     sk_rmany_job *jobs;
-    const size_t *ord;
+    size_t *ord, cap_ord, *first, cap_first;
     size_t next, end, busy;
     int rc, quit;
     sk_error err;
@@ -71,18 +71,35 @@ int sk_rmany_open(sk_rmany **out, int threads, sk_error *err)
     return SK_OK;
 }
 
-int sk_rmany_run(sk_rmany *m, sk_rmany_job *jobs, const size_t *ord, size_t n, sk_error *err)
+int sk_rmany_run(sk_rmany *m, sk_rmany_job *jobs, size_t n, sk_error *err)
 {
+    /* the order: each store's first job, then each one's second, ... */
+    size_t ns = 0, k = 0;
+    SK_GUARD(sk_grow((void **)&m->ord, &m->cap_ord, n + 1, sizeof *m->ord, err));
+    SK_GUARD(sk_grow((void **)&m->first, &m->cap_first, n + 1, sizeof *m->first, err));
+    for (size_t i = 0; i < n; i++)
+        if (!i || jobs[i].st != jobs[i - 1].st) m->first[ns++] = i;
+    m->first[ns] = n;
+    for (size_t depth = 0; k < n; depth++)
+        for (size_t g = 0; g < ns; g++)
+            if (m->first[g] + depth < m->first[g + 1]) m->ord[k++] = m->first[g] + depth;
     pthread_mutex_lock(&m->mu);
-    m->jobs = jobs, m->ord = ord, m->next = 0, m->end = n, m->rc = 0;
+    m->jobs = jobs, m->next = 0, m->end = n, m->rc = 0;
     m->gen++;
     pthread_cond_broadcast(&m->cv);
     take(m);
     while (m->busy || (!m->rc && m->next < m->end)) pthread_cond_wait(&m->done_cv, &m->mu);
     int rc = m->rc;
     if (rc && err) *err = m->err;
-    m->jobs = NULL, m->ord = NULL, m->end = 0;
+    m->jobs = NULL, m->end = 0;
     pthread_mutex_unlock(&m->mu);
+    for (size_t i = 0; !rc && i < n; i++) {
+        const sk_rmany_job *j = &jobs[i];
+        SK_FAIL_IF(j->got < j->len, err, SK_E_CORRUPT,
+                   "%s: ends at offset %llu, inside bytes %llu..%llu read: truncated", j->st->url,
+                   (unsigned long long)(j->off + j->got), (unsigned long long)j->off,
+                   (unsigned long long)(j->off + j->len));
+    }
     return rc;
 }
 
@@ -97,5 +114,7 @@ void sk_rmany_close(sk_rmany *m)
     pthread_mutex_destroy(&m->mu);
     pthread_cond_destroy(&m->cv);
     pthread_cond_destroy(&m->done_cv);
+    free(m->ord);
+    free(m->first);
     free(m);
 }

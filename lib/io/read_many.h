@@ -20,16 +20,20 @@ typedef struct sk_rmany_job {
     void *dst;
     size_t got;
 } sk_rmany_job;
+/* Jobs of one store are taken in turn with the other stores' (the first
+ * of each, then the second, ...): taken in store order, every reader
+ * would wait on the one fetching the first store's bytes. */
 
 /* threads readers (the caller of sk_rmany_run is one of them: threads - 1
  * are started; fewer when the system refuses more). */
 int sk_rmany_open(sk_rmany **out, int threads, sk_error *err);
-/* Makes jobs[ord[0]], jobs[ord[1]], ... (n of them), taken in that order
- * by whichever reader is free, and returns when all are done or one
- * failed (its error).  A store may be in several jobs: it must be safe to
- * read from several threads at once (stat it first: a remote store asks
- * its size once, on the first call). */
-int sk_rmany_run(sk_rmany *m, sk_rmany_job *jobs, const size_t *ord, size_t n, sk_error *err);
+/* Makes the n jobs (each store's jobs next to each other), each taken by
+ * whichever reader is free, and returns when all are done or one failed
+ * (its error); a job that got fewer bytes than it asked is SK_E_CORRUPT
+ * naming the store's URL and the bytes (truncated).  A store may be in
+ * several jobs: it must be safe to read from several threads at once
+ * (stat it first: a remote store asks its size once, on the first call). */
+int sk_rmany_run(sk_rmany *m, sk_rmany_job *jobs, size_t n, sk_error *err);
 void sk_rmany_close(sk_rmany *m);
 
 #endif

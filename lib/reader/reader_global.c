@@ -171,7 +171,7 @@ struct sk_gread {
     sk_rbatch *rb;  /* local shards: their reads made together */
     sk_rmany *fx; /* remote shards: their reads made at once (made on first use) */
     sk_rmany_job *jobs;
-    size_t *jord, cap_jobs, cap_jord;
+    size_t cap_jobs;
     /* the view handed out */
     sk_reader_sample view;
     sk_reader_member *mv;
@@ -337,43 +337,26 @@ static int read_ranges(sk_gread *g, struct batch *b, size_t i, size_t n, sk_erro
 /* Reads a batch's ranges (remote shards, or local ones beside them),
  * FETCHERS at once (io/read_many.c), in rounds of at most MAX_STORES / 2
  * shards (the read thread alone opens and evicts stores; those a round
- * uses stay open through it), the shards' ranges in turn: taken in shard
- * order, every reader waited on the one fetching the first shard's
- * blocks.  Two ranges in one cache block cost one GET: the cache makes a
- * read wait for a block another is fetching (io/store_cache.c). */
+ * uses stay open through it).  Two ranges in one cache block cost one
+ * GET: the cache makes a read wait for a block another is fetching. */
 static int read_parallel(sk_gread *g, struct batch *b, sk_error *err)
 {
     if (!g->fx) SK_GUARD(sk_rmany_open(&g->fx, FETCHERS, err));
     SK_GUARD(sk_grow((void **)&g->jobs, &g->cap_jobs, b->nr + 1, sizeof *g->jobs, err));
-    SK_GUARD(sk_grow((void **)&g->jord, &g->cap_jord, b->nr + 1, sizeof *g->jord, err));
-    size_t first[MAX_STORES / 2 + 1];
-    for (size_t i = 0; i < b->nr;) {
-        size_t ns = 0, start = i;
-        for (; i < b->nr && ns < MAX_STORES / 2; ns++) {
+    for (size_t i = 0, start; i < b->nr;) {
+        start = i;
+        for (size_t ns = 0; i < b->nr && ns < MAX_STORES / 2; ns++) {
             sk_store *st;
             sk_store_stat sst;
             size_t shard = b->rg[i].shard;
-            first[ns] = i;
             SK_GUARD(store_of(g, shard, &st, err));
             SK_GUARD(st->ops->stat(st, &sst, err)); /* here: a remote store asks once, no race */
             for (; i < b->nr && b->rg[i].shard == shard; i++)
                 g->jobs[i] = (sk_rmany_job){.st = st, .off = b->rg[i].off, .len = (size_t)b->rg[i].len,
                                             .dst = b->data + b->rg[i].at};
         }
-        first[ns] = i;
-        size_t m = 0;
-        for (size_t depth = 0; m < i - start; depth++)
-            for (size_t k = 0; k < ns; k++)
-                if (first[k] + depth < first[k + 1]) g->jord[m++] = first[k] + depth;
-        SK_GUARD(sk_rmany_run(g->fx, g->jobs, g->jord, m, err));
-        __atomic_add_fetch(&g->reads, m, __ATOMIC_RELAXED);
-        for (size_t j = start; j < i; j++) {
-            const struct range *r = &b->rg[j];
-            SK_FAIL_IF(g->jobs[j].got < r->len, err, SK_E_CORRUPT,
-                       "%s: ends at offset %llu, inside bytes %llu..%llu its index names: truncated",
-                       g->o.shards[r->shard].url, (unsigned long long)(r->off + g->jobs[j].got),
-                       (unsigned long long)r->off, (unsigned long long)(r->off + r->len));
-        }
+        SK_GUARD(sk_rmany_run(g->fx, g->jobs + start, i - start, err));
+        __atomic_add_fetch(&g->reads, i - start, __ATOMIC_RELAXED);
     }
     return SK_OK;
 }
@@ -777,7 +760,6 @@ void sk_gread_close(sk_gread *g)
     sk_rbatch_close(g->rb);
     sk_rmany_close(g->fx);
     free(g->jobs);
-    free(g->jord);
     for (size_t i = 0; i < g->nstores; i++) sk_store_close(g->stores[i].st);
     for (int j = 0; j < 2; j++) {
         struct batch *b = &g->b[j];
