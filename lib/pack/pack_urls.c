@@ -143,7 +143,7 @@ static void on_fetched(void *ctx, sk_urlfetch_result *r)
     s->it.ms = r->ms;
     j->st.bytes += r->bytes;
     if (!r->ok) {
-        sk_buf_free(&r->body);
+        sk_urlfetch_give_back(j->f, &r->body);
         s->it.status = URL_FAILED_DOWNLOAD;
         snprintf(s->it.error, sizeof s->it.error, "%s", r->error);
         pthread_mutex_lock(&j->mu);
@@ -470,6 +470,7 @@ static int drain(job *j, sk_error *err)
         }
         if (!ready) return SK_OK;
         int rc = emit(j, s, err);
+        sk_urlfetch_give_back(j->f, &s->it.body); /* written: the next download fills it */
         sk_index_close(s->ix);
         sk_url_item_clear(&s->it, j->nextra);
         s->state = SL_FREE;
@@ -508,6 +509,7 @@ static int write_stats(job *j, sk_pack_stats *ps, sk_error *err)
     if (!bad) bad = json_object_set(o, "errors", e);
 #define U(k, v) if (!bad) bad = json_object_set_new(o, k, json_integer((json_int_t)(v)))
     U("bytes", j->st.bytes);
+    U("body_buffers", sk_urlfetch_buffers_made(j->f));
     U("shards", j->st.shards);
     U("shards_kept", j->st.shards_kept);
     U("output_bytes", ps->output_bytes);
@@ -672,6 +674,10 @@ int sk_pack_urls(const sk_pack_options *po, const sk_urls_options *uo, sk_s3 *s3
                                  ? j->uo.disallowed_header_directives
                                  : "noai,noimageai,noindex,noimageindex",
     };
+    int want = j->po.jobs > 0 ? j->po.jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (want < 1) want = 1;
+    j->cap = 2 * (size_t)j->uo.concurrency + 2 * (size_t)want + 4;
+    fo.keep_bodies = (int)j->cap; /* the ring holds at most its cap of bodies */
     if (!rc) rc = sk_urlfetch_new(&j->f, &fo, err);
     /* the image stage: its threads, its memory budget, its options */
     j->rowjob.images = j->po.images;
@@ -684,9 +690,6 @@ int sk_pack_urls(const sk_pack_options *po, const sk_urls_options *uo, sk_s3 *s3
         if (io) j->rowjob.check.max_pixels = io->max_pixels;
     }
     j->nth = 0;
-    int want = j->po.jobs > 0 ? j->po.jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (want < 1) want = 1;
-    j->cap = 2 * (size_t)j->uo.concurrency + 2 * (size_t)want + 4;
     if (!rc) {
         j->ring = calloc(j->cap, sizeof *j->ring);
         j->q = calloc(j->cap, sizeof *j->q);
