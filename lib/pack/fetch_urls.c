@@ -236,6 +236,11 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 
 #define BODY_RESERVE_MAX ((curl_off_t)8 << 20)
 #define SPARE_MAX ((size_t)BODY_RESERVE_MAX) /* a larger buffer given back is freed */
+/* A new buffer's least room: photos of a list range over a few powers of
+ * two, and a spare too small for the next body is swapped for a new one
+ * (fresh pages again: 40% of the buffers a resizing run made).  Room
+ * never written costs address space, not memory. */
+#define BODY_MIN_CAP ((size_t)1 << 20)
 
 /* The transfer's body buffer, room for want bytes (0: as it comes): the
  * last given back that holds them, else a new one, the smallest spare
@@ -258,7 +263,8 @@ static int take_body(sk_urlfetch *f, xfer *t, size_t want)
     }
     f->made++;
     t->body = (sk_buf){0};
-    return sk_grow((void **)&t->body.p, &t->body.cap, want ? want : (size_t)64 << 10, 1, NULL);
+    return sk_grow((void **)&t->body.p, &t->body.cap, want > BODY_MIN_CAP ? want : BODY_MIN_CAP, 1,
+                   NULL);
 }
 
 void sk_urlfetch_give_back(sk_urlfetch *f, sk_buf *body)

@@ -71,6 +71,7 @@ typedef struct job {
     pthread_cond_t cv;
     slot **q; /* work queue (cap entries) */
     size_t qh, qn;
+    size_t busy;      /* bodies the image threads are working on */
     int stop;
     pthread_t *th;
     int nth;
@@ -119,10 +120,12 @@ static void *worker(void *arg)
         slot *s = j->q[j->qh];
         j->qh = (j->qh + 1) % j->cap;
         j->qn--;
+        j->busy++;
         pthread_mutex_unlock(&j->mu);
         sk_error e = SK_ERROR_INIT;
         int rc = sk_url_item_process(&j->rowjob, &s->it, &e);
         pthread_mutex_lock(&j->mu);
+        j->busy--;
         if (rc && !j->failed) {
             j->failed = rc;
             j->terr = e;
@@ -296,11 +299,22 @@ static int mark_shard(job *j, slot *s, uint64_t k, sk_error *err)
 }
 
 /* Reads rows into the ring while it has room (two slots: a row may bring
- * its shard's marker) and the downloader takes more. */
+ * its shard's marker) and the downloader takes more.  Bodies not yet
+ * through the image threads (downloading, queued, worked on) are kept to
+ * --concurrency plus two a thread: when the threads are what bounds the
+ * run, more downloads would only wait in the queue, each in memory of its
+ * own (fresh pages to fault in: a fifth of the body buffers a run made);
+ * when the downloads are, the queue is short and all of --concurrency
+ * stays in flight. */
 static int fill(job *j, sk_error *err)
 {
+    pthread_mutex_lock(&j->mu);
+    size_t unworked = j->qn + j->busy; /* only falls until on_fetched, on this thread */
+    pthread_mutex_unlock(&j->mu);
+    size_t most = (size_t)j->uo.concurrency + 2 * (size_t)j->nth;
     while (!j->list_end && j->tail - j->head + 2 <= j->cap &&
-           sk_urlfetch_pending(j->f) < (size_t)j->uo.concurrency) {
+           sk_urlfetch_pending(j->f) < (size_t)j->uo.concurrency &&
+           sk_urlfetch_pending(j->f) + unworked < most) {
         sk_url_row r;
         int rc = sk_urllist_next(j->list, &r, err);
         if (rc < 0) return rc;
