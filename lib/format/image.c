@@ -50,21 +50,40 @@ int sk_image_options_active(const sk_image_options *o)
     return o && (o->image_size || o->min_image_size || o->max_aspect_ratio > 0);
 }
 
-int sk_image_mode_parse(const char *s)
+/* The option words, indexed by enum sk_resize_mode and enum
+ * sk_bad_image: parsed from the command line and written back into a
+ * dataset's recorded options, from the one table. */
+static const char *const resize_mode_names[] = {"no", "keep_ratio", "keep_ratio_largest",
+                                                "center_crop", "border"};
+static const char *const bad_image_names[] = {"skip", "keep", "fail"};
+
+static int name_index(const char *const *names, int n, const char *s)
 {
-    static const char *const names[] = {"no", "keep_ratio", "keep_ratio_largest", "center_crop",
-                                        "border"};
-    for (int i = 0; i < (int)SK_ARRAY_LEN(names); i++)
+    for (int i = 0; i < n; i++)
         if (!strcmp(s, names[i])) return i;
     return -1;
 }
 
+int sk_image_mode_parse(const char *s)
+{
+    return name_index(resize_mode_names, (int)SK_ARRAY_LEN(resize_mode_names), s);
+}
+
 int sk_image_bad_parse(const char *s)
 {
-    return !strcmp(s, "skip") ? SK_BAD_IMAGE_SKIP
-           : !strcmp(s, "keep") ? SK_BAD_IMAGE_KEEP
-           : !strcmp(s, "fail") ? SK_BAD_IMAGE_FAIL
-                                : -1;
+    return name_index(bad_image_names, (int)SK_ARRAY_LEN(bad_image_names), s);
+}
+
+const char *sk_image_mode_name(int mode)
+{
+    return mode >= 0 && mode < (int)SK_ARRAY_LEN(resize_mode_names) ? resize_mode_names[mode]
+                                                                   : resize_mode_names[0];
+}
+
+const char *sk_image_bad_name(int policy)
+{
+    return policy >= 0 && policy < (int)SK_ARRAY_LEN(bad_image_names) ? bad_image_names[policy]
+                                                                      : bad_image_names[0];
 }
 
 int sk_image_is_image(const sk_image_options *o, const char *ext, size_t ext_len)

@@ -50,6 +50,11 @@ void sk_image_budget_give(sk_image_budget *b, uint64_t bytes);
 int sk_image_transform_in(const sk_image_options *o, sk_image_budget *b, const unsigned char *in,
                           size_t len, sk_image_result *r, sk_error *err);
 
+/* The words --resize-mode and --bad-image take for mode and policy (the
+ * first, "no" and "skip", for a value out of range). */
+const char *sk_image_mode_name(int mode);
+const char *sk_image_bad_name(int policy);
+
 /* Whether ext (lowercase, ext_len bytes) is an image member under o. */
 int sk_image_is_image(const sk_image_options *o, const char *ext, size_t ext_len);
 

@@ -22,13 +22,13 @@
 
 /* ----------------------------------------------------------------- output */
 
-void sk_rs_view_of(const struct samp *s, struct sview *v)
+void sk_shard_run_view_of(const struct run_sample *s, struct sview *v)
 {
     *v = (struct sview){s->key, s->klen, s->m, s->nm, s->exts, s->img, s->len, s->crc, 1, -1, s->elen};
 }
 
 /* Queues the pending range. */
-int sk_rs_out_flush(rs *r, sk_error *err)
+int sk_shard_run_out_flush(sk_shard_run *r, sk_error *err)
 {
     if (r->pbuf < 0 || r->pend == r->pstart) return SK_OK;
     struct obuf *b = &r->ob[r->pbuf];
@@ -38,19 +38,19 @@ int sk_rs_out_flush(rs *r, sk_error *err)
 }
 
 /* Everything handed over is written: the sk_shard_out is ours again. */
-static int out_sync(rs *r, sk_error *err)
+static int out_sync(sk_shard_run *r, sk_error *err)
 {
     if (!r->q) return SK_OK;
-    SK_GUARD(sk_rs_out_flush(r, err));
+    SK_GUARD(sk_shard_run_out_flush(r, err));
     return sk_outq_wait(r->q, 0, err);
 }
 
 /* Makes ob[i] free for new bytes (at least need of them). */
-int sk_rs_out_claim(rs *r, int i, size_t need, sk_error *err)
+int sk_shard_run_out_claim(sk_shard_run *r, int i, size_t need, sk_error *err)
 {
     struct obuf *b = &r->ob[i];
     if (r->pbuf == i) {
-        SK_GUARD(sk_rs_out_flush(r, err));
+        SK_GUARD(sk_shard_run_out_flush(r, err));
         r->pbuf = -1;
     }
     if (r->q) SK_GUARD(sk_outq_wait(r->q, b->seq, err));
@@ -75,11 +75,11 @@ int sk_rs_out_claim(rs *r, int i, size_t need, sk_error *err)
  * once, by the kernel's write, as cp copies it; a page written to is
  * copied for this process alone, never into the input.  *mapped = 0:
  * not mapped (the caller preads instead). */
-int sk_rs_out_map(rs *r, int i, int fd, uint64_t pos, size_t want, int *mapped, sk_error *err)
+int sk_shard_run_out_map(sk_shard_run *r, int i, int fd, uint64_t pos, size_t want, int *mapped, sk_error *err)
 {
     struct obuf *b = &r->ob[i];
     *mapped = 0;
-    SK_GUARD(sk_rs_out_claim(r, i, 0, err));
+    SK_GUARD(sk_shard_run_out_claim(r, i, 0, err));
     long pg = sysconf(_SC_PAGESIZE);
     uint64_t at = pos - pos % (uint64_t)(pg > 0 ? pg : 4096);
     size_t len = (size_t)(pos - at) + want;
@@ -100,7 +100,7 @@ int sk_rs_out_map(rs *r, int i, int fd, uint64_t pos, size_t want, int *mapped, 
 }
 
 /* Appends v's bytes to the open shard. */
-static int out_add(rs *r, const struct sview *v, sk_error *err)
+static int out_add(sk_shard_run *r, const struct sview *v, sk_error *err)
 {
     uint32_t crc = r->out.z ? 0 : v->has_crc ? v->crc : sk_crc32c(0, v->img, v->len);
     if (!r->q) {
@@ -111,26 +111,26 @@ static int out_add(rs *r, const struct sview *v, sk_error *err)
     if (v->buf >= 0) { /* already in a buffer: queue it from where it lies */
         at = (size_t)(v->img - r->ob[v->buf].p);
         if (r->pbuf != v->buf || r->pend != at) {
-            SK_GUARD(sk_rs_out_flush(r, err));
+            SK_GUARD(sk_shard_run_out_flush(r, err));
             r->pbuf = v->buf;
             r->pstart = r->pend = at;
         }
     } else {
         if (v->len > OUT_BUF / 2) { /* large: write it from where it lies, and wait */
             uint64_t seq;
-            SK_GUARD(sk_rs_out_flush(r, err));
+            SK_GUARD(sk_shard_run_out_flush(r, err));
             SK_GUARD(sk_outq_put(r->q, v->img, v->len, crc, &seq, err));
             return sk_outq_wait(r->q, seq, err);
         }
         struct obuf *b = &r->ob[r->cur];
         if (!b->cap || b->len + v->len > b->cap) {
-            SK_GUARD(sk_rs_out_flush(r, err));
+            SK_GUARD(sk_shard_run_out_flush(r, err));
             r->cur ^= 1;
-            SK_GUARD(sk_rs_out_claim(r, r->cur, OUT_BUF, err));
+            SK_GUARD(sk_shard_run_out_claim(r, r->cur, OUT_BUF, err));
             b = &r->ob[r->cur];
         }
         if (r->pbuf != r->cur || r->pend != b->len) {
-            SK_GUARD(sk_rs_out_flush(r, err));
+            SK_GUARD(sk_shard_run_out_flush(r, err));
             r->pbuf = r->cur;
             r->pstart = r->pend = b->len;
         }
@@ -176,7 +176,7 @@ static void count_abort(sk_sink *s) { free(s); }
 
 static const struct sk_sink_ops count_ops = {count_write, NULL, NULL, count_publish, count_abort};
 
-static int begin_counted(rs *r, const char *path, sk_error *err)
+static int begin_counted(sk_shard_run *r, const char *path, sk_error *err)
 {
     struct count_sink *c = calloc(1, sizeof *c);
     SK_FAIL_IF(!c, err, SK_E_NOMEM, "out of memory");
@@ -189,7 +189,7 @@ static int begin_counted(rs *r, const char *path, sk_error *err)
 /* ----------------------------------------------------------- manifest */
 
 /* keys: the shard's smallest and largest key (first NULL: not known) */
-static int add_to_manifest(rs *r, const char *path, const sk_index_shard_info *info,
+static int add_to_manifest(sk_shard_run *r, const char *path, const sk_index_shard_info *info,
                            uint64_t samples, const sk_key_range *keys, sk_error *err)
 {
     SK_GUARD(sk_emit_manifest_add(r->man, path, r->mdir, info, samples, 0, keys, err));
@@ -205,12 +205,12 @@ static int add_to_manifest(rs *r, const char *path, const sk_index_shard_info *i
  * --mtime and compression, then each member's extension, size and
  * CRC32C, and a plain shard's sample span: a shard of other inputs or
  * options with the same keys is not this run's. */
-static int resume_same(rs *r, const sk_sample_ref *s, const struct sview *v)
+static int resume_same(sk_shard_run *r, const sk_sample_ref *s, const struct sview *v)
 {
     int plain = !(sk_index_shard(r->resumed)->flags & (SK_INDEX_ZSTD | SK_INDEX_GZIP));
     if (!r->resumed_opts_ok || s->member_count != v->nm || (plain && s->stored_span != v->len)) return 0;
     for (uint32_t i = 0; i < s->member_count; i++) {
-        const struct memb *m = &v->m[i];
+        const struct run_member *m = &v->m[i];
         if (!sk_emit_member_matches(r->resumed, s->first_member + i, v->exts + m->ext_off, m->ext_len,
                                     m->size, m->crc))
             return 0;
@@ -222,7 +222,7 @@ static int resume_same(rs *r, const sk_sample_ref *s, const struct sview *v)
  * (io/emit.c: its index agrees with the file, CRC32C included); the
  * samples this run would put in it are then checked against it (keys,
  * and resume_same) instead of being written. */
-static int try_resume(rs *r, const char *path)
+static int try_resume(sk_shard_run *r, const char *path)
 {
     if (!sk_emit_shard_sound(r->o->s3, path, &r->resumed)) return 0;
     if (r->target && sk_index_sample_count(r->resumed) != r->target) {
@@ -237,7 +237,7 @@ static int try_resume(rs *r, const char *path)
     return 1;
 }
 
-int sk_rs_close_shard(rs *r, sk_error *err)
+int sk_shard_run_close_shard(sk_shard_run *r, sk_error *err)
 {
     if (!r->open) return SK_OK;
     r->open = 0;
@@ -284,7 +284,7 @@ int sk_rs_close_shard(rs *r, sk_error *err)
     return rc;
 }
 
-int sk_rs_open_shard(rs *r, sk_error *err)
+int sk_shard_run_open_shard(sk_shard_run *r, sk_error *err)
 {
     char path[4200];
     r->in_shard = 0;
@@ -303,16 +303,16 @@ int sk_rs_open_shard(rs *r, sk_error *err)
 }
 
 /* Writes one sample, rolling over to a new shard first when it is due. */
-int sk_rs_emit(rs *r, const struct sview *v, sk_error *err)
+int sk_shard_run_emit(sk_shard_run *r, const struct sview *v, sk_error *err)
 {
     if (r->open && !r->to_stdout) {
         int roll;
         if (r->o->num_shards) roll = r->in_shard >= r->target && r->shard_no + 1 < r->o->num_shards;
         else if (r->resumed) roll = r->resumed_at >= sk_index_sample_count(r->resumed);
         else roll = sk_emit_rolls(r->max_size, r->max_count, 0, r->opos, r->in_shard, v->len);
-        if (roll) SK_GUARD(sk_rs_close_shard(r, err));
+        if (roll) SK_GUARD(sk_shard_run_close_shard(r, err));
     }
-    if (!r->open) SK_GUARD(sk_rs_open_shard(r, err));
+    if (!r->open) SK_GUARD(sk_shard_run_open_shard(r, err));
     r->in_shard++;
     r->st.samples++;
     r->st.members += v->nm;
@@ -334,30 +334,30 @@ int sk_rs_emit(rs *r, const struct sview *v, sk_error *err)
     if (!r->to_stdout) {
         SK_GUARD(sk_index_add_sample(r->out.index, v->key, v->klen, off, v->len, off, v->len, err));
         for (size_t i = 0; i < v->nm; i++) { /* the record and the count by pack's one rule */
-            const struct memb *m = &v->m[i];
+            const struct run_member *m = &v->m[i];
             SK_GUARD(sk_emit_index_member(&r->out, r->man, v->exts + m->ext_off, m->ext_len,
                                           off + m->data_off, m->size, m->hlen, m->crc, err));
         }
     }
     SK_GUARD(out_add(r, v, err));
     r->opos += v->len;
-    sk_rs_progress(r, 0);
+    sk_shard_run_progress(r, 0);
     return SK_OK;
 }
 /* need bytes at the end of the buffer being filled (plain output: they
  * are then queued from there by out_add), else in a scratch buffer. */
-int sk_rs_out_reserve(rs *r, size_t need, unsigned char **p, sk_error *err)
+int sk_shard_run_out_reserve(sk_shard_run *r, size_t need, unsigned char **p, sk_error *err)
 {
     struct obuf *b = &r->ob[r->cur];
     if (!r->q) {
-        SK_GUARD(sk_rs_out_claim(r, r->cur, need, err));
+        SK_GUARD(sk_shard_run_out_claim(r, r->cur, need, err));
         *p = b->p;
         return SK_OK;
     }
     if (b->map || b->len + need > b->cap) {
-        SK_GUARD(sk_rs_out_flush(r, err));
+        SK_GUARD(sk_shard_run_out_flush(r, err));
         r->cur ^= 1;
-        SK_GUARD(sk_rs_out_claim(r, r->cur, need > OUT_BUF ? need : OUT_BUF, err));
+        SK_GUARD(sk_shard_run_out_claim(r, r->cur, need > OUT_BUF ? need : OUT_BUF, err));
         b = &r->ob[r->cur];
     }
     *p = b->p + b->len;

@@ -20,7 +20,7 @@
 
 /* Rebuilds s's tar image with member i's data replaced by (data, len)
  * (i == s->nm: a new member with extension ext is appended). */
-static int replace_member(struct samp *s, size_t i, const char *ext, const void *data, size_t len,
+static int replace_member(struct run_sample *s, size_t i, const char *ext, const void *data, size_t len,
                           uint64_t mtime, sk_error *err)
 {
     unsigned char *img = NULL;
@@ -31,11 +31,11 @@ static int replace_member(struct samp *s, size_t i, const char *ext, const void 
         SK_GUARD(sk_grow((void **)&s->exts, &s->ecap, s->elen + 2 * el + 1, 1, err));
         memcpy(s->exts + s->elen, ext, el);
         memcpy(s->exts + s->elen + el, ext, el);
-        s->m[i] = (struct memb){.ext_off = (uint32_t)s->elen, .ext_len = (uint32_t)el};
+        s->m[i] = (struct run_member){.ext_off = (uint32_t)s->elen, .ext_len = (uint32_t)el};
         s->elen += 2 * el;
     }
     for (size_t k = 0; k < nm; k++) {
-        struct memb *m = &s->m[k];
+        struct run_member *m = &s->m[k];
         const unsigned char *d = k == i ? data : s->img + m->data_off;
         uint64_t size = k == i ? len : m->size;
         char name[SK_TAR_NAME_MAX + 64];
@@ -76,13 +76,13 @@ static int replace_member(struct samp *s, size_t i, const char *ext, const void 
  * elongated, or a bad image under --bad-image skip).  Touches nothing but
  * s and out: worker threads run it. */
 static int sample_images(const sk_image_options *io, uint64_t mtime, sk_image_budget *b,
-                         struct samp *s, struct img_outcome *out, sk_error *err)
+                         struct run_sample *s, struct img_outcome *out, sk_error *err)
 {
     sk_image_result first = {0};
     int have_first = 0;
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < s->nm && !out->skip; i++) {
-        struct memb *m = &s->m[i];
+        struct run_member *m = &s->m[i];
         if (!sk_image_is_image(io, s->exts + m->ext_off, m->ext_len)) continue;
         sk_image_result res;
         SK_GUARD(sk_image_transform_in(io, b, s->img + m->data_off, (size_t)m->size, &res, err));
@@ -141,7 +141,7 @@ static int sample_images(const sk_image_options *io, uint64_t mtime, sk_image_bu
 enum { JOB_FREE, JOB_QUEUED, JOB_DONE };
 
 struct img_job {
-    struct samp s;
+    struct run_sample s;
     size_t bytes; /* s's bytes when queued, counted in the pool's queued */
     int state, rc;
     sk_error err;
@@ -184,7 +184,7 @@ static void *img_worker(void *arg)
     return NULL;
 }
 
-static void samp_free(struct samp *s)
+static void samp_free(struct run_sample *s)
 {
     free(s->key), free(s->m), free(s->exts), free(s->img);
 }
@@ -279,7 +279,7 @@ int sk_img_pool_emit(struct img_pool *p, int block, int drain, sk_error *err)
 }
 
 /* Hands s to the workers (its buffers are swapped with a free job's). */
-int sk_img_pool_submit(struct img_pool *p, struct samp *s, sk_error *err)
+int sk_img_pool_submit(struct img_pool *p, struct run_sample *s, sk_error *err)
 {
     if (p->tail - p->head == p->cap) SK_GUARD(sk_img_pool_emit(p, 1, 0, err));
     /* room by bytes too: wait for the oldest until s fits (or the ring is
@@ -288,7 +288,7 @@ int sk_img_pool_submit(struct img_pool *p, struct samp *s, sk_error *err)
         SK_GUARD(sk_img_pool_emit(p, 1, 0, err));
     pthread_mutex_lock(&p->mu);
     struct img_job *j = &p->jobs[p->tail % p->cap];
-    struct samp t = j->s;
+    struct run_sample t = j->s;
     j->s = *s;
     *s = t;
     j->bytes = j->s.len;

@@ -3,7 +3,7 @@
  * producer of samples feeds: begun (the shards' directory, the run's
  * locks, the manifest and what an earlier one left, S3 uploads a killed
  * run left, the image stage, the writer thread), given samples in order
- * (sk_rs_put: through the image stage when there is one, then into the
+ * (sk_shard_run_put: through the image stage when there is one, then into the
  * --shuffle buckets or out), finished (empty shards --num-shards asks
  * for, the last shard closed, the manifest written last) and released.
  * shard's inputs (tools/reshard.c) feed it, and so does pack with --image-size
@@ -25,7 +25,7 @@
 /* The options that shaped the output, for the manifest (docs/format.md),
  * with jansson (extensions and names escaped whatever they hold).  NULL
  * when out of memory. */
-static char *options_json(const rs *r)
+static char *options_json(const sk_shard_run *r)
 {
     const sk_shard_options *o = r->o;
     const char *tmpl = r->pattern_tmpl ? r->pattern_tmpl : o->pattern;
@@ -53,18 +53,15 @@ static char *options_json(const rs *r)
           json_object_set_new(sh, "keys", json_boolean(o->keys_file != NULL)) ||
           json_object_set_new(sh, "compress", o->compress_level ? json_string(z) : json_null());
     if (!bad && sk_image_options_active(o->images)) { /* they shape the output too */
-        static const char *const modes[] = {"no", "keep_ratio", "keep_ratio_largest", "center_crop",
-                                            "border"};
-        static const char *const policies[] = {"skip", "keep", "fail"};
         const sk_image_options *io = o->images;
         json_t *im = json_pack("{s:I, s:s, s:b, s:i, s:I, s:f, s:b, s:s, s:I}", "image_size",
                                (json_int_t)io->image_size, "resize_mode",
-                               modes[io->resize_mode >= 0 && io->resize_mode <= 4 ? io->resize_mode : 0],
+                               sk_image_mode_name(io->resize_mode),
                                "resize_only_if_bigger", io->resize_only_if_bigger, "encode_quality",
                                io->encode_quality ? io->encode_quality : 95, "min_image_size",
                                (json_int_t)io->min_image_size, "max_aspect_ratio", io->max_aspect_ratio,
                                "image_meta", io->image_meta, "bad_image",
-                               policies[io->bad_image >= 0 && io->bad_image <= 2 ? io->bad_image : 0],
+                               sk_image_bad_name(io->bad_image),
                                "max_pixels",
                                (json_int_t)(io->max_pixels ? io->max_pixels : SK_IMAGE_MAX_PIXELS));
         bad = json_object_set_new(sh, "images", im);
@@ -86,9 +83,9 @@ void sk_shard_options_init_sized(sk_shard_options *o, size_t size)
     sk_options_init(o, size, &defaults, sizeof defaults);
 }
 
-int sk_rs_init(rs *r, sk_shard_options *o, const char *pattern_tmpl, sk_error *err)
+int sk_shard_run_init(sk_shard_run *r, sk_shard_options *o, const char *pattern_tmpl, sk_error *err)
 {
-    *r = (rs){.o = o, .pattern_tmpl = pattern_tmpl, .pbuf = -1,
+    *r = (sk_shard_run){.o = o, .pattern_tmpl = pattern_tmpl, .pbuf = -1,
               .lock = SK_RUN_LOCK_INIT};
     clock_gettime(CLOCK_MONOTONIC, &r->t0);
     r->last = r->t0;
@@ -110,7 +107,7 @@ int sk_rs_init(rs *r, sk_shard_options *o, const char *pattern_tmpl, sk_error *e
     return SK_OK;
 }
 
-int sk_rs_output_open(rs *r, const char *what, sk_error *err)
+int sk_shard_run_output_open(sk_shard_run *r, const char *what, sk_error *err)
 {
     sk_shard_options *o = r->o;
     if (r->to_stdout) return SK_OK;
@@ -142,21 +139,21 @@ int sk_rs_output_open(rs *r, const char *what, sk_error *err)
 
 /* A sample back from the image stage, in order: counted, said, then
  * dropped or passed on. */
-static int from_images(void *ctx, struct samp *s, const struct img_outcome *out, sk_error *err)
+static int from_images(void *ctx, struct run_sample *s, const struct img_outcome *out, sk_error *err)
 {
-    rs *r = ctx;
+    sk_shard_run *r = ctx;
     r->st.images += out->images;
     r->st.image_skips += out->image_skips;
     r->st.bad_images += out->bad_images;
-    if (out->warn[0]) sk_rs_warnf(r, "%s", out->warn);
+    if (out->warn[0]) sk_shard_run_warnf(r, "%s", out->warn);
     if (out->skip) {
         r->st.dropped++;
         return SK_OK;
     }
-    return sk_rs_emit_sample(r, s, err);
+    return sk_shard_run_emit_sample(r, s, err);
 }
 
-int sk_rs_output_start(rs *r, sk_error *err)
+int sk_shard_run_output_start(sk_shard_run *r, sk_error *err)
 {
     const sk_shard_options *o = r->o;
     r->out.sink_opts = (sk_sink_opts){o->s3, o->s3_part_size};
@@ -170,33 +167,33 @@ int sk_rs_output_start(rs *r, sk_error *err)
     return SK_OK;
 }
 
-int sk_rs_emit_sample(rs *r, struct samp *s, sk_error *err)
+int sk_shard_run_emit_sample(sk_shard_run *r, struct run_sample *s, sk_error *err)
 {
     struct sview v;
-    sk_rs_view_of(s, &v);
-    return r->shuf ? sk_rs_serialize(r, &v, err) : sk_rs_emit(r, &v, err);
+    sk_shard_run_view_of(s, &v);
+    return r->shuf ? sk_shard_run_serialize(r, &v, err) : sk_shard_run_emit(r, &v, err);
 }
 
-int sk_rs_put(rs *r, struct samp *s, sk_error *err)
+int sk_shard_run_put(sk_shard_run *r, struct run_sample *s, sk_error *err)
 {
-    return r->pool ? sk_img_pool_submit(r->pool, s, err) : sk_rs_emit_sample(r, s, err);
+    return r->pool ? sk_img_pool_submit(r->pool, s, err) : sk_shard_run_emit_sample(r, s, err);
 }
 
-int sk_rs_put_done(rs *r, sk_error *err)
+int sk_shard_run_put_done(sk_shard_run *r, sk_error *err)
 {
     return r->pool ? sk_img_pool_emit(r->pool, 1, 1, err) : SK_OK;
 }
 
-int sk_rs_output_finish(rs *r, sk_error *err)
+int sk_shard_run_output_finish(sk_shard_run *r, sk_error *err)
 {
     const sk_shard_options *o = r->o;
     /* --num-shards: shards left empty (fewer samples than shards) still exist */
     while (o->num_shards && !r->to_stdout && r->shard_no + (r->open ? 1 : 0) < o->num_shards) {
-        if (r->open) SK_GUARD(sk_rs_close_shard(r, err));
-        SK_GUARD(sk_rs_open_shard(r, err));
+        if (r->open) SK_GUARD(sk_shard_run_close_shard(r, err));
+        SK_GUARD(sk_shard_run_open_shard(r, err));
     }
-    if (!r->open && !r->st.shards) SK_GUARD(sk_rs_open_shard(r, err)); /* an empty input: one empty shard */
-    SK_GUARD(sk_rs_close_shard(r, err));
+    if (!r->open && !r->st.shards) SK_GUARD(sk_shard_run_open_shard(r, err)); /* an empty input: one empty shard */
+    SK_GUARD(sk_shard_run_close_shard(r, err));
     if (r->man && o->parts) {
         r->man->part = o->part;
         r->man->parts = o->parts;
@@ -205,11 +202,11 @@ int sk_rs_output_finish(rs *r, sk_error *err)
     if (r->man && !o->dry_run) /* last of all: a reader never sees a manifest of missing shards */
         SK_GUARD(sk_existing_commit(&r->existing, o->s3, r->man, r->mpath,
                                     sk_emit_manifest_flags(o->manifest), o->warn, o->ctx, err));
-    sk_rs_progress(r, 1);
+    sk_shard_run_progress(r, 1);
     return SK_OK;
 }
 
-void sk_rs_release(rs *r, int rc)
+void sk_shard_run_release(sk_shard_run *r, int rc)
 {
     sk_outq_free(r->q); /* before the abort: nothing writes to a removed file */
     if (rc && r->open && !r->resumed) sk_shard_out_abort(&r->out);
@@ -227,5 +224,5 @@ void sk_rs_release(rs *r, int rc)
     sk_existing_release(&r->existing);
     free(r->rec);
     free(r->vm);
-    r->st.seconds = sk_rs_since(&r->t0);
+    r->st.seconds = sk_shard_run_since(&r->t0);
 }

@@ -11,7 +11,7 @@
 
 /* ---------------------------------------------------------------- reports */
 
-void sk_rs_warnf(rs *r, const char *fmt, ...)
+void sk_shard_run_warnf(sk_shard_run *r, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -19,18 +19,18 @@ void sk_rs_warnf(rs *r, const char *fmt, ...)
     va_end(ap);
 }
 
-double sk_rs_since(const struct timespec *t0)
+double sk_shard_run_since(const struct timespec *t0)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-void sk_rs_progress(rs *r, int final)
+void sk_shard_run_progress(sk_shard_run *r, int final)
 {
     if (!r->o->progress) return;
-    if (!final && sk_rs_since(&r->last) < 0.5) return;
+    if (!final && sk_shard_run_since(&r->last) < 0.5) return;
     clock_gettime(CLOCK_MONOTONIC, &r->last);
-    r->st.seconds = sk_rs_since(&r->t0);
+    r->st.seconds = sk_shard_run_since(&r->t0);
     r->o->progress(r->o->ctx, &r->st);
 }

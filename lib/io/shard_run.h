@@ -2,13 +2,14 @@
  * shard_run.h - the output side of a `shard` run, which any producer of
  * samples feeds: `shard`'s inputs (tools/reshard.c and the files of its
  * engine, tools/shard_int.h) and pack's image stage (pack/pack_images.c).
- * The run's state (rs), a sample as it is assembled (samp) and as it is
- * written (sview), and what the files of the output give the others.
+ * The run's state (sk_shard_run), a sample as it is assembled (struct
+ * run_sample) and as it is written (struct sview), and what the files of
+ * the output give the others.
  * Internal to libshardkit.
  *
  * From the top down (each file calls only files below it):
  *   shard_out.c     the output side as one piece: begun (locks, manifest,
- *                   the image stage), fed samples (sk_rs_put), finished
+ *                   the image stage), fed samples (sk_shard_run_put), finished
  *   shard_shuffle.c --shuffle: samples (or references to them) as records
  *   shard_emit.c    the output: shards cut, named, indexed, resumed, and
  *                   their bytes handed to the writer in large writes
@@ -43,7 +44,7 @@ struct img_pool;
 
 /* ------------------------------------------------------------------ state */
 
-struct memb {
+struct run_member {
     uint64_t data_off; /* in the sample's tar image */
     uint64_t size;
     uint32_t hlen, crc;
@@ -51,10 +52,10 @@ struct memb {
 };
 
 /* A sample: its key, members, and its tar image. */
-struct samp {
+struct run_sample {
     char *key;
     size_t klen, kcap;
-    struct memb *m;
+    struct run_member *m;
     size_t nm, mcap;
     char *exts;
     size_t elen, ecap;
@@ -63,11 +64,11 @@ struct samp {
     uint32_t crc; /* CRC32C of img[0..len) */
 };
 
-/* A read-only view of a sample: a struct samp or a shuffle record. */
+/* A read-only view of a sample: a struct run_sample or a shuffle record. */
 struct sview {
     const char *key;
     size_t klen;
-    const struct memb *m;
+    const struct run_member *m;
     size_t nm;
     const char *exts;
     const unsigned char *img;
@@ -95,7 +96,7 @@ struct obuf {
 /* The inputs' own state (tools/shard_int.h): the output never reads it. */
 struct rs_in;
 
-typedef struct rs {
+typedef struct sk_shard_run {
     sk_shard_options *o; /* the run's own copy: o->start moves past an existing manifest's shards */
     const char *pattern_tmpl; /* the pattern as given: {part} unexpanded */
     sk_shard_stats st;
@@ -119,7 +120,7 @@ typedef struct rs {
     /* scratch */
     unsigned char *rec;
     size_t rec_cap;
-    struct memb *vm;
+    struct run_member *vm;
     size_t vm_cap;
     sk_shuffler *shuf;
     struct img_pool *pool; /* image workers (sk_shard_options.images) */
@@ -139,7 +140,7 @@ typedef struct rs {
     uint32_t in_no;       /* the input direct_input is reading, in inf */
     struct rs_in *in;     /* shard's inputs (tools/); NULL for pack's image stage */
     sk_run_lock lock;     /* the run's locks (io/emit.h) */
-} rs;
+} sk_shard_run;
 
 /* shard_images.c: the image stage, a transform on samples (no run state) */
 /* What the image work on one sample found: counted and said by the
@@ -152,7 +153,7 @@ struct img_outcome {
 };
 /* Where the pool hands each finished sample, in the order they were
  * submitted (s is the pool's: its buffers are reused after put returns). */
-typedef int (*sk_img_put)(void *ctx, struct samp *s, const struct img_outcome *out,
+typedef int (*sk_img_put)(void *ctx, struct run_sample *s, const struct img_outcome *out,
                           sk_error *err);
 int sk_img_pool_new(struct img_pool **out, const sk_image_options *io, int jobs, uint64_t mtime,
                     sk_img_put put, void *put_ctx, sk_error *err);
@@ -161,58 +162,58 @@ void sk_img_pool_free(struct img_pool *p);
  * the head job (all of them when drain). */
 int sk_img_pool_emit(struct img_pool *p, int block, int drain, sk_error *err);
 /* Hands s to the workers (its buffers are swapped with a free job's). */
-int sk_img_pool_submit(struct img_pool *p, struct samp *s, sk_error *err);
+int sk_img_pool_submit(struct img_pool *p, struct run_sample *s, sk_error *err);
 
 /* shard_report.c: the run's reports */
-void sk_rs_warnf(rs *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sk_shard_run_warnf(sk_shard_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Seconds since t0 (CLOCK_MONOTONIC). */
-double sk_rs_since(const struct timespec *t0);
+double sk_shard_run_since(const struct timespec *t0);
 /* Reports progress at most twice a second (final: now). */
-void sk_rs_progress(rs *r, int final);
+void sk_shard_run_progress(sk_shard_run *r, int final);
 
 /* shard_emit.c */
-void sk_rs_view_of(const struct samp *s, struct sview *v);
+void sk_shard_run_view_of(const struct run_sample *s, struct sview *v);
 /* Writes one sample, rolling over to a new shard first when it is due. */
-int sk_rs_emit(rs *r, const struct sview *v, sk_error *err);
-int sk_rs_open_shard(rs *r, sk_error *err);
-int sk_rs_close_shard(rs *r, sk_error *err);
+int sk_shard_run_emit(sk_shard_run *r, const struct sview *v, sk_error *err);
+int sk_shard_run_open_shard(sk_shard_run *r, sk_error *err);
+int sk_shard_run_close_shard(sk_shard_run *r, sk_error *err);
 /* Queues the pending range. */
-int sk_rs_out_flush(rs *r, sk_error *err);
+int sk_shard_run_out_flush(sk_shard_run *r, sk_error *err);
 /* Makes ob[i] free for new bytes (at least need of them). */
-int sk_rs_out_claim(rs *r, int i, size_t need, sk_error *err);
+int sk_shard_run_out_claim(sk_shard_run *r, int i, size_t need, sk_error *err);
 /* Makes ob[i] the bytes [pos, pos + want) of fd, mapped private
  * (*mapped = 0: not mapped, the caller preads instead). */
-int sk_rs_out_map(rs *r, int i, int fd, uint64_t pos, size_t want, int *mapped, sk_error *err);
+int sk_shard_run_out_map(sk_shard_run *r, int i, int fd, uint64_t pos, size_t want, int *mapped, sk_error *err);
 /* need bytes at the end of the buffer being filled, else in a scratch buffer. */
-int sk_rs_out_reserve(rs *r, size_t need, unsigned char **p, sk_error *err);
+int sk_shard_run_out_reserve(sk_shard_run *r, size_t need, unsigned char **p, sk_error *err);
 
 /* shard_shuffle.c */
-int sk_rs_serialize(rs *r, const struct sview *s, sk_error *err);
-int sk_rs_serialize_ref(rs *r, const struct sview *s, uint64_t offset, sk_error *err);
+int sk_shard_run_serialize(sk_shard_run *r, const struct sview *s, sk_error *err);
+int sk_shard_run_serialize_ref(sk_shard_run *r, const struct sview *s, uint64_t offset, sk_error *err);
 /* The drain's callback: one record out (sk_shuffler_drain). */
-int sk_rs_emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *err);
+int sk_shard_run_emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *err);
 
 /* shard_out.c: the output side of a run, whoever produces its samples */
 /* Sets r up for the options o (checked: SK_E_USAGE); pattern_tmpl is the
  * pattern as given ({part} unexpanded), for the manifest.  Nothing to
- * release when it fails; else sk_rs_release, whatever follows. */
-int sk_rs_init(rs *r, sk_shard_options *o, const char *pattern_tmpl, sk_error *err);
+ * release when it fails; else sk_shard_run_release, whatever follows. */
+int sk_shard_run_init(sk_shard_run *r, sk_shard_options *o, const char *pattern_tmpl, sk_error *err);
 /* The shards' directory, the run's locks (what: the tool, for the lock's
  * message), the manifest and what an earlier one left (o->start may move
  * past an existing manifest's last shard). */
-int sk_rs_output_open(rs *r, const char *what, sk_error *err);
+int sk_shard_run_output_open(sk_shard_run *r, const char *what, sk_error *err);
 /* S3 uploads a killed run left, the image stage, the writer thread. */
-int sk_rs_output_start(rs *r, sk_error *err);
+int sk_shard_run_output_start(sk_shard_run *r, sk_error *err);
 /* A kept sample, in order: through the image stage when there is one,
- * then out (sk_rs_emit_sample).  s's buffers may be swapped for others. */
-int sk_rs_put(rs *r, struct samp *s, sk_error *err);
+ * then out (sk_shard_run_emit_sample).  s's buffers may be swapped for others. */
+int sk_shard_run_put(sk_shard_run *r, struct run_sample *s, sk_error *err);
 /* Waits for every sample handed to the image stage to go out. */
-int sk_rs_put_done(rs *r, sk_error *err);
+int sk_shard_run_put_done(sk_shard_run *r, sk_error *err);
 /* A sample goes into the shuffle, or out. */
-int sk_rs_emit_sample(rs *r, struct samp *s, sk_error *err);
+int sk_shard_run_emit_sample(sk_shard_run *r, struct run_sample *s, sk_error *err);
 /* The empty shards --num-shards asks for, the last shard, the manifest. */
-int sk_rs_output_finish(rs *r, sk_error *err);
+int sk_shard_run_output_finish(sk_shard_run *r, sk_error *err);
 /* Frees all of r (rc != 0: the open shard's temporary file is removed). */
-void sk_rs_release(rs *r, int rc);
+void sk_shard_run_release(sk_shard_run *r, int rc);
 
 #endif

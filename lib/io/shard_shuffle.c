@@ -18,7 +18,7 @@
 /* Writes a record's fields up to its image into r->rec (grown to hold
  * them and tail more bytes); the key length word is klen_word.  Returns
  * where the tail goes, NULL when out of memory. */
-static unsigned char *put_record(rs *r, const struct sview *s, uint32_t klen_word, size_t tail,
+static unsigned char *put_record(sk_shard_run *r, const struct sview *s, uint32_t klen_word, size_t tail,
                                  sk_error *err)
 {
     size_t meta = 20 + s->klen + s->nm * 32 + s->elen;
@@ -32,7 +32,7 @@ static unsigned char *put_record(rs *r, const struct sview *s, uint32_t klen_wor
     memcpy(p, s->key, s->klen);
     p += s->klen;
     for (size_t i = 0; i < s->nm; i++, p += 32) {
-        const struct memb *m = &s->m[i];
+        const struct run_member *m = &s->m[i];
         sk_put_le64(p, m->data_off);
         sk_put_le64(p + 8, m->size);
         sk_put_le32(p + 16, m->hlen);
@@ -44,7 +44,7 @@ static unsigned char *put_record(rs *r, const struct sview *s, uint32_t klen_wor
     return p + s->elen;
 }
 
-int sk_rs_serialize(rs *r, const struct sview *s, sk_error *err)
+int sk_shard_run_serialize(sk_shard_run *r, const struct sview *s, sk_error *err)
 {
     /* the image is not copied here: addv copies it once, into the bucket */
     unsigned char *end = put_record(r, s, (uint32_t)s->klen, 0, err);
@@ -60,7 +60,7 @@ int sk_rs_serialize(rs *r, const struct sview *s, sk_error *err)
  * where that record would go: the output is the same bytes. */
 #define REF_BIT 0x80000000u
 
-int sk_rs_serialize_ref(rs *r, const struct sview *s, uint64_t offset, sk_error *err)
+int sk_shard_run_serialize_ref(sk_shard_run *r, const struct sview *s, uint64_t offset, sk_error *err)
 {
     SK_FAIL_IF(s->klen >= REF_BIT, err, SK_E_INPUT, "'%.*s...': key too long", 64, s->key);
     unsigned char *p = put_record(r, s, (uint32_t)s->klen | REF_BIT, 12, err);
@@ -77,14 +77,14 @@ int sk_rs_serialize_ref(rs *r, const struct sview *s, uint64_t offset, sk_error 
  * against the CRC32C its index records (or, for an index without them,
  * the one the scatter computed: a file changed in between fails the run),
  * the output headers written over the input ones. */
-static int emit_ref(rs *r, struct sview *v, uint32_t no, uint64_t off, sk_error *err)
+static int emit_ref(sk_shard_run *r, struct sview *v, uint32_t no, uint64_t off, sk_error *err)
 {
     int fd;
     const char *path;
     unsigned char *p;
     size_t got;
     SK_GUARD(sk_infiles_fd(r->inf, no, &fd, &path, err));
-    SK_GUARD(sk_rs_out_reserve(r, v->len, &p, err));
+    SK_GUARD(sk_shard_run_out_reserve(r, v->len, &p, err));
     SK_GUARD(sk_stream_pread(fd, off, p, v->len, &got, path, err));
     SK_FAIL_IF(got < v->len, err, SK_E_INPUT, "%s: ends at offset %llu, inside sample '%.*s' "
                "(offset %llu, %zu bytes) that was read whole before: the shard was cut short "
@@ -92,7 +92,7 @@ static int emit_ref(rs *r, struct sview *v, uint32_t no, uint64_t off, sk_error 
                (unsigned long long)off, v->len);
     uint32_t crc = 0;
     for (size_t i = 0; i < v->nm; i++) {
-        const struct memb *m = &v->m[i];
+        const struct run_member *m = &v->m[i];
         SK_FAIL_IF(m->hlen != SK_TAR_BLOCK || m->data_off < SK_TAR_BLOCK ||
                        m->data_off > v->len || sk_tar_pad(m->size) > v->len - m->data_off ||
                        m->ext_off + 2 * (uint64_t)m->ext_len > v->elen ||
@@ -121,12 +121,12 @@ static int emit_ref(rs *r, struct sview *v, uint32_t no, uint64_t off, sk_error 
     v->crc = crc;
     v->has_crc = 1;
     v->buf = r->q ? r->cur : -1;
-    return sk_rs_emit(r, v, err);
+    return sk_shard_run_emit(r, v, err);
 }
 
-int sk_rs_emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *err)
+int sk_shard_run_emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *err)
 {
-    rs *r = ctx;
+    sk_shard_run *r = ctx;
     struct sview v;
     SK_FAIL_IF(len < 20, err, SK_E_IO, "shuffle record damaged");
     uint32_t kf = sk_get_le32(p);
@@ -142,7 +142,7 @@ int sk_rs_emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *e
     p += v.klen;
     SK_GUARD(sk_grow((void **)&r->vm, &r->vm_cap, v.nm, sizeof *r->vm, err));
     for (size_t i = 0; i < v.nm; i++, p += 32) {
-        struct memb *m = &r->vm[i];
+        struct run_member *m = &r->vm[i];
         m->data_off = sk_get_le64(p);
         m->size = sk_get_le64(p + 8);
         m->hlen = sk_get_le32(p + 16);
@@ -157,5 +157,5 @@ int sk_rs_emit_record(void *ctx, const unsigned char *p, size_t len, sk_error *e
     v.buf = -1;
     v.elen = elen;
     if (ref) return emit_ref(r, &v, sk_get_le32(p + elen), sk_get_le64(p + elen + 4), err);
-    return sk_rs_emit(r, &v, err);
+    return sk_shard_run_emit(r, &v, err);
 }

@@ -171,6 +171,10 @@ size_t sk_item_url(const sk_catalog *c, const sk_item *it, char *buf, size_t cap
 /* A SageMaker ManifestFile or augmented manifest (a local file, '-' or an
  * s3:// object): its objects as S3 items, its labels as .json members. */
 int sk_catalog_add_sagemaker(sk_catalog *c, const char *manifest, sk_error *err);
+/* The manifest in f (label names it in messages), parsed and checked; with
+ * add, its objects are then sized and added to c, without (the fuzz
+ * target) no request is made. */
+int sk_sagemaker_read(sk_catalog *c, FILE *f, const char *label, int add, sk_error *err);
 
 /* ------------------------------------------------------- fetch_remote.c */
 

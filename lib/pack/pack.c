@@ -363,14 +363,14 @@ static int append_piece(void *out, unsigned char *buf, size_t n, uint32_t crc, s
     return sk_shard_out_writev(out, &iov, 1, n, crc, err);
 }
 
-/* The writer's own copy of a sample too big for a slot, in bounded pieces. */
+/* The writer's own copy of a sample too big for a slot, in bounded pieces
+ * appended to the shard; a member whose input fails is skipped (cut off
+ * again) under --skip-errors. */
 static int stream_sample(sk_pack *p, sk_shard_out *out, uint32_t s, struct slot *sl,
                          sk_error *err)
 {
     const sk_catalog *c = &p->cat;
     size_t first = c->samples[s], k = sk_sample_members(c, s);
-    char name[SK_TAR_NAME_MAX + 1];
-    unsigned char hdr[SK_TAR_HEADER_MAX];
     unsigned char *buf = malloc(STREAM_PIECE + 1);
     uint64_t sample_off = out->bytes;
     int rc = SK_OK;
@@ -380,15 +380,12 @@ static int stream_sample(sk_pack *p, sk_shard_out *out, uint32_t s, struct slot 
         struct member_out *mo = &sl->m[i];
         uint64_t start = out->bytes;
         uint32_t start_crc = out->crc;
-        size_t n = sk_item_name(c, it, name);
-        size_t hl = sk_tar_header(hdr, name, n, it->size, p->o.mtime);
-        struct iovec iov = {hdr, hl};
+        size_t hl;
         sk_error e;
         e.code = 0;
         e.msg[0] = 0;
         mo->skipped = 0;
-        if ((rc = sk_shard_out_writev(out, &iov, 1, hl, sk_crc32c(0, hdr, hl), err))) break;
-        rc = sk_pack_stream_member(c, it, name, buf, append_piece, out, &mo->crc, &e, err);
+        rc = sk_pack_stream_tar_member(p, it, buf, append_piece, out, &hl, &mo->crc, &e, err);
         if (rc && !e.code) break; /* the shard's write failed: not the input's fault */
         if (rc) {
             if (!p->o.skip_errors) {
@@ -400,11 +397,6 @@ static int stream_sample(sk_pack *p, sk_shard_out *out, uint32_t s, struct slot 
             rc = sk_shard_out_truncate(out, start, start_crc, err);
             continue;
         }
-        uint64_t pad = sk_tar_pad(it->size) - it->size;
-        memset(buf, 0, pad);
-        iov.iov_base = buf;
-        iov.iov_len = pad;
-        if (pad && (rc = sk_shard_out_writev(out, &iov, 1, pad, sk_crc32c(0, buf, pad), err))) break;
         mo->header_len = (uint32_t)hl;
         mo->data_off = start + hl - sample_off;
         mo->size = it->size;

@@ -107,6 +107,22 @@ int sk_pack_stream_member(const sk_catalog *c, const sk_item *it, const char *na
     return rc;
 }
 
+int sk_pack_stream_tar_member(const sk_pack *p, const sk_item *it, unsigned char *buf,
+                              sk_piece_put put, void *ctx, size_t *hl_out, uint32_t *crc_out,
+                              sk_error *in_err, sk_error *out_err)
+{
+    char name[SK_TAR_NAME_MAX + 1];
+    unsigned char hdr[SK_TAR_HEADER_MAX];
+    size_t hl = sk_tar_header(hdr, name, sk_item_name(&p->cat, it, name), it->size, p->o.mtime);
+    *hl_out = hl;
+    int rc = put(ctx, hdr, hl, sk_crc32c(0, hdr, hl), out_err);
+    if (!rc) rc = sk_pack_stream_member(&p->cat, it, name, buf, put, ctx, crc_out, in_err, out_err);
+    if (rc) return rc;
+    size_t pad = (size_t)(sk_tar_pad(it->size) - it->size);
+    memset(buf, 0, pad);
+    return pad ? put(ctx, buf, pad, sk_crc32c(0, buf, pad), out_err) : SK_OK;
+}
+
 /* Reads exactly want bytes of an input into dst.  Files are read with one
  * request of want+1 bytes: a short read of a regular file means end of
  * file, so a file that grew or shrank since it was listed is caught

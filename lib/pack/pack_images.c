@@ -25,8 +25,8 @@
 
 struct stage {
     sk_pack *p;
-    rs r;               /* the output (shard_out.c) */
-    struct samp s;      /* the sample being handed on */
+    sk_shard_run r;               /* the output (shard_out.c) */
+    struct run_sample s;      /* the sample being handed on */
     unsigned char *piece; /* a member too big for a slot, read in pieces */
 };
 
@@ -34,7 +34,7 @@ struct stage {
 
 static int piece_put(void *ctx, unsigned char *buf, size_t n, uint32_t crc, sk_error *err)
 {
-    struct samp *s = ctx;
+    struct run_sample *s = ctx;
     SK_GUARD(sk_grow((void **)&s->img, &s->cap, s->len + n, 1, err));
     memcpy(s->img + s->len, buf, n);
     s->crc = sk_crc32c_combine(s->crc, crc, n);
@@ -50,7 +50,7 @@ static int read_whole(struct stage *g, uint32_t id, struct slot *sl, sk_error *e
 {
     sk_pack *p = g->p;
     const sk_catalog *c = &p->cat;
-    struct samp *s = &g->s;
+    struct run_sample *s = &g->s;
     size_t first = c->samples[id], k = sk_sample_members(c, id);
     char name[SK_TAR_NAME_MAX + 1];
     if (!g->piece && !(g->piece = malloc(STREAM_PIECE + 1)))
@@ -100,7 +100,7 @@ static int to_stage(void *ctx, uint32_t id, struct slot *sl, struct tally *t, sk
 {
     struct stage *g = ctx;
     const sk_catalog *c = &g->p->cat;
-    struct samp *s = &g->s;
+    struct run_sample *s = &g->s;
     size_t first = c->samples[id], k = sk_sample_members(c, id);
     s->klen = s->nm = s->elen = s->len = 0, s->crc = 0;
     if (sl->stream) {
@@ -124,7 +124,7 @@ static int to_stage(void *ctx, uint32_t id, struct slot *sl, struct tally *t, sk
         for (size_t j = 0; j < el; j++)
             s->exts[s->elen + j] = e[j] >= 'A' && e[j] <= 'Z' ? (char)(e[j] + 32) : e[j];
         memcpy(s->exts + s->elen + el, e, el);
-        s->m[s->nm++] = (struct memb){.data_off = mo->data_off, .size = mo->size,
+        s->m[s->nm++] = (struct run_member){.data_off = mo->data_off, .size = mo->size,
                                       .hlen = mo->header_len, .crc = mo->crc,
                                       .ext_off = (uint32_t)s->elen, .ext_len = (uint32_t)el};
         s->elen += 2 * el;
@@ -134,7 +134,7 @@ static int to_stage(void *ctx, uint32_t id, struct slot *sl, struct tally *t, sk
     if (!s->nm) return SK_OK; /* every member skipped: no sample, as pack writes none */
     t->samples++;
     g->r.st.samples_in++;
-    return sk_rs_put(&g->r, s, err);
+    return sk_shard_run_put(&g->r, s, err);
 }
 
 /* The output's progress: its shards, and pack's files and bytes, in one
@@ -190,10 +190,10 @@ int sk_pack_run_images(sk_pack *p, sk_pack_run_fn run, sk_pack_stats *stats, sk_
     SK_GUARD(sk_run_files_add(&p->files, mpath, "the manifest", 0, err));
     SK_GUARD(sk_run_files_check(&p->files, err));
     struct stage g = {.p = p};
-    SK_GUARD(sk_rs_init(&g.r, &so, p->pattern_tmpl, err));
+    SK_GUARD(sk_shard_run_init(&g.r, &so, p->pattern_tmpl, err));
     sk_pack_stats pst = {0};
-    int rc = sk_rs_output_open(&g.r, "pack", err);
-    if (!rc) rc = sk_rs_output_start(&g.r, err);
+    int rc = sk_shard_run_output_open(&g.r, "pack", err);
+    if (!rc) rc = sk_shard_run_output_start(&g.r, err);
     if (!rc) {
         p->images_live = 1;
         p->stage = to_stage;
@@ -204,10 +204,10 @@ int sk_pack_run_images(sk_pack *p, sk_pack_run_fn run, sk_pack_stats *stats, sk_
         p->o.resume = 0;
         rc = run(p, &pst, err);
         p->stage = NULL;
-        if (!rc) rc = sk_rs_put_done(&g.r, err);
-        if (!rc) rc = sk_rs_output_finish(&g.r, err);
+        if (!rc) rc = sk_shard_run_put_done(&g.r, err);
+        if (!rc) rc = sk_shard_run_output_finish(&g.r, err);
     }
-    sk_rs_release(&g.r, rc);
+    sk_shard_run_release(&g.r, rc);
     free(g.s.key), free(g.s.m), free(g.s.exts), free(g.s.img);
     free(g.piece);
     if (stats) {

@@ -160,6 +160,14 @@ typedef int (*sk_piece_put)(void *ctx, unsigned char *buf, size_t n, uint32_t cr
 int sk_pack_stream_member(const sk_catalog *c, const sk_item *it, const char *name,
                           unsigned char *buf, sk_piece_put put, void *ctx, uint32_t *crc_out,
                           sk_error *in_err, sk_error *out_err);
+/* One member of a sample too big for a slot, as tar: its header, its body
+ * (sk_pack_stream_member) and its padding, each handed to put, so the
+ * appending writer (pack.c) and the positional ones (pack_pos.c) differ
+ * only in where the pieces go.  *hl_out gets the header's length, *crc_out
+ * the body's CRC32C; failures as sk_pack_stream_member. */
+int sk_pack_stream_tar_member(const sk_pack *p, const sk_item *it, unsigned char *buf,
+                              sk_piece_put put, void *ctx, size_t *hl_out, uint32_t *crc_out,
+                              sk_error *in_err, sk_error *out_err);
 /* Reads exactly want bytes of an input at `at` into dst (room for want+1;
  * probe: also check that the file ends there). */
 int sk_pack_read_input(const sk_catalog *c, const sk_item *it, const char *name, int fd,

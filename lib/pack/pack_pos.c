@@ -33,19 +33,21 @@ size_t sk_pack_workers_for(const sk_pack *p)
     return n ? n : 1;
 }
 
-/* Where put_piece_at writes: the shard and the offset of the next piece. */
+/* Where put_piece_at writes: the shard, the offset of the next piece, and
+ * the CRC32C of what was written so far. */
 struct at_out {
     sk_shard_out *out;
     uint64_t off;
+    uint32_t crc;
 };
 
 static int put_piece_at(void *ctx, unsigned char *buf, size_t n, uint32_t crc, sk_error *err)
 {
     struct at_out *to = ctx;
     struct iovec iov = {buf, n};
-    (void)crc;
     int rc = sk_shard_out_pwritev(to->out, &iov, 1, to->off, n, err);
     to->off += n;
+    to->crc = sk_crc32c_combine(to->crc, crc, n);
     return rc;
 }
 
@@ -58,39 +60,22 @@ int sk_pack_stream_sample_at(sk_pack *p, uint32_t s, sk_shard_out *out, uint64_t
 {
     const sk_catalog *c = &p->cat;
     size_t first = c->samples[s], k = sk_sample_members(c, s);
-    char name[SK_TAR_NAME_MAX + 1];
-    unsigned char hdr[SK_TAR_HEADER_MAX];
     unsigned char *buf = malloc(STREAM_PIECE + 1);
-    uint64_t off = off0;
-    uint32_t bcrc = 0;
+    struct at_out to = {out, off0, 0};
     int rc = SK_OK;
     SK_FAIL_IF(!buf, err, SK_E_NOMEM, "out of memory");
     for (size_t i = 0; i < k && !rc; i++) {
-        const sk_item *it = &c->items[first + i];
-        size_t n = sk_item_name(c, it, name);
-        size_t hl = sk_tar_header(hdr, name, n, it->size, p->o.mtime);
-        struct iovec iov = {hdr, hl};
-        if ((rc = sk_shard_out_pwritev(out, &iov, 1, off, hl, err))) break;
-        bcrc = sk_crc32c(bcrc, hdr, hl);
-        off += hl;
-        struct at_out to = {out, off};
-        uint32_t crc;
-        if ((rc = sk_pack_stream_member(c, it, name, buf, put_piece_at, &to, &crc, err, err))) break;
-        off = to.off;
-        uint64_t pad = sk_tar_pad(it->size) - it->size;
-        memset(buf, 0, pad);
-        iov.iov_base = buf;
-        iov.iov_len = pad;
-        if (pad && (rc = sk_shard_out_pwritev(out, &iov, 1, off, pad, err))) break;
-        off += pad;
-        member_crc[i] = crc;
-        bcrc = sk_crc32c_combine(bcrc, crc, it->size);
-        bcrc = sk_crc32c(bcrc, buf, pad);
+        size_t hl;
+        rc = sk_pack_stream_tar_member(p, &c->items[first + i], buf, put_piece_at, &to, &hl,
+                                       &member_crc[i], err, err);
     }
     free(buf);
-    if (!rc && off != off0 + planned)
+    if (!rc && to.off != off0 + planned) {
+        char name[SK_TAR_NAME_MAX + 1];
+        sk_item_name(c, &c->items[first], name);
         rc = sk_error_set(err, SK_E_IO, "%s: internal error: sample of %s is not its planned size",
                           out->path, name);
-    *crc_out = bcrc;
+    }
+    *crc_out = to.crc;
     return rc;
 }

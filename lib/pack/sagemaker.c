@@ -530,33 +530,40 @@ static int fetch_manifest(sk_catalog *c, const char *url, FILE **out, sk_error *
 
 /* ---------------------------------------------------------------- entry */
 
-int sk_catalog_add_sagemaker(sk_catalog *c, const char *manifest, sk_error *err)
+int sk_sagemaker_read(sk_catalog *c, FILE *f, const char *label, int add, sk_error *err)
 {
-    struct sm m = {.c = c, .label = manifest, .labels = UINT16_MAX};
-    SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "%s: a SageMaker manifest needs an S3 client", manifest);
-    if (sk_store_is_remote(manifest)) {
-        SK_GUARD(fetch_manifest(c, manifest, &m.f, err));
-    } else {
-        m.f = strcmp(manifest, "-") ? fopen(manifest, "rb") : stdin;
-        SK_FAIL_IF(!m.f, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s",
-                   manifest, strerror(errno));
-    }
+    struct sm m = {.c = c, .label = label, .f = f, .labels = UINT16_MAX};
     int ch, rc;
     while ((ch = getc(m.f)) == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {}
     if (ch != EOF) ungetc(ch, m.f);
     if (ch == '[') rc = manifest_file(&m, err);
     else if (ch == '{') rc = augmented(&m, err);
     else rc = sk_error_set(err, SK_E_INPUT, "%s: not a SageMaker manifest (want a JSON array, a "
-                           "ManifestFile, or JSON Lines, an augmented manifest)%s", manifest,
+                           "ManifestFile, or JSON Lines, an augmented manifest)%s", label,
                            ch == EOF ? ": it is empty" : "");
-    if (!rc && (rc = sk_catalog_add_wants(c, m.w, m.nw, err)) && err) {
+    if (!rc && add && (rc = sk_catalog_add_wants(c, m.w, m.nw, err)) && err) {
         char msg[sizeof err->msg]; /* which manifest named the object */
-        snprintf(msg, sizeof msg, "%s (named by %s)", err->msg, manifest);
+        snprintf(msg, sizeof msg, "%s (named by %s)", err->msg, label);
         memcpy(err->msg, msg, sizeof msg);
     }
-    if (m.f != stdin) fclose(m.f);
     for (size_t i = 0; i < m.nown; i++) free(m.owned[i]);
     free(m.owned);
     free(m.w);
+    return rc;
+}
+
+int sk_catalog_add_sagemaker(sk_catalog *c, const char *manifest, sk_error *err)
+{
+    FILE *f;
+    SK_FAIL_IF(!c->s3, err, SK_E_USAGE, "%s: a SageMaker manifest needs an S3 client", manifest);
+    if (sk_store_is_remote(manifest)) {
+        SK_GUARD(fetch_manifest(c, manifest, &f, err));
+    } else {
+        f = strcmp(manifest, "-") ? fopen(manifest, "rb") : stdin;
+        SK_FAIL_IF(!f, err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: cannot open: %s",
+                   manifest, strerror(errno));
+    }
+    int rc = sk_sagemaker_read(c, f, manifest, 1, err);
+    if (f != stdin) fclose(f);
     return rc;
 }

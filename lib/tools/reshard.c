@@ -38,7 +38,7 @@
  * s3:// prefix become their shards (a directory's or prefix's manifest.json
  * when there is one, else the shards listed in it), as every reading tool
  * takes them. */
-static int expand_inputs(rs *r, const char *const *in, size_t n, char ***out, size_t *nout,
+static int expand_inputs(sk_shard_run *r, const char *const *in, size_t n, char ***out, size_t *nout,
                          sk_error *err)
 {
     char **list = NULL;
@@ -119,12 +119,12 @@ static int refuse_own_inputs(const char *pattern, const char *manifest, uint64_t
 static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_options *opts,
                        const char *pattern_tmpl, sk_shard_stats *stats, sk_error *err)
 {
-    rs r;
+    sk_shard_run r;
     struct rs_in own = {0}; /* the inputs' own state */
-    struct samp s = {0};
+    struct run_sample s = {0};
     char **in = NULL;
     size_t nin = 0;
-    int rc = sk_rs_init(&r, opts, pattern_tmpl, err);
+    int rc = sk_shard_run_init(&r, opts, pattern_tmpl, err);
     if (!rc && !ninputs) rc = sk_error_set(err, SK_E_USAGE, "no input shards");
     if (rc) return rc;
     r.in = &own;
@@ -136,18 +136,18 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
     r.st.inputs = nin;
     for (size_t i = 0; i < nin && !rc; i++) { /* for the ETA and the shuffle's buckets */
         uint64_t size;
-        if (!(rc = sk_rs_input_size(&r, in[i], &size, err)) && size != UINT64_MAX)
+        if (!(rc = sk_shard_run_input_size(&r, in[i], &size, err)) && size != UINT64_MAX)
             r.st.bytes_in_total += size;
     }
     if (rc) goto cleanup;
-    if (opts->keys_file && (rc = sk_rs_load_keys(&r, opts->keys_file, err))) goto cleanup;
+    if (opts->keys_file && (rc = sk_shard_run_load_keys(&r, opts->keys_file, err))) goto cleanup;
     /* the output (shard_out.c); an append to an existing manifest numbers
      * after its last shard, which must not be an input either */
     uint64_t start0 = opts->start;
-    if ((rc = sk_rs_output_open(&r, "shard", err)) ||
+    if ((rc = sk_shard_run_output_open(&r, "shard", err)) ||
         (opts->start != start0 &&
          (rc = refuse_own_inputs(opts->pattern, opts->manifest, opts->start, in, nin, err))) ||
-        (rc = sk_rs_output_start(&r, err)))
+        (rc = sk_shard_run_output_start(&r, err)))
         goto cleanup;
     /* without filters or image work each sample passes whole: shards
      * with a sound index are read through it (direct_input), into the
@@ -162,28 +162,28 @@ static int reshard_run(const char *const *inputs, size_t ninputs, sk_shard_optio
             (r.in->direct && (rc = sk_infiles_new(&r.inf, 0, err))))
             goto cleanup;
         for (size_t i = 0; i < nin && !rc; i++) {
-            rc = sk_rs_take_input(&r, in[i], &s, err);
+            rc = sk_shard_run_take_input(&r, in[i], &s, err);
             r.st.inputs_done++;
-            sk_rs_progress(&r, 0);
+            sk_shard_run_progress(&r, 0);
         }
-        if (!rc) rc = sk_rs_put_done(&r, err);
+        if (!rc) rc = sk_shard_run_put_done(&r, err);
         if (rc) goto cleanup;
         r.total = sk_shuffler_count(r.shuf);
-        if ((rc = sk_shuffler_drain(r.shuf, sk_rs_emit_record, &r, err))) goto cleanup;
+        if ((rc = sk_shuffler_drain(r.shuf, sk_shard_run_emit_record, &r, err))) goto cleanup;
     } else {
-        if (opts->num_shards && (rc = sk_rs_count_samples(&r, in, nin, &s, err))) goto cleanup;
+        if (opts->num_shards && (rc = sk_shard_run_count_samples(&r, in, nin, &s, err))) goto cleanup;
         for (size_t i = 0; i < nin && !rc; i++) {
-            rc = sk_rs_take_input(&r, in[i], &s, err);
+            rc = sk_shard_run_take_input(&r, in[i], &s, err);
             r.st.inputs_done++;
         }
-        if (!rc) rc = sk_rs_put_done(&r, err);
+        if (!rc) rc = sk_shard_run_put_done(&r, err);
         if (rc) goto cleanup;
     }
-    rc = sk_rs_output_finish(&r, err);
+    rc = sk_shard_run_output_finish(&r, err);
 
 cleanup:
-    sk_rs_release(&r, rc);
-    sk_rs_keyset_free(&own.keys);
+    sk_shard_run_release(&r, rc);
+    sk_shard_run_keyset_free(&own.keys);
     sk_store_env_release(&own.env);
     for (size_t i = 0; i < nin; i++) free(in[i]);
     free(in);

@@ -111,7 +111,7 @@ static int ends_sample(const unsigned char *p, uint64_t rem, const char *key, si
  * the header blocks are read: hv, when not NULL, holds them one after the
  * other (member u's at hv + u * 512) and p is not used. */
 static int direct_sample(const sk_index *ix, const sk_sample_ref *sr, const unsigned char *p,
-                         const unsigned char *hv, struct samp *s)
+                         const unsigned char *hv, struct run_sample *s)
 {
     uint64_t at = 0;
     s->nm = s->elen = 0;
@@ -137,7 +137,7 @@ static int direct_sample(const sk_index *ix, const sk_sample_ref *sr, const unsi
         if (sk_grow((void **)&s->m, &s->mcap, s->nm + 1, sizeof *s->m, NULL) ||
             sk_grow((void **)&s->exts, &s->ecap, s->elen + 2 * el + 1, 1, NULL))
             return 0;
-        s->m[s->nm++] = (struct memb){.data_off = at + SK_TAR_BLOCK, .size = size,
+        s->m[s->nm++] = (struct run_member){.data_off = at + SK_TAR_BLOCK, .size = size,
                                       .hlen = SK_TAR_BLOCK, .crc = mr.crc32c,
                                       .ext_off = (uint32_t)s->elen, .ext_len = (uint32_t)el};
         for (size_t i = 0; i < el; i++) { /* lowercase, then as the name has it */
@@ -160,12 +160,12 @@ static int all_zero(const unsigned char *p, size_t n)
 
 /* The checked sample at p: data CRC32Cs against the index, then the output
  * headers over the input ones, padding zeroed, and out it goes. */
-static int direct_emit(rs *r, const char *url, const sk_sample_ref *sr, unsigned char *p,
-                       struct samp *s, int no_crc, int buf, sk_error *err)
+static int direct_emit(sk_shard_run *r, const char *url, const sk_sample_ref *sr, unsigned char *p,
+                       struct run_sample *s, int no_crc, int buf, sk_error *err)
 {
     uint32_t crc = 0;
     for (size_t i = 0; i < s->nm; i++) {
-        struct memb *m = &s->m[i];
+        struct run_member *m = &s->m[i];
         unsigned char *d = p + m->data_off;
         uint32_t c = sk_crc32c(0, d, m->size);
         if (!no_crc && c != m->crc)
@@ -203,7 +203,7 @@ static int direct_emit(rs *r, const char *url, const sk_sample_ref *sr, unsigned
     r->st.samples_in++;
     /* --shuffle: a reference into a bucket, weighing what read_input's
      * record of the sample would */
-    int rc = r->shuf ? sk_rs_serialize_ref(r, &v, sr->offset, err) : sk_rs_emit(r, &v, err);
+    int rc = r->shuf ? sk_shard_run_serialize_ref(r, &v, sr->offset, err) : sk_shard_run_emit(r, &v, err);
     s->nm = s->elen = 0;
     return rc;
 }
@@ -214,8 +214,8 @@ static int direct_emit(rs *r, const char *url, const sk_sample_ref *sr, unsigned
  * the shuffle; the data is read once, when the drain writes it (emit_ref,
  * which checks each member against its index's CRC32C then).  *from and
  * the fallback to libarchive as for direct_input. */
-static int direct_refs(rs *r, const char *url, int fd, const sk_index *ix, uint64_t size,
-                       struct samp *s, uint64_t *from, sk_error *err)
+static int direct_refs(sk_shard_run *r, const char *url, int fd, const sk_index *ix, uint64_t size,
+                       struct run_sample *s, uint64_t *from, sk_error *err)
 {
     static const unsigned char zero[SK_TAR_BLOCK];
     uint64_t pos = 0, n = sk_index_sample_count(ix);
@@ -261,10 +261,10 @@ static int direct_refs(rs *r, const char *url, int fd, const sk_index *ix, uint6
         struct sview v = {sr.key, sr.key_len, s->m, s->nm, s->exts, NULL, (size_t)sr.span, 0, 0,
                           -1, s->elen};
         r->st.samples_in++;
-        rc = sk_rs_serialize_ref(r, &v, sr.offset, err);
+        rc = sk_shard_run_serialize_ref(r, &v, sr.offset, err);
         s->nm = s->elen = 0;
         pos += sr.span;
-        sk_rs_progress(r, 0);
+        sk_shard_run_progress(r, 0);
     }
     free(hv);
     *from = end ? UINT64_MAX : pos;
@@ -273,7 +273,7 @@ static int direct_refs(rs *r, const char *url, int fd, const sk_index *ix, uint6
 
 /* Reads url through its index as far as it agrees with the shard: *from is
  * where libarchive is to go on (0: all of it), UINT64_MAX when done. */
-int sk_rs_direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, sk_error *err)
+int sk_shard_run_direct_input(sk_shard_run *r, const char *url, struct run_sample *s, uint64_t *from, sk_error *err)
 {
     char ip[4200];
     sk_index *ix = NULL;
@@ -331,12 +331,12 @@ int sk_rs_direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, s
         r->cur ^= 1;
         int mapped = 0;
         uint64_t rewrites = r->in->rewrites;
-        if (use_map && (rc = sk_rs_out_map(r, r->cur, fd, pos, want, &mapped, err))) break;
+        if (use_map && (rc = sk_shard_run_out_map(r, r->cur, fd, pos, want, &mapped, err))) break;
         struct obuf *b = &r->ob[r->cur];
         if (mapped) {
             got = want;
         } else {
-            if ((rc = sk_rs_out_claim(r, r->cur, want, err))) break;
+            if ((rc = sk_shard_run_out_claim(r, r->cur, want, err))) break;
             if ((rc = sk_stream_pread(fd, pos, b->p, want, &got, url, err))) break;
             if (got < want) break; /* shorter than its index: libarchive says how */
             b->len = got;
@@ -355,7 +355,7 @@ int sk_rs_direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, s
             if (end) break;
         }
         /* the batch goes to the writer now, not when the next one needs a buffer */
-        if (!rc && r->q) rc = sk_rs_out_flush(r, err);
+        if (!rc && r->q) rc = sk_shard_run_out_flush(r, err);
         if (mapped && r->in->rewrites != rewrites) use_map = 0;
         pos += len;
         i = j;

@@ -48,13 +48,13 @@ static int keyset_has(const struct keyset *k, const char *s, size_t n)
     return 0;
 }
 
-void sk_rs_keyset_free(struct keyset *k)
+void sk_shard_run_keyset_free(struct keyset *k)
 {
     for (size_t i = 0; i < k->cap; i++) free(k->slot[i]);
     free(k->slot);
 }
 
-int sk_rs_load_keys(rs *r, const char *path, sk_error *err)
+int sk_shard_run_load_keys(sk_shard_run *r, const char *path, sk_error *err)
 {
     sk_place_in *in; /* a local file, or s3:// and http(s):// streamed */
     SK_GUARD(sk_place_in_open(&in, path, r->o->s3, err));
@@ -83,7 +83,7 @@ static int ext_in(const char *e, size_t n, const char *const *list, size_t k)
 
 /* Decides whether a member with extension e is kept, and its output
  * extension (*out, *out_len). */
-int sk_rs_keep_member(const rs *r, const char *e, size_t n, const char **out, size_t *out_len)
+int sk_shard_run_keep_member(const sk_shard_run *r, const char *e, size_t n, const char **out, size_t *out_len)
 {
     const sk_shard_options *o = r->o;
     if (o->nselect && !ext_in(e, n, o->select, o->nselect)) return 0;
@@ -94,7 +94,7 @@ int sk_rs_keep_member(const rs *r, const char *e, size_t n, const char **out, si
     return 1;
 }
 
-int sk_rs_keep_sample(const rs *r, const char *key, size_t klen)
+int sk_shard_run_keep_sample(const sk_shard_run *r, const char *key, size_t klen)
 {
     if (r->o->keys_file && !keyset_has(&r->in->keys, key, klen)) return 0;
     /* --part I/N: the sample's part depends on its key alone (format/part.c) */

@@ -25,37 +25,37 @@ struct keyset { /* --keys: open addressing over key strings */
 };
 
 /* What the run's inputs keep of their own, beside the output's state
- * (rs, io/shard_run.h), which points here (r->in). */
+ * (sk_shard_run, io/shard_run.h), which points here (r->in). */
 struct rs_in {
     struct keyset keys;   /* --keys */
     sk_store_env env;     /* what the inputs are read through (io/store.h) */
     int direct;           /* inputs may be read through their indexes */
-    uint64_t rewrites;    /* headers and paddings sk_rs_direct_input changed */
+    uint64_t rewrites;    /* headers and paddings sk_shard_run_direct_input changed */
 };
 
 /* shard_filter.c */
 /* --keys: the keys listed in path (a local file, s3:// or http(s)://). */
-int sk_rs_load_keys(rs *r, const char *path, sk_error *err);
-void sk_rs_keyset_free(struct keyset *k);
+int sk_shard_run_load_keys(sk_shard_run *r, const char *path, sk_error *err);
+void sk_shard_run_keyset_free(struct keyset *k);
 /* Whether a member with extension e is kept, and its output extension. */
-int sk_rs_keep_member(const rs *r, const char *e, size_t n, const char **out, size_t *out_len);
+int sk_shard_run_keep_member(const sk_shard_run *r, const char *e, size_t n, const char **out, size_t *out_len);
 /* Whether a sample is kept (--keys, --part). */
-int sk_rs_keep_sample(const rs *r, const char *key, size_t klen);
+int sk_shard_run_keep_sample(const sk_shard_run *r, const char *key, size_t klen);
 
 /* shard_direct.c: *from is where libarchive is to go on (0: all of it),
  * UINT64_MAX when the index read it all. */
-int sk_rs_direct_input(rs *r, const char *url, struct samp *s, uint64_t *from, sk_error *err);
+int sk_shard_run_direct_input(sk_shard_run *r, const char *url, struct run_sample *s, uint64_t *from, sk_error *err);
 
 /* shard_read.c */
 /* An input's size (UINT64_MAX: not known before it is read). */
-int sk_rs_input_size(rs *r, const char *url, uint64_t *size, sk_error *err);
+int sk_shard_run_input_size(sk_shard_run *r, const char *url, uint64_t *size, sk_error *err);
 /* --num-shards: the samples the run will write, into r->total. */
-int sk_rs_count_samples(rs *r, char **in, size_t n, struct samp *s, sk_error *err);
+int sk_shard_run_count_samples(sk_shard_run *r, char **in, size_t n, struct run_sample *s, sk_error *err);
 /* Reads one input through libarchive, feeding its samples on (counting:
  * only counts them); from > 0: a local tar from that header on. */
-int sk_rs_read_input(rs *r, const char *url, struct samp *s, int counting, uint64_t from,
+int sk_shard_run_read_input(sk_shard_run *r, const char *url, struct run_sample *s, int counting, uint64_t from,
                      sk_error *err);
 /* One input: through its index while that agrees with it, then libarchive. */
-int sk_rs_take_input(rs *r, const char *url, struct samp *s, sk_error *err);
+int sk_shard_run_take_input(sk_shard_run *r, const char *url, struct run_sample *s, sk_error *err);
 
 #endif

@@ -45,7 +45,7 @@ static void store_in_close(void *ctx)
 }
 
 /* Opens url from byte from on (from > 0: a local file, see take_input). */
-static int in_open(rs *r, sk_in_stream *s, const char *url, uint64_t from, sk_error *err)
+static int in_open(sk_shard_run *r, sk_in_stream *s, const char *url, uint64_t from, sk_error *err)
 {
     if (r->o->in_open && !sk_store_is_remote(url)) {
         SK_FAIL_IF(from, err, SK_E_USAGE, "%s: the caller's input cannot start at %llu", url,
@@ -72,7 +72,7 @@ static int in_open(rs *r, sk_in_stream *s, const char *url, uint64_t from, sk_er
  * also finds a missing object before any shard is written).  UINT64_MAX
  * for stdin and for inputs the caller's in_open reads.  A local input is
  * not opened here: a FIFO would block, and could be read only once. */
-int sk_rs_input_size(rs *r, const char *url, uint64_t *size, sk_error *err)
+int sk_shard_run_input_size(sk_shard_run *r, const char *url, uint64_t *size, sk_error *err)
 {
     *size = UINT64_MAX;
     if (!strcmp(url, "-")) return SK_OK;
@@ -95,7 +95,7 @@ int sk_rs_input_size(rs *r, const char *url, uint64_t *size, sk_error *err)
 
 /* An input's index (NAME.idx, local or remote) when it has a sound one
  * that records the input's size; NULL otherwise. */
-static sk_index *input_index(rs *r, const char *url, uint64_t size)
+static sk_index *input_index(sk_shard_run *r, const char *url, uint64_t size)
 {
     char ip[4200];
     sk_index *ix = NULL;
@@ -120,7 +120,7 @@ static sk_index *input_index(rs *r, const char *url, uint64_t size)
 
 /* Samples after the filters, for --num-shards: from the inputs' indexes
  * when no filter applies and each has a sound one, else a counting pass. */
-int sk_rs_count_samples(rs *r, char **in, size_t n, struct samp *s, sk_error *err)
+int sk_shard_run_count_samples(sk_shard_run *r, char **in, size_t n, struct run_sample *s, sk_error *err)
 {
     const sk_shard_options *o = r->o;
     int filtered = o->nselect || o->ndrop || o->keys_file || o->parts;
@@ -131,7 +131,7 @@ int sk_rs_count_samples(rs *r, char **in, size_t n, struct samp *s, sk_error *er
     for (size_t i = 0; i < n && !filtered; i++) {
         uint64_t size;
         sk_index *ix = NULL;
-        if (sk_rs_input_size(r, in[i], &size, NULL) || !(ix = input_index(r, in[i], size))) {
+        if (sk_shard_run_input_size(r, in[i], &size, NULL) || !(ix = input_index(r, in[i], size))) {
             filtered = 1;
             break;
         }
@@ -141,20 +141,20 @@ int sk_rs_count_samples(rs *r, char **in, size_t n, struct samp *s, sk_error *er
     if (!filtered) return SK_OK;
     r->total = 0;
     sk_shard_stats keep = r->st;
-    for (size_t i = 0; i < n; i++) SK_GUARD(sk_rs_read_input(r, in[i], s, 1, 0, err));
+    for (size_t i = 0; i < n; i++) SK_GUARD(sk_shard_run_read_input(r, in[i], s, 1, 0, err));
     r->st = keep;
     return SK_OK;
 }
 
-static int sample_done(rs *r, struct samp *s, int counting, sk_error *err)
+static int sample_done(sk_shard_run *r, struct run_sample *s, int counting, sk_error *err)
 {
     if (!s->klen && !s->nm) return SK_OK;
     r->st.samples_in++;
-    int keep = s->nm && sk_rs_keep_sample(r, s->key, s->klen);
+    int keep = s->nm && sk_shard_run_keep_sample(r, s->key, s->klen);
     int rc = SK_OK;
     if (!keep) r->st.dropped++;
     else if (counting) r->total++;
-    else rc = sk_rs_put(r, s, err); /* shard_out.c: images, then the shuffle or out */
+    else rc = sk_shard_run_put(r, s, err); /* shard_out.c: images, then the shuffle or out */
     s->klen = s->nm = s->elen = s->len = 0, s->crc = 0;
     return rc;
 }
@@ -162,7 +162,7 @@ static int sample_done(rs *r, struct samp *s, int counting, sk_error *err)
 struct la_ctx {
     sk_in_stream in;
     unsigned char *buf;
-    rs *r;
+    sk_shard_run *r;
     sk_error *err;
     int rc;
 };
@@ -180,7 +180,7 @@ static la_ssize_t la_read(struct archive *a, void *ctx, const void **out)
 
 /* Reads one input, feeding its samples on (or counting them).  from > 0:
  * a local tar from that header on (the rest of what direct_input began). */
-int sk_rs_read_input(rs *r, const char *url, struct samp *s, int counting, uint64_t from,
+int sk_shard_run_read_input(sk_shard_run *r, const char *url, struct run_sample *s, int counting, uint64_t from,
                      sk_error *err)
 {
     struct la_ctx c = {.r = r, .err = err};
@@ -223,18 +223,18 @@ int sk_rs_read_input(rs *r, const char *url, struct samp *s, int counting, uint6
         size_t skip, nl = strlen(name), kl, eo;
         int strip = sk_name_strip(name, nl, &skip);
         if (strip < 0 || skip == nl) {
-            sk_rs_warnf(r, "%s: skipped '%s': '..' in a member name", url, name);
+            sk_shard_run_warnf(r, "%s: skipped '%s': '..' in a member name", url, name);
             r->st.skipped++;
             continue;
         }
         if (strip > 0 && !warned_strip++)
-            sk_rs_warnf(r, "%s: member names with a leading '/' or '../' (first: '%s') are written without it",
+            sk_shard_run_warnf(r, "%s: member names with a leading '/' or '../' (first: '%s') are written without it",
                   url, name);
         name += skip;
         nl -= skip;
         if (sk_tar_is_meta(name, nl)) continue;
         if (sk_sample_split(name, nl, &kl, &eo) != SK_OK) {
-            if (!warned++) sk_rs_warnf(r, "%s: skipped '%s': its name has no WebDataset key", url, name);
+            if (!warned++) sk_shard_run_warnf(r, "%s: skipped '%s': its name has no WebDataset key", url, name);
             r->st.skipped++;
             continue;
         }
@@ -259,7 +259,7 @@ int sk_rs_read_input(rs *r, const char *url, struct samp *s, int counting, uint6
         }
         const char *oe;
         size_t oel;
-        if (!sk_rs_keep_member(r, name + eo, nl - eo, &oe, &oel)) continue;
+        if (!sk_shard_run_keep_member(r, name + eo, nl - eo, &oe, &oel)) continue;
         for (size_t i = 0; i < s->nm; i++)
             if (!sk_ext_cmp(s->exts + s->m[i].ext_off, s->m[i].ext_len, oe, oel)) {
                 rc = sk_error_set(err, SK_E_INPUT, "%s: '%s': sample '%.*s' has extension '%.*s' "
@@ -304,7 +304,7 @@ int sk_rs_read_input(rs *r, const char *url, struct samp *s, int counting, uint6
             got += (uint64_t)k;
         }
         memset(d + size, 0, sk_tar_pad(size) - size);
-        struct memb *m = &s->m[s->nm++];
+        struct run_member *m = &s->m[s->nm++];
         m->data_off = s->len + hl;
         m->size = size;
         m->hlen = (uint32_t)hl;
@@ -343,12 +343,12 @@ done:
     return rc;
 }
 /* One input: through its index while that agrees with it, then libarchive. */
-int sk_rs_take_input(rs *r, const char *url, struct samp *s, sk_error *err)
+int sk_shard_run_take_input(sk_shard_run *r, const char *url, struct run_sample *s, sk_error *err)
 {
     uint64_t from = 0;
     if (r->in->direct && strcmp(url, "-") && !sk_store_is_remote(url) && !r->o->in_open) {
-        SK_GUARD(sk_rs_direct_input(r, url, s, &from, err));
+        SK_GUARD(sk_shard_run_direct_input(r, url, s, &from, err));
         if (from == UINT64_MAX) return SK_OK;
     }
-    return sk_rs_read_input(r, url, s, 0, from, err);
+    return sk_shard_run_read_input(r, url, s, 0, from, err);
 }
