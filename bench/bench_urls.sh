@@ -25,7 +25,10 @@ $PY -c 'import cv2, PIL, numpy' 2>/dev/null || bench_die "python3-opencv, python
 src=$BENCH_DIR/urlphotos-$N
 make_photos "$src" "$N"
 warm_cache "$src"
-NGINX_EXTRA='keepalive_requests 100000;' nginx_start "$src" || bench_die "nginx did not start"
+# room for every client connection (nginx's default 64 counts its listening
+# socket too: at --concurrency 64 a few requests got an empty reply)
+NGINX_CONNECTIONS=$((2 * C + 16)) NGINX_EXTRA='keepalive_requests 100000;' nginx_start "$src" ||
+    bench_die "nginx did not start"
 proxy_pid=
 stop_all() { [ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null; nginx_stop; }
 trap stop_all EXIT

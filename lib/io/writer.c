@@ -234,8 +234,18 @@ int sk_shard_out_writev(sk_shard_out *o, struct iovec *iov, int iovcnt, uint64_t
             need -= k;
         }
     }
-    if (o->gather && o->sink->ops->pwrite) SK_GUARD(g_append(o, iov, iovcnt, err));
-    else SK_GUARD(o->sink->ops->write(o->sink, iov, iovcnt, len, err));
+    /* an append of a quarter of the gather buffer or more is written as
+     * it is, after what is gathered: it is a large write already, and
+     * copied through the buffer into 1 MiB-aligned writes (the kernel's
+     * large page-cache folios) it cost more, not less: photos of ~370 KB
+     * from `pack --from-urls`, 2,400 of them, took 3.6 CPU s gathered and
+     * 2.4 s written as they came (4 interleaved runs, load 7) */
+    if (o->gather && o->sink->ops->pwrite && len < SK_GATHER / 4) {
+        SK_GUARD(g_append(o, iov, iovcnt, err));
+    } else {
+        if (o->gather) SK_GUARD(g_flush(o, err));
+        SK_GUARD(o->sink->ops->write(o->sink, iov, iovcnt, len, err));
+    }
     o->crc = sk_crc32c_combine(o->crc, crc, len);
     o->bytes += len;
     return SK_OK;

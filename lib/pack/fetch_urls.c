@@ -16,6 +16,16 @@
  * before the request could not do.  Retries: connection failures,
  * timeouts, 5xx and 429, after Retry-After when the server gives one (up
  * to retry_after_max_ms) or a short doubling backoff.
+ *
+ * Body buffers are the fetcher's and come back to it: a body (hundreds of
+ * KB, over glibc's mmap threshold) malloc'd for each URL and freed after
+ * its sample was written was mapped, faulted in page by page as curl's
+ * bytes were copied in, and unmapped again, a third of a no-resize run's
+ * CPU.  The caller gives each body back (sk_urlfetch_give_back) and the
+ * next transfer fills it, its pages already there.  At most concurrency +
+ * keep_bodies spares are kept: every body is in a transfer or held by the
+ * caller, so no more are ever alive at once; memory stays bounded by what
+ * is in flight, never by the list.
  */
 #include "pack/fetch_urls.h"
 #include "format/robots.h"
@@ -61,6 +71,9 @@ typedef struct cidr {
 
 struct sk_urlfetch {
     sk_urlfetch_opts o;
+    sk_buf *spare;  /* body buffers given back, empty, for the next transfers */
+    size_t nspare, spare_max;
+    uint64_t made;  /* body buffers allocated, not taken from spare */
     cidr *allow; /* allow_cidrs parsed */
     size_t nallow;
     CURLM *m;
@@ -222,6 +235,53 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 }
 
 #define BODY_RESERVE_MAX ((curl_off_t)8 << 20)
+#define SPARE_MAX ((size_t)BODY_RESERVE_MAX) /* a larger buffer given back is freed */
+/* A new buffer's least room: photos of a list range over a few powers of
+ * two, and a spare too small for the next body is swapped for a new one
+ * (fresh pages again: 40% of the buffers a resizing run made).  Room
+ * never written costs address space, not memory. */
+#define BODY_MIN_CAP ((size_t)1 << 20)
+
+/* The transfer's body buffer, room for want bytes (0: as it comes): the
+ * last given back that holds them, else a new one, the smallest spare
+ * freed for it (a realloc would copy bytes no one wants): buffers only
+ * grow (to powers of two), so after a few such swaps they all fit. */
+static int take_body(sk_urlfetch *f, xfer *t, size_t want)
+{
+    size_t small = 0;
+    for (size_t i = f->nspare; i-- > 0;) {
+        if (f->spare[i].cap >= want) {
+            t->body = f->spare[i];
+            f->spare[i] = f->spare[--f->nspare];
+            return SK_OK;
+        }
+        if (f->spare[i].cap < f->spare[small].cap) small = i;
+    }
+    if (f->nspare) {
+        free(f->spare[small].p);
+        f->spare[small] = f->spare[--f->nspare];
+    }
+    f->made++;
+    t->body = (sk_buf){0};
+    return sk_grow((void **)&t->body.p, &t->body.cap, want > BODY_MIN_CAP ? want : BODY_MIN_CAP, 1,
+                   NULL);
+}
+
+void sk_urlfetch_give_back(sk_urlfetch *f, sk_buf *body)
+{
+    if (body->p && body->cap <= SPARE_MAX && f->nspare < f->spare_max) {
+        body->len = 0;
+        f->spare[f->nspare++] = *body;
+    } else {
+        sk_buf_free(body);
+    }
+    *body = (sk_buf){0};
+}
+
+uint64_t sk_urlfetch_buffers_made(const sk_urlfetch *f)
+{
+    return f->made;
+}
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 {
@@ -245,9 +305,10 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
          * larger body still grows as it arrives, up to max_bytes). */
         curl_off_t cl = -1;
         sk_curl.easy_getinfo(t->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
-        if (code >= 200 && code < 300 && cl > 0 && (uint64_t)cl <= o->max_bytes && !t->body.p)
-            sk_grow((void **)&t->body.p, &t->body.cap,
-                    (size_t)(cl < BODY_RESERVE_MAX ? cl : BODY_RESERVE_MAX) + 1, 1, NULL);
+        if (code >= 200 && code < 300 && !t->body.p &&
+            take_body(t->f, t, cl > 0 && (uint64_t)cl <= o->max_bytes
+                                   ? (size_t)(cl < BODY_RESERVE_MAX ? cl : BODY_RESERVE_MAX) + 1 : 0))
+            return 0;
     }
     t->bytes += len;
     if (t->http < 200 || t->http >= 300) { /* an error page: counted, not kept */
@@ -333,8 +394,10 @@ int sk_urlfetch_new(sk_urlfetch **out, const sk_urlfetch_opts *o, sk_error *err)
     }
     f->nx = (size_t)f->o.concurrency;
     f->x = calloc(f->nx, sizeof *f->x);
+    f->spare_max = f->nx + (size_t)(f->o.keep_bodies > 0 ? f->o.keep_bodies : 0);
+    f->spare = calloc(f->spare_max, sizeof *f->spare);
     f->m = sk_curl.multi_init();
-    if (!f->x || !f->m) {
+    if (!f->x || !f->spare || !f->m) {
         sk_urlfetch_free(f);
         return sk_error_set(err, SK_E_NOMEM, "out of memory (curl multi handle)");
     }
@@ -459,7 +522,7 @@ static void finished(sk_urlfetch *f, xfer *t, CURLcode cc, sk_urlfetch_done_fn d
             snprintf(why, sizeof why, "X-Robots-Tag forbids it (one of %.120s)", f->o.robots_directives);
             hand_back(f, t, 0, why, done, cb_ctx);
         } else {
-            if (!t->body.p) sk_buf_add(&t->body, "", 0);
+            if (!t->body.p && !take_body(f, t, 1)) t->body.p[0] = 0; /* an empty body */
             hand_back(f, t, 1, "", done, cb_ctx);
         }
         return;
@@ -543,6 +606,8 @@ void sk_urlfetch_free(sk_urlfetch *f)
         sk_buf_free(&t->body);
     }
     if (f->m) sk_curl.multi_cleanup(f->m);
+    for (size_t i = 0; i < f->nspare; i++) free(f->spare[i].p);
+    free(f->spare);
     free(f->x);
     free(f->allow);
     free(f);

@@ -29,6 +29,9 @@ typedef struct sk_urlfetch_opts {
     const char *user_agent;   /* the User-Agent header */
     const char *robots_token; /* our token in X-Robots-Tag (NULL: none) */
     const char *robots_directives; /* that forbid use (NULL or "": no check) */
+    int keep_bodies;          /* bodies the caller holds at once after they are handed back
+                               * (its reorder window): spare body buffers are kept for at
+                               * most concurrency + keep_bodies of them */
 } sk_urlfetch_opts;
 
 /* What became of one URL. */
@@ -36,7 +39,7 @@ typedef struct sk_urlfetch_result {
     void *ctx;        /* the caller's, from sk_urlfetch_add */
     int ok;           /* 1: body holds a 2xx response's whole body */
     long http;        /* the last response's status, 0 when none came */
-    sk_buf body;      /* the caller's now (sk_buf_free) */
+    sk_buf body;      /* the caller's now: sk_urlfetch_give_back (or sk_buf_free) */
     char error[200];  /* why not ok: "HTTP 404", "timed out", "refused: ..." */
     uint64_t bytes;   /* body bytes received, all attempts */
     double ms;        /* from the first attempt's start to the end */
@@ -60,6 +63,14 @@ size_t sk_urlfetch_pending(const sk_urlfetch *f);
  * fails. */
 int sk_urlfetch_run(sk_urlfetch *f, int wait_ms, sk_urlfetch_done_fn done, void *cb_ctx,
                     sk_error *err);
+/* Takes a body handed back (a result's, once the caller is done with it)
+ * back into the fetcher's spare buffers, for a later transfer to fill:
+ * its pages stay mapped and touched.  *body is emptied.  Called from the
+ * thread that drives the fetcher. */
+void sk_urlfetch_give_back(sk_urlfetch *f, sk_buf *body);
+/* Body buffers made so far (the rest of the bodies reused spare ones):
+ * at most concurrency + keep_bodies when every body is given back. */
+uint64_t sk_urlfetch_buffers_made(const sk_urlfetch *f);
 /* Makes a sk_urlfetch_run waiting in another thread return early. */
 void sk_urlfetch_wakeup(sk_urlfetch *f);
 void sk_urlfetch_free(sk_urlfetch *f);

@@ -71,6 +71,7 @@ typedef struct job {
     pthread_cond_t cv;
     slot **q; /* work queue (cap entries) */
     size_t qh, qn;
+    size_t busy;      /* bodies the image threads are working on */
     int stop;
     pthread_t *th;
     int nth;
@@ -119,10 +120,12 @@ static void *worker(void *arg)
         slot *s = j->q[j->qh];
         j->qh = (j->qh + 1) % j->cap;
         j->qn--;
+        j->busy++;
         pthread_mutex_unlock(&j->mu);
         sk_error e = SK_ERROR_INIT;
         int rc = sk_url_item_process(&j->rowjob, &s->it, &e);
         pthread_mutex_lock(&j->mu);
+        j->busy--;
         if (rc && !j->failed) {
             j->failed = rc;
             j->terr = e;
@@ -143,7 +146,7 @@ static void on_fetched(void *ctx, sk_urlfetch_result *r)
     s->it.ms = r->ms;
     j->st.bytes += r->bytes;
     if (!r->ok) {
-        sk_buf_free(&r->body);
+        sk_urlfetch_give_back(j->f, &r->body);
         s->it.status = URL_FAILED_DOWNLOAD;
         snprintf(s->it.error, sizeof s->it.error, "%s", r->error);
         pthread_mutex_lock(&j->mu);
@@ -296,11 +299,22 @@ static int mark_shard(job *j, slot *s, uint64_t k, sk_error *err)
 }
 
 /* Reads rows into the ring while it has room (two slots: a row may bring
- * its shard's marker) and the downloader takes more. */
+ * its shard's marker) and the downloader takes more.  Bodies not yet
+ * through the image threads (downloading, queued, worked on) are kept to
+ * --concurrency plus two a thread: when the threads are what bounds the
+ * run, more downloads would only wait in the queue, each in memory of its
+ * own (fresh pages to fault in: a fifth of the body buffers a run made);
+ * when the downloads are, the queue is short and all of --concurrency
+ * stays in flight. */
 static int fill(job *j, sk_error *err)
 {
+    pthread_mutex_lock(&j->mu);
+    size_t unworked = j->qn + j->busy; /* only falls until on_fetched, on this thread */
+    pthread_mutex_unlock(&j->mu);
+    size_t most = (size_t)j->uo.concurrency + 2 * (size_t)j->nth;
     while (!j->list_end && j->tail - j->head + 2 <= j->cap &&
-           sk_urlfetch_pending(j->f) < (size_t)j->uo.concurrency) {
+           sk_urlfetch_pending(j->f) < (size_t)j->uo.concurrency &&
+           sk_urlfetch_pending(j->f) + unworked < most) {
         sk_url_row r;
         int rc = sk_urllist_next(j->list, &r, err);
         if (rc < 0) return rc;
@@ -470,6 +484,7 @@ static int drain(job *j, sk_error *err)
         }
         if (!ready) return SK_OK;
         int rc = emit(j, s, err);
+        sk_urlfetch_give_back(j->f, &s->it.body); /* written: the next download fills it */
         sk_index_close(s->ix);
         sk_url_item_clear(&s->it, j->nextra);
         s->state = SL_FREE;
@@ -508,6 +523,7 @@ static int write_stats(job *j, sk_pack_stats *ps, sk_error *err)
     if (!bad) bad = json_object_set(o, "errors", e);
 #define U(k, v) if (!bad) bad = json_object_set_new(o, k, json_integer((json_int_t)(v)))
     U("bytes", j->st.bytes);
+    U("body_buffers", sk_urlfetch_buffers_made(j->f));
     U("shards", j->st.shards);
     U("shards_kept", j->st.shards_kept);
     U("output_bytes", ps->output_bytes);
@@ -672,6 +688,10 @@ int sk_pack_urls(const sk_pack_options *po, const sk_urls_options *uo, sk_s3 *s3
                                  ? j->uo.disallowed_header_directives
                                  : "noai,noimageai,noindex,noimageindex",
     };
+    int want = j->po.jobs > 0 ? j->po.jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (want < 1) want = 1;
+    j->cap = 2 * (size_t)j->uo.concurrency + 2 * (size_t)want + 4;
+    fo.keep_bodies = (int)j->cap; /* the ring holds at most its cap of bodies */
     if (!rc) rc = sk_urlfetch_new(&j->f, &fo, err);
     /* the image stage: its threads, its memory budget, its options */
     j->rowjob.images = j->po.images;
@@ -684,9 +704,6 @@ int sk_pack_urls(const sk_pack_options *po, const sk_urls_options *uo, sk_s3 *s3
         if (io) j->rowjob.check.max_pixels = io->max_pixels;
     }
     j->nth = 0;
-    int want = j->po.jobs > 0 ? j->po.jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (want < 1) want = 1;
-    j->cap = 2 * (size_t)j->uo.concurrency + 2 * (size_t)want + 4;
     if (!rc) {
         j->ring = calloc(j->cap, sizeof *j->ring);
         j->q = calloc(j->cap, sizeof *j->q);

@@ -5,7 +5,8 @@
 #   skip_unless_nginx           exit 77 when nginx is not installed
 #   nginx_start ROOT            serves ROOT; sets NGINX_URL (http://127.0.0.1:PORT)
 #                               and NGINX_PORT; extra server-block lines may
-#                               come in $NGINX_EXTRA (e.g. a redirect)
+#                               come in $NGINX_EXTRA (e.g. a redirect);
+#                               $NGINX_CONNECTIONS: worker_connections (64)
 #   nginx_stop                  stops it (call from the test's EXIT trap)
 #   http_test_begin             the preamble of an HTTP test: skips without
 #                               nginx; scratch dir $t, background pids in
@@ -35,7 +36,7 @@ daemon on;
 pid $NGINX_DIR/nginx.pid;
 error_log $NGINX_DIR/error.log;
 worker_processes 1;
-events { worker_connections 64; }
+events { worker_connections ${NGINX_CONNECTIONS:-64}; }
 http {
     access_log $NGINX_DIR/access.log;
     client_body_temp_path $NGINX_DIR/body;
