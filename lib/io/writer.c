@@ -203,7 +203,8 @@ static int g_flush(sk_shard_out *o, sk_error *err)
 }
 
 /* gather: appends iov to the buffer, writing it each time it fills (so
- * every write but a shard's last is SK_GATHER bytes at a multiple of it). */
+ * small appends go out in writes of SK_GATHER bytes; a large append
+ * between them is written as it is, see sk_shard_out_writev). */
 static int g_append(sk_shard_out *o, const struct iovec *iov, int iovcnt, sk_error *err)
 {
     if (!o->gbuf && !(o->gbuf = sk_xmalloc(SK_GATHER, err))) return SK_E_NOMEM;
