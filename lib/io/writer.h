@@ -39,8 +39,8 @@ typedef struct sk_shard_out {
 
 /* gather: plain shards written to a local file collect small appends
  * (under SK_GATHER / 4 bytes; larger ones are written as they come) in a
- * buffer of SK_GATHER bytes and write it whole, for an owner that appends a small sample at a time
- * (the sample writer): the kernel's cost of a buffered write is mostly per
+ * buffer of SK_GATHER bytes and write it whole, for an owner that appends
+ * a small sample at a time (the sample writer): the kernel's cost of a buffered write is mostly per
  * page cache page, and writes of 1 MiB get large pages where 15 KB writes
  * get 4 KiB ones (a third of the system time on ext4, when memory allows),
  * and one write call replaces dozens.  A write failure then surfaces at a
