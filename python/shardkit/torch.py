@@ -27,6 +27,13 @@ or worker count with every sample of the epoch read once across the runs.
         torch.save({"data": ds.state_dict(), ...}, path)
     # another job, any world size: ds.load_state_dict(saved["data"])
 
+Both also work under torchdata's StatefulDataLoader, without track():
+asked in a worker, state_dict() is that worker's own slot (StreamingDataset:
+its layout and the samples it handed out; IterableDataset: its reader's
+state), which load_state_dict() in the same worker of a loader with the
+same layout continues exactly (another layout: MismatchError; use the
+position of track() to change it).
+
 MapDataset: shardkit.Dataset (random access through the indexes) as a
 map-style torch Dataset, for any sampler (DistributedSampler included).
 
