@@ -353,10 +353,14 @@ class StreamingDataset(tud.IterableDataset):
                 it["yielded"] = int(slot["yielded"])
             self._it = it
             if it["yielded"] and not _skip_slot(r, it, p0):
+                self._slot_resume = None
                 return
             for sample in r:
                 it["yielded"] += 1   # before the yield: the fetcher has it
                 yield self.decode(sample) if self.decode else sample
+        # used up: iterating again (num_workers=0) reads from the start
+        # position, as after a plain position's resume
+        self._slot_resume = None
 
     def __len__(self) -> int:
         """Samples this rank reads in the epoch (from its start, or from the
