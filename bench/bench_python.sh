@@ -14,7 +14,8 @@
 # (the ctypes path, used where the extension is not built).
 # Env: BENCH_SAMPLES (default 20000), BENCH_RUNS (rounds, 3), BENCH_DIR,
 # BENCH_RANDOM (random reads, default BENCH_SAMPLES), BENCH_PY_GROUPS (the
-# groups to run, default "write random seq").
+# groups to run, default "write random seq"; "order": the global order
+# against webdataset's training pipeline).
 set -eu
 . "$(dirname "$0")/lib.sh"
 N=${BENCH_SAMPLES:-20000}
@@ -57,6 +58,8 @@ run_case() {
     sk-seq) measure py_sk_seq python3 "$PB" seq "$S" ;;
     tar-seq) measure py_tar_seq python3 "$PB" seq-tar "${shards[@]}" ;;
     wds-seq) measure py_wds_seq python3 "$PB" seq-wds "${shards[@]}" ;;
+    sk-order) measure py_sk_order python3 "$PB" order "$S" "$N" 1 ;;
+    wds-order) measure py_wds_order python3 "$PB" order-wds "$N" 1 "${shards[@]}" ;;
     esac
 }
 wds=; has webdataset && wds=1
@@ -88,6 +91,22 @@ row "shardkit.Reader, in order" "$N" sk-seq
 row "tarfile streaming iteration" "$N" tar-seq
 [ -z "$wds" ] || row "webdataset.WebDataset (real)" "$N" wds-seq
 fi
+# the order a training job reads in (issue 28): shardkit.torch's global
+# order (shards shuffled, samples shuffled in windows of 8 shards) against
+# webdataset's training pipeline (resampled shards, a 1,000-sample shuffle
+# buffer); only when webdataset imports (it needs torch, as shardkit.torch
+# does).  Not in the default groups: BENCH_PY_GROUPS=order.
+if want order; then
+    if [ -z "$wds" ]; then
+        echo "order: skipped: webdataset does not import (put its source on PYTHONPATH, docs/benchmarks.md)" >&2
+    else
+        interleave "$BENCH_RUNS" sk-order wds-order || exit 1
+        row "shardkit.torch.StreamingDataset, global order, window 8" "$N" sk-order
+        row "webdataset.WebDataset(resampled=True).shuffle(1000) (real)" "$N" wds-order
+        echo
+        echo "order: $(fmt_ratio "${I_WALL[wds-order]}" "${I_WALL[sk-order]}")x webdataset's samples/s (cpu $(fmt_ratio "${I_CPU[wds-order]}" "${I_CPU[sk-order]}")x; medians of wall and cpu seconds, imports included; load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)"
+    fi
+fi
 ratio() { # case anchor: "Xx (cpu Yx)"
     echo "$(fmt_ratio "${I_WALL[$2]}" "${I_WALL[$1]}")x (cpu $(fmt_ratio "${I_CPU[$2]}" "${I_CPU[$1]}")x)"
 }
@@ -107,8 +126,11 @@ loop() { # mode: median wall seconds of the work
 }
 lratio() { awk -v a="$(loop "$1")" -v b="$(loop "$2")" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", b / a; else printf "n/a" }'; }
 echo
+want order && [ -n "$wds" ] && echo "order, imports excluded (in-process medians): $(lratio order order-wds) webdataset"
+want write && want random && want seq &&
 echo "imports excluded (the work alone, in-process medians): writer $(lratio write write-tar) the tarfile re-creation${wds:+, $(lratio write write-wds) webdataset.ShardWriter};" \
      "random access ($ext) $(lratio random random-tar) the wids-style reader${wids:+, $(lratio random random-wids) wids}," \
      "ctypes $(lratio random-ctypes random-tar)${wids:+, $(lratio random-ctypes random-wids) wids}," \
      "in batches $(lratio random-batch random-tar)${wids:+, $(lratio random-batch random-wids) wids};" \
      "sequential $(lratio seq seq-tar) tarfile${wds:+, $(lratio seq seq-wds) webdataset}"
+exit 0

@@ -82,17 +82,19 @@ if [ "${BENCH_READER_PART:-all}" = order ]; then
         moto_start
         aws --endpoint-url "$MOTO_URL" s3 mb s3://bench >/dev/null
         aws --endpoint-url "$MOTO_URL" s3 cp --recursive --quiet "$S" s3://bench/r/
-        proxy_start "$MOTO_URL" "$BENCH_DIR/order-gets.log"
+        # every GET's Range logged (--cut-gets with a period never reached)
+        proxy_start "$MOTO_URL" "$BENCH_DIR/order-gets.log" --cut-gets 1000000000
         : >"$BENCH_DIR/order-gets.log"
-        rm -rf "$BENCH_DIR/order-cache"
+        # no --cache-dir: the reader's own private cache in $TMPDIR
         "$SK_BIN" cat --keys --global-order --shuffle-shards --shuffle-window 8 --seed 1 \
-            --cache-dir "$BENCH_DIR/order-cache" --endpoint-url "$PROXY_URL" s3://bench/r/manifest.json \
-            >"$BENCH_DIR/order-s3.keys"
+            --endpoint-url "$PROXY_URL" s3://bench/r/manifest.json >"$BENCH_DIR/order-s3.keys"
         n=$(wc -l <"$BENCH_DIR/order-s3.keys")
         gets=$(grep -Ec '^GET /bench/r/train-[0-9]+\.tar 206' "$BENCH_DIR/order-gets.log" || true)
+        got=$(sed -n 's|^GET /bench/r/train-[0-9]*\.tar 206.*bytes=\([0-9]*\)-\([0-9]*\).*|\1 \2|p' \
+            "$BENCH_DIR/order-gets.log" | awk '{ s += $2 - $1 + 1 } END { printf "%.0f", s }')
         idx=$(grep -Ec '^GET /bench/r/train-[0-9]+\.tar\.idx' "$BENCH_DIR/order-gets.log" || true)
         echo
-        echo "global order from ${SK_S3_SERVER:-moto}: $n samples, $gets ranged GETs of shards ($(awk -v g="$gets" -v n="$n" 'BEGIN {printf "%.4f", g / n}') a sample), $idx GETs of indexes"
+        echo "global order from ${SK_S3_SERVER:-moto}: $n samples, $gets ranged GETs of shards ($(awk -v g="$gets" -v n="$n" 'BEGIN {printf "%.4f", g / n}') a sample), $(awk -v b="$got" -v n="$n" -v t="$bytes" 'BEGIN {printf "%.0f bytes a sample, %.2fx the shards", b / n, b / t}'), $idx GETs of indexes"
         # samples/s from the server itself (no proxy), the two orders in turn
         local_runs=$BENCH_RUNS
         declare -A SW
@@ -100,10 +102,10 @@ if [ "${BENCH_READER_PART:-all}" = order ]; then
             BENCH_RUNS=1
             for k in stream global; do
                 flags=(--shuffle-shards --seed 1)
-                # the global order over S3 reads through a disk cache (a fresh one each run)
-                [ $k = global ] && flags+=(--global-order --shuffle-window 8 --cache-dir "$BENCH_DIR/order-cache")
-                measure "order_s3_$k" sh -c 'rm -rf "$1"; shift; exec "$@"' sh "$BENCH_DIR/order-cache" \
-                    "$SK_BIN" cat --keys "${flags[@]}" --endpoint-url "$MOTO_URL" s3://bench/r/manifest.json
+                # the global order over S3: its own private disk cache, fresh each run
+                [ $k = global ] && flags+=(--global-order --shuffle-window 8)
+                measure "order_s3_$k" "$SK_BIN" cat --keys "${flags[@]}" --endpoint-url "$MOTO_URL" \
+                    s3://bench/r/manifest.json
                 SW[$k]+=" $M_WALL"
             done
         done

@@ -26,6 +26,13 @@ importable, bench_python.sh times them too, with the modes marked "real").
   seq-tar SHARD...                         tarfile streaming iteration, the core
         of WebDataset's reader
   seq-wds SHARD...                         the real webdataset.WebDataset
+  order DIR N SEED                         shardkit.torch.StreamingDataset: the
+        global order (shards shuffled, samples shuffled within windows of 8
+        shards), N samples, every member read
+  order-wds N SEED SHARD...                the real webdataset pipeline for
+        training: WebDataset(shards, resampled=True, shardshuffle=False)
+        (resampled: shards drawn at random; shardshuffle is moot then)
+        with a 1,000-sample shuffle buffer, N samples
 Each prints "samples=N bytes=B".  With PB_LOOP_LOG set, a line "MODE WALL CPU"
 is appended to that file: the seconds of the work alone, timed after every
 package the mode uses is imported (the real webdataset and wids import
@@ -212,13 +219,38 @@ def seq_wds(argv):
     print("samples=%d bytes=%d" % (n, b))
 
 
+def order_sk(argv):
+    from shardkit.torch import StreamingDataset
+    n, b, want = 0, 0, int(argv[1])
+    for s in StreamingDataset(argv[0], seed=int(argv[2]), shuffle=True, shuffle_window=8):
+        b += sum(len(v) for k, v in s.items() if not k.startswith("__"))
+        n += 1
+        if n == want:
+            break
+    print("samples=%d bytes=%d" % (n, b))
+
+
+def order_wds(argv):
+    import webdataset as wds
+    n, b, want = 0, 0, int(argv[0])
+    ds = wds.WebDataset(argv[2:], resampled=True, shardshuffle=False, seed=int(argv[1])).shuffle(1000)
+    for s in ds:
+        b += sum(len(v) for k, v in s.items() if not k.startswith("__") and isinstance(v, bytes))
+        n += 1
+        if n == want:
+            break
+    print("samples=%d bytes=%d" % (n, b))
+
+
 MODES = {"write": write, "write-tar": write_tar, "write-wds": write_wds, "random": random_sk,
          "random-batch": random_sk_batch, "random-tar": random_tar,
-         "random-wids": random_wids, "seq": seq_sk, "seq-tar": seq_tar, "seq-wds": seq_wds}
+         "random-wids": random_wids, "seq": seq_sk, "seq-tar": seq_tar, "seq-wds": seq_wds,
+         "order": order_sk, "order-wds": order_wds}
 
 # The packages each mode imports, imported before its work is timed.
 IMPORTS = {"write": "shardkit", "random": "shardkit", "random-batch": "shardkit", "seq": "shardkit",
-           "write-wds": "webdataset", "seq-wds": "webdataset", "random-wids": "wids"}
+           "write-wds": "webdataset", "seq-wds": "webdataset", "random-wids": "wids",
+           "order": "shardkit.torch", "order-wds": "webdataset"}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in MODES:

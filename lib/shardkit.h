@@ -1180,8 +1180,11 @@ typedef struct sk_reader_options {
     int skip_errors;         /* a corrupt shard: report it through warn and go on
                                 with the next shard instead of failing */
     const char *cache_dir;   /* remote (s3://) shards are kept here, so later
-                                epochs read local disk; NULL: no cache */
-    uint64_t cache_size;     /* bytes the cache may hold; 0: no bound */
+                                epochs read local disk; NULL: no cache (the
+                                global order: a private one in $TMPDIR,
+                                removed at close; docs/reader.md) */
+    uint64_t cache_size;     /* bytes the cache may hold; 0: no bound (the
+                                private cache: two shuffle windows of shards) */
     void (*warn)(void *ctx, const char *msg); /* NULL: print to stderr */
     void *warn_ctx;
     const char *s3_endpoint; /* for s3:// shards; NULL: as sk_s3_config says

@@ -8,8 +8,10 @@
  * runs three independent streams at once to hide its 3-cycle latency (in
  * rounds of 3 x 4096, 3 x 1024 and 3 x 256 bytes, so members of a few KB
  * get them too), and the streams are joined with a carry-less "shift" by
- * multiplication in GF(2) (one pclmul where there is one); elsewhere a
- * slicing-by-8 table is used.  The same shift joins
+ * multiplication in GF(2) (one pclmul where there is one); where the CPU
+ * multiplies carry-less on 512-bit registers (VPCLMULQDQ), 512 bytes and
+ * more are folded 256 bytes a round instead, about twice as fast; elsewhere
+ * a slicing-by-8 table is used.  The same shift joins
  * CRCs of adjacent pieces computed by different threads (sk_crc32c_combine).
  */
 #include "shardkit.h"
@@ -71,6 +73,7 @@ static uint32_t gf2_multiply(uint32_t a, uint32_t b)
 #if defined(__x86_64__)
 #include <nmmintrin.h>
 #include <wmmintrin.h>
+#include <immintrin.h>
 
 /* The same product with one carry-less multiply: the 63-bit product,
  * shifted to align x^0, reduced by the crc32 instruction.  Joining the
@@ -170,10 +173,111 @@ static inline uint64_t crc_3way(uint64_t c0, const unsigned char **pp, size_t *p
     return c0;
 }
 
+/* x^e mod P, reflected, for any e (the folding constants below). */
+static uint32_t x_pow(uint64_t e)
+{
+    uint32_t result = 0x80000000u, base = 0x40000000u; /* x^0, x^1 */
+    for (; e; e >>= 1) {
+        if (e & 1) result = gf2_multiply(result, base);
+        base = gf2_multiply(base, base);
+    }
+    return result;
+}
+
+/* Folding, where the CPU multiplies 4 x 128 bits carry-less at once
+ * (VPCLMULQDQ on 512-bit registers): the crc32 instruction gives 8 bytes
+ * a cycle at best (three streams, above), folding 64 bytes a
+ * multiply-pair, so a member's check costs a fraction as much.  A 16-byte
+ * block A (reflected: its low 8 bytes, A_lo, are the higher-degree half)
+ * that F bytes of data follow is worth A x^(8F) = A_lo x^(8F+64) + A_hi
+ * x^(8F) mod P, a 96-bit value: two carry-less products with 32-bit
+ * constants, xor-ed into the block F bytes on.  A 64 x 32-bit product of
+ * reflected operands lands 33 bits off the 128-bit block's alignment, so
+ * the constants are x^(8F+64-33) and x^(8F-33).  The last block left is
+ * the message's remainder mod P: the crc32 instruction finishes it. */
+enum { FOLD_256, FOLD_192, FOLD_128, FOLD_64, FOLD_48, FOLD_32, FOLD_16, FOLD_N };
+static const unsigned fold_bytes[FOLD_N] = {256, 192, 128, 64, 48, 32, 16};
+static uint64_t fold_k[FOLD_N][2]; /* {for A_lo, for A_hi} */
+static int have_fold;
+/* below it the four blocks' joining costs more than folding saves */
+#define FOLD_MIN 512
+static pthread_once_t fold_once = PTHREAD_ONCE_INIT;
+
+static void fold_init(void)
+{
+    for (int i = 0; i < FOLD_N; i++) {
+        fold_k[i][0] = x_pow(8 * (uint64_t)fold_bytes[i] + 64 - 33);
+        fold_k[i][1] = x_pow(8 * (uint64_t)fold_bytes[i] - 33);
+    }
+    have_fold = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq") &&
+                __builtin_cpu_supports("pclmul");
+}
+
+__attribute__((target("avx512f,vpclmulqdq,pclmul,sse4.2"), always_inline))
+static inline __m512i fold512(__m512i a, __m512i k, __m512i next)
+{
+    /* 0x96: a three-way xor */
+    return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(a, k, 0x00),
+                                     _mm512_clmulepi64_epi128(a, k, 0x11), next, 0x96);
+}
+
+__attribute__((target("pclmul,sse4.2"), always_inline))
+static inline __m128i fold128(__m128i a, int i, __m128i next)
+{
+    __m128i k = _mm_set_epi64x((long long)fold_k[i][1], (long long)fold_k[i][0]);
+    return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00),
+                                       _mm_clmulepi64_si128(a, k, 0x11)), next);
+}
+
+/* At least 256 bytes: all but the last len % 16 of them (left in *pp,
+ * *plen for the caller's crc32 loop). */
+__attribute__((target("avx512f,vpclmulqdq,pclmul,sse4.2")))
+static uint64_t crc_fold(uint64_t c0, const unsigned char **pp, size_t *plen)
+{
+    const unsigned char *p = *pp;
+    size_t len = *plen;
+    __m512i k[4];
+    for (int i = 0; i < 4; i++)
+        k[i] = _mm512_broadcast_i32x4(_mm_set_epi64x((long long)fold_k[i][1],
+                                                     (long long)fold_k[i][0]));
+    /* the running CRC enters as an xor into the first 4 bytes */
+    __m512i x0 = _mm512_xor_si512(_mm512_loadu_si512(p),
+                                  _mm512_inserti32x4(_mm512_setzero_si512(),
+                                                     _mm_cvtsi32_si128((int)(uint32_t)c0), 0));
+    __m512i x1 = _mm512_loadu_si512(p + 64), x2 = _mm512_loadu_si512(p + 128),
+            x3 = _mm512_loadu_si512(p + 192);
+    p += 256;
+    len -= 256;
+    for (; len >= 256; p += 256, len -= 256) {
+        x0 = fold512(x0, k[FOLD_256], _mm512_loadu_si512(p));
+        x1 = fold512(x1, k[FOLD_256], _mm512_loadu_si512(p + 64));
+        x2 = fold512(x2, k[FOLD_256], _mm512_loadu_si512(p + 128));
+        x3 = fold512(x3, k[FOLD_256], _mm512_loadu_si512(p + 192));
+    }
+    x3 = fold512(x0, k[FOLD_192], x3);
+    x3 = fold512(x1, k[FOLD_128], x3);
+    x3 = fold512(x2, k[FOLD_64], x3);
+    for (; len >= 64; p += 64, len -= 64) x3 = fold512(x3, k[FOLD_64], _mm512_loadu_si512(p));
+    __m128i v = _mm512_extracti32x4_epi32(x3, 3);
+    v = fold128(_mm512_extracti32x4_epi32(x3, 0), FOLD_48, v);
+    v = fold128(_mm512_extracti32x4_epi32(x3, 1), FOLD_32, v);
+    v = fold128(_mm512_extracti32x4_epi32(x3, 2), FOLD_16, v);
+    for (; len >= 16; p += 16, len -= 16) v = fold128(v, FOLD_16, _mm_loadu_si128((const void *)p));
+    c0 = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(v));
+    c0 = _mm_crc32_u64(c0, (uint64_t)_mm_extract_epi64(v, 1));
+    *pp = p;
+    *plen = len;
+    return c0;
+}
+
 __attribute__((target("sse4.2,pclmul")))
 static uint32_t crc_hw(uint32_t crc, const unsigned char *p, size_t len)
 {
     uint64_t c0 = crc;
+    if (len >= FOLD_MIN) {
+        pthread_once(&fold_once, fold_init);
+        if (have_fold) c0 = crc_fold(c0, &p, &len);
+    }
     while (len && ((uintptr_t)p & 7)) {
         c0 = _mm_crc32_u8((uint32_t)c0, *p++);
         len--;

@@ -38,6 +38,13 @@ int sk_index_add_sample_members(sk_index_builder *b, const char *key, size_t key
                                 uint64_t stored_span, const sk_index_member_in *m, size_t n,
                                 sk_error *err);
 
+/* index.c: asks the CPU to fetch what sk_index_sample and sk_index_member
+ * will read of sample `ordinal` (a random sample's records are cache
+ * misses): stage 0 its record, stage 1 (the record fetched by then) its key
+ * and its members' records.  Reads nothing out of bounds; a prefetch of a
+ * bad ordinal does nothing. */
+void sk_index_prefetch(const sk_index *ix, uint64_t ordinal, int stage);
+
 /* index.c: SK_OK when the key order table is a permutation of the samples
  * sorted by key (verify --deep); else SK_E_CORRUPT saying where. */
 int sk_index_check_order(const sk_index *ix, sk_error *err);

@@ -502,6 +502,26 @@ int sk_index_sample(const sk_index *ix, uint64_t ordinal, sk_sample_ref *out, sk
     return string_at(ix, sk_get_le32(r + 32), (uint32_t)out->key_len, &out->key, err);
 }
 
+void sk_index_prefetch(const sk_index *ix, uint64_t ordinal, int stage)
+{
+    if (ordinal >= ix->nsamples) return;
+    const unsigned char *r = ix->samples + ordinal * IDX_SAMPLE;
+    if (stage == 0) {
+        __builtin_prefetch(r);
+        __builtin_prefetch(r + IDX_SAMPLE - 1);
+        return;
+    }
+    uint64_t key = sk_get_le32(r + 32), first = sk_get_le32(r + 40);
+    if (key < ix->nstrings) __builtin_prefetch(ix->strings + key);
+    if (first < ix->nmembers) {
+        const unsigned char *m = ix->members + first * IDX_MEMBER;
+        uint64_t n = sk_get_le32(r + 44);
+        if (n > ix->nmembers - first) n = ix->nmembers - first;
+        for (uint64_t i = 0; i < n * IDX_MEMBER; i += 64) __builtin_prefetch(m + i);
+        if (n) __builtin_prefetch(m + n * IDX_MEMBER - 1);
+    }
+}
+
 int sk_index_member(const sk_index *ix, uint64_t i, sk_member_ref *out, sk_error *err)
 {
     SK_FAIL_IF(i >= ix->nmembers, err, SK_E_NOTFOUND, "%s: no member #%llu", ix->path,

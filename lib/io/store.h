@@ -88,6 +88,8 @@ typedef struct sk_store_env {
      * bound) */
     const char *cache_dir;
     uint64_t cache_size;
+    int cache_temp; /* cache_dir is a job's private one (sk_store_cache_temp) */
+    int cache_ahead; /* sk_store_cache_opts.ahead */
     /* set (sk_store_env_windows): every remote store opened through this
      * env serves small reads at an offset from windows in this pool */
     sk_window_pool *windows;
@@ -177,9 +179,22 @@ typedef struct sk_store_cache_opts {
     uint64_t bound;
     uint32_t crc32c;
     int crc_known;
+    int temp; /* dir is a job's private cache (sk_store_cache_temp): files not fsync'd */
+    int ahead; /* a read at an offset fetches the missing blocks after it too, up to
+                  64 MiB in one streaming GET, each block usable as soon as it is in
+                  (a reader that will want them: the global order) */
 } sk_store_cache_opts;
 int sk_store_cache_open(sk_store **out, sk_store *inner, const sk_store_cache_opts *o,
                         sk_error *err);
+/* A job's private cache directory: $TMPDIR (else /tmp)/shardkit-cache-XXXXXX
+ * made by mkdtemp (mode 0700, a name that did not exist), *dir malloc'd,
+ * *avail the bytes free on its file system (0: not known); SK_E_IO naming
+ * the place and the cause when it cannot be made. */
+int sk_store_cache_temp(char **dir, uint64_t *avail, sk_error *err);
+/* Removes such a directory: the cache's files in it (its own name shapes
+ * only, links removed, never followed), then the directory, which stays
+ * when anything else is in it. */
+void sk_store_cache_temp_remove(const char *dir);
 
 /* store_window.c: a pool of read windows (memory / window of them, 2 ..
  * 65,536), shared by the stores that hold a reference; freed with the

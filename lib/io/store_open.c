@@ -65,7 +65,8 @@ int sk_store_open(sk_store **out, const char *url, sk_store_env *e, sk_error *er
     SK_GUARD(open_kind(out, url, e, err));
     if (!e || !sk_store_is_remote(url)) return SK_OK;
     if (e->cache_dir) {
-        sk_store_cache_opts co = {.dir = e->cache_dir, .bound = e->cache_size};
+        sk_store_cache_opts co = {.dir = e->cache_dir, .bound = e->cache_size, .temp = e->cache_temp,
+                                  .ahead = e->cache_ahead};
         SK_GUARD(sk_store_cache_open(out, *out, &co, err)); /* takes the store over */
     }
     return e->windows ? sk_store_window_open(out, *out, e->windows, err) : SK_OK;

@@ -47,7 +47,8 @@ int sk_gzstd_frames(const char *url, sk_store_env *env, uint64_t size, sk_zstd_f
     return rc;
 }
 
-int sk_gzstd_frame_at(const sk_zstd_frame *frames, size_t n, uint64_t c_off, uint64_t *d_off)
+/* The frame starting at c_off: its place in frames, or n. */
+static size_t frame_index(const sk_zstd_frame *frames, size_t n, uint64_t c_off)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
@@ -55,15 +56,46 @@ int sk_gzstd_frame_at(const sk_zstd_frame *frames, size_t n, uint64_t c_off, uin
         if (frames[mid].c_off < c_off) lo = mid + 1;
         else hi = mid;
     }
-    if (lo == n || frames[lo].c_off != c_off) return 0;
-    *d_off = frames[lo].d_off;
+    return lo < n && frames[lo].c_off == c_off ? lo : n;
+}
+
+int sk_gzstd_frame_at(const sk_zstd_frame *frames, size_t n, uint64_t c_off, uint64_t *d_off)
+{
+    size_t i = frame_index(frames, n, c_off);
+    if (i == n) return 0;
+    *d_off = frames[i].d_off;
+    return 1;
+}
+
+int sk_gzstd_frames_span(const sk_zstd_frame *frames, size_t n, uint64_t c_off, uint64_t c_len,
+                         uint64_t *d_len)
+{
+    uint64_t at = c_off, d = 0;
+    for (size_t i = frame_index(frames, n, c_off); i < n && at - c_off < c_len; i++) {
+        if (frames[i].c_off != at) return 0;
+        at += frames[i].c_size;
+        d += frames[i].d_size;
+    }
+    if (at - c_off != c_len) return 0;
+    *d_len = d;
     return 1;
 }
 
 int sk_gzstd_decompress(ZSTD_DCtx **dc, const unsigned char *src, size_t len, unsigned char *dst,
-                        size_t cap, const char *url, uint64_t c_off, sk_error *err)
+                        size_t cap, int whole, const char *url, uint64_t c_off, sk_error *err)
 {
     if (!*dc) SK_FAIL_IF(!(*dc = ZSTD_createDCtx()), err, SK_E_NOMEM, "out of memory");
+    if (whole) {
+        /* every frame of src, straight into dst: a frame that would give
+         * more than cap (its seek table lied, or a bomb) is an error */
+        size_t r = ZSTD_decompressDCtx(*dc, dst, cap, src, len);
+        SK_FAIL_IF(ZSTD_isError(r), err, SK_E_CORRUPT, "%s: zstd frames at offset %llu: %s", url,
+                   (unsigned long long)c_off, ZSTD_getErrorName(r));
+        SK_FAIL_IF(r != cap, err, SK_E_CORRUPT,
+                   "%s: the zstd frames at offset %llu (%zu bytes) give %zu bytes, not the %zu "
+                   "their seek table says", url, (unsigned long long)c_off, len, r, cap);
+        return SK_OK;
+    }
     ZSTD_DCtx_reset(*dc, ZSTD_reset_session_only);
     ZSTD_inBuffer in = {src, len, 0};
     ZSTD_outBuffer out = {dst, cap, 0};

@@ -58,6 +58,9 @@ int sk_gread_seek(sk_gread *g, const sk_reader_position *p, sk_error *err);
 /* Samples in the epoch, samples left for this slot from where it is. */
 uint64_t sk_gread_epoch_samples(const sk_gread *g);
 uint64_t sk_gread_slot_left(const sk_gread *g);
+/* The largest shard's bytes, as far as the manifest or the loaded
+ * indexes tell (0: none known). */
+uint64_t sk_gread_largest_shard(const sk_gread *g);
 /* Ranged reads made (the coalescing's measure). */
 uint64_t sk_gread_reads(const sk_gread *g);
 
@@ -70,10 +73,16 @@ int sk_gzstd_frames(const char *url, sk_store_env *env, uint64_t size, sk_zstd_f
  * 1 with *d_off, 0 when no frame starts there. */
 int sk_gzstd_frame_at(const sk_zstd_frame *frames, size_t n, uint64_t c_off, uint64_t *d_off);
 /* Exactly cap bytes decompressed from the stored bytes src (len, frames
- * from c_off) into dst, through *dc (made on first use); SK_E_CORRUPT
- * naming url and c_off when they give fewer or are not zstd. */
+ * from c_off) into dst, through *dc (made on first use): the first cap
+ * bytes, or with whole every frame of src, which must give cap bytes
+ * exactly; SK_E_CORRUPT naming url and c_off when they give other than
+ * that or are not zstd. */
 typedef struct ZSTD_DCtx_s ZSTD_DCtx;
 int sk_gzstd_decompress(ZSTD_DCtx **dc, const unsigned char *src, size_t len, unsigned char *dst,
-                        size_t cap, const char *url, uint64_t c_off, sk_error *err);
+                        size_t cap, int whole, const char *url, uint64_t c_off, sk_error *err);
+/* The tar bytes of the frames that tile stored bytes c_off..c_off+c_len
+ * exactly, as the seek table says: 1 with *d_len, else 0. */
+int sk_gzstd_frames_span(const sk_zstd_frame *frames, size_t n, uint64_t c_off, uint64_t c_len,
+                         uint64_t *d_len);
 
 #endif

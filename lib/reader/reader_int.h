@@ -72,6 +72,7 @@ struct cursor {
 struct sk_reader {
     sk_reader_options o;
     char *cache_dir, *s3_endpoint;
+    int temp_pid; /* cache_dir is the global order's private one, made by this process */
     sk_s3 *s3; /* one client for every s3:// shard, made when the list has one */
     sk_store_env env; /* what the shards' stores are opened with (r->s3, the HTTP client) */
     struct shard_ent *sh;

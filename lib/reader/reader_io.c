@@ -68,7 +68,7 @@ static int src_open(src *s, const sk_reader_stream_opts *o, int *cache_state, sk
     SK_FAIL_IF(!ss, err, SK_E_NOMEM, "out of memory");
     int rc = sk_store_open(&ss->store, o->url, o->env, err);
     if (!rc && o->cache_dir && sk_store_is_remote(o->url)) {
-        sk_store_cache_opts co = {o->cache_dir, o->cache_size, o->crc32c, o->crc_known};
+        sk_store_cache_opts co = {o->cache_dir, o->cache_size, o->crc32c, o->crc_known, 0, 0};
         rc = sk_store_cache_open(&ss->store, ss->store, &co, err); /* takes the store over */
     }
     if (!rc) rc = ss->store->ops->open_seq(ss->store, o->raw_offset, &ss->seq, err);

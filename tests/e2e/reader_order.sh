@@ -173,6 +173,27 @@ cmp <(gcat_all "$t/s3/many/manifest.json") \
     <(gcat_all --cache-dir "$t/cache" --endpoint-url "$PROXY_URL" s3://bkt/many/manifest.json) ||
     fail "S3 from the cache and local samples differ"
 ! grep -Eq '^GET /bkt/many/train-[0-9]+\.tar ' "$t/req.log" || fail "the cached blocks were fetched again"
+echo "== S3: no cache named: the reader's own private cache in \$TMPDIR, a block a GET, gone at close"
+# (before it: a ranged GET for nearly every sample, 12 minutes for 20,000
+# from a RADOS gateway)
+mkdir "$t/tmpd"
+cmp <(gcat_all "$t/s3/many/manifest.json") \
+    <(TMPDIR="$t/tmpd" gcat_all --endpoint-url "$PROXY_URL" s3://bkt/many/manifest.json) ||
+    fail "S3 through the private cache and local samples differ"
+# a batch of one sample (no neighbour to join): a GET a sample without a
+# cache (480 for the two readers order_grid runs, before), with it at most
+# one a shard each
+: >"$t/req.log"
+TMPDIR="$t/tmpd" grid --no-resume --points 1:0 --read-ahead 1 --endpoint "$PROXY_URL" \
+    s3://bkt/many/manifest.json >/dev/null
+tgets=$(grep -Ec '^GET /bkt/many/train-[0-9]+\.tar 20' "$t/req.log" || true)
+[ "$tgets" -ge 1 ] && [ "$tgets" -le 24 ] || fail "$tgets GETs of 12 small shards (240 samples, two readers) with no cache named"
+[ -z "$(ls -A "$t/tmpd")" ] || fail "the private cache was left behind: $(ls -A "$t/tmpd")"
+echo "== S3: a TMPDIR that cannot hold the private cache: refused by name, no sample"
+rc=0; out=$(TMPDIR="$t/no/such" gcat_all --endpoint-url "$PROXY_URL" s3://bkt/many/manifest.json \
+    2>&1 >"$t/none.out") || rc=$?
+[ $rc != 0 ] && grep -q "$t/no/such: cannot make" <<<"$out" && [ ! -s "$t/none.out" ] ||
+    fail "an unusable TMPDIR was not refused (rc $rc): $out"
 grep -Eq '^GET /bkt/(few|many)/train-[0-9]+\.tar 206' "$t/req.log.all" || fail "no ranged GET of a shard"
 rps=$(sed -n 's/.*reads_per_sample=\([0-9.]*\).*/\1/p' <<<"$s3few")
 awk -v r="$rps" 'BEGIN { exit !(r < 1) }' || fail "$rps GETs a sample: reads are not coalesced"

@@ -43,6 +43,25 @@ static void test_matches_definition_all_paths(void **state)
     free(buf);
 }
 
+/* The folding path (512 bytes and more where the CPU has VPCLMULQDQ):
+ * every tail it leaves (64-, 16-byte and byte steps), at every
+ * alignment, from a running CRC that is not zero. */
+static void test_folding_tails(void **state)
+{
+    (void)state;
+    size_t n = 4 * 4096 + 256;
+    unsigned char *buf = malloc(n + 64);
+    for (size_t i = 0; i < n + 64; i++) buf[i] = (unsigned char)(i * 40503u >> 5 ^ i);
+    size_t lens[] = {511, 512, 513, 527, 528, 575, 576, 767, 768, 1023, 1024, 1040, 1087,
+                     4096 + 64 + 48 + 15, 4 * 4096, n};
+    for (size_t a = 0; a < 64; a += 3)
+        for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+            uint32_t head = sk_crc32c(0, buf + a, 5);
+            assert_int_equal(sk_crc32c(head, buf + a + 5, lens[i]), crc_bitwise(buf + a, lens[i] + 5));
+        }
+    free(buf);
+}
+
 static void test_streaming_equals_one_shot(void **state)
 {
     (void)state;
@@ -75,6 +94,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_vectors),
         cmocka_unit_test(test_matches_definition_all_paths),
+        cmocka_unit_test(test_folding_tails),
         cmocka_unit_test(test_streaming_equals_one_shot),
         cmocka_unit_test(test_combine),
     };
