@@ -27,6 +27,13 @@ or worker count with every sample of the epoch read once across the runs.
         torch.save({"data": ds.state_dict(), ...}, path)
     # another job, any world size: ds.load_state_dict(saved["data"])
 
+Both also work under torchdata's StatefulDataLoader, without track():
+asked in a worker, state_dict() is that worker's own slot (StreamingDataset:
+its layout and the samples it handed out; IterableDataset: its reader's
+state), which load_state_dict() in the same worker of a loader with the
+same layout continues exactly (another layout: MismatchError; use the
+position of track() to change it).
+
 MapDataset: shardkit.Dataset (random access through the indexes) as a
 map-style torch Dataset, for any sampler (DistributedSampler included).
 
@@ -50,6 +57,7 @@ import torch.utils.data as tud
 
 from . import _lib
 from .dataset import Dataset as _Dataset
+from ._lib import ReaderPosition
 from .reader import Reader, position_info, state_info
 
 __all__ = ["IterableDataset", "MapDataset", "Stream", "StreamingDataset", "dist_info"]
@@ -127,8 +135,12 @@ class IterableDataset(tud.IterableDataset):
                 if st is not None and state_info(st)["epoch"] == self.epoch:
                     r.restore(st)
             for sample in r:
+                st = r.state()
+                # this process's own view (a StatefulDataLoader asks the
+                # dataset in the worker for it after each batch)
+                self._seen[state_info(st)["slot"]] = st
                 if self.resumable:
-                    sample[STATE_KEY] = r.state()
+                    sample[STATE_KEY] = st
                 yield self.decode(sample) if self.decode else sample
 
     # ---------------------------------------------------- main process side
@@ -150,7 +162,9 @@ class IterableDataset(tud.IterableDataset):
     def state_dict(self) -> Dict[str, Any]:
         """Where this rank's consumption stands: the epoch and, per reader
         (slot = rank x num_workers + worker), its state after the last
-        sample consumed from it.  Plain data: torch.save it."""
+        sample consumed from it.  Plain data: torch.save it.  Asked inside
+        a DataLoader worker (torchdata's StatefulDataLoader does, after each
+        batch), the worker's own reader's state after its last sample."""
         return {"epoch": self.epoch, "states": {int(k): bytes(v) for k, v in self._seen.items()}}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
@@ -251,7 +265,14 @@ class StreamingDataset(tud.IterableDataset):
         self.reader_args = args
         self._resume: Optional[bytes] = None   # the position iteration starts from
         self._consumed = 0                     # samples the rank consumed since then
+        self._tracked = False                  # _consumed counted by track()
         self._main: Optional[Reader] = None    # the main process's reader (positions)
+        # this process's own iteration (a DataLoader worker's, or the main
+        # process's with num_workers=0): its layout and the samples its slot
+        # yielded since _resume, for a StatefulDataLoader's per-worker state
+        self._it: Optional[Dict[str, Any]] = None
+        self._slot_resume: Optional[Dict[str, Any]] = None  # such a state, loaded
+        self._fallback: Optional[bytes] = None  # the position saved beside it
 
     def __getstate__(self) -> Dict[str, Any]:
         d = dict(self.__dict__)
@@ -262,11 +283,20 @@ class StreamingDataset(tud.IterableDataset):
         rank, world = dist_info(self.rank, self.world_size)
         return dict(rank=rank, world_size=world, worker=worker, num_workers=num_workers)
 
-    def _reader(self, worker: int, num_workers: int) -> Reader:
+    def _rank_world(self) -> Tuple[int, int]:
+        """rank and world size as the library resolves them."""
+        rank, world = dist_info(self.rank, self.world_size)
+        rank = int(os.environ.get("RANK", 0)) if rank is None else rank
+        world = int(os.environ.get("WORLD_SIZE", 1)) if world is None else world
+        return rank, world
+
+    def _reader(self, worker: int, num_workers: int,
+                start: Optional[bytes] = None) -> Reader:
+        start = self._resume if start is None else start
         r = Reader([x.url for x in self.streams], epoch=self.epoch,
                    **self._world(worker, num_workers), **self.reader_args)
-        if self._resume is not None and position_info(self._resume)["epoch"] == self.epoch:
-            r.seek(self._resume)
+        if start is not None and position_info(start)["epoch"] == self.epoch:
+            r.seek(start)
         return r
 
     def _main_reader(self) -> Reader:
@@ -280,17 +310,57 @@ class StreamingDataset(tud.IterableDataset):
         epoch = int(epoch)
         if epoch != self.epoch:
             self._resume, self._consumed = None, 0
+            self._it = self._slot_resume = self._fallback = None
             if self._main is not None:
                 self._main.close()
                 self._main = None
         self.epoch = epoch
 
-    def __iter__(self) -> Iterator[Any]:
+    def _layout(self) -> Dict[str, int]:
+        """This process's slot: what a per-worker state is valid for."""
         info = tud.get_worker_info()
-        worker, num_workers = (info.id, info.num_workers) if info else (0, 1)
-        with self._reader(worker, num_workers) as r:
+        rank, world = self._rank_world()
+        return {"rank": rank, "world_size": world,
+                "worker": info.id if info else 0,
+                "num_workers": info.num_workers if info else 1,
+                "batch_size": self.batch_size}
+
+    def __iter__(self) -> Iterator[Any]:
+        layout = self._layout()
+        slot, start = self._slot_resume, self._resume
+        if slot is not None and slot["epoch"] != self.epoch:
+            slot = None
+        if slot is not None and any(slot[k] != v for k, v in layout.items()):
+            if self._fallback is None:
+                raise _lib.MismatchError(_lib.SK_E_MISMATCH, (
+                    "shardkit.torch.StreamingDataset: this worker's saved state belongs to %s; "
+                    "this worker is %s: a StatefulDataLoader's state continues only the same "
+                    "layout (use the position of state_dict() counted by track() to resume "
+                    "into another one)") % (_layout_text(slot), _layout_text(layout)))
+            slot, start = None, self._fallback   # the main process's position: elastic
+        with self._reader(layout["worker"], layout["num_workers"], start) as r:
+            p0 = position_info(r.position(0))
+            it = dict(layout, epoch=self.epoch, yielded=0, base=start,
+                      fingerprint=p0["fingerprint"], samples=p0["samples"])
+            if slot is not None and slot["yielded"]:
+                if slot["fingerprint"] is not None and (slot["fingerprint"], slot["samples"]) != \
+                        (p0["fingerprint"], p0["samples"]):
+                    raise _lib.MismatchError(_lib.SK_E_MISMATCH, (
+                        "shardkit.torch.StreamingDataset: this worker's saved state belongs to "
+                        "another dataset or order (fingerprint %016x, %d samples; here %016x, "
+                        "%d)") % (slot["fingerprint"], slot["samples"], p0["fingerprint"],
+                                  p0["samples"]))
+                it["yielded"] = int(slot["yielded"])
+            self._it = it
+            if it["yielded"] and not _skip_slot(r, it, p0):
+                self._slot_resume = None
+                return
             for sample in r:
+                it["yielded"] += 1   # before the yield: the fetcher has it
                 yield self.decode(sample) if self.decode else sample
+        # used up: iterating again (num_workers=0) reads from the start
+        # position, as after a plain position's resume
+        self._slot_resume = None
 
     def __len__(self) -> int:
         """Samples this rank reads in the epoch (from its start, or from the
@@ -298,34 +368,88 @@ class StreamingDataset(tud.IterableDataset):
         r = self._main_reader()
         p = position_info(r.position(0))
         m = p["samples"] - p["consumed"]
-        rank, world = dist_info(self.rank, self.world_size)
-        rank = int(os.environ.get("RANK", 0)) if rank is None else rank
-        world = int(os.environ.get("WORLD_SIZE", 1)) if world is None else world
+        rank, world = self._rank_world()
         return m // world + (1 if rank < m % world else 0)
 
     def track(self, loader: Iterable[Any]) -> Iterator[Any]:
         """Iterates loader, counting the samples the loop consumed (a batch
         counts once the loop has it), for state_dict()."""
+        self._tracked = True
         for batch in loader:
             self._consumed += _count(batch)
             yield batch
 
     def state_dict(self) -> Dict[str, Any]:
-        """Where the epoch stands: every rank consumed as many samples as
-        this one (track() counted them).  Plain data: torch.save it; it
-        names no rank or worker."""
-        return {"epoch": self.epoch,
-                "position": self._main_reader().position(self._consumed)}
+        """Where the epoch stands.  In the main process "position": every
+        rank consumed as many samples as this one (track() counted them;
+        without track(), those this process's own iteration yielded, as
+        with num_workers=0); plain data that names no rank or worker.
+        Beside it, in a process that iterated the dataset itself (a
+        DataLoader worker, where torchdata's StatefulDataLoader asks after
+        each batch, or the main process with num_workers=0), "slot": that
+        iteration's layout and the samples its slot yielded, which
+        load_state_dict() continues exactly in the same layout."""
+        st: Dict[str, Any] = {"epoch": self.epoch}
+        info = tud.get_worker_info()
+        if info is None:
+            n = self._consumed if self._tracked or self._it is None else self._it["yielded"]
+            st["position"] = self._main_reader().position(n)
+        if self._it is not None:
+            st["slot"] = {k: v for k, v in self._it.items() if k != "epoch"}
+        elif info is not None:   # a worker before its first batch
+            st["slot"] = dict(self._layout(), yielded=0, base=self._resume,
+                              fingerprint=None, samples=None)
+        return st
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
-        """Continues from state_dict(), in any world size and workers: the
-        next iteration reads this rank's share of what is left."""
+        """Continues from state_dict(): with "slot" (a StatefulDataLoader's
+        per-worker state, or num_workers=0), exactly where that slot's
+        iteration stopped, in the same layout (rank, world size, worker,
+        num_workers, batch_size; else MismatchError, or the position when
+        the state has one); with only "position", in any world size and
+        workers: the next iteration reads this rank's share of what is
+        left."""
         self.set_epoch(int(state["epoch"]))
-        self._resume = bytes(state["position"])
-        self._consumed = 0
+        slot, pos = state.get("slot"), state.get("position")
+        self._fallback = bytes(pos) if pos is not None else None
+        if slot is not None:
+            self._slot_resume = dict(slot, epoch=self.epoch)
+            base = slot.get("base")
+            self._resume = bytes(base) if base is not None else None
+        else:
+            self._slot_resume = None
+            self._resume = self._fallback
+        self._consumed, self._tracked, self._it = 0, False, None
         if self._main is not None:
             self._main.close()
             self._main = None
+
+
+def _layout_text(d: Dict[str, Any]) -> str:
+    return "rank %d of world size %d, worker %d of %d, batch_size %d" % (
+        d["rank"], d["world_size"], d["worker"], d["num_workers"], d["batch_size"])
+
+
+def _skip_slot(r: Reader, it: Dict[str, Any], p0: Dict[str, int]) -> bool:
+    """Moves r (sought to the slot's base, p0 its position) past the
+    it["yielded"] samples its slot already handed out, without reading
+    them where it can: in the same layout a slot's samples come in rounds
+    of ranks x workers x batch_size positions, and seeking to a round's
+    start continues every slot's own sequence unchanged; the rest (less
+    than a batch) is read and dropped.  False when the slot has nothing
+    left."""
+    n = it["yielded"]
+    if n >= len(r):
+        return False
+    per_round = it["world_size"] * it["num_workers"] * it["batch_size"]
+    rounds = min(n // it["batch_size"], (p0["samples"] - p0["consumed"]) // per_round)
+    if rounds:
+        p = ReaderPosition.from_buffer_copy(r.position(0))
+        p.consumed += rounds * per_round
+        r.seek(bytes(p))
+    for _ in range(n - rounds * it["batch_size"]):
+        next(r)
+    return True
 
 
 def _count(batch: Any) -> int:

@@ -89,6 +89,37 @@ def test_resume_into_another_world(data, samples):
     assert sorted(first + rest) == sorted(s["__key__"] for s in samples)
 
 
+def test_state_of_own_iteration_without_track(data, samples):
+    # num_workers=0 and no track() (as torchdata's StatefulDataLoader with
+    # num_workers=0 uses it): state_dict() is what the loop took, per slot
+    # ("slot") and as a position; the same layout continues the slot, another
+    # world size continues from the position
+    keys = sorted(s["__key__"] for s in samples)
+    def make(r, world, batch):
+        return skt.StreamingDataset(data, rank=r, world_size=world, batch_size=batch, seed=5,
+                                    shuffle_window=2, decode=slim)
+    for stop, batch in ((1, 3), (2, 4), (4, 3)):
+        first, states = [], []
+        for r in range(2):
+            ds = make(r, 2, batch)
+            for i, b in enumerate(DataLoader(ds, batch_size=batch, num_workers=0)):
+                first += keys_of(b)
+                if i + 1 == stop:
+                    break
+            st = ds.state_dict()
+            assert st["slot"]["yielded"] == stop * batch and st["slot"]["world_size"] == 2
+            states.append(st)
+        same = [k for r in range(2) for k in run(_loaded(make(r, 2, batch), states[r]), 0, batch)]
+        assert sorted(first + same) == keys, (stop, batch)
+        other = [k for r in range(3) for k in run(_loaded(make(r, 3, 1), states[0]), 0, 1)]
+        assert sorted(first + other) == keys, (stop, batch)
+
+
+def _loaded(ds, state):
+    ds.load_state_dict(state)
+    return ds
+
+
 def test_a_position_of_other_data_is_refused(data, tmp_path):
     ds = skt.StreamingDataset(data, seed=1)
     st = ds.state_dict()
