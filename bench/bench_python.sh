@@ -110,13 +110,14 @@ fi
 ratio() { # case anchor: "Xx (cpu Yx)"
     echo "$(fmt_ratio "${I_WALL[$2]}" "${I_WALL[$1]}")x (cpu $(fmt_ratio "${I_CPU[$2]}" "${I_CPU[$1]}")x)"
 }
+# the summaries name the groups that ran (BENCH_PY_GROUPS may pick some)
+joined() { local out=$1; shift; for x; do out+="; $x"; done; echo "$out"; }
+parts=()
+want write && parts+=("writer: $(ratio sk-write tar-write) the tarfile re-creation${wds:+, $(ratio sk-write wds-write) webdataset.ShardWriter}")
+want random && parts+=("random access: $(ratio sk-random tar-random) the wids-style reader${wids:+, $(ratio sk-random wids-random) wids}, in batches $(ratio sk-random-batch tar-random)${wids:+, $(ratio sk-random-batch wids-random) wids}")
+want seq && parts+=("sequential: $(ratio sk-seq tar-seq) tarfile${wds:+, $(ratio sk-seq wds-seq) webdataset}")
 echo
-want write && want random && want seq &&
-echo "writer: $(ratio sk-write tar-write) the tarfile re-creation${wds:+, $(ratio sk-write wds-write) webdataset.ShardWriter};" \
-     "random access: $(ratio sk-random tar-random) the wids-style reader${wids:+, $(ratio sk-random wids-random) wids}," \
-     "in batches $(ratio sk-random-batch tar-random)${wids:+, $(ratio sk-random-batch wids-random) wids};" \
-     "sequential: $(ratio sk-seq tar-seq) tarfile${wds:+, $(ratio sk-seq wds-seq) webdataset}" \
-     "(medians of wall and cpu seconds; load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)"
+[ ${#parts[@]} -gt 0 ] && echo "$(joined "${parts[@]}") (medians of wall and cpu seconds; load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)"
 # The same runs with imports excluded: the real webdataset and wids import
 # torch (about a second), which the whole-process ratios above count as
 # their cost; a training job has torch loaded already, so these are the
@@ -127,10 +128,9 @@ loop() { # mode: median wall seconds of the work
 lratio() { awk -v a="$(loop "$1")" -v b="$(loop "$2")" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", b / a; else printf "n/a" }'; }
 echo
 want order && [ -n "$wds" ] && echo "order, imports excluded (in-process medians): $(lratio order order-wds) webdataset"
-want write && want random && want seq &&
-echo "imports excluded (the work alone, in-process medians): writer $(lratio write write-tar) the tarfile re-creation${wds:+, $(lratio write write-wds) webdataset.ShardWriter};" \
-     "random access ($ext) $(lratio random random-tar) the wids-style reader${wids:+, $(lratio random random-wids) wids}," \
-     "ctypes $(lratio random-ctypes random-tar)${wids:+, $(lratio random-ctypes random-wids) wids}," \
-     "in batches $(lratio random-batch random-tar)${wids:+, $(lratio random-batch random-wids) wids};" \
-     "sequential $(lratio seq seq-tar) tarfile${wds:+, $(lratio seq seq-wds) webdataset}"
+parts=()
+want write && parts+=("writer $(lratio write write-tar) the tarfile re-creation${wds:+, $(lratio write write-wds) webdataset.ShardWriter}")
+want random && parts+=("random access ($ext) $(lratio random random-tar) the wids-style reader${wids:+, $(lratio random random-wids) wids}, ctypes $(lratio random-ctypes random-tar)${wids:+, $(lratio random-ctypes random-wids) wids}, in batches $(lratio random-batch random-tar)${wids:+, $(lratio random-batch random-wids) wids}")
+want seq && parts+=("sequential $(lratio seq seq-tar) tarfile${wds:+, $(lratio seq seq-wds) webdataset}")
+[ ${#parts[@]} -gt 0 ] && echo "imports excluded (the work alone, in-process medians): $(joined "${parts[@]}")"
 exit 0
