@@ -555,18 +555,20 @@ static int by_place(const void *a, const void *b, void *items)
 }
 
 /* A buffer of a batch grown to hold n bytes, at least doubling, and kept:
- * a new buffer each batch would be fresh pages, a page fault every 4 KiB
- * (not sized for the largest batch at once: a slot that reads a few
- * samples would fault in and unmap megabytes it never uses). */
+ * a new buffer each batch would be fresh pages, a page fault every 4 KiB.
+ * Grown by realloc, which moves a large buffer's pages (mremap) rather
+ * than copying them: freed and allocated anew, every page already touched
+ * faulted again (the global order from S3 took 29,000 minor faults for
+ * 20,000 samples against 6,800 streaming, 7% of its CPU in them). */
 static int hold(unsigned char **p, size_t *cap, uint64_t n, sk_error *err)
 {
     SK_FAIL_IF(n > SIZE_MAX / 2, err, SK_E_NOMEM, "a batch of %llu bytes", (unsigned long long)n);
     if (n <= *cap) return SK_OK;
     size_t c = *cap * 2 > (64u << 10) ? *cap * 2 : (64u << 10);
     if (c < n) c = (size_t)n;
-    free(*p);
-    *cap = 0;
-    if (!(*p = sk_xmalloc(c, err))) return SK_E_NOMEM;
+    unsigned char *q = realloc(*p, c);
+    SK_FAIL_IF(!q, err, SK_E_NOMEM, "out of memory for a batch of %zu bytes", c);
+    *p = q;
     *cap = c;
     return SK_OK;
 }

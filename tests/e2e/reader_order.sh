@@ -189,6 +189,18 @@ TMPDIR="$t/tmpd" grid --no-resume --points 1:0 --read-ahead 1 --endpoint "$PROXY
 tgets=$(grep -Ec '^GET /bkt/many/train-[0-9]+\.tar 20' "$t/req.log" || true)
 [ "$tgets" -ge 1 ] && [ "$tgets" -le 24 ] || fail "$tgets GETs of 12 small shards (240 samples, two readers) with no cache named"
 [ -z "$(ls -A "$t/tmpd")" ] || fail "the private cache was left behind: $(ls -A "$t/tmpd")"
+if command -v strace >/dev/null; then
+    echo "== S3: a cached block's file is opened once, not once a sample"
+    # the same 240 one-sample batches: each read opened its block file
+    # again (about 500 opens, before), now kept open by the cache store
+    strace -f -qq -e trace=openat -o "$t/opens" env TMPDIR="$t/tmpd" "$SK_TOOLS/order_grid" \
+        --no-resume --points 1:0 --read-ahead 1 --endpoint "$PROXY_URL" s3://bkt/many/manifest.json \
+        >/dev/null || fail "order_grid under strace"
+    opens=$(grep -c '[0-9a-f]\{40\}\.skc"' "$t/opens" || true)
+    echo "$opens opens of block files"
+    [ "$opens" -ge 12 ] && [ "$opens" -le 100 ] ||
+        fail "$opens opens of block files for 12 one-block shards, 240 samples, two readers"
+fi
 echo "== S3: a TMPDIR that cannot hold the private cache: refused by name, no sample"
 rc=0; out=$(TMPDIR="$t/no/such" gcat_all --endpoint-url "$PROXY_URL" s3://bkt/many/manifest.json \
     2>&1 >"$t/none.out") || rc=$?
