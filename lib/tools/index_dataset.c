@@ -339,7 +339,7 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
     if (rc)
         ; /* said in err */
     else if (!rc && nremote && nremote < nshards && !o.no_manifest && !o.manifest)
-        rc = sk_error_set(err, SK_E_USAGE, "local and s3:// shards have no common place for "
+        rc = sk_error_set(err, SK_E_USAGE, "local and remote (s3://, http(s)://) shards have no common place for "
                           "a manifest: give -o or --no-manifest");
     else if (!rc && o.manifest && sk_store_is_remote(o.manifest) && nremote < nshards)
         rc = sk_error_set(err, SK_E_USAGE, "%s: a manifest in S3 cannot name local shards",
