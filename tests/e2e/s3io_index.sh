@@ -106,6 +106,6 @@ step "errors: nothing under a prefix, several buckets, no client for a local man
 expect_fail 1 "s3://dset/none/: no .tar, .tar.zst, .tar.gz, .tgz, .tar.bz2 or .tar.xz objects under it" "${I[@]}" s3://dset/none/
 aws s3 cp --quiet "$T/p/t-000.tar" s3://other/t.tar
 expect_fail 2 "several buckets" "${I[@]}" s3://dset/p/t-000.tar s3://other/t.tar
-expect_fail 2 "local and s3:// shards" "${I[@]}" s3://other/t.tar "$T/loc/p/t-000.tar"
+expect_fail 2 "local and remote (s3://, http(s)://) shards" "${I[@]}" s3://other/t.tar "$T/loc/p/t-000.tar"
 expect_fail 2 "wids" "${I[@]}" --wids s3://other/t.tar
 echo "s3io_index: ok"
