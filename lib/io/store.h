@@ -186,15 +186,28 @@ typedef struct sk_store_cache_opts {
 } sk_store_cache_opts;
 int sk_store_cache_open(sk_store **out, sk_store *inner, const sk_store_cache_opts *o,
                         sk_error *err);
-/* A job's private cache directory: $TMPDIR (else /tmp)/shardkit-cache-XXXXXX
- * made by mkdtemp (mode 0700, a name that did not exist), *dir malloc'd,
- * *avail the bytes free on its file system (0: not known); SK_E_IO naming
- * the place and the cause when it cannot be made. */
+/* Whether a name in a cache directory is one the cache makes (HASH.skc,
+ * or a temporary of one): the only names removed from a private cache. */
+int sk_store_cache_own(const char *name);
+/* The cache's estimate of dir's size is dropped (dir was removed). */
+void sk_store_cache_forget(const char *dir);
+
+/* cache_private.c: a job's private cache directory: $TMPDIR (else
+ * /tmp)/shardkit-cache-XXXXXX made by mkdtemp (mode 0700, a name that did
+ * not exist), marked live (a marker file locked with flock until
+ * sk_store_cache_temp_remove) after the stale ones of killed jobs there
+ * were swept; *dir malloc'd, *avail the bytes free on its file system (0:
+ * not known); SK_E_IO naming the place and the cause when it cannot be
+ * made. */
 int sk_store_cache_temp(char **dir, uint64_t *avail, sk_error *err);
 /* Removes such a directory: the cache's files in it (its own name shapes
- * only, links removed, never followed), then the directory, which stays
- * when anything else is in it. */
+ * only, links removed, never followed) and the marker, then the
+ * directory, which stays when anything else is in it; then its lock. */
 void sk_store_cache_temp_remove(const char *dir);
+/* Removes the private caches under base that no live job holds (this
+ * user's directories with an unlocked marker written on this machine),
+ * the same way, a bounded number of entries a call; how many went whole. */
+size_t sk_store_cache_temp_sweep(const char *base);
 
 /* store_window.c: a pool of read windows (memory / window of them, 2 ..
  * 65,536), shared by the stores that hold a reference; freed with the

@@ -31,9 +31,10 @@
  * one by one as they come.  Threads reading one store at once fetch a
  * block once: a read that needs a block another is fetching waits for it.
  *
- * A job's private cache (sk_store_cache_temp) is a directory mkdtemp makes
- * under $TMPDIR, removed by sk_store_cache_temp_remove: the global order
- * reads remote shards through one when the user names no cache.
+ * A job's private cache (cache_private.c) is a directory mkdtemp makes
+ * under $TMPDIR, removed at the job's end by the names this file makes
+ * (sk_store_cache_own): the global order reads remote shards through one
+ * when the user names no cache.
  *
  * Derived this way a cache path never leaves the cache (URLs are
  * untrusted: "s3://b/x/../../../a.tar" is a valid key), and the directory
@@ -50,7 +51,6 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define CACHE_SUFFIX ".skc"
@@ -668,44 +668,14 @@ static int is_cache_tmp(const char *name)
     return 1;
 }
 
-int sk_store_cache_temp(char **dir, uint64_t *avail, sk_error *err)
+int sk_store_cache_own(const char *name)
 {
-    const char *base = getenv("TMPDIR");
-    if (!base || !*base) base = "/tmp";
-    *dir = NULL;
-    char *p;
-    SK_FAIL_IF(asprintf(&p, "%s/shardkit-cache-XXXXXX", base) < 0, err, SK_E_NOMEM, "out of memory");
-    /* mkdtemp: a new name, mode 0700, made by this call (never one planted
-     * there: it fails on a name that exists, links included) */
-    if (!mkdtemp(p)) {
-        int e = errno;
-        free(p);
-        return sk_error_set(err, SK_E_IO, "%s: cannot make the reader's temporary cache there (%s); "
-                            "set TMPDIR to a writable directory or give a cache directory "
-                            "(--cache-dir)", base, strerror(e));
-    }
-    struct statvfs vf;
-    *avail = statvfs(p, &vf) == 0 ? (uint64_t)vf.f_bavail * vf.f_frsize : 0;
-    *dir = p;
-    return SK_OK;
+    return is_cache_name(name) || is_cache_tmp(name);
 }
 
-void sk_store_cache_temp_remove(const char *dir)
+void sk_store_cache_forget(const char *dir)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return;
-    }
-    /* only the cache's own names: a file of any other name (put there by
-     * someone else) stays, and so does the directory then */
-    for (struct dirent *de; (de = readdir(d));)
-        if (is_cache_name(de->d_name) || is_cache_tmp(de->d_name)) unlinkat(dirfd(d), de->d_name, 0);
-    closedir(d);
-    rmdir(dir);
-    pthread_mutex_lock(&walk_mu); /* the estimate was of this directory */
+    pthread_mutex_lock(&walk_mu);
     if (est_dir && !strcmp(est_dir, dir)) {
         free(est_dir);
         est_dir = NULL;
