@@ -11,11 +11,13 @@
 # sequence as the local copy (the local grid proved the order; S3 proves
 # the store hands it out), and the ranged GETs a sample made (coalesced
 # neighbours: one GET for several).  Hostile shards and indexes are
-# refused by name.
+# refused by name.  The private cache of a reader killed with SIGKILL is
+# swept by the next reader's start; a live reader's is not touched.
 set -euo pipefail
 . "$SK_ROOT/tests/helpers/moto.sh"
 t=$(mktemp -d)
-trap 'moto_stop; rm -rf "$t"' EXIT
+spid= # a stalled reader of the private cache steps, stopped with the script
+trap '[ -z "$spid" ] || kill -9 $spid 2>/dev/null; moto_stop; rm -rf "$t"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 grid() { "$SK_TOOLS/order_grid" "$@" || fail "order_grid $*"; }
 seq_of() { sed -n 's/.*sequence=\([0-9a-f]*\).*/\1/p' <<<"$1"; }
@@ -180,6 +182,55 @@ mkdir "$t/tmpd"
 cmp <(gcat_all "$t/s3/many/manifest.json") \
     <(TMPDIR="$t/tmpd" gcat_all --endpoint-url "$PROXY_URL" s3://bkt/many/manifest.json) ||
     fail "S3 through the private cache and local samples differ"
+echo "== S3: a private cache a SIGKILLed reader left goes at the next start; a live one stays"
+# a reader whose output nobody reads (4 MB into a pipe of 64 KiB) stops
+# mid-epoch with blocks in its private cache: killed (-9: no cleanup runs),
+# or live while other readers start
+stalled() { # FIFO: starts the reader writing into it; its pid in $spid
+    mkfifo "$1"
+    # (the binary itself, not a function: $! is then its pid, which kill -9 kills)
+    TMPDIR="$t/tmpd" "$SK_BIN" cat --global-order --shuffle-shards --shuffle-window 2 --seed 3 \
+        --endpoint-url "$PROXY_URL" s3://bkt/many/manifest.json >"$1" &
+    spid=$!
+}
+cache_of() { # the private cache of $1 (not $2) once it holds a block
+    local d
+    for _ in $(seq 200); do
+        for d in "$t"/tmpd/shardkit-cache-*; do
+            [ "$d" != "${2:-}" ] && [ "$d" != "$t/tmpd/shardkit-cache-old123" ] &&
+                compgen -G "$d/*.skc" >/dev/null && { echo "$d"; return; }
+        done
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.05
+    done
+    fail "no private cache with a block appeared"
+}
+# an older shardkit's cache (no marker): never the sweep's
+mkdir "$t/tmpd/shardkit-cache-old123" && echo old >"$t/tmpd/shardkit-cache-old123/$(printf '%040d' 0).skc"
+stalled "$t/fa"
+exec 5<"$t/fa" # open, never read
+adir=$(cache_of $spid)
+kill -9 $spid && { wait $spid 2>/dev/null || true; }
+exec 5<&-
+compgen -G "$adir/*.skc" >/dev/null || fail "the killed reader left no cache: the test killed nothing"
+stalled "$t/fb"
+exec 6<"$t/fb"
+bpid=$spid
+bdir=$(cache_of $bpid "$adir")
+[ ! -e "$adir" ] || fail "the SIGKILLed reader's cache was not swept by the next start: $(ls -A "$adir")"
+[ -s "$t/tmpd/shardkit-cache-old123/$(printf '%040d' 0).skc" ] || fail "a cache without the marker was swept"
+ls "$bdir" >"$t/b.before"
+TMPDIR="$t/tmpd" "$SK_BIN" cat --keys --global-order s3://bkt/few/manifest.json --endpoint-url "$PROXY_URL" \
+    >/dev/null || fail "a reader started beside a live one"
+ls "$bdir" >"$t/b.after"
+[ -z "$(comm -23 "$t/b.before" "$t/b.after")" ] ||
+    fail "a live reader's cache lost files to another's start: $(comm -23 "$t/b.before" "$t/b.after")"
+cmp <(gcat_all "$t/s3/many/manifest.json") <(cat <&6) || fail "the live reader's samples differ"
+exec 6<&-
+wait $bpid || fail "the live reader failed"
+spid=
+[ ! -e "$bdir" ] || fail "the live reader's cache was left at close"
+rm -r "$t/tmpd/shardkit-cache-old123"
 # a batch of one sample (no neighbour to join): a GET a sample without a
 # cache (480 for the two readers order_grid runs, before), with it at most
 # one a shard each
