@@ -13,12 +13,12 @@
  * the lock dies with the process whatever kills it (a pid file would be
  * wrong once the pid is reused), and a directory whose marker's lock can
  * be taken is one no live job uses.  A job making a private cache first
- * sweeps $TMPDIR: each shardkit-cache-* that is a directory (never a link
- * followed) of this user, holding a regular-file marker written on this
- * machine (or on an earlier boot of this host) whose lock it takes, loses
- * the cache's own file names (store_cache.c's: HASH.skc and their
- * temporaries), then the marker, then the directory if that left it
- * empty.  Nothing else is ever unlinked: a directory without the marker
+ * sweeps $TMPDIR: each shardkit-cache-XXXXXX (mkdtemp's shape) that is a
+ * directory (never a link followed) of this user, holding a regular-file
+ * marker written on this machine (or on an earlier boot of this host)
+ * whose lock it takes, loses the cache's own file names (store_cache.c's:
+ * HASH.skc and their temporaries), then the marker, then the directory if
+ * that left it empty.  Nothing else is ever unlinked: a directory without the marker
  * (an older shardkit's, or anyone else's) is left alone, and so is a file
  * of another name inside a marked one.
  *
@@ -136,6 +136,17 @@ static int marker_here(int fd, const struct here *h)
     return (h->boot[0] && !strcmp(h->boot, mboot)) || (h->host[0] && !strcmp(h->host, mhost));
 }
 
+/* Whether a name in $TMPDIR has mkdtemp's shape for a private cache:
+ * PREFIX and six letters or digits. */
+static int is_private_name(const char *name)
+{
+    size_t n = strlen(PREFIX);
+    if (strncmp(name, PREFIX, n) || strlen(name) != n + 6) return 0;
+    for (const char *c = name + n; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'))) return 0;
+    return 1;
+}
+
 /* Whether a name inside a private cache is shardkit's: the cache's files
  * and the marker (under either of its names). */
 static int own_name(const char *name)
@@ -212,7 +223,7 @@ size_t sk_store_cache_temp_sweep(const char *base)
     whoami(&h);
     for (struct dirent *de; names < SWEEP_NAMES && dirs < SWEEP_DIRS && b.files && now_ns() <= b.until; names++) {
         if (!(de = readdir(d))) break;
-        if (strncmp(de->d_name, PREFIX, strlen(PREFIX)) || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+        if (!is_private_name(de->d_name) || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
             continue;
         dirs++;
         swept += (size_t)sweep_one(dirfd(d), de->d_name, &h, &b);
