@@ -4,9 +4,11 @@
  * process or another) stays whole; two jobs starting at once never lose
  * each other's files; the sweep is bounded (a later start finishes); and
  * nothing shardkit did not make is removed: a shardkit-cache-* link to a
- * directory, a directory of another user, one without the marker, a
- * marker of another host, a FIFO in the marker's place, and a foreign
- * file inside a stale cache all stay. */
+ * directory, a directory of another user, one without the marker, one
+ * whose name is not mkdtemp's, a marker of another host, a FIFO or a link
+ * in the marker's place, and inside a stale cache a foreign file, a
+ * directory with a block's name and what a link with a block's name
+ * points to all stay. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -25,6 +27,8 @@
 #define HEX40 "0123456789abcdef0123456789abcdef01234567"
 #define BLOCK HEX40 ".skc"
 #define BLOCK_TMP "." HEX40 ".skc.77.tmp"
+#define HEX40B "fedcba9876543210fedcba9876543210fedcba98"
+#define HEX40C "00112233445566778899aabbccddeeff00112233"
 
 static char base[] = "/tmp/test_cache_sweep.XXXXXX";
 
@@ -192,6 +196,21 @@ static void hostile_spared(void **state)
     /* a stale cache with a foreign file: the cache's files go, the rest stays */
     char *foreign = killed_cache();
     put(foreign, "notes.txt", "not shardkit's");
+    /* and in it, a link with a cache name to a file outside, and a
+     * directory with a cache name holding a file */
+    char lk[600], sub[600];
+    put(base, "precious", "precious");
+    snprintf(lk, sizeof lk, "%s/" HEX40B ".skc", foreign);
+    snprintf(p, sizeof p, "%s/precious", base);
+    assert_int_equal(symlink(p, lk), 0);
+    snprintf(sub, sizeof sub, "%s/" HEX40C ".skc", foreign);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    put(sub, "inner.txt", "inside a directory named like a block");
+    /* a name not of mkdtemp's shape, though its marker is a stale one's */
+    snprintf(p, sizeof p, "%s/shardkit-cache-longername", base);
+    assert_int_equal(mkdir(p, 0700), 0);
+    copy_marker(victim, p);
+    put(p, BLOCK, "a block under another name");
     /* another user's stale cache (when this test can give it away) */
     char *other = killed_cache();
     struct passwd *nobody = getpwnam("nobody");
@@ -227,6 +246,16 @@ static void hostile_spared(void **state)
     assert_false(there(foreign, BLOCK));          /* the cache's files go, */
     assert_false(there(foreign, BLOCK_TMP));
     assert_false(there(foreign, ".shardkit-live")); /* and the marker: not looked at again */
+    assert_false(there(foreign, HEX40B ".skc"));    /* the link went, */
+    char text[32] = "";
+    snprintf(p, sizeof p, "%s/precious", base);
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(text, sizeof text, f));
+    fclose(f);
+    assert_string_equal(text, "precious"); /* never what it named */
+    assert_true(there(foreign, HEX40C ".skc/inner.txt"));
+    assert_true(there(base, "shardkit-cache-longername/" BLOCK));
     if (chowned)
         assert_true(there(other, BLOCK) && there(other, BLOCK_TMP) && there(other, ".shardkit-live"));
     free(stale);
