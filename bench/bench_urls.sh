@@ -44,7 +44,7 @@ trap stop_all EXIT
 (cd "$src" && find p -name '*.jpg' | sort) | sed "s|^|$NGINX_URL/|" >"$BENCH_DIR/urls-$N.txt"
 L=$BENCH_DIR/urls-$N.txt
 if [ "$TLS" != 0 ]; then
-    http_url=$NGINX_URL
+    http_url=$NGINX_URL http_port=$NGINX_PORT
     NGINX_TLS=1 NGINX_CONNECTIONS=$((2 * C + 16)) NGINX_EXTRA='keepalive_requests 100000;' nginx_start "$src" ||
         bench_die "nginx (https) did not start"
     tls_dir=$NGINX_DIR
@@ -54,7 +54,7 @@ if [ "$TLS" != 0 ]; then
         cp "$NGINX_CA" "$BENCH_DIR/urls-ca.pem"
     # shardkit takes CURL_CA_BUNDLE before SSL_CERT_FILE: one file for both
     tls_env=(env -u CURL_CA_BUNDLE -u SSL_CERT_DIR "SSL_CERT_FILE=$BENCH_DIR/urls-ca.pem")
-    NGINX_URL=$http_url
+    NGINX_URL=$http_url NGINX_PORT=$http_port # the latency proxy's way to the plain server
 fi
 if [ "$LAT" != 0 ]; then
     # what a client sends reaches nginx LAT ms later; answers are not held

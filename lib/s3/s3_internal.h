@@ -49,7 +49,7 @@ typedef struct sk_curl_api {
 extern sk_curl_api sk_curl;
 /* tls_trust.c: peer and host name checks on for c, against the CA bundle
  * the environment names (AWS_CA_BUNDLE for an S3 endpoint, CURL_CA_BUNDLE,
- * SSL_CERT_FILE, SSL_CERT_DIR), else libcurl's default store.  Set after
+ * SSL_CERT_FILE; else SSL_CERT_DIR), else libcurl's default bundle.  Set after
  * every curl_easy_reset. */
 void sk_curl_trust(CURL *c, int s3_endpoint);
 /* SK_E_IO naming the variable and the file when the bundle it names cannot

@@ -9,8 +9,8 @@
  * server signed by an internal CA needs another, and users already name
  * one in the environment for the other tools they run on the same data:
  * AWS_CA_BUNDLE for the aws cli (S3 endpoints only, as there), then
- * CURL_CA_BUNDLE (curl, Python requests) and SSL_CERT_FILE / SSL_CERT_DIR
- * (OpenSSL, Python's ssl module).  A named file that cannot be read fails
+ * CURL_CA_BUNDLE (curl, Python requests), then SSL_CERT_FILE (OpenSSL,
+ * Python's ssl module); SSL_CERT_DIR when none of them names a file.  A named file that cannot be read fails
  * every https request with curl's message naming it; checks are never
  * turned off.
  */
@@ -42,9 +42,16 @@ void sk_curl_trust(CURL *c, int s3_endpoint)
 {
     sk_curl.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
     sk_curl.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-    const char *var, *file = bundle(s3_endpoint, &var), *dir = env_path("SSL_CERT_DIR");
+    const char *var, *file = bundle(s3_endpoint, &var);
     if (file) sk_curl.easy_setopt(c, CURLOPT_CAINFO, file);
-    if (dir) sk_curl.easy_setopt(c, CURLOPT_CAPATH, dir);
+    /* A directory only when no file is named.  libcurl keeps the store it
+     * builds from a file for the next connection, but builds it afresh for
+     * every connection when a directory is set too (Debian's libcurl sets
+     * /etc/ssl/certs by default, the same certificates as its bundle), and
+     * OpenSSL 3 takes ~30 ms of CPU to parse the system bundle's ~150
+     * certificates: 64 connections to a URL list's hosts or to S3 paid it
+     * 64 times. */
+    sk_curl.easy_setopt(c, CURLOPT_CAPATH, file ? NULL : env_path("SSL_CERT_DIR"));
 }
 
 int sk_curl_trust_check(int s3_endpoint, sk_error *err)

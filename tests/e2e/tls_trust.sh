@@ -5,9 +5,10 @@
 # serving a packed dataset and photos, and in front of moto_server for S3.
 #   - untrusted: cat, pack --from-urls (each row) and S3 fail naming the
 #     URL and the certificate problem; never read unchecked;
-#   - SSL_CERT_FILE, SSL_CERT_DIR, CURL_CA_BUNDLE (before SSL_CERT_FILE)
-#     and, for S3 endpoints only, AWS_CA_BUNDLE (before both) make it
-#     trusted: the bytes equal the local ones;
+#   - SSL_CERT_FILE, CURL_CA_BUNDLE (before SSL_CERT_FILE), for S3
+#     endpoints only AWS_CA_BUNDLE (before both), and SSL_CERT_DIR when no
+#     file is named make it trusted: the bytes equal the local ones;
+#   - the system bundle is read once a run, not once a connection;
 #   - a bundle that cannot be read stops the run at the start, naming the
 #     variable and the file; a trusted certificate for another host name
 #     (https://localhost/ on a certificate for 127.0.0.1) is refused.
@@ -45,8 +46,9 @@ SSL_CERT_FILE=$T/other.pem expect_fail 1 "self-signed certificate" sk cat "$U/ds
 step "SSL_CERT_FILE, SSL_CERT_DIR, CURL_CA_BUNDLE: trusted, the same bytes"
 SSL_CERT_FILE=$CA sk cat "$U/ds/manifest.json" | cmp -s - "$T/local.tar" || die "SSL_CERT_FILE: cat differs"
 mkdir "$T/certs" && cp "$CA" "$T/certs/" && openssl rehash "$T/certs" 2>/dev/null || die "openssl rehash failed"
-SSL_CERT_FILE=$T/other.pem SSL_CERT_DIR=$T/certs sk cat "$U/ds/manifest.json" | cmp -s - "$T/local.tar" ||
-    die "SSL_CERT_DIR: cat differs"
+SSL_CERT_DIR=$T/certs sk cat "$U/ds/manifest.json" | cmp -s - "$T/local.tar" || die "SSL_CERT_DIR: cat differs"
+# a named file is the whole trust: the directory is then not read
+SSL_CERT_FILE=$T/other.pem SSL_CERT_DIR=$T/certs expect_fail 1 "self-signed certificate" sk cat "$U/ds/manifest.json"
 CURL_CA_BUNDLE=$CA SSL_CERT_FILE=$T/other.pem sk cat "$U/ds/manifest.json" | cmp -s - "$T/local.tar" ||
     die "CURL_CA_BUNDLE: cat differs"
 CURL_CA_BUNDLE=$T/other.pem SSL_CERT_FILE=$CA expect_fail 1 "self-signed certificate" \
@@ -79,6 +81,17 @@ while read -r url; do
     cmp -s "$T/x/$(printf '%09d' $i).jpg" "$T/www/img/${url##*/}" || die "row $i: the image differs from $url"
     i=$((i + 1))
 done <"$T/list.txt"
+
+step "the bundle is read once a run, not once a connection"
+need strace
+cp "$CA" "$T/bundle.pem"
+SSL_CERT_FILE=$T/bundle.pem SSL_CERT_DIR=$T/certs strace -f -e trace=open,openat,connect -o "$T/strace" \
+    "$SK_BIN" pack --from-urls "$T/list.txt" -o "$T/u2/%05d.tar" --concurrency 8 --per-host 8 \
+    --allow-private-addresses -q || die "pack under strace failed"
+conns=$(grep -c "connect(.*htons($NGINX_PORT)" "$T/strace")
+[ "$conns" -ge 2 ] || die "want several connections to nginx, saw $conns"
+assert_eq "$(grep -c "bundle.pem\", O_RDONLY" "$T/strace")" 1 "opens of the CA bundle by $conns connections"
+cmp -s "$T/u1/00000.tar" "$T/u2/00000.tar" || die "the shards of two trusted runs differ"
 
 step "S3 over https: AWS_CA_BUNDLE first for the endpoint"
 export AWS_ENDPOINT_URL=$U
