@@ -18,9 +18,9 @@
  * marker written on this machine (or on an earlier boot of this host)
  * whose lock it takes, loses the cache's own file names (store_cache.c's:
  * HASH.skc and their temporaries), then the marker, then the directory if
- * that left it empty.  Nothing else is ever unlinked: a directory without the marker
- * (an older shardkit's, or anyone else's) is left alone, and so is a file
- * of another name inside a marked one.
+ * that left it empty.  Nothing else is ever unlinked: a directory without
+ * the marker (an older shardkit's, or anyone else's) is left alone, and
+ * so is a file of another name inside a marked one.
  *
  * Two jobs starting at once: the marker is written and locked under a
  * name the sweep never opens (LIVE_NEW) and renamed to LIVE once locked,
@@ -221,7 +221,8 @@ size_t sk_store_cache_temp_sweep(const char *base)
     struct budget b = {SWEEP_FILES, now_ns() + SWEEP_NS};
     struct here h;
     whoami(&h);
-    for (struct dirent *de; names < SWEEP_NAMES && dirs < SWEEP_DIRS && b.files && now_ns() <= b.until; names++) {
+    for (struct dirent *de; names < SWEEP_NAMES && dirs < SWEEP_DIRS && b.files && now_ns() <= b.until;
+         names++) {
         if (!(de = readdir(d))) break;
         if (!is_private_name(de->d_name) || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
             continue;

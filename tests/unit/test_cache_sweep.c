@@ -220,9 +220,9 @@ static void hostile_spared(void **state)
         snprintf(pb, sizeof pb, "%s/" BLOCK, other);
         snprintf(pt, sizeof pt, "%s/" BLOCK_TMP, other);
         snprintf(pm, sizeof pm, "%s/.shardkit-live", other);
-        chowned = chown(pb, nobody->pw_uid, nobody->pw_gid) == 0 && chown(pt, nobody->pw_uid, nobody->pw_gid) == 0 &&
-                  chown(pm, nobody->pw_uid, nobody->pw_gid) == 0 &&
-                  chown(other, nobody->pw_uid, nobody->pw_gid) == 0;
+        uid_t u = nobody->pw_uid;
+        gid_t g = nobody->pw_gid;
+        chowned = chown(pb, u, g) == 0 && chown(pt, u, g) == 0 && chown(pm, u, g) == 0 && chown(other, u, g) == 0;
     }
     if (!chowned) print_message("(not root: the other user's directory is not tested)\n");
     /* and a plainly stale one, which must go: the sweep did run */
