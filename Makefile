@@ -76,7 +76,7 @@ $(CHECK_DEPS_OK): scripts/deps
 	   && { command -v slurmctld || test -x /usr/sbin/slurmctld; } >/dev/null \
 	   && command -v moto_server >/dev/null && command -v aws >/dev/null \
 	   && command -v radosgw >/dev/null && command -v chromium >/dev/null \
-	   && command -v pytest-3 >/dev/null && command -v fusermount3 >/dev/null && test -x /usr/sbin/nginx; then :; \
+	   && command -v pytest-3 >/dev/null && command -v openssl >/dev/null && command -v fusermount3 >/dev/null && test -x /usr/sbin/nginx; then :; \
 	 else ./scripts/deps check; fi
 	@touch $@
 

@@ -353,8 +353,7 @@ static int start(sk_urlfetch *f, xfer *t, sk_error *err)
     sk_curl.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, o->low_speed);
     sk_curl.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, o->timeout_ms >= 2000 ? o->timeout_ms / 2000 : 1L);
     sk_curl.easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)o->max_bytes);
-    sk_curl.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-    sk_curl.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+    sk_curl_trust(c, 0);
     sk_curl.easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     sk_curl.easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     sk_curl.easy_setopt(c, CURLOPT_USERAGENT, o->user_agent);
@@ -375,6 +374,7 @@ int sk_urlfetch_new(sk_urlfetch **out, const sk_urlfetch_opts *o, sk_error *err)
 {
     *out = NULL;
     SK_GUARD(sk_s3_libs_load(err));
+    SK_GUARD(sk_curl_trust_check(0, err));
     sk_urlfetch *f = calloc(1, sizeof *f);
     SK_FAIL_IF(!f, err, SK_E_NOMEM, "out of memory");
     f->o = *o;

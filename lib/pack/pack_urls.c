@@ -662,19 +662,6 @@ int sk_pack_urls(const sk_pack_options *po, const sk_urls_options *uo, sk_s3 *s3
     if (!rc) rc = sk_part_output_names(j->po.pattern, j->po.manifest, j->po.part, j->po.parts,
                                        &j->pattern, &j->manifest, err);
     if (!rc) rc = open_list(j, err);
-    if (!rc) {
-        sk_pack_options wo = j->po;
-        wo.pattern = j->pattern;
-        wo.manifest = j->manifest;
-        wo.parts = wo.part = 0;
-        wo.images = NULL;
-        wo.max_count = 0;
-        wo.progress = NULL;
-        rc = sk_sample_writer_open(&j->w, &wo, err);
-        if (!rc) sk_sample_writer_manual(j->w);
-        if (!rc && j->po.parts) sk_sample_writer_part(j->w, j->po.part, j->po.parts);
-        if (!rc && s3) rc = sk_sample_writer_set_s3(j->w, s3, 0, err);
-    }
     const char *token = j->uo.user_agent_token;
     if (token && *token) snprintf(ua, sizeof ua, "shardkit/%s (compatible; %.200s)", SK_VERSION, token);
     else snprintf(ua, sizeof ua, "shardkit/%s", SK_VERSION);
@@ -692,7 +679,21 @@ int sk_pack_urls(const sk_pack_options *po, const sk_urls_options *uo, sk_s3 *s3
     if (want < 1) want = 1;
     j->cap = 2 * (size_t)j->uo.concurrency + 2 * (size_t)want + 4;
     fo.keep_bodies = (int)j->cap; /* the ring holds at most its cap of bodies */
+    /* before any output is made: a CA bundle that cannot be read stops here */
     if (!rc) rc = sk_urlfetch_new(&j->f, &fo, err);
+    if (!rc) {
+        sk_pack_options wo = j->po;
+        wo.pattern = j->pattern;
+        wo.manifest = j->manifest;
+        wo.parts = wo.part = 0;
+        wo.images = NULL;
+        wo.max_count = 0;
+        wo.progress = NULL;
+        rc = sk_sample_writer_open(&j->w, &wo, err);
+        if (!rc) sk_sample_writer_manual(j->w);
+        if (!rc && j->po.parts) sk_sample_writer_part(j->w, j->po.part, j->po.parts);
+        if (!rc && s3) rc = sk_sample_writer_set_s3(j->w, s3, 0, err);
+    }
     /* the image stage: its threads, its memory budget, its options */
     j->rowjob.images = j->po.images;
     sk_image_options_init(&j->rowjob.check);

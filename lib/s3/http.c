@@ -33,6 +33,9 @@ int sk_http_fetch(const char *method, const char *url, const char *const *header
     sk_curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
     sk_curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     sk_curl.easy_setopt(c, CURLOPT_NOPROXY, "*"); /* link-local endpoints never go through a proxy */
+    sk_curl_trust(c, 0);
+    char why[CURL_ERROR_SIZE] = "";
+    sk_curl.easy_setopt(c, CURLOPT_ERRORBUFFER, why);
     sk_curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     sk_curl.easy_setopt(c, CURLOPT_WRITEDATA, out);
     CURLcode cc = sk_curl.easy_perform(c);
@@ -41,7 +44,7 @@ int sk_http_fetch(const char *method, const char *url, const char *const *header
     sk_curl.slist_free_all(hl);
     sk_curl.easy_cleanup(c);
     if (cc != CURLE_OK)
-        return sk_error_set(err, SK_E_NET, "%s: %s", url, sk_curl.easy_strerror(cc));
+        return sk_error_set(err, SK_E_NET, "%s: %s%s%s", url, sk_curl.easy_strerror(cc), why[0] ? ": " : "", why);
     if (!out->p) sk_buf_add(out, "", 0);
     return 0;
 }

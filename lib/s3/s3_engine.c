@@ -303,8 +303,9 @@ static int start(sk_s3 *s3, sk_s3_req *r)
      * and is retried, within max_attempts: no request lives forever. */
     sk_curl.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, s3->low_speed_limit);
     sk_curl.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)s3->read_timeout);
-    sk_curl.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-    sk_curl.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+    sk_curl_trust(c, !s3->plain);
+    r->errbuf[0] = 0;
+    sk_curl.easy_setopt(c, CURLOPT_ERRORBUFFER, r->errbuf);
     sk_curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     sk_curl.easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     if (s3->plain) sk_http_setopts(r, c);
@@ -394,7 +395,10 @@ static int classify(sk_s3 *s3, sk_s3_req *r, CURLcode cc)
                   cc == CURLE_PARTIAL_FILE || cc == CURLE_COULDNT_RESOLVE_HOST ||
                   cc == CURLE_HTTP2 || cc == CURLE_HTTP2_STREAM || cc == CURLE_SSL_CONNECT_ERROR ||
                   cc == CURLE_SEND_FAIL_REWIND || cc == CURLE_WEIRD_SERVER_REPLY;
-        r->rc = sk_error_set(&r->err, SK_E_NET, "%s %s: %s", r->method, what, sk_curl.easy_strerror(cc));
+        /* curl's class of failure, then its words for this one (which
+         * certificate check, how many bytes were missing) */
+        r->rc = sk_error_set(&r->err, SK_E_NET, "%s %s: %s%s%s", r->method, what, sk_curl.easy_strerror(cc),
+                             r->errbuf[0] ? ": " : "", r->errbuf);
         return net;
     }
     sk_curl.easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
@@ -806,6 +810,10 @@ int sk_s3_new(sk_s3 **out, const sk_s3_config *cfg_in, sk_error *err)
         s3->path_style = cfg->path_style < 0 ? 0 : cfg->path_style;
     }
     snprintf(s3->base, sizeof s3->base, "%s://%s", s3->scheme, s3->host);
+    /* an endpoint over plain http checks no certificate: a bundle named for
+     * other work does not stop it */
+    if ((s3->plain || !strcmp(s3->scheme, "https")) && (rc = sk_curl_trust_check(!s3->plain, err)))
+        goto fail;
     if (s3->verbose)
         fprintf(stderr, "s3: endpoint %s, region %s, %s style, credentials from %s\n", s3->base,
                 s3->region, s3->path_style ? "path" : "virtual-hosted", s3->creds.cur.source);

@@ -47,6 +47,14 @@ typedef struct sk_curl_api {
     CURLMcode (*multi_cleanup)(CURLM *);
 } sk_curl_api;
 extern sk_curl_api sk_curl;
+/* tls_trust.c: peer and host name checks on for c, against the CA bundle
+ * the environment names (AWS_CA_BUNDLE for an S3 endpoint, CURL_CA_BUNDLE,
+ * SSL_CERT_FILE, SSL_CERT_DIR), else libcurl's default store.  Set after
+ * every curl_easy_reset. */
+void sk_curl_trust(CURL *c, int s3_endpoint);
+/* SK_E_IO naming the variable and the file when the bundle it names cannot
+ * be read (checked when a client is made, not on every request). */
+int sk_curl_trust_check(int s3_endpoint, sk_error *err);
 void sk_s3_sha256(const void *data, size_t len, unsigned char out[32]);
 void sk_s3_md5(const void *data, size_t len, unsigned char out[16]);
 /* The same over bytes given in pieces: begin (NULL when out of memory),
@@ -173,6 +181,7 @@ struct sk_s3_req {
     char first_etag[80]; /* the ETag the first bytes came with: a resume must match it */
     int ranged;        /* plain HTTP: a Range was sent, so only a 206 is an answer */
     int refused;       /* plain HTTP: the body was refused (SK_HTTP_*) */
+    char errbuf[CURL_ERROR_SIZE]; /* curl's words for a failed attempt (a TLS check: which) */
     sk_s3_req *resume_next;
     sk_s3_req *next;
     char url[10240]; /* the host, a 1,024-byte key percent-encoded, the query */

@@ -6,7 +6,10 @@
 #   nginx_start ROOT            serves ROOT; sets NGINX_URL (http://127.0.0.1:PORT)
 #                               and NGINX_PORT; extra server-block lines may
 #                               come in $NGINX_EXTRA (e.g. a redirect);
-#                               $NGINX_CONNECTIONS: worker_connections (64)
+#                               $NGINX_CONNECTIONS: worker_connections (64);
+#                               NGINX_TLS=1: https with a certificate made for
+#                               IP 127.0.0.1 only, signed by itself, its PEM in
+#                               $NGINX_CA (trusted by nothing else)
 #   nginx_stop                  stops it (call from the test's EXIT trap)
 #   http_test_begin             the preamble of an HTTP test: skips without
 #                               nginx; scratch dir $t, background pids in
@@ -30,6 +33,17 @@ nginx_start() {
     # test's private scratch directory: keep them the test's own user
     local user=
     [ "$(id -u)" = 0 ] && user="user root root;"
+    local listen="127.0.0.1:$NGINX_PORT" scheme=http tls=
+    NGINX_CA=
+    if [ "${NGINX_TLS:-}" = 1 ]; then
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+            -keyout "$NGINX_DIR/key.pem" -out "$NGINX_DIR/cert.pem" -subj /CN=127.0.0.1 \
+            -addext subjectAltName=IP:127.0.0.1 2>"$NGINX_DIR/start.err" ||
+            { cat "$NGINX_DIR/start.err" >&2; return 1; }
+        NGINX_CA=$NGINX_DIR/cert.pem
+        listen="$listen ssl" scheme=https
+        tls="ssl_certificate $NGINX_DIR/cert.pem; ssl_certificate_key $NGINX_DIR/key.pem;"
+    fi
     cat >"$NGINX_DIR/nginx.conf" <<CONF
 $user
 daemon on;
@@ -47,7 +61,8 @@ http {
     types { application/json json; application/x-tar tar; }
     default_type application/octet-stream;
     server {
-        listen 127.0.0.1:$NGINX_PORT;
+        listen $listen;
+        $tls
         root $root;
         ${NGINX_EXTRA:-}
     }
@@ -55,10 +70,10 @@ http {
 CONF
     "$NGINX_BIN" -c "$NGINX_DIR/nginx.conf" -p "$NGINX_DIR" -e "$NGINX_DIR/error.log" 2>"$NGINX_DIR/start.err" ||
         { cat "$NGINX_DIR/start.err" >&2; return 1; }
-    NGINX_URL=http://127.0.0.1:$NGINX_PORT
+    NGINX_URL=$scheme://127.0.0.1:$NGINX_PORT
     local i
     for i in $(seq 50); do
-        curl -s -o /dev/null "$NGINX_URL/" && return 0
+        curl -s -o /dev/null ${NGINX_CA:+--cacert "$NGINX_CA"} "$NGINX_URL/" && return 0
         sleep 0.1
     done
     echo "nginx did not answer on $NGINX_URL" >&2
