@@ -116,6 +116,13 @@ PY
 sk get "$t/out/wm.json" '#25' --tar -o "$t/g25.tar" && "$SK_BIN" get "$t/www/ds/manifest-0.json" '#25' --tar | cmp -s - "$t/g25.tar" ||
     fail "get through the manifest of http:// shards gave other bytes"
 
+echo "== a SageMaker manifest of http:// shards: SageMaker reads S3, said so"
+rc=0
+sk index -q --sagemaker-manifest "$t/out/sm.json" -o "$t/out/smm.json" "$U/ds/train-0-000.tar" 2>"$t/err" || rc=$?
+[ "$rc" = 2 ] && grep -qF "the shards are not in S3 (local files or http(s):// URLs)" "$t/err" ||
+    fail "sagemaker manifest of http shards: exit $rc, $(cat "$t/err")"
+[ ! -e "$t/out/sm.json" ] || fail "a refused SageMaker manifest was written"
+
 echo "== a shard URL that JSON must escape is escaped; a name not UTF-8 is refused"
 mkdir -p "$t/www/odd" "$t/odd"
 cp "$t/www/ds/train-0-000.tar" "$t/www/odd/q\"b\\s-é.tar"
