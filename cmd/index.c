@@ -26,6 +26,8 @@ static const char usage[] =
     "s3:// shards are indexed in place (one streaming GET each, no local copy):\n"
     "SHARD.idx goes up beside each, the manifest to their common prefix; an\n"
     "s3://bucket/prefix/ means the shard objects listed directly under it.\n"
+    "http(s):// shards are read in place too, but a web server takes no writes:\n"
+    "their SHARD.idx go beside the manifest, which must then be local (-o).\n"
     "\n"
     "  -o, --manifest PATH  manifest to write (default: manifest.json in the\n"
     "                       shards' common directory)\n"
@@ -35,7 +37,8 @@ static const char usage[] =
     "                       shard CRC32C are left unknown (0)\n"
     "      --dali           also write DALI's wds2idx v1.2 index, SHARD.dali.idx\n"
     "      --wids[=PATH]    also write wids' shard index JSON (default: wids.json\n"
-    "                       beside the manifest)\n"
+    "                       beside the manifest; a local path): local and\n"
+    "                       http(s):// shards, not s3://\n"
     "  -j, --jobs N         index N shards at once (default: the number of cores);\n"
     "                       output and manifest are the same for any N\n"
     "      --resume         s3:// shards: keep those whose index object is sound and\n"
@@ -197,7 +200,7 @@ int cmd_index(int argc, char **argv)
     if (first >= argc) return cmd_usage_error("index", usage, "no shards given");
     const cmd_place pl[] = {{"-o", o.manifest, CMD_W | CMD_S3}, {"--wids", o.wids && *o.wids ? o.wids : NULL, CMD_W},
                             {"--sagemaker-manifest", sm.out, CMD_W | CMD_S3}};
-    if (cmd_places("index", pl, 3) || cmd_places_args("index", argv + first, argc - first, CMD_R | CMD_S3))
+    if (cmd_places("index", pl, 3) || cmd_places_args("index", argv + first, argc - first, CMD_R | CMD_S3 | CMD_HTTP))
         return SK_EXIT_USAGE;
     if (o.no_manifest && (o.manifest || o.wids || sm.out))
         return cmd_usage_error("index", usage, "--no-manifest conflicts with -o, --wids and --sagemaker-manifest");

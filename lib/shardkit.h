@@ -993,7 +993,9 @@ SK_API int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *
                                 sk_error *err);
 
 /* Writes wids' shard-index JSON (wids-shard-index-v1) for a manifest's
- * shards, URLs relative to out_path's directory. */
+ * shards, local ones relative to out_path's directory, URLs as they are
+ * (wids resolves the one and keeps the other); SK_E_INPUT for a name that
+ * is not UTF-8 (JSON cannot hold it). */
 SK_API int sk_manifest_write_wids(const sk_manifest *m, const char *manifest_path,
                            const char *out_path, sk_error *err);
 
@@ -1009,7 +1011,8 @@ typedef struct sk_index_dataset_opts {
     int jobs;             /* shards built at once; 0: one per core */
     const char *manifest; /* NULL: manifest.json in the shards' common directory */
     int no_manifest;      /* the indexes only */
-    const char *wids;     /* NULL: none; "": wids.json beside the manifest; else its path */
+    const char *wids;     /* NULL: none; "": wids.json beside the manifest; else its path
+                             (local; local and http(s):// shards, not s3://) */
     void (*warn)(void *ctx, const char *msg);
     /* each shard's result, in order: stats, or err when it failed */
     void (*done)(void *ctx, const char *shard, const sk_build_stats *stats, const sk_error *err);
@@ -1017,7 +1020,9 @@ typedef struct sk_index_dataset_opts {
     /* s3:// shards and prefixes ("s3://b/p/": the shard objects listed
      * directly under it) are read in place with one streaming GET each;
      * their SHARD.idx (and SHARD.dali.idx) go up beside them and the
-     * manifest to the shards' common prefix (or -o) */
+     * manifest to the shards' common prefix (or -o).  http(s):// shards
+     * are read in place too, but a web server takes no writes: their
+     * indexes go into the manifest's directory, which must be local */
     sk_s3 *s3;
     /* s3:// shards only: keep a shard whose index object is sound and
      * records the object's size and CRC32C (nothing is uploaded then) */

@@ -72,8 +72,8 @@ int sk_place_check(const char *place, unsigned flags, const char *what, int *kin
     } else if ((sl == 4 && !strncasecmp(place, "http", 4)) || (sl == 5 && !strncasecmp(place, "https", 5))) {
         k = SK_PLACE_HTTP;
         SK_FAIL_IF(flags & SK_PLACE_WRITE, err, SK_E_USAGE, "%s%s%s%s: http(s):// is read only: "
-                   "write to a local path or s3:// (with --endpoint-url for another S3 service)", w,
-                   q, place, qe);
+                   "write to a local path%s", w, q, place, qe, flags & SK_PLACE_S3_OK
+                       ? " or s3:// (with --endpoint-url for another S3 service)" : "");
         SK_FAIL_IF(!(flags & SK_PLACE_HTTP_OK), err, SK_E_USAGE, "%s%s%s%s: http(s):// is not read "
                    "here: download it first (curl -O)", w, q, place, qe);
     } else if (sl == 4 && !strncasecmp(place, "file", 4)) {

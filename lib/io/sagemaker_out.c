@@ -80,8 +80,8 @@ int sk_sagemaker_manifest_write(const char *manifest, const char *out, const sk_
     size_t nremote = 0;
     for (size_t i = 0; i < m->nshards; i++) nremote += sk_is_s3_url(urls[i]);
     if (nremote && nremote < m->nshards) {
-        rc = sk_error_set(err, SK_E_INPUT, "%s: lists local and s3:// shards: a SageMaker manifest "
-                          "names objects under one prefix", manifest);
+        rc = sk_error_set(err, SK_E_INPUT, "%s: lists s3:// shards and others (local files or "
+                          "http(s):// URLs): a SageMaker manifest names objects under one prefix", manifest);
         goto done;
     }
     size_t skip = 0; /* bytes of each URL that the prefix stands for */
@@ -94,7 +94,8 @@ int sk_sagemaker_manifest_write(const char *manifest, const char *out, const sk_
         }
         if (!(prefix = strndup(urls[0], skip))) goto nomem;
     } else if (!o.prefix) {
-        rc = sk_error_set(err, SK_E_USAGE, "%s: the shards are local, and SageMaker reads S3: give "
+        rc = sk_error_set(err, SK_E_USAGE, "%s: the shards are not in S3 (local files or http(s):// "
+                          "URLs), and SageMaker reads S3: give "
                           "--sagemaker-prefix s3://BUCKET/PREFIX/ where they are (or will be) "
                           "uploaded", manifest);
         goto done;

@@ -8,6 +8,7 @@
  */
 #include "core/internal.h"
 #include "format/format.h"
+#include "format/tar.h"
 #include "io/io.h"
 #include "io/store.h"
 
@@ -252,11 +253,14 @@ static int expand(const char *const *patterns, size_t n, sk_s3 *s3, char ***out,
 {
     /* an s3:// prefix: the shard objects listed under it (the manifest
      * there, if any, is what this run replaces) */
-    sk_ds_opts ro = {.flags = SK_DS_PREFIX | SK_DS_LISTING, .s3 = s3};
+    sk_store_env env; /* http(s):// shards are taken (a web server's: no listing) */
+    sk_store_env_init(&env, s3);
+    sk_ds_opts ro = {.flags = SK_DS_PREFIX | SK_DS_LISTING, .s3 = s3, .env = &env};
     sk_ds_shard *list = NULL;
     size_t k = 0;
     int rc = SK_OK;
     for (size_t i = 0; !rc && i < n; i++) rc = sk_ds_resolve(patterns[i], &ro, &list, &k, err);
+    sk_store_env_release(&env);
     char **shards = rc ? NULL : calloc(k + 1, sizeof *shards);
     if (!rc && !shards) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
     for (size_t i = 0; !rc && i < k; i++) {
@@ -316,6 +320,116 @@ static int refuse_inputs(const sk_index_dataset_opts *o, char *const *shards, si
     return rc;
 }
 
+/* Where the shards are, counted before anything is read. */
+struct places {
+    size_t remote, s3, ro;      /* ro: on a web server, which takes no writes */
+    const char *first_s3, *first_ro;
+};
+
+/* The run's places agree, before anything is read or written: what wids
+ * reads (local files and http(s):// URLs, never s3://), where the indexes
+ * of shards on a web server go (the manifest's directory, which must then
+ * be local), and where the manifest goes.  SK_E_USAGE naming why. */
+static int check_places(const sk_index_dataset_opts *o, char *const *shards, size_t n, struct places *p,
+                        sk_error *err)
+{
+    for (size_t i = 0; i < n; i++) SK_GUARD(sk_store_reach(shards[i], o->s3, "shard", err));
+    for (size_t i = 0; i < n; i++) {
+        sk_store_where w;
+        SK_GUARD(sk_store_classify(shards[i], &w, err));
+        p->remote += w.remote;
+        if (!w.writable && !p->ro++) p->first_ro = shards[i];
+        /* remote and writable: an object store's (s3://), which wids has
+         * no client for (it opens paths and http(s):// URLs) */
+        if (w.remote && w.writable && !p->s3++) p->first_s3 = shards[i];
+    }
+    int mremote = o->manifest && sk_store_is_remote(o->manifest);
+    for (size_t i = 0; o->wids && i < n; i++) /* JSON holds UTF-8 text only */
+        SK_FAIL_IF(!sk_utf8_valid(shards[i], strlen(shards[i])), err, SK_E_USAGE, "--wids: %s: the "
+                   "name is not UTF-8, which wids' JSON cannot hold", shards[i]);
+    SK_FAIL_IF(o->wids && p->first_s3, err, SK_E_USAGE, "--wids: %s is an s3:// object, and wids reads "
+               "local files and http(s):// URLs only", p->first_s3);
+    sk_store_where ww = {.remote = 0};
+    if (o->wids && *o->wids) SK_GUARD(sk_store_classify(o->wids, &ww, err));
+    SK_FAIL_IF(ww.remote, err, SK_E_USAGE, "--wids '%s': wids' index is written to a local path only "
+               "(%s)", o->wids, ww.writable ? "write it here, then `shardkit upload` it"
+                                            : "a web server takes no writes");
+    SK_FAIL_IF(o->wids && !*o->wids && mremote, err, SK_E_USAGE, "--wids: wids.json goes beside the "
+               "manifest, and %s is not local: give --wids=PATH", o->manifest);
+    SK_FAIL_IF(p->ro && (o->no_manifest || !o->manifest || mremote), err, SK_E_USAGE,
+               "%s: a web server takes no writes, so the index of an http(s):// shard goes into the "
+               "manifest's directory, which must be local: give -o DIR/manifest.json%s", p->first_ro,
+               o->no_manifest ? " instead of --no-manifest" : "");
+    SK_FAIL_IF(p->remote && p->remote < n && !o->no_manifest && !o->manifest, err, SK_E_USAGE,
+               "local and remote (s3://, http(s)://) shards have no common place for a manifest: give "
+               "-o or --no-manifest");
+    SK_FAIL_IF(mremote && p->remote < n, err, SK_E_USAGE, "%s: a manifest in S3 cannot name local shards",
+               o->manifest);
+    SK_FAIL_IF(o->resume && p->s3 < n, err, SK_E_USAGE, "--resume applies to s3:// shards only");
+    return SK_OK;
+}
+
+/* The index (suffix ".idx") or DALI index (".dali.idx") of a shard on a
+ * web server, which takes no writes: in the manifest's directory mdir,
+ * named by the URL's last path segment as written (no query, no
+ * fragment), which must be a plain file name. */
+static int index_in(const char *shard, const char *mdir, const char *suffix, char **out, sk_error *err)
+{
+    sk_store_where w;
+    SK_GUARD(sk_store_classify(shard, &w, err));
+    const char *p = shard + w.path, *end = p + strcspn(p, "?#"), *b = end;
+    while (b > p && b[-1] != '/') b--;
+    sk_error e = SK_ERROR_INIT;
+    if (sk_name_check(b, (size_t)(end - b), "its file name", &e))
+        return sk_error_set(err, SK_E_USAGE, "%s: %s, and its index would be named by it", shard, e.msg);
+    SK_FAIL_IF(asprintf(out, "%s/%.*s%s", mdir, (int)(end - b), b, suffix) < 0, err, SK_E_NOMEM, "out of memory");
+    return SK_OK;
+}
+
+/* An index file by where it lands: its directory's real path and its
+ * name, so that "out/a.tar.idx" and "./out/a.tar.idx" are one file. */
+struct landing {
+    char *at;
+    const struct job *j;
+};
+
+static int by_landing(const void *a, const void *b)
+{
+    const struct landing *x = a, *y = b;
+    int c = strcmp(x->at, y->at);
+    return c ? c : (x->j > y->j) - (x->j < y->j); /* the first given first */
+}
+
+/* Shards on web servers have their indexes named by the URL's file name in
+ * one directory: two shards of that name (from two hosts or folders, or a
+ * local shard there) would write one file.  Refused, naming both. */
+static int refuse_shared_index(const struct job *jobs, size_t n, sk_error *err)
+{
+    struct landing *v = calloc(n ? n : 1, sizeof *v);
+    size_t k = 0;
+    int rc = v ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (jobs[i].remote) continue; /* an object beside an s3:// shard */
+        const char *idx = jobs[i].idx, *base = strrchr(idx, '/');
+        char *dir = dirname_of(idx), *real = dir ? realpath(dir, NULL) : NULL;
+        v[k].j = &jobs[i];
+        if (!real ? !(v[k].at = strdup(idx)) : asprintf(&v[k].at, "%s/%s", real, base ? base + 1 : idx) < 0)
+            v[k].at = NULL, rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        else k++;
+        free(dir);
+        free(real);
+    }
+    if (!rc) qsort(v, k, sizeof *v, by_landing);
+    for (size_t i = 1; !rc && i < k; i++)
+        if (!strcmp(v[i - 1].at, v[i].at) && strcmp(v[i - 1].j->shard, v[i].j->shard))
+            rc = sk_error_set(err, SK_E_USAGE, "%s and %s would both have their index at %s: index "
+                              "them in separate runs, with -o in separate directories",
+                              v[i - 1].j->shard, v[i].j->shard, v[i].j->idx);
+    for (size_t i = 0; i < k; i++) free(v[i].at);
+    free(v);
+    return rc;
+}
+
 int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_index_dataset_opts *opts,
                      sk_index_dataset_stats *stats, sk_error *err)
 {
@@ -333,22 +447,9 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         free(shards);
         rc = sk_error_set(err, SK_E_USAGE, "no shards given");
     }
-    size_t nremote = 0;
-    for (size_t i = 0; !rc && i < nshards; i++) nremote += sk_store_is_remote(shards[i]);
-    for (size_t i = 0; !rc && i < nshards; i++) rc = sk_store_reach(shards[i], o.s3, "shard", err);
-    if (rc)
-        ; /* said in err */
-    else if (!rc && nremote && nremote < nshards && !o.no_manifest && !o.manifest)
-        rc = sk_error_set(err, SK_E_USAGE, "local and remote (s3://, http(s)://) shards have no common place for "
-                          "a manifest: give -o or --no-manifest");
-    else if (!rc && o.manifest && sk_store_is_remote(o.manifest) && nremote < nshards)
-        rc = sk_error_set(err, SK_E_USAGE, "%s: a manifest in S3 cannot name local shards",
-                          o.manifest);
-    else if (!rc && o.wids && (nremote || (o.manifest && sk_store_is_remote(o.manifest))))
-        rc = sk_error_set(err, SK_E_USAGE, "--wids: wids reads local shards or http URLs, "
-                          "not s3:// shards");
-    else if (!rc && o.resume && nremote < nshards)
-        rc = sk_error_set(err, SK_E_USAGE, "--resume applies to s3:// shards only");
+    struct places pl = {0};
+    if (!rc) rc = check_places(&o, shards, nshards, &pl, err);
+    size_t nremote = pl.remote;
     if (rc) {
         for (size_t i = 0; shards && i < nshards; i++) free(shards[i]);
         free(shards);
@@ -385,7 +486,18 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         j->o = &o;
         j->shard = shards[njob];
         char **ip = &j->idx, **dp = &j->dpath;
-        j->remote = sk_store_is_remote(j->shard);
+        sk_store_where w;
+        if ((rc = sk_store_classify(j->shard, &w, err))) goto done;
+        j->remote = w.remote && w.writable; /* its index is an object beside it */
+        if (!w.writable) { /* a web server's: its index goes beside the manifest */
+            if ((rc = index_in(j->shard, mdir, ".idx", ip, err)) ||
+                (o.dali && (rc = index_in(j->shard, mdir, ".dali.idx", dp, err)))) {
+                free(*ip), free(*dp);
+                *ip = *dp = NULL;
+                goto done;
+            }
+            continue;
+        }
         if (asprintf(ip, "%s.idx", j->shard) < 0) *ip = NULL;
         if (*ip && o.dali && asprintf(dp, "%s.dali.idx", j->shard) < 0) *dp = NULL;
         if (!*ip || (o.dali && !*dp)) {
@@ -394,6 +506,7 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
             goto nomem;
         }
     }
+    if (pl.ro && (rc = refuse_shared_index(jobs, njob, err))) goto done;
     if ((rc = refuse_inputs(&o, shards, nshards, jobs, mpath, mdir, err))) goto done;
     size_t want = o.jobs > 0 ? (size_t)o.jobs : 0;
     if (!want) {

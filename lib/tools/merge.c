@@ -418,12 +418,21 @@ int sk_manifest_write_wids(const sk_manifest *m, const char *manifest_path, cons
     for (size_t i = 0; i < m->nshards; i++) {
         char *url = rebase(manifest_path, m->shards[i].url, oda);
         if (!url) { rc = sk_error_set(err, SK_E_NOMEM, "out of memory"); goto cleanup; }
-        json_t *o = json_object();
-        json_object_set_new(o, "url", json_string(url));
+        json_t *o = json_object(), *u = json_string(url); /* NULL: not UTF-8 */
+        if (o && !u)
+            rc = sk_error_set(err, SK_E_INPUT, "%s: %s: the name is not UTF-8, which wids' JSON "
+                              "cannot hold: not written", out_path, url);
+        free(url);
+        if (!o || !u) {
+            json_decref(o);
+            json_decref(u);
+            if (!rc) rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+            goto cleanup;
+        }
+        json_object_set_new(o, "url", u);
         json_object_set_new(o, "nsamples", json_integer((json_int_t)m->shards[i].samples));
         json_object_set_new(o, "filesize", json_integer((json_int_t)m->shards[i].bytes));
         json_array_append_new(list, o);
-        free(url);
     }
     json_object_set_new(root, "shardlist", list);
     list = NULL;
