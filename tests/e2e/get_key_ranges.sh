@@ -17,7 +17,7 @@ cd "$T"
 
 # idx_opens ARGS...: how many .idx files `shardkit ARGS` opens
 idx_opens() {
-    strace -f -qq -e trace=open,openat -o trace "$SK_BIN" "$@" >/dev/null 2>&1 || true
+    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 strace -f -qq -e trace=open,openat -o trace "$SK_BIN" "$@" >/dev/null 2>&1 || true
     grep -c '\.idx"' trace || true
 }
 # ranges_of MANIFEST: "first last" per shard ("- -" when it has none)

@@ -100,15 +100,17 @@ echo "== local shards: a batch's reads in one io_uring submission; pread where i
 want=$(gcat_all "$t/many/manifest.json" | sha256sum)
 [ "$(SHARDKIT_IO_URING=0 gcat_all "$t/many/manifest.json" | sha256sum)" = "$want" ] ||
     fail "SHARDKIT_IO_URING=0 reads other bytes"
+# LeakSanitizer cannot run under ptrace: the asan build's leak check is off under strace
+nolsan=ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 if command -v strace >/dev/null; then
     for inj in io_uring_setup io_uring_enter; do
-        got=$(strace -f -qq -o /dev/null -e trace=$inj -e inject=$inj:error=EPERM \
+        got=$(env "$nolsan" strace -f -qq -o /dev/null -e trace=$inj -e inject=$inj:error=EPERM \
             "$SK_BIN" cat --global-order --shuffle-shards --shuffle-window 2 --seed 3 \
             "$t/many/manifest.json" | sha256sum)
         [ "$got" = "$want" ] || fail "with $inj refused, other bytes"
     done
     # 400 samples of 40 shards, window 3: one pread each without the ring
-    strace -f -qq -c -U name,calls -e trace=pread64,io_uring_setup,io_uring_enter -o "$t/sc" \
+    env "$nolsan" strace -f -qq -c -U name,calls -e trace=pread64,io_uring_setup,io_uring_enter -o "$t/sc" \
         "$SK_BIN" cat --keys --global-order --shuffle-shards --shuffle-window 3 --seed 3 \
         "$t/many/manifest.json" >/dev/null
     preads=$(awk '$1 == "pread64" {print $2}' "$t/sc"); enters=$(awk '$1 == "io_uring_enter" {print $2}' "$t/sc")
@@ -244,7 +246,7 @@ if command -v strace >/dev/null; then
     echo "== S3: a cached block's file is opened once, not once a sample"
     # the same 240 one-sample batches: each read opened its block file
     # again (about 500 opens, before), now kept open by the cache store
-    strace -f -qq -e trace=openat -o "$t/opens" env TMPDIR="$t/tmpd" "$SK_TOOLS/order_grid" \
+    env "$nolsan" strace -f -qq -e trace=openat -o "$t/opens" env TMPDIR="$t/tmpd" "$SK_TOOLS/order_grid" \
         --no-resume --points 1:0 --read-ahead 1 --endpoint "$PROXY_URL" s3://bkt/many/manifest.json \
         >/dev/null || fail "order_grid under strace"
     opens=$(grep -c '[0-9a-f]\{40\}\.skc"' "$t/opens" || true)
