@@ -9,6 +9,7 @@
 #     endpoints only AWS_CA_BUNDLE (before both), and SSL_CERT_DIR when no
 #     file is named make it trusted: the bytes equal the local ones;
 #   - the system bundle is read once a run, not once a connection;
+#   - pack --from-urls takes HTTP/2 where the server offers it;
 #   - a bundle that cannot be read stops the run at the start, naming the
 #     variable and the file; a trusted certificate for another host name
 #     (https://localhost/ on a certificate for 127.0.0.1) is refused.
@@ -28,8 +29,11 @@ mkdir -p "$T/www/img" && cp "$T"/c/*/*.jpg "$T/www/img/" || die "no photos"
 "$SK_BIN" cat "$T/www/ds/manifest.json" >"$T/local.tar" || die "local cat failed"
 moto_start || die "moto_server did not start"
 aws --endpoint-url "$MOTO_URL" s3 mb s3://tlsb >/dev/null || die "bucket not made"
-# /tlsb/ (path-style S3) goes to moto behind nginx's TLS; the rest is files
-NGINX_TLS=1 NGINX_EXTRA="location /tlsb { proxy_pass $MOTO_URL; proxy_set_header Host \$http_host;
+# /tlsb/ (path-style S3) goes to moto behind nginx's TLS; the rest is files;
+# a second port offers HTTP/2
+H2=$(nginx_free_port)
+NGINX_TLS=1 NGINX_EXTRA="listen 127.0.0.1:$H2 ssl http2;
+        location /tlsb { proxy_pass $MOTO_URL; proxy_set_header Host \$http_host;
         client_max_body_size 0; proxy_request_buffering off; }" nginx_start "$T/www" || die "nginx did not start"
 U=$NGINX_URL CA=$NGINX_CA
 # another self-signed certificate: a bundle that trusts something else
@@ -81,6 +85,16 @@ while read -r url; do
     cmp -s "$T/x/$(printf '%09d' $i).jpg" "$T/www/img/${url##*/}" || die "row $i: the image differs from $url"
     i=$((i + 1))
 done <"$T/list.txt"
+
+step "HTTP/2 where the server offers it: the same images, every request over it"
+sed "s|^$U/|https://127.0.0.1:$H2/|" "$T/list.txt" >"$T/list-h2.txt"
+: >"$NGINX_DIR/access.log"
+SSL_CERT_FILE=$CA expect_ok sk pack --from-urls "$T/list-h2.txt" -o "$T/h2/%05d.tar" --allow-private-addresses -q
+[ "$(grep -c '"status":"success"' "$T/h2/00000.status.jsonl")" = "$(wc -l <"$T/list.txt")" ] ||
+    die "rows over HTTP/2: $(grep -v success "$T/h2/00000.status.jsonl" | head -2)"
+assert_eq "$(grep -c 'GET /img/.* HTTP/2.0"' "$NGINX_DIR/access.log")" "$(wc -l <"$T/list.txt")" "requests over HTTP/2"
+mkdir "$T/x2" && tar -xf "$T/h2/00000.tar" -C "$T/x2" --wildcards '*.jpg' || die "untar failed"
+for f in "$T"/x/*.jpg; do cmp -s "$f" "$T/x2/${f##*/}" || die "${f##*/}: other bytes over HTTP/2"; done
 
 step "the bundle is read once a run, not once a connection"
 need strace
