@@ -8,8 +8,9 @@
  * rate and what the cache buys, to compare with what the GPUs consume.
  * The dataset may be local, s3:// or http(s):// (the requests counted are
  * those of the client in the options: S3, or a plain one for a web server).
- * The cache directory is made here (mkdtemp) and only its own cache
- * files (*.skc, written by the reader) are removed with it.
+ * The cache directory is made here: a job's private one under $TMPDIR
+ * (swept by a later start if this run is killed), or a new directory under
+ * the one named; only its own cache files are removed with it.
  */
 #include "core/internal.h"
 #include "io/io.h"
@@ -112,19 +113,29 @@ int sk_read_rate(const char *dataset, const sk_read_rate_options *opts, sk_read_
              : !urls ? sk_error_set(err, SK_E_NOMEM, "out of memory")
                      : SK_OK;
     for (size_t i = 0; !rc && i < want; i++) urls[i] = list[i].url;
-    const char *base = o.cache_dir ? o.cache_dir : getenv("TMPDIR");
+    /* Under $TMPDIR the cache is a job's private one, marked live, so the
+     * one a killed run leaves is swept by a later start; under a directory
+     * the user names, a directory of our own there, removed at the end. */
     char *tmpl = NULL;
-    if (!rc && asprintf(&tmpl, "%s/shardkit-read-rate.XXXXXX", base && *base ? base : "/tmp") < 0)
-        tmpl = NULL, rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
-    if (!rc && !mkdtemp(tmpl))
-        rc = sk_error_set(err, SK_E_IO, "%s: cannot make the cache directory: %s", tmpl,
-                          strerror(errno));
-    else if (!rc) {
+    uint64_t avail;
+    int made = 0; /* tmpl is a directory made here: only then is it removed */
+    if (!rc && !o.cache_dir) {
+        rc = sk_store_cache_temp(&tmpl, &avail, err);
+        made = !rc;
+    } else if (!rc) {
+        if (asprintf(&tmpl, "%s/shardkit-read-rate.XXXXXX", o.cache_dir) < 0)
+            tmpl = NULL, rc = sk_error_set(err, SK_E_NOMEM, "out of memory");
+        else if (!(made = mkdtemp(tmpl) != NULL))
+            rc = sk_error_set(err, SK_E_IO, "%s: cannot make the cache directory: %s", tmpl,
+                              strerror(errno));
+    }
+    if (!rc) {
         rc = run(urls, want, &o, NULL, &runs[0], err);
         if (!rc) rc = run(urls, want, &o, tmpl, &runs[1], err);
         if (!rc) rc = run(urls, want, &o, tmpl, &runs[2], err);
-        remove_cache(tmpl);
     }
+    if (made && !o.cache_dir) sk_store_cache_temp_remove(tmpl);
+    else if (made) remove_cache(tmpl);
     free(tmpl);
     free(urls);
     sk_ds_free(list, n);

@@ -3,7 +3,8 @@
 # the HTTP store: nginx serving a packed dataset gives `cat`, `get` and
 # `verify` the same answers as the local files, through the manifest's
 # URL, a directory URL and a brace pattern of URLs; `stats --read-rate`
-# reads every sample and counts the requests nginx logs; a 302 to another host
+# reads every sample and counts the requests nginx logs (one killed mid-way
+# leaves nothing in TMPDIR after the next run); a 302 to another host
 # is followed (bounded); and what a hostile or broken server does is
 # refused with the URL named, within bounded time: a server that ignores
 # Range (Python's http.server), a body shorter than its Content-Length,
@@ -27,7 +28,8 @@ echo "secret" >"$t/www/secret.tar"
 # 127.0.0.1); loop/ redirects to itself; ftp/ to another scheme
 NGINX_EXTRA='location /moved/ { rewrite ^/moved/(.*)$ http://localhost:$server_port/ds/$1 redirect; }
         location /loop/ { rewrite ^/loop/(.*)$ /loop/$1 redirect; }
-        location /ftp/ { return 302 ftp://127.0.0.1/x.tar; }'
+        location /ftp/ { return 302 ftp://127.0.0.1/x.tar; }
+        location /slow/ { alias '"$t"'/www/ds/; limit_rate 20k; }'
 nginx_start "$t/www"
 U=$NGINX_URL
 "$SK_BIN" cat "$t/www/ds/manifest.json" >"$t/local.tar"
@@ -75,6 +77,19 @@ assert runs[0]["requests"] >= 2 and runs[2]["requests"] <= 2, d  # read back: a 
 # nginx logged the manifest's GET and every request the three runs counted
 assert logged == 1 + sum(r["requests"] for r in runs), (logged, d)
 PY
+
+echo "== stats --read-rate killed: its private cache is swept by the next start"
+mkdir "$t/tmpd"
+TMPDIR=$t/tmpd "$SK_BIN" stats --read-rate --shards 2 "$U/slow/manifest.json" >/dev/null 2>&1 &
+rr=$!
+pids+=("$rr")
+for _ in $(seq 100); do compgen -G "$t/tmpd/shardkit-cache-*" >/dev/null && break; sleep 0.1; done
+compgen -G "$t/tmpd/shardkit-cache-*" >/dev/null || fail "stats --read-rate made no private cache in TMPDIR"
+kill -9 "$rr"
+wait "$rr" 2>/dev/null || true
+TMPDIR=$t/tmpd sk stats --read-rate --shards 1 "$U/ds/manifest.json" >/dev/null 2>"$t/rate.err" ||
+    fail "stats --read-rate after a killed one: $(cat "$t/rate.err")"
+[ -z "$(ls -A "$t/tmpd")" ] || fail "left in TMPDIR after a killed --read-rate and a whole one: $(ls -A "$t/tmpd")"
 
 echo "== a 302 to another host is followed"
 sk cat "$U/moved/shard-{000..002}.tar" | cmp -s - "$t/local.tar" || fail "cat through a 302 differs"
