@@ -12,6 +12,8 @@
 # a manifest naming "..", an absolute path or another host, and an
 # unknown scheme.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh" # pylib (http_test_begin's exit trap replaces lib.sh's)
+export -f pylib
 . "$SK_ROOT/tests/helpers/nginx.sh"
 http_test_begin
 port_of() { # waits for a server's port file
@@ -45,7 +47,7 @@ grep -q 'GET /ds/shard-001.tar' "$NGINX_DIR/access.log" || fail "no GET of a sha
 grep -q '" 206 ' "$NGINX_DIR/access.log" || fail "nginx served no ranged GET"
 
 echo "== the Python Reader over HTTP"
-SHARDKIT_LIB=$(dirname "$SK_BIN")/libshardkit.so PYTHONPATH=$SK_ROOT/python timeout 60 python3 - "$U" "$t/www/ds/manifest.json" <<'PY' ||
+SHARDKIT_LIB=$(dirname "$SK_BIN")/libshardkit.so PYTHONPATH=$SK_ROOT/python timeout 60 bash -c 'pylib "$@"' pylib - "$U" "$t/www/ds/manifest.json" <<'PY' ||
 import sys, shardkit
 url, local = sys.argv[1], sys.argv[2]
 def keys(u):
