@@ -9,6 +9,7 @@
 #include "io/store.h"
 #include "s3/s3_internal.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,12 @@ static sk_loc_kind kind_of(const char *url)
 int sk_store_is_http(const char *url) { return kind_of(url) == SK_LOC_HTTP; }
 
 int sk_store_is_s3(const char *url) { return kind_of(url) == SK_LOC_S3; }
+
+void sk_store_lower_scheme(char *url)
+{
+    if (kind_of(url) == SK_LOC_LOCAL) return;
+    for (char *c = url; *c && *c != ':'; c++) *c = (char)tolower((unsigned char)*c);
+}
 
 int sk_store_is_remote(const char *url) { return kind_of(url) != SK_LOC_LOCAL; }
 

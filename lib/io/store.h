@@ -131,6 +131,9 @@ int sk_store_kind(const char *url, sk_loc_kind *kind, sk_error *err);
 int sk_store_is_remote(const char *url);
 int sk_store_is_http(const char *url);
 int sk_store_is_s3(const char *url);
+/* url's scheme in lower case, in place, as manifests write it (the grammar
+ * takes schemes in any case); a local path is left as it is. */
+void sk_store_lower_scheme(char *url);
 
 /* Whether url can be opened with the S3 client s3 (NULL: none): SK_E_USAGE
  * "URL: an s3:// WHAT needs an S3 client" when url is one and s3 is NULL,

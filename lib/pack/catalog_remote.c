@@ -1,6 +1,6 @@
 /*
  * catalog_remote.c - remote objects as pack inputs, read through the store
- * (io/store.h) and so from wherever it reads: s3://, http(s)://.  An s3://
+ * (io/store.h) and so from wherever it reads: S3, web servers.  An S3
  * prefix is listed (the store's pager: its whole tree, page after page)
  * and every object under it becomes a catalog item whose member name is
  * its key relative to the prefix, so the WebDataset grouping, sorting and
@@ -9,7 +9,7 @@
  * listing) is sized by HEAD requests, many in flight at once.
  *
  * Only names and sizes are held here; the bytes are fetched later, in plan
- * order, by fetch_remote.c.  A source's base is a location ("s3://b/p/",
+ * order, by fetch_remote.c.  A source's base is a location (bucket b, prefix p/,
  * "https://host/dir/"): an item's object is the base + its member name,
  * or, for a keyed source, the base + the name kept in the arena.
  */
@@ -67,8 +67,8 @@ int sk_catalog_remote_source(sk_catalog *c, const char *base, int keyed, uint16_
     return SK_OK;
 }
 
-/* A source for the location url, whose base ends in '/' ("s3://b/data"
- * means the prefix "data/"; an s3:// bucket alone is its whole). */
+/* A source for the location url, whose base ends in '/' (bucket b, key "data"
+ * means the prefix "data/"; a bucket alone is its whole). */
 static int add_url_source(sk_catalog *c, const char *url, uint16_t *id, sk_error *err)
 {
     SK_FAIL_IF(!c->env_ready, err, SK_E_USAGE, "%s: a remote source needs a client", url);

@@ -1,5 +1,5 @@
 /*
- * fetch_remote.c - gets the bytes of remote items (s3://, http(s)://) to
+ * fetch_remote.c - gets the bytes of remote items (S3 objects, files on web servers) to
  * pack's readers, through the store (io/store.h).  Small objects are an
  * HTTP round trip each, so throughput comes only from having many GETs in
  * flight: a fetcher thread walks the items in plan order and keeps up to
@@ -31,7 +31,7 @@
 
 #define INLINE_MAX (4u << 20)
 #define WINDOW_BYTES (256ull << 20)
-#define URL_MAX 2100 /* "s3://" + a 63-byte bucket + a 1024-byte key, or a URL the store takes */
+#define URL_MAX 2100 /* a scheme, a 63-byte bucket and a 1024-byte key, or a URL the store takes */
 
 /* A GET that still fails at the transport level after the engine's own
  * retries (or with an error the engine does not retry, such as a garbled

@@ -1,13 +1,13 @@
 /*
  * sagemaker.c - SageMaker's manifests as pack inputs (pack --from-manifest).
  *
- * A ManifestFile is one JSON array: {"prefix": "s3://b/p/"} and then keys
+ * A ManifestFile is one JSON array: {"prefix": the S3 URI of a prefix}, then keys
  * relative to it; SageMaker's channel is exactly the objects prefix + key.
  * Each object becomes a member named by its relative key, so samples group
- * by the WebDataset rule as `pack s3://b/p/` would group the same objects.
+ * by the WebDataset rule as `pack` of that prefix would group the same objects.
  *
  * An augmented manifest is JSON Lines: one object a line; each attribute
- * whose name ends in "-ref" is an s3:// URI, the others are label data.
+ * whose name ends in "-ref" is an S3 URI, the others are label data.
  * Line i (0-based, blank lines not counted) becomes sample "%08u": each
  * referenced object a member named by the attribute and the object's
  * extension ("source-ref" gives KEY.EXT, "mask-ref" KEY.mask.EXT), and the
@@ -18,7 +18,7 @@
  *
  * Objects are sized with HEAD requests and fetched by fetch_remote.c, like any
  * remote source.  The manifest is untrusted: its size, line length and entry
- * count are bounded, every URI must be s3:// with a valid bucket name and a
+ * count are bounded, every URI must be an S3 one with a valid bucket name and a
  * key S3 could hold, and each error names the manifest, line and value.
  */
 #include "pack/catalog.h"
@@ -62,7 +62,7 @@ static const char *key_problem(const char *k, size_t n, int allow_empty)
     return NULL;
 }
 
-/* Splits "s3://bucket/key" after checking it; *bucket points into uri
+/* Splits an S3 URI into bucket and key after checking it; *bucket points into uri
  * (blen bytes), *key too.  NULL, or what is wrong. */
 static const char *split_uri(const char *uri, const char **bucket, size_t *blen, const char **key,
                              int allow_empty_key)
@@ -72,7 +72,7 @@ static const char *split_uri(const char *uri, const char **bucket, size_t *blen,
      * reads a ManifestFile's objects from S3 and nothing else, so a URI of
      * another kind is a malformed manifest (check-layers rule 5 spares
      * this file for it) */
-    if (sk_store_classify(uri, &w, NULL) || w.kind != SK_LOC_S3) return "not an s3:// URI";
+    if (sk_store_classify(uri, &w, NULL) || w.kind != SK_LOC_S3) return "not an S3 URI";
     const char *b = uri + w.host, *slash = b[w.host_len] == '/' ? b + w.host_len : NULL;
     if (!slash) return "no key after the bucket";
     if (!bucket_ok(b, (size_t)(slash - b))) return "not a valid bucket name";
@@ -118,7 +118,7 @@ static int want(struct sm *m, uint16_t src, char *key, char *name, sk_error *err
 }
 
 /* The keyed source of a bucket, made at its first mention: root is the
- * URI up to the bucket's '/' ("s3://bucket/"), n bytes. */
+ * URI up to the bucket's '/' (scheme and bucket), n bytes. */
 static int bucket_src(struct sm *m, const char *root, size_t n, uint16_t *id, sk_error *err)
 {
     for (size_t i = 0; i < m->nb; i++) {
@@ -293,7 +293,7 @@ static int manifest_file(struct sm *m, sk_error *err)
     const char *prefix = pj ? json_string_value(pj) : NULL;
     if (!prefix || json_object_size(first) != 1) {
         rc = sk_error_set(err, SK_E_INPUT, "%s: not a ManifestFile: want [{\"prefix\": "
-                          "\"s3://bucket/prefix/\"}, \"key\", ...]", m->label);
+                          "PREFIX_URI}, \"key\", ...] (PREFIX_URI: S3 bucket/prefix/)", m->label);
         goto out;
     }
     const char *b, *k, *why;
@@ -487,7 +487,7 @@ static int augmented(struct sm *m, sk_error *err)
 
 /* ------------------------------------------------------------ S3 manifest */
 
-/* The manifest object, read through the store (s3://, http(s)://) into an
+/* The manifest object, read through the store (S3, a web server) into an
  * unlinked temporary file, bounded: its size is asked first, and the read
  * stops at that size (a body that ends early is the store's error). */
 static int fetch_manifest(sk_catalog *c, const char *url, FILE **out, sk_error *err)

@@ -25,7 +25,7 @@ struct job {
     const sk_index_dataset_opts *o;
     const char *shard;
     char *idx, *dpath; /* where its index and DALI index go: beside it, local or remote */
-    int remote;        /* the shard is another machine's (s3://): its outputs are objects */
+    int remote;        /* the shard is in an object store: its outputs are objects beside it */
     sk_build_stats st;
     sk_error err;
     int rc, done;
@@ -251,7 +251,7 @@ void sk_index_dataset_opts_init_sized(sk_index_dataset_opts *o, size_t size)
 static int expand(const char *const *patterns, size_t n, sk_s3 *s3, char ***out, size_t *count,
                   sk_error *err)
 {
-    /* an s3:// prefix: the shard objects listed under it (the manifest
+    /* a prefix in S3: the shard objects listed under it (the manifest
      * there, if any, is what this run replaces) */
     sk_store_env env; /* http(s):// shards are taken (a web server's: no listing) */
     sk_store_env_init(&env, s3);
@@ -327,7 +327,7 @@ struct places {
 };
 
 /* The run's places agree, before anything is read or written: what wids
- * reads (local files and http(s):// URLs, never s3://), where the indexes
+ * reads (local files and http(s):// URLs, never S3), where the indexes
  * of shards on a web server go (the manifest's directory, which must then
  * be local), and where the manifest goes.  SK_E_USAGE naming why. */
 static int check_places(const sk_index_dataset_opts *o, char *const *shards, size_t n, struct places *p,
@@ -339,7 +339,7 @@ static int check_places(const sk_index_dataset_opts *o, char *const *shards, siz
         SK_GUARD(sk_store_classify(shards[i], &w, err));
         p->remote += w.remote;
         if (!w.writable && !p->ro++) p->first_ro = shards[i];
-        /* remote and writable: an object store's (s3://), which wids has
+        /* remote and writable: an object store's (S3), which wids has
          * no client for (it opens paths and http(s):// URLs) */
         if (w.remote && w.writable && !p->s3++) p->first_s3 = shards[i];
     }
@@ -347,7 +347,7 @@ static int check_places(const sk_index_dataset_opts *o, char *const *shards, siz
     for (size_t i = 0; o->wids && i < n; i++) /* JSON holds UTF-8 text only */
         SK_FAIL_IF(!sk_utf8_valid(shards[i], strlen(shards[i])), err, SK_E_USAGE, "--wids: %s: the "
                    "name is not UTF-8, which wids' JSON cannot hold", shards[i]);
-    SK_FAIL_IF(o->wids && p->first_s3, err, SK_E_USAGE, "--wids: %s is an s3:// object, and wids reads "
+    SK_FAIL_IF(o->wids && p->first_s3, err, SK_E_USAGE, "--wids: %s is an object in S3, and wids reads "
                "local files and http(s):// URLs only", p->first_s3);
     sk_store_where ww = {.remote = 0};
     if (o->wids && *o->wids) SK_GUARD(sk_store_classify(o->wids, &ww, err));
@@ -361,11 +361,11 @@ static int check_places(const sk_index_dataset_opts *o, char *const *shards, siz
                "manifest's directory, which must be local: give -o DIR/manifest.json%s", p->first_ro,
                o->no_manifest ? " instead of --no-manifest" : "");
     SK_FAIL_IF(p->remote && p->remote < n && !o->no_manifest && !o->manifest, err, SK_E_USAGE,
-               "local and remote (s3://, http(s)://) shards have no common place for a manifest: give "
+               "local and remote (S3, http(s)://) shards have no common place for a manifest: give "
                "-o or --no-manifest");
     SK_FAIL_IF(mremote && p->remote < n, err, SK_E_USAGE, "%s: a manifest in S3 cannot name local shards",
                o->manifest);
-    SK_FAIL_IF(o->resume && p->s3 < n, err, SK_E_USAGE, "--resume applies to s3:// shards only");
+    SK_FAIL_IF(o->resume && p->s3 < n, err, SK_E_USAGE, "--resume applies to shards in S3 only");
     return SK_OK;
 }
 
@@ -409,7 +409,7 @@ static int refuse_shared_index(const struct job *jobs, size_t n, sk_error *err)
     size_t k = 0;
     int rc = v ? SK_OK : sk_error_set(err, SK_E_NOMEM, "out of memory");
     for (size_t i = 0; !rc && i < n; i++) {
-        if (jobs[i].remote) continue; /* an object beside an s3:// shard */
+        if (jobs[i].remote) continue; /* an object beside a shard in S3 */
         const char *idx = jobs[i].idx, *base = strrchr(idx, '/');
         char *dir = dirname_of(idx), *real = dir ? realpath(dir, NULL) : NULL;
         v[k].j = &jobs[i];
@@ -467,8 +467,8 @@ int sk_index_dataset(const char *const *patterns, size_t npatterns, const sk_ind
         }
         sk_store_where w;
         if (mdir && nremote && (sk_store_classify(mdir, &w, NULL) || !w.remote)) {
-            /* "s3:" or "s3:/" (refused as a lost slash) or "s3://" (no
-             * bucket): the shards are in several buckets */
+            /* the shards' common directory is a bare scheme, or a scheme
+             * with a lost slash (refused): they are in several buckets */
             free(mdir);
             mdir = NULL;
             rc = sk_error_set(err, SK_E_USAGE, "the shards are in several buckets: give -o");

@@ -9,12 +9,12 @@
  * --part slices missing or repeated are errors that name them, since a
  * silent overlap would train on samples twice.
  *
- * Manifests, indexes and the merged manifest may be s3:// objects as well
+ * Manifests, indexes and the merged manifest may be objects in S3 as well
  * as local files, and the manifests and indexes read may be on a web
  * server, http(s):// (each read whole through the store, as a dataset
  * reads them; the merged one written by the sinks' sk_sink_put_manifest).
  * A remote manifest's entries are held to the readers' rule: nothing
- * outside its own directory (or, in a bucket, other s3:// objects).  A
+ * outside its own directory (or, in a bucket, other objects of it).  A
  * URL is rewritten relative only within one bucket, and only below the
  * merged manifest's prefix there (readers refuse ".." in a remote
  * manifest); else, and between a bucket and a local directory, it stays
@@ -26,7 +26,6 @@
 #include "io/store.h"
 #include "tools/merge_stats.h"
 
-#include <ctype.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +34,8 @@
 
 /* ------------------------------------------------------------------ paths */
 
-/* The length of p's root: "s3://bucket" for a URL, 0 for a local path. */
+/* The length of p's root: scheme and bucket (or host) for a URL, 0 for a
+ * local path. */
 static size_t root_len(const char *p)
 {
     sk_store_where w;
@@ -66,9 +66,8 @@ static char *abs_path(const char *p)
     char *out = malloc(root + strlen(full) + 2), *o = out + root;
     if (!out) { free(full); return NULL; }
     memcpy(out, p, root);
-    for (size_t i = 0; i < root && out[i] != ':'; i++) /* "S3://b" is written "s3://b" */
-        out[i] = (char)tolower((unsigned char)out[i]);
     *o = 0;
+    sk_store_lower_scheme(out);
     for (char *save = NULL, *c = strtok_r(full, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
         if (!strcmp(c, ".")) continue;
         if (!strcmp(c, "..")) {
@@ -132,7 +131,7 @@ static char *rebase(const char *mpath, const char *url, const char *out_dir_abs)
 
 /* ------------------------------------------------------------------ merge */
 
-/* A shard of the remote manifest at mpath (http(s):// or s3://): its URL and
+/* A shard of the remote manifest at mpath (on a web server or in S3): its URL and
  * index URL by the readers' rule (sk_manifest_resolve), SK_E_CORRUPT naming
  * the manifest and the name when it points outside. */
 static int check_remote_entry(const char *mpath, const sk_manifest_shard *s, sk_error *err)
@@ -198,9 +197,9 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
     for (size_t i = 0; i < n + 1; i++) {
         const char *p = i < n ? paths[i] : out_path;
         SK_GUARD(sk_store_classify(p, &w, err)); /* another scheme: refused by name */
-        SK_GUARD(sk_store_reach(p, s3, "manifest", err)); /* s3:// without a client */
+        SK_GUARD(sk_store_reach(p, s3, "manifest", err)); /* S3 without a client */
     }
-    int remote_out = w.remote; /* w: out_path's, the last asked: s3:// */
+    int remote_out = w.remote; /* w: out_path's, the last asked: an object store */
     sk_store_env env;
     sk_store_env_init(&env, s3);
     sk_manifest **in = calloc(n ? n : 1, sizeof *in);
@@ -276,7 +275,7 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
             const sk_manifest_shard *s = &m->shards[j];
             sk_manifest_shard ns = *s;
             /* a remote manifest is someone else's bytes: it names what lies
-             * under its own directory (or, in a bucket, s3:// objects),
+             * under its own directory (or, in a bucket, its objects),
              * never "..", another host or a local file; readers hold it to
              * that (sk_manifest_resolve), and so does the merge */
             if (sk_store_is_remote(paths[i]) && (rc = check_remote_entry(paths[i], s, err)))
@@ -295,12 +294,12 @@ int sk_manifest_merge_s3(const char *const *paths, size_t n, const char *out_pat
             }
             /* a bucket's manifest that names local files (or files on a
              * web server) would be read nowhere but here (readers take
-             * s3:// URLs only from it): refused, naming them */
+             * URLs in S3 only from it): refused, naming them */
             sk_store_where uw; /* in a bucket: remote and writable */
             int in_bucket = !sk_store_classify(abs_urls[k], &uw, NULL) && uw.remote && uw.writable;
             if (remote_out && !in_bucket) {
                 rc = sk_error_set(err, SK_E_USAGE, "%s: shard %s of %s is %s: upload the "
-                                  "parts first, then merge their s3:// manifests", out_path,
+                                  "parts first, then merge their manifests in S3", out_path,
                                   abs_urls[k], paths[i],
                                   uw.remote ? "on a web server, not in S3" : "a local file");
                 free(url), free(iurl);

@@ -1,11 +1,11 @@
 /*
  * upload_plan.c - what `shardkit upload` sends where: local files and
- * directory trees, or one s3:// object or prefix, become (source, key,
+ * directory trees, or one object or prefix in S3, become (source, key,
  * size) items in a reproducible order (trees walked sorted), data first,
  * then *.idx, then manifest.json, so that a reader never sees a manifest
  * naming objects that are not there yet.  Streamed (sk_upload_plan_each):
  * a million-object copy holds one listing page, not a million items.  An
- * s3:// source is read through the store (one HEAD, or its listing, whose
+ * source in S3 is read through the store (one HEAD, or its listing, whose
  * entries carry the size, ETag and CRC32C a server-side copy is checked
  * against).  The transfers themselves are sk_s3_xfer's.
  */
@@ -32,7 +32,7 @@ struct walk {
     int phase;
     sk_upload_each_fn each;
     void *ud;
-    const char *sbucket; /* the s3:// source's bucket, or NULL */
+    const char *sbucket; /* the copyable source's bucket, or NULL */
     uint64_t found;      /* items of any phase seen in this pass */
     uint64_t later;      /* items of later phases seen in this pass: none, no more passes */
     sk_error *err;
@@ -157,7 +157,7 @@ static int list_page(void *ud, const sk_store_entry *v, size_t n)
     return c->rc;
 }
 
-/* One s3:// source url: an object, or a prefix ("s3://b/dir" names a
+/* One source url in S3: an object, or a prefix (bucket "b", key "dir" names a
  * prefix when no such object exists); sk is its key (inside url). */
 static int walk_s3(struct walk *w, const char *sk, const char *url, sk_store_env *env,
                    const char *prefix, int dir_dst)
@@ -208,16 +208,16 @@ int sk_upload_plan_each(const char *const *sources, size_t n, sk_s3 *src_s3, con
         /* a remote source is copied server-side, the bytes never passing
          * here: only a store whose objects can be (where.copyable) */
         SK_FAIL_IF(where.remote && !where.copyable, err, SK_E_USAGE, "%s: upload copies local files "
-                   "and s3:// objects (download it first)", sources[i]);
+                   "and objects in S3 (download it first)", sources[i]);
         if (where.copyable) {
-            SK_FAIL_IF(n > 1, err, SK_E_USAGE, "an s3:// source must be the only source");
-            SK_FAIL_IF(!src_s3, err, SK_E_USAGE, "%s: no S3 client for an s3:// source", sources[i]);
+            SK_FAIL_IF(n > 1, err, SK_E_USAGE, "a source in S3 must be the only source");
+            SK_FAIL_IF(!src_s3, err, SK_E_USAGE, "%s: no S3 client for a source in S3", sources[i]);
         } else if (stat(sources[i], &st)) {
             return sk_error_set(err, errno == ENOENT ? SK_E_NOTFOUND : SK_E_IO, "%s: %s", sources[i],
                                 strerror(errno));
         }
     }
-    /* where: the only source's when it is s3:// (its bucket and key) */
+    /* where: the only source's when it is copyable (its bucket and key) */
     char *sbucket = where.copyable ? strndup(sources[0] + where.host, where.host_len) : NULL;
     const char *skey = sbucket ? sources[0] + where.path : NULL;
     SK_FAIL_IF(where.copyable && !sbucket, err, SK_E_NOMEM, "out of memory");
@@ -243,7 +243,7 @@ int sk_upload_plan_each(const char *const *sources, size_t n, sk_s3 *src_s3, con
             }
         }
         /* nothing of a later phase in this walk: no other walk has work
-         * (for an s3:// prefix, two listings fewer) */
+         * (for a prefix in S3, two listings fewer) */
         if (!w.later) break;
     }
     sk_store_env_release(&env);

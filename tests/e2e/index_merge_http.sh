@@ -154,7 +154,7 @@ refuse "--wids 'http://127.0.0.1:9/w.json': http(s):// is read only: write to a 
     --wids=http://127.0.0.1:9/w.json -o "$t/out/x.json" "$U/ds/train-0-000.tar"
 # credentials for the client only: nothing is asked of the endpoint
 AWS_ACCESS_KEY_ID=k AWS_SECRET_ACCESS_KEY=s refuse \
-    "--wids: s3://b/p/x.tar is an s3:// object, and wids reads local files and http(s):// URLs only" \
+    "--wids: s3://b/p/x.tar is an object in S3, and wids reads local files and http(s):// URLs only" \
     --endpoint-url http://127.0.0.1:9 --wids -o "$t/out/x.json" "$t/out/local.tar" s3://b/p/x.tar s3://b/p/y.tar
 [ ! -e "$t/out/x.json" ] || fail "a refused run wrote a manifest"
 echo "index merge over HTTP ok"

@@ -81,7 +81,7 @@ expect_ok "${I[@]}" --resume s3://dset/p/
 [ "$(grep -c '(kept' "$OUT")" = 2 ] || die "--resume kept a changed shard: $(cat "$OUT")"
 aws s3 cp --quiet s3://dset/p/t-002.tar.idx "$T/r.idx"
 cmp "$T/r.idx" "$T/loc/p/t-000.tar.idx" || die "the redone index does not describe the new object"
-expect_fail 2 "--resume applies to s3:// shards only" "$SK_BIN" index --resume "$T/loc/p/t-000.tar"
+expect_fail 2 "--resume applies to shards in S3 only" "$SK_BIN" index --resume "$T/loc/p/t-000.tar"
 
 step "hostile listing: keys outside the prefix's own shards are not indexed"
 python3 - "$A" "$T/p/t-000.tar" <<'EOF'
@@ -106,6 +106,6 @@ step "errors: nothing under a prefix, several buckets, no client for a local man
 expect_fail 1 "s3://dset/none/: no .tar, .tar.zst, .tar.gz, .tgz, .tar.bz2 or .tar.xz objects under it" "${I[@]}" s3://dset/none/
 aws s3 cp --quiet "$T/p/t-000.tar" s3://other/t.tar
 expect_fail 2 "several buckets" "${I[@]}" s3://dset/p/t-000.tar s3://other/t.tar
-expect_fail 2 "local and remote (s3://, http(s)://) shards" "${I[@]}" s3://other/t.tar "$T/loc/p/t-000.tar"
+expect_fail 2 "local and remote (S3, http(s)://) shards" "${I[@]}" s3://other/t.tar "$T/loc/p/t-000.tar"
 expect_fail 2 "wids" "${I[@]}" --wids s3://other/t.tar
 echo "s3io_index: ok"
