@@ -256,6 +256,16 @@ PY
     SHARDS=$n
 }
 
+# need_python_lib: LIB is $SK_BIN's libshardkit.so, for the Python package;
+# skips without it, or when it is a sanitizer build (an uninstrumented
+# python cannot dlopen() it)
+need_python_lib()
+{
+    LIB=$(dirname "$SK_BIN")/libshardkit.so
+    [ -f "$LIB" ] || skip "no $LIB"
+    if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi
+}
+
 # pylib ARGS...: python3 for scripts that load $SK_BIN's libshardkit.so with
 # ctypes.  Under make check-asan the library wants the ASan runtime first in
 # the process, so it is preloaded (and Python's own allocations are not

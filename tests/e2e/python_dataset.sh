@@ -14,10 +14,7 @@
 . "$(dirname "$0")/lib.sh"
 need python3
 tmpdir
-LIB=$(dirname "$SK_BIN")/libshardkit.so
-[ -f "$LIB" ] || skip "no $LIB"
-# a sanitizer build cannot be dlopen()ed by an uninstrumented python
-if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi
+need_python_lib
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 130 >/dev/null || die "mkcorpus failed"
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/plain/t-%03d.tar" --max-count 40
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/zst/t-%03d.tar.zst" --max-count 40 --compress zstd

@@ -9,9 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
 s3_test_begin python3
-LIB=$(dirname "$SK_BIN")/libshardkit.so
-[ -f "$LIB" ] || skip "no $LIB"
-if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi
+need_python_lib
 s3_dataset auth dset 90 --max-count 40
 export SHARDKIT_LIB=$LIB PYTHONPATH=$SK_ROOT/python
 

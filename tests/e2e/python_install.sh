@@ -13,10 +13,7 @@
 # imports the package.
 . "$(dirname "$0")/lib.sh"
 tmpdir
-LIB=$(dirname "$SK_BIN")/libshardkit.so
-[ -f "$LIB" ] || skip "no $LIB"
-# a sanitizer build cannot be dlopen()ed by an uninstrumented python
-if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi
+need_python_lib
 # an interpreter that can build the package offline (scripts/deps check
 # installs Debian's python3-venv, python3-setuptools, python3-wheel)
 PY=

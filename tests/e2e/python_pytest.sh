@@ -5,9 +5,7 @@
 # or numpy/PIL are missing, or the library is a sanitizer build (an
 # uninstrumented python cannot dlopen it).
 . "$(dirname "$0")/lib.sh"
-LIB=$(dirname "$SK_BIN")/libshardkit.so
-[ -f "$LIB" ] || skip "no $LIB"
-if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi
+need_python_lib
 PY=
 for p in /usr/bin/python3 python3; do
     command -v "$p" >/dev/null 2>&1 || continue

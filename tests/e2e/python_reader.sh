@@ -7,10 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 need python3
 tmpdir
-LIB=$(dirname "$SK_BIN")/libshardkit.so
-# a sanitizer build cannot be dlopen()ed by an uninstrumented python
-if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi
-[ -f "$LIB" ] || skip "no $LIB"
+need_python_lib
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 250 >/dev/null || die "mkcorpus failed"
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/s/train-%06d.tar" --max-count 30
 "$SK_BIN" cat --keys --shuffle-shards --shuffle 40 --seed 5 --rank 1 --world-size 2 "$T/s" >"$T/cat.keys"

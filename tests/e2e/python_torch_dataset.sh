@@ -13,9 +13,7 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || skip "no /usr/bin/python3"
 "$PY" -c 'import torch' 2>/dev/null || skip "python3-torch is not installed for /usr/bin/python3 (scripts/deps installs it)"
 tmpdir
-LIB=$(dirname "$SK_BIN")/libshardkit.so
-[ -f "$LIB" ] || skip "no $LIB"
-if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi
+need_python_lib
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 240 >/dev/null || die "mkcorpus failed"
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/s/train-%06d.tar" --max-count 20
 export SHARDKIT_LIB=$LIB PYTHONPATH=$SK_ROOT/python

@@ -31,9 +31,7 @@ case $? in
 *) skip "torchdata's StatefulDataLoader is not importable (not a Debian package: pip install torchdata, or set SK_TORCHDATA_PATH to its source tree)" ;;
 esac
 tmpdir
-LIB=$(dirname "$SK_BIN")/libshardkit.so
-[ -f "$LIB" ] || skip "no $LIB"
-if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi
+need_python_lib
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 120 >/dev/null || die "mkcorpus failed"
 expect_ok "$SK_BIN" pack "$T/c" -o "$T/s/train-%06d.tar" --max-count 20
 export SHARDKIT_LIB=$LIB PYTHONPATH=$SK_ROOT/python${TD:+:$TD}

@@ -7,9 +7,7 @@
 # put them on PYTHONPATH to run it).
 . "$(dirname "$0")/lib.sh"
 tmpdir
-LIB=$(dirname "$SK_BIN")/libshardkit.so
-[ -f "$LIB" ] || skip "no $LIB"
-if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi
+need_python_lib
 PY=
 for p in python3 /usr/bin/python3; do
     command -v "$p" >/dev/null 2>&1 || continue

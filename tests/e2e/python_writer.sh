@@ -13,9 +13,7 @@
 . "$(dirname "$0")/lib.sh"
 need python3 cmp
 tmpdir
-LIB=$(dirname "$SK_BIN")/libshardkit.so
-[ -f "$LIB" ] || skip "no $LIB"
-if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi
+need_python_lib
 "$SK_TOOLS/mkcorpus" "$T/c" --samples 150 >/dev/null || die "mkcorpus failed"
 export SHARDKIT_LIB=$LIB PYTHONPATH=$SK_ROOT/python
 

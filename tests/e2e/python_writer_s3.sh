@@ -6,9 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$SK_ROOT/tests/helpers/moto.sh"
 s3_test_begin python3 cmp
-LIB=$(dirname "$SK_BIN")/libshardkit.so
-[ -f "$LIB" ] || skip "no $LIB"
-if nm -D "$LIB" 2>/dev/null | grep -q __asan_init; then skip "libshardkit.so is an AddressSanitizer build"; fi
+need_python_lib
 s3_serve auth out
 export SHARDKIT_LIB=$LIB PYTHONPATH=$SK_ROOT/python
 python3 - "$T" "$A" <<'PY' || die "ShardWriter to S3"

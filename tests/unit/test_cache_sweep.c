@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "io/store.h"
+#include "sk_files.h"
 
 #define HEX40 "0123456789abcdef0123456789abcdef01234567"
 #define BLOCK HEX40 ".skc"
@@ -31,31 +32,6 @@
 #define HEX40C "00112233445566778899aabbccddeeff00112233"
 
 static char base[] = "/tmp/test_cache_sweep.XXXXXX";
-
-/* 0 when written (children use it: a cmocka assert in a child would run
- * the rest of the tests there) */
-static int put_ok(const char *dir, const char *name, const char *text)
-{
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "w");
-    if (!f) return -1;
-    fputs(text, f);
-    return fclose(f) ? -1 : 0;
-}
-
-static void put(const char *dir, const char *name, const char *text)
-{
-    assert_int_equal(put_ok(dir, name, text), 0);
-}
-
-static int there(const char *dir, const char *name)
-{
-    char p[512];
-    struct stat st;
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    return lstat(p, &st) == 0;
-}
 
 /* Removes a test's directory tree (the test's own, made by it). */
 static void rm_rf(const char *p)

@@ -17,28 +17,11 @@
 #include <unistd.h>
 
 #include "io/store.h"
+#include "sk_files.h"
 
 #define HEX40 "0123456789abcdef0123456789abcdef01234567"
 
 static char base[] = "/tmp/test_store_cache_temp.XXXXXX";
-
-static void put(const char *dir, const char *name, const char *text)
-{
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-static int there(const char *dir, const char *name)
-{
-    char p[512];
-    struct stat st;
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    return lstat(p, &st) == 0;
-}
 
 static void made_private(void **state)
 {
